@@ -1,0 +1,312 @@
+"""The public case API: what a case is, and the rules that make one valid.
+
+A case is plain data plus a Python callable. Nothing here imports TensorFlow,
+so a case file can be loaded, validated and listed in milliseconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from harness import modes as _modes
+from harness.tolerance import Tol, ToleranceOverride
+from harness.versions import VersionRange, parse_range
+
+__all__ = [
+    "Case",
+    "CaseError",
+    "Expectation",
+    "Point",
+    "VALUES_DIFFER",
+    "BAD_GRADIENT",
+]
+
+# Expectation outcomes that are not exception classes.
+VALUES_DIFFER = "values differ"
+BAD_GRADIENT = "bad gradient"  # a gradient whose shape or dtype is not its input's
+
+_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_EXCEPTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class CaseError(ValueError):
+    """A case definition is invalid; the message names the case and the field."""
+
+
+def _fail(case_id: str, field: str, message: str) -> CaseError:
+    return CaseError(f"case {case_id!r}: field {field!r}: {message}")
+
+
+def _is_differentiable(dtype: np.dtype) -> bool:
+    # bfloat16 comes from ml_dtypes and is not a numpy.floating subclass.
+    return dtype.kind in "fc" or dtype.name == "bfloat16"
+
+
+def _format_value(value: np.ndarray) -> str:
+    if value.ndim == 0:
+        return str(value[()])
+    if value.size <= 4:
+        return np.array2string(value, separator=",").replace("\n", "")
+    return f"{value.dtype.name}{list(value.shape)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One input point: a NumPy value per positional argument, with a stable label."""
+
+    names: tuple[str, ...]
+    values: tuple[np.ndarray, ...]
+    label: str
+
+    @property
+    def signature(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        """Dtypes and shapes: points with equal signatures share one trace and one graph."""
+        return tuple((v.dtype.name, v.shape) for v in self.values)
+
+
+@dataclasses.dataclass(frozen=True)
+class Expectation:
+    """A declared, explained deviation from "all modes agree".
+
+    Attributes:
+      modes: the modes that deviate.
+      outcome: what they do instead: an exception class name (matched against
+        the class and its bases, so "TypeError" covers its subclasses),
+        VALUES_DIFFER (they return values that differ from the reference mode),
+        or BAD_GRADIENT (a gradient's shape or dtype is not its input's).
+      reason: why TensorFlow behaves so; shown with the verdict. Required.
+      tf_versions: the TensorFlow releases where this was seen, e.g. ">=2.16";
+        None for all.
+      points: labels of the points it applies to; empty for all.
+    """
+
+    modes: Sequence[str]
+    outcome: str
+    reason: str
+    tf_versions: Optional[str] = None
+    points: Sequence[str] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "modes", tuple(self.modes))
+        object.__setattr__(self, "points", tuple(self.points))
+
+    @property
+    def version_range(self) -> Optional[VersionRange]:
+        return parse_range(self.tf_versions) if self.tf_versions else None
+
+    def applies(self, tf_version: str, point_label: str) -> bool:
+        """True when this expectation covers `point_label` on `tf_version`."""
+        if self.points and point_label not in self.points:
+            return False
+        rng = self.version_range
+        return rng is None or rng.contains(tf_version)
+
+    def describe(self) -> str:
+        what = self.outcome if self.outcome in (VALUES_DIFFER, BAD_GRADIENT) else f"raises {self.outcome}"
+        versions = f" on TF {self.tf_versions}" if self.tf_versions else ""
+        return f"{'/'.join(self.modes)} {what}{versions}: {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One named, self-contained custom-gradient check.
+
+    Give exactly one of `fn` and `build`.
+
+    Attributes:
+      id: a stable dotted name such as "seeds.log1pexp2".
+      points: the input points: mappings from argument name to a NumPy value
+        (np.float32(1.0), np.array([...], np.float64)); the names are the
+        function's positional arguments, in order.
+      fn: the function under test, called with one tensor per argument.
+      build: a zero-argument callable returning the function under test. It is
+        called once per mode inside that mode's graph or context, so variables
+        and Keras layers are created where they belong.
+      order: the highest derivative order, 1 or more. Order k is the gradient
+        of the sum of the order k-1 gradients with respect to the same inputs.
+      wrt: names of the arguments to differentiate; default: every floating or
+        complex argument.
+      tolerance: a Tol for every dtype, or a mapping from dtype name to Tol,
+        merged over the default table.
+      expectations: declared deviations, each with its reason.
+      source: where the case comes from: a seed file name, "tf.custom_gradient
+        docstring", or an issue URL.
+      description: one line saying what the case shows.
+      tf_versions: run only on these TensorFlow releases (e.g. ">=2.16");
+        the case is skipped, with the reason, elsewhere.
+    """
+
+    id: str
+    points: Sequence[Mapping[str, Any]]
+    fn: Optional[Callable[..., Any]] = None
+    build: Optional[Callable[[], Callable[..., Any]]] = None
+    order: int = 1
+    wrt: Optional[Sequence[str]] = None
+    tolerance: ToleranceOverride = None
+    expectations: Sequence[Expectation] = ()
+    source: str = ""
+    description: str = ""
+    tf_versions: Optional[str] = None
+
+    def __post_init__(self):
+        if not isinstance(self.id, str) or not _ID.match(self.id):
+            raise CaseError(
+                f"case {self.id!r}: field 'id': use dotted identifiers such as 'seeds.log1pexp2'"
+            )
+        object.__setattr__(self, "points", self._validate_points())
+        object.__setattr__(self, "expectations", tuple(self.expectations))
+        self._validate_callable()
+        self._validate_order()
+        object.__setattr__(self, "wrt", self._validate_wrt())
+        self._validate_tolerance()
+        self._validate_expectations()
+        if not self.description or not self.description.strip():
+            raise _fail(self.id, "description", "say in one line what the case shows")
+        if not self.source or not self.source.strip():
+            raise _fail(self.id, "source", "name a seed file, a docstring or an issue URL")
+        if self.tf_versions is not None:
+            self._parse_versions("tf_versions", self.tf_versions)
+
+    # -- validation, one field at a time -------------------------------------------------
+
+    def _validate_points(self) -> tuple[Point, ...]:
+        if isinstance(self.points, Mapping) or not self.points:
+            raise _fail(self.id, "points", "give a non-empty list of {argument name: NumPy value}")
+        if all(isinstance(p, Point) for p in self.points):
+            # A case narrowed to some of its points keeps their labels.
+            if len({p.names for p in self.points}) != 1:
+                raise _fail(self.id, "points", "every point must have the same arguments")
+            return tuple(self.points)
+        points = []
+        names = None
+        for index, raw in enumerate(self.points):
+            if not isinstance(raw, Mapping) or not raw:
+                raise _fail(self.id, "points", f"point {index} is {raw!r}; give {{name: NumPy value}}")
+            these = tuple(raw)
+            if names is not None and these != names:
+                raise _fail(self.id, "points", f"point {index} has arguments {these}, point 0 has {names}")
+            names = these
+            values = []
+            for name, value in raw.items():
+                if not isinstance(value, (np.ndarray, np.generic)):
+                    raise _fail(
+                        self.id, "points",
+                        f"point {index} argument {name!r} is {type(value).__name__} {value!r}; "
+                        "give a NumPy value with its dtype, e.g. np.float32(1.0)",
+                    )
+                values.append(np.asarray(value))
+            label = ",".join(f"{n}={_format_value(v)}" for n, v in zip(names, values))
+            points.append(Point(names=names, values=tuple(values), label=label))
+        labels = [p.label for p in points]
+        duplicates = sorted({l for l in labels if labels.count(l) > 1})
+        if duplicates:
+            raise _fail(self.id, "points", f"two points share the label {duplicates[0]!r}")
+        return tuple(points)
+
+    def _validate_callable(self) -> None:
+        if (self.fn is None) == (self.build is None):
+            raise _fail(self.id, "fn", "give exactly one of fn (the function) and build (a builder)")
+        target = self.fn if self.fn is not None else self.build
+        if not callable(target):
+            field = "fn" if self.fn is not None else "build"
+            raise _fail(self.id, field, f"{target!r} is not callable")
+        if self.build is not None:
+            self._check_binds(self.build, (), "build", "a builder takes no arguments")
+        else:
+            self._check_binds(self.fn, self.points[0].names, "fn",
+                              f"it must accept the {len(self.points[0].names)} point argument(s) "
+                              f"{', '.join(self.points[0].names)} positionally")
+
+    def _check_binds(self, target, names, field, hint) -> None:
+        try:
+            signature = inspect.signature(target)
+        except (TypeError, ValueError):
+            return  # a C callable: it is checked when called
+        try:
+            signature.bind(*names)
+        except TypeError as e:
+            raise _fail(self.id, field, f"{e}; {hint}") from None
+
+    def _validate_order(self) -> None:
+        if isinstance(self.order, bool) or not isinstance(self.order, int) or self.order < 1:
+            raise _fail(self.id, "order", f"must be an integer >= 1, got {self.order!r}")
+
+    def _validate_wrt(self) -> tuple[str, ...]:
+        point = self.points[0]
+        dtypes = dict(zip(point.names, (v.dtype for v in point.values)))
+        if self.wrt is None:
+            wrt = tuple(n for n in point.names if _is_differentiable(dtypes[n]))
+            if not wrt:
+                raise _fail(self.id, "wrt", "no floating or complex argument to differentiate")
+            return wrt
+        wrt = (self.wrt,) if isinstance(self.wrt, str) else tuple(self.wrt)
+        if not wrt:
+            raise _fail(self.id, "wrt", "name at least one argument to differentiate")
+        for name in wrt:
+            if name not in dtypes:
+                raise _fail(self.id, "wrt", f"{name!r} is not an argument; arguments: {', '.join(point.names)}")
+            for p in self.points:
+                dtype = p.values[p.names.index(name)].dtype
+                if not _is_differentiable(dtype):
+                    raise _fail(
+                        self.id, "wrt",
+                        f"argument {name!r} is {dtype.name} at {p.label}; only floating and "
+                        "complex arguments can be differentiated",
+                    )
+        return wrt
+
+    def _validate_tolerance(self) -> None:
+        tol = self.tolerance
+        if tol is None or isinstance(tol, Tol):
+            return
+        if not isinstance(tol, Mapping) or not all(isinstance(v, Tol) for v in tol.values()):
+            raise _fail(self.id, "tolerance", "give a Tol or a mapping from dtype name to Tol")
+
+    def _validate_expectations(self) -> None:
+        for i, e in enumerate(self.expectations):
+            field = f"expectations[{i}]"
+            if not isinstance(e, Expectation):
+                raise _fail(self.id, field, f"{e!r} is not an Expectation")
+            if not e.reason or not e.reason.strip():
+                raise _fail(self.id, field, "an expectation needs a reason: say why TensorFlow behaves so")
+            if not e.modes:
+                raise _fail(self.id, field, "name the modes that deviate")
+            for mode in e.modes:
+                if mode not in _modes.KNOWN_MODES:
+                    raise _fail(self.id, field,
+                                f"unknown mode {mode!r}; known modes: {', '.join(_modes.KNOWN_MODES)}")
+            if e.outcome not in (VALUES_DIFFER, BAD_GRADIENT) and not _EXCEPTION_NAME.match(e.outcome or ""):
+                raise _fail(self.id, field,
+                            f"outcome {e.outcome!r} is neither an exception class name nor "
+                            "VALUES_DIFFER nor BAD_GRADIENT")
+            if e.outcome == VALUES_DIFFER and _modes.REFERENCE_MODE in e.modes:
+                raise _fail(self.id, field,
+                            f"values are compared with {_modes.REFERENCE_MODE!r}, so it cannot differ "
+                            "from itself; name the other modes")
+            labels = {p.label for p in self.points}
+            for label in e.points:
+                if label not in labels:
+                    raise _fail(self.id, field, f"no point labelled {label!r}; points: {', '.join(sorted(labels))}")
+            if e.tf_versions is not None:
+                self._parse_versions(field, e.tf_versions)
+
+    def _parse_versions(self, field: str, text: str) -> VersionRange:
+        try:
+            return parse_range(text)
+        except ValueError as e:
+            raise _fail(self.id, field, str(e)) from None
+
+    # -- derived views -------------------------------------------------------------------
+
+    @property
+    def wrt_indices(self) -> tuple[int, ...]:
+        names = self.points[0].names
+        return tuple(names.index(n) for n in self.wrt)
+
+    def runs_on(self, tf_version: str) -> bool:
+        return self.tf_versions is None or parse_range(self.tf_versions).contains(tf_version)

@@ -1,0 +1,122 @@
+"""Finding cases: the built-in library, and selecting from it with globs.
+
+A case module is any module of the library package that defines a list
+`CASES` of Case objects. Importing a case module usually imports TensorFlow,
+so nothing here runs before the command line has been checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Iterable, Sequence
+
+from harness.case import Case, CaseError
+
+__all__ = ["LoadError", "builtin_cases", "cases_of_module", "select"]
+
+_LIBRARY = "harness.cases"
+
+
+class LoadError(Exception):
+    """Cases could not be loaded or selected; the message says what to do."""
+
+
+def _library_package() -> ModuleType:
+    try:
+        return importlib.import_module(_LIBRARY)
+    except ModuleNotFoundError:
+        pass
+    # Running from a source checkout that was not installed: the library is the
+    # cases/ folder beside harness/, which setup.cfg maps to harness.cases.
+    folder = Path(__file__).resolve().parent.parent / "cases"
+    spec = importlib.util.spec_from_file_location(
+        _LIBRARY, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    if spec is None or not (folder / "__init__.py").exists():
+        raise LoadError(f"the built-in case library is missing; reinstall the package (pip install .)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[_LIBRARY] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def cases_of_module(module: ModuleType, origin: str) -> list[Case]:
+    cases = getattr(module, "CASES", None)
+    if not isinstance(cases, (list, tuple)) or not all(isinstance(c, Case) for c in cases):
+        raise LoadError(f"{origin}: define CASES as a list of harness.Case objects")
+    return list(cases)
+
+
+def builtin_cases() -> list[Case]:
+    """Every case of the built-in library, in module then definition order.
+
+    Raises:
+      LoadError: a case module fails to import, a case is invalid, or two
+        cases share an id.
+    """
+    package = _library_package()
+    cases: list[Case] = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        name = f"{_LIBRARY}.{info.name}"
+        try:
+            module = importlib.import_module(name)
+        except CaseError as e:
+            raise LoadError(f"{name}: {e}") from e
+        cases += cases_of_module(module, name)
+    _check_unique(cases)
+    return cases
+
+
+def _check_unique(cases: Sequence[Case]) -> None:
+    seen = set()
+    for case in cases:
+        if case.id in seen:
+            raise LoadError(f"two cases have the id {case.id!r}: rename one")
+        seen.add(case.id)
+
+
+def _select_one(cases: Sequence[Case], pattern: str) -> list[Case]:
+    """The cases (or a case narrowed to one point) that `pattern` names."""
+    if pattern.endswith("]") and "[" in pattern:
+        case_id, label = pattern[:-1].split("[", 1)
+        for case in cases:
+            if case.id == case_id:
+                points = [p for p in case.points if p.label == label]
+                if points:
+                    return [dataclasses.replace(case, points=points)]
+    return [c for c in cases if fnmatch.fnmatchcase(c.id, pattern)]
+
+
+def select(cases: Sequence[Case], patterns: Iterable[str] | None) -> list[Case]:
+    """Cases matching any of `patterns` (globs on ids, or "ID[POINT]"), in library order.
+
+    Raises:
+      LoadError: a pattern selects nothing; the message suggests near ids.
+    """
+    if not patterns:
+        return list(cases)
+    chosen: dict[str, set[str]] = {}
+    for pattern in patterns:
+        found = _select_one(cases, pattern)
+        if not found:
+            near = difflib.get_close_matches(pattern.split("[")[0], [c.id for c in cases], n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(near)}?" if near else "; see the ids with --list"
+            raise LoadError(f"--cases pattern {pattern!r} selects no case{hint}")
+        for case in found:
+            chosen.setdefault(case.id, set()).update(p.label for p in case.points)
+    selected = []
+    for case in cases:
+        labels = chosen.get(case.id)
+        if labels is None:
+            continue
+        if len(labels) < len(case.points):
+            case = dataclasses.replace(case, points=[p for p in case.points if p.label in labels])
+        selected.append(case)
+    return selected

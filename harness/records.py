@@ -1,0 +1,164 @@
+"""Frozen records that cross module boundaries: what a mode produced, and the verdict.
+
+Plain data and NumPy only: the mode runners fill them, the judge reads them,
+the reporters render them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Mapping, Optional
+
+import numpy as np
+
+__all__ = ["Output", "ErrorInfo", "Status", "ModeOutcome", "RunOptions", "Verdict", "Result", "Report"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """One output of one order: a value, or None for an unconnected gradient."""
+
+    value: Optional[np.ndarray]
+    dtype: str
+    shape: tuple[int, ...]
+
+    @classmethod
+    def of(cls, value: Optional[np.ndarray], dtype: str = "", shape: tuple[int, ...] = ()) -> "Output":
+        """An Output for `value`; for None, the dtype and shape of what it stands for."""
+        if value is None:
+            return cls(value=None, dtype=dtype, shape=tuple(shape))
+        value = np.asarray(value)
+        return cls(value=value, dtype=value.dtype.name, shape=tuple(value.shape))
+
+
+@dataclasses.dataclass(frozen=True)
+class ErrorInfo:
+    """An exception raised by a mode.
+
+    Attributes:
+      type: the exception's class name, e.g. "InternalError".
+      bases: the names of every class in its MRO, so an expectation of
+        "TypeError" matches OperatorNotAllowedInGraphError.
+      message: the full message.
+      stage: where it happened: "build", "forward", "order K", or "run" when
+        a compiled function failed as a whole and the order is unknown.
+    """
+
+    type: str
+    bases: tuple[str, ...]
+    message: str
+    stage: str
+
+    @property
+    def first_line(self) -> str:
+        lines = self.message.strip().splitlines()
+        return lines[0] if lines else ""
+
+    def is_a(self, class_name: str) -> bool:
+        return class_name == self.type or class_name in self.bases
+
+
+class Status(enum.Enum):
+    """How one mode's run of one point ended."""
+
+    OK = "ok"  # every order computed
+    ERROR = "error"  # an exception; orders holds what was computed before it
+    CRASH = "crash"  # the process running it died
+    TIMEOUT = "timeout"  # it ran past its time limit
+
+
+@dataclasses.dataclass(frozen=True)
+class ModeOutcome:
+    """What one mode produced for one point.
+
+    `orders[0]` holds the function's outputs (flattened with tf.nest), and
+    `orders[k]` one gradient per differentiated argument.
+    """
+
+    mode: str
+    status: Status
+    orders: tuple[tuple[Output, ...], ...] = ()
+    error: Optional[ErrorInfo] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """Run-wide choices every mode applies the same way.
+
+    Attributes:
+      unconnected_zero: return zeros instead of None for a gradient that does
+        not depend on its input (tf.UnconnectedGradients.ZERO in every mode).
+    """
+
+    unconnected_zero: bool = False
+
+
+class Verdict(enum.Enum):
+    """The judgement on one case at one point."""
+
+    PASS = "pass"  # every mode agrees with the reference, no gradient is malformed
+    FAIL = "fail"  # a disagreement or a malformed gradient that no expectation declares
+    XFAIL = "xfail"  # the declared deviation happened
+    XPASS = "xpass"  # a declared deviation did not happen: often a TensorFlow fix
+    ERROR = "error"  # the case itself is broken (builder raised, bad definition)
+    CRASH = "crash"  # a mode killed the process running it
+    TIMEOUT = "timeout"  # a mode ran past its time limit
+    SKIP = "skip"  # not run, with the reason
+
+    @property
+    def is_failure(self) -> bool:
+        return self in _FAILURES
+
+
+_FAILURES = frozenset({Verdict.FAIL, Verdict.ERROR, Verdict.CRASH, Verdict.TIMEOUT})
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """A case at one point, its outcomes in every mode, and the verdict on them.
+
+    Attributes:
+      case: the case id.
+      point: the point's label.
+      order: the case's derivative order.
+      verdict: the judgement.
+      reason: one line saying why (empty for a plain pass).
+      details: further lines: each disagreement with its worst element, or
+        each expectation and whether it was met.
+      outcomes: mode name to outcome, in run order.
+      rerun: a command line that reruns just this case and point.
+    """
+
+    case: str
+    point: str
+    order: int
+    verdict: Verdict
+    reason: str
+    details: tuple[str, ...]
+    outcomes: Mapping[str, ModeOutcome]
+    rerun: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.case}[{self.point}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """Everything one run produced: what every reporter renders."""
+
+    environment: Mapping[str, str]
+    modes: tuple[str, ...]
+    results: tuple[Result, ...]
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = {v.value: 0 for v in Verdict}
+        for r in self.results:
+            counts[r.verdict.value] += 1
+        return counts
+
+    @property
+    def failed(self) -> bool:
+        return any(r.verdict.is_failure for r in self.results)

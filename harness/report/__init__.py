@@ -1,0 +1,41 @@
+"""Reporters: each is `render(report) -> str`; `write` puts the text on disk atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["check_writable", "write"]
+
+
+def check_writable(path: str) -> None:
+    """Raises ValueError, saying what to do, when `path` cannot be written.
+
+    Called before any case runs, so a typo in an output path costs seconds.
+    """
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise ValueError(f"{path} is a directory; give a file name")
+    if not folder.is_dir():
+        raise ValueError(f"cannot write {path}: directory {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write {path}: directory {folder} is not writable; choose another path")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ValueError(f"cannot write {path}: the file is read-only; choose another path")
+
+
+def write(path: str, text: str) -> None:
+    """Writes `text` to `path` through a temporary file and a rename, so a
+    reader never sees a half-written report."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,85 @@
+"""The JSON report, schema "harness.report/1": the contract other tools read.
+
+Values are nested lists; NaN, +Inf and -Inf are the strings "nan", "inf" and
+"-inf" so the file stays strict JSON; a complex number is [real, imag]; a None
+(unconnected) gradient is null. Floats are written with the shortest digits
+that read back to the same value in their own dtype (1.3132616 for float32).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Optional
+
+import numpy as np
+
+from harness.records import ModeOutcome, Output, Report, Result
+
+__all__ = ["SCHEMA", "render", "to_dict"]
+
+SCHEMA = "harness.report/1"
+
+
+def _number(x: Any) -> Any:
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (complex, np.complexfloating)):
+        return [_number(x.real), _number(x.imag)]
+    f = float(x)
+    if math.isnan(f):
+        return "nan"
+    if math.isinf(f):
+        return "inf" if f > 0 else "-inf"
+    # str() of a NumPy scalar is the shortest text that reads back to it in its dtype.
+    return float(str(x)) if isinstance(x, np.generic) else f
+
+
+def _value(value: Optional[np.ndarray]) -> Any:
+    if value is None:
+        return None
+    if value.ndim == 0:
+        return _number(value[()])
+    return [_value(v) for v in value]
+
+
+def _output(out: Output) -> dict:
+    return {"value": _value(out.value), "dtype": out.dtype, "shape": list(out.shape)}
+
+
+def _mode(outcome: ModeOutcome) -> dict:
+    entry: dict[str, Any] = {"status": outcome.status.value,
+                             "orders": [[_output(o) for o in order] for order in outcome.orders]}
+    if outcome.error is not None:
+        entry.update(error_type=outcome.error.type, error_message=outcome.error.message,
+                     stage=outcome.error.stage, error_bases=list(outcome.error.bases))
+    return entry
+
+
+def result_dict(result: Result) -> dict:
+    return {
+        "case": result.case,
+        "point": result.point,
+        "order": result.order,
+        "verdict": result.verdict.value,
+        "reason": result.reason,
+        "details": list(result.details),
+        "rerun": result.rerun,
+        "modes": {mode: _mode(o) for mode, o in result.outcomes.items()},
+    }
+
+
+def to_dict(report: Report) -> dict:
+    return {
+        "schema": SCHEMA,
+        "environment": dict(report.environment),
+        "modes": list(report.modes),
+        "results": [result_dict(r) for r in report.results],
+        "summary": report.summary,
+    }
+
+
+def render(report: Report) -> str:
+    return json.dumps(to_dict(report), indent=1, allow_nan=False) + "\n"

@@ -1,0 +1,50 @@
+"""JUnit XML: one testcase per case and point, for CI systems that show test results.
+
+fail is a <failure>; error, crash and timeout are <error>; xfail and skip are
+<skipped> with the reason; xpass passes, with its note in <system-out>.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from harness.records import Report, Verdict
+
+__all__ = ["render"]
+
+_ELEMENT = {
+    Verdict.FAIL: "failure",
+    Verdict.ERROR: "error",
+    Verdict.CRASH: "error",
+    Verdict.TIMEOUT: "error",
+    Verdict.XFAIL: "skipped",
+    Verdict.SKIP: "skipped",
+}
+
+
+def render(report: Report) -> str:
+    counts = {"failure": 0, "error": 0, "skipped": 0}
+    suite = ET.Element("testsuite", name="harness")
+    for result in report.results:
+        case = ET.SubElement(suite, "testcase", classname=result.case, name=result.point)
+        text = "\n".join([result.reason, *result.details, f"rerun: {result.rerun}"])
+        tag = _ELEMENT.get(result.verdict)
+        if tag:
+            counts[tag] += 1
+            element = ET.SubElement(case, tag, message=f"{result.verdict.value}: {result.reason}",
+                                    type=result.verdict.value)
+            element.text = text
+        elif result.verdict is Verdict.XPASS:
+            ET.SubElement(case, "system-out").text = f"xpass: {text}"
+    suite.set("tests", str(len(report.results)))
+    suite.set("failures", str(counts["failure"]))
+    suite.set("errors", str(counts["error"]))
+    suite.set("skipped", str(counts["skipped"]))
+    props = ET.Element("properties")
+    for key, value in report.environment.items():
+        ET.SubElement(props, "property", name=key, value=value)
+    suite.insert(0, props)
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

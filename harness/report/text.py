@@ -1,0 +1,52 @@
+"""The terminal report: one line per case and point as it finishes, then a summary."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from harness.records import ModeOutcome, Report, Result, Status, Verdict
+
+__all__ = ["line", "summary", "render"]
+
+# One display word per verdict, padded to one width.
+_WORD = {v: v.value.upper() for v in Verdict}
+_WIDTH = max(len(w) for w in _WORD.values())
+
+
+def _status(outcome: ModeOutcome) -> str:
+    if outcome.status is Status.OK:
+        return "ok"
+    if outcome.error is not None and outcome.status is Status.ERROR:
+        return f"{outcome.error.type}@{outcome.error.stage}"
+    return outcome.status.value
+
+
+def line(result: Result) -> str:
+    """The result's line and, unless it passed, its explanation and rerun command."""
+    modes = "  ".join(f"{m}:{_status(o)}" for m, o in result.outcomes.items())
+    head = f"{_WORD[result.verdict]:<{_WIDTH}}  {result.name}  order {result.order}  {modes}".rstrip()
+    if result.verdict is Verdict.PASS:
+        return head
+    lines = [head, f"    {result.reason}"]
+    lines += [f"    - {d}" for d in result.details if d != result.reason]
+    if result.verdict is not Verdict.SKIP:
+        lines.append(f"    rerun: {result.rerun}")
+    return "\n".join(lines)
+
+
+def summary(results: Sequence[Result], seconds: float | None = None, not_run: int = 0) -> str:
+    counts = {v: 0 for v in Verdict}
+    for r in results:
+        counts[r.verdict] += 1
+    parts = [f"{n} {v.value}" for v, n in counts.items() if n]
+    cases = len({r.case for r in results})
+    text = f"{cases} cases at {len(results)} points: " + (", ".join(parts) or "nothing ran")
+    if not_run:
+        text += f"; {not_run} not run"
+    if seconds is not None:
+        text += f" in {seconds:.1f} s"
+    return text
+
+
+def render(report: Report) -> str:
+    return "\n".join([*(line(r) for r in report.results), summary(report.results)]) + "\n"

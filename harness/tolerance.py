@@ -1,0 +1,52 @@
+"""The one table of numeric tolerances, and how a case's override merges over it.
+
+Two values a and b are close when |a - b| <= atol + rtol * |b| elementwise,
+where b is the reference mode's value (numpy.isclose's rule). Nothing else in
+the package scales, loosens or invents a tolerance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Optional, Union
+
+__all__ = ["Tol", "DEFAULT_TOLERANCES", "ToleranceOverride", "tolerance_for"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Tol:
+    """Relative and absolute tolerance for one dtype."""
+
+    rtol: float
+    atol: float
+
+    def __post_init__(self):
+        if self.rtol < 0 or self.atol < 0:
+            raise ValueError(f"tolerances must be >= 0, got rtol={self.rtol}, atol={self.atol}")
+
+
+# Starting points from torch.testing's defaults and TensorFlow's own tests
+# (tf.test.TestCase.assertAllClose uses 1e-3 for half precision).
+DEFAULT_TOLERANCES: Mapping[str, Tol] = {
+    "float16": Tol(rtol=1e-3, atol=1e-5),
+    "bfloat16": Tol(rtol=1.6e-2, atol=1e-5),
+    "float32": Tol(rtol=1.3e-6, atol=1e-5),
+    "float64": Tol(rtol=1e-7, atol=1e-7),
+    # A complex dtype is judged like its real part.
+    "complex64": Tol(rtol=1.3e-6, atol=1e-5),
+    "complex128": Tol(rtol=1e-7, atol=1e-7),
+}
+# Integers, booleans and anything not in the table must match exactly.
+_EXACT = Tol(rtol=0.0, atol=0.0)
+
+# A case overrides either every dtype at once (a Tol) or some dtypes by name.
+ToleranceOverride = Optional[Union[Tol, Mapping[str, Tol]]]
+
+
+def tolerance_for(dtype: str, override: ToleranceOverride = None) -> Tol:
+    """Returns the tolerance for `dtype`, with a case's override merged over the table."""
+    if isinstance(override, Tol):
+        return override
+    if override and dtype in override:
+        return override[dtype]
+    return DEFAULT_TOLERANCES.get(dtype, _EXACT)
