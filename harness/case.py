@@ -52,7 +52,7 @@ def _format_value(value: np.ndarray) -> str:
         return str(value[()])
     if value.size <= 4:
         return np.array2string(value, separator=",").replace("\n", "")
-    return f"{value.dtype.name}{list(value.shape)}"
+    return f"{value.dtype.name}[{','.join(map(str, value.shape))}]"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +139,10 @@ class Case:
       description: one line saying what the case shows.
       tf_versions: run only on these TensorFlow releases (e.g. ">=2.16");
         the case is skipped, with the reason, elsewhere.
+      wrt_variables: also differentiate with respect to every trainable
+        variable that `build` creates (in creation order, reported as var0,
+        var1, ...). Create the variables, or build the Keras layers, inside
+        `build`.
     """
 
     id: str
@@ -152,6 +156,7 @@ class Case:
     source: str = ""
     description: str = ""
     tf_versions: Optional[str] = None
+    wrt_variables: bool = False
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -215,6 +220,8 @@ class Case:
         if not callable(target):
             field = "fn" if self.fn is not None else "build"
             raise _fail(self.id, field, f"{target!r} is not callable")
+        if self.wrt_variables and self.build is None:
+            raise _fail(self.id, "wrt_variables", "variables are created by a builder: give build, not fn")
         if self.build is not None:
             self._check_binds(self.build, (), "build", "a builder takes no arguments")
         else:
@@ -241,12 +248,11 @@ class Case:
         dtypes = dict(zip(point.names, (v.dtype for v in point.values)))
         if self.wrt is None:
             wrt = tuple(n for n in point.names if _is_differentiable(dtypes[n]))
-            if not wrt:
-                raise _fail(self.id, "wrt", "no floating or complex argument to differentiate")
-            return wrt
-        wrt = (self.wrt,) if isinstance(self.wrt, str) else tuple(self.wrt)
-        if not wrt:
-            raise _fail(self.id, "wrt", "name at least one argument to differentiate")
+        else:
+            wrt = (self.wrt,) if isinstance(self.wrt, str) else tuple(self.wrt)
+        if not wrt and not self.wrt_variables:
+            raise _fail(self.id, "wrt", "nothing to differentiate: no floating or complex argument; name "
+                                        "arguments in wrt, or set wrt_variables with a builder")
         for name in wrt:
             if name not in dtypes:
                 raise _fail(self.id, "wrt", f"{name!r} is not an argument; arguments: {', '.join(point.names)}")

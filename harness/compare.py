@@ -125,7 +125,7 @@ def _describe_error(outcome: ModeOutcome) -> str:
     return f"raises {e.type} at {e.stage}: {e.first_line}" if e else f"ends {outcome.status.value}"
 
 
-def compare_outcomes(ref: ModeOutcome, got: ModeOutcome, *, wrt_names: Sequence[str],
+def compare_outcomes(ref: ModeOutcome, got: ModeOutcome, *,
                      tolerance: ToleranceOverride = None) -> list[Mismatch]:
     """Every disagreement between `got` and the reference outcome `ref`.
 
@@ -145,6 +145,7 @@ def compare_outcomes(ref: ModeOutcome, got: ModeOutcome, *, wrt_names: Sequence[
                          f"{pair}: {got.mode} {_describe_error(got) if got.status is not Status.OK else 'returns values'}; "
                          f"{ref.mode} {_describe_error(ref) if ref.status is not Status.OK else 'returns values'}")]
     found = []
+    wrt_names = [s.name for s in ref.sources]
     if len(ref.orders) != len(got.orders):
         return [Mismatch("count", "", f"{pair}: {len(got.orders) - 1} orders vs {len(ref.orders) - 1}")]
     for order, (ref_outs, got_outs) in enumerate(zip(ref.orders, got.orders)):
@@ -161,29 +162,29 @@ def compare_outcomes(ref: ModeOutcome, got: ModeOutcome, *, wrt_names: Sequence[
     return found
 
 
-def check_gradients(outcome: ModeOutcome, inputs: Sequence[np.ndarray],
-                    wrt_names: Sequence[str]) -> list[Mismatch]:
-    """Every gradient whose dtype or shape is not its input's, in one mode.
+def check_gradients(outcome: ModeOutcome) -> list[Mismatch]:
+    """Every gradient whose dtype or shape is not its source's, in one mode.
 
     The tape passes such a gradient on silently, and tf.gradients rejects it,
     so it is a failure even when every mode returns the same thing. A None
     gradient is well formed (it says "unconnected").
     """
     found = []
+    sources = outcome.sources
     for order, outs in enumerate(outcome.orders[1:], start=1):
-        if len(outs) != len(inputs):
+        if len(outs) != len(sources):
             found.append(Mismatch("gradient", f"order {order}",
                                   f"order {order}: {outcome.mode}: {len(outs)} gradients for "
-                                  f"{len(inputs)} differentiated arguments"))
+                                  f"{len(sources)} differentiated sources"))
             continue
-        for index, (out, x) in enumerate(zip(outs, inputs)):
+        for index, (out, source) in enumerate(zip(outs, sources)):
             if out.value is None:
                 continue
-            at = where(order, index, wrt_names)
-            if out.dtype != x.dtype.name or out.shape != tuple(x.shape):
+            at = where(order, index, [s.name for s in sources])
+            if out.dtype != source.dtype or out.shape != source.shape:
                 found.append(Mismatch(
                     "gradient", at,
-                    f"{at}: {outcome.mode}: gradient is {out.dtype}{list(out.shape)} but its input is "
-                    f"{x.dtype.name}{list(x.shape)}",
+                    f"{at}: {outcome.mode}: gradient is {out.dtype}{list(out.shape)} but {source.name} is "
+                    f"{source.dtype}{list(source.shape)}",
                 ))
     return found

@@ -12,7 +12,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-__all__ = ["Output", "ErrorInfo", "Status", "ModeOutcome", "RunOptions", "Verdict", "Result", "Report"]
+__all__ = ["Output", "ErrorInfo", "Status", "ModeOutcome", "Source", "RunOptions", "Verdict", "Result", "Report"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +59,19 @@ class ErrorInfo:
         return class_name == self.type or class_name in self.bases
 
 
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """What one gradient slot is taken with respect to: an argument or a variable.
+
+    Arguments keep their names; trainable variables created by a case's
+    builder are "var0", "var1", ... in creation order, the same in every mode.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
 class Status(enum.Enum):
     """How one mode's run of one point ended."""
 
@@ -73,13 +86,15 @@ class ModeOutcome:
     """What one mode produced for one point.
 
     `orders[0]` holds the function's outputs (flattened with tf.nest), and
-    `orders[k]` one gradient per differentiated argument.
+    `orders[k]` one gradient per entry of `sources` (the differentiated
+    arguments, then any variables).
     """
 
     mode: str
     status: Status
     orders: tuple[tuple[Output, ...], ...] = ()
     error: Optional[ErrorInfo] = None
+    sources: tuple[Source, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

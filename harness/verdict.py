@@ -103,14 +103,12 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
         return result(Verdict.ERROR, str(e))
 
     ref = outcomes[reference]
-    wrt_inputs = [point.values[i] for i in case.wrt_indices]
     deviations: list[str] = []
     met: list[tuple[str, Expectation]] = []
     unmet: list[tuple[str, Expectation]] = []
     for mode, outcome in outcomes.items():
-        disagreements = [] if mode == reference else compare_outcomes(
-            ref, outcome, wrt_names=case.wrt, tolerance=case.tolerance)
-        malformed = check_gradients(outcome, wrt_inputs, case.wrt)
+        disagreements = [] if mode == reference else compare_outcomes(ref, outcome, tolerance=case.tolerance)
+        malformed = check_gradients(outcome)
         e = expected.get(mode)
         if e is None:
             deviations += _deviation_lines(mode, outcome, disagreements, malformed, reference)

@@ -1,7 +1,7 @@
 """Mode names, and the runners behind them (imported only when a case runs).
 
-A mode runner is a module with `run(case, points, options) -> list[ModeOutcome]`,
-one outcome per point, in order. Importing this package does not import
+A mode runner is a module with `run(case, options) -> list[ModeOutcome]`,
+one outcome per point of the case, in order. Importing this package does not import
 TensorFlow; `runner(name)` does.
 """
 

@@ -16,10 +16,10 @@ import numpy as np
 import tensorflow as tf
 
 from harness.case import Case, Point
-from harness.records import ErrorInfo, ModeOutcome, Output, RunOptions, Status
+from harness.records import ErrorInfo, ModeOutcome, Output, RunOptions, Source, Status
 
-__all__ = ["tf", "Progress", "error_info", "unconnected", "is_target", "flat_outputs",
-           "tape_orders", "outcome_ok", "outcome_error", "call_builder"]
+__all__ = ["tf", "Progress", "Subject", "build_subject", "build_error", "error_info", "unconnected",
+           "is_target", "flat_outputs", "tape_orders", "dense"]
 
 
 class Progress:
@@ -53,19 +53,19 @@ def flat_outputs(result: Any) -> list:
     return [tf.convert_to_tensor(t) for t in tf.nest.flatten(result)]
 
 
-def tape_orders(fn: Callable, xs: Sequence, wrt: Sequence[int], order: int, options: RunOptions,
+def tape_orders(subject: "Subject", xs: Sequence, order: int, options: RunOptions,
                 progress: Progress) -> list[list]:
-    """Orders 0..order of fn at xs with nested GradientTapes, eager or traced.
+    """Orders 0..order of the subject's function at xs with nested GradientTapes, eager or traced.
 
     The tape for order k is opened around everything that computes order k-1,
     so the order k-1 gradient computation is itself recorded.
     """
-    sources = [xs[i] for i in wrt]
+    sources = subject.sources(xs)
 
     def upto(k: int) -> list[list]:
         if k == 0:
             progress.stage = "forward"
-            orders = [flat_outputs(fn(*xs))]
+            orders = [flat_outputs(subject.fn(*xs))]
             progress.done.append(orders[0])
             return orders
         with tf.GradientTape(persistent=False) as tape:
@@ -77,47 +77,97 @@ def tape_orders(fn: Callable, xs: Sequence, wrt: Sequence[int], order: int, opti
             grads = tape.gradient(targets, sources, unconnected_gradients=unconnected(options))
         else:
             grads = [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
-        orders.append(list(grads))
+        orders.append([dense(g) for g in grads])
         progress.done.append(orders[-1])
         return orders
 
     return upto(order)
 
 
-def _to_outputs(values: Sequence, like: Optional[Sequence[np.ndarray]]) -> tuple[Output, ...]:
+def dense(gradient):
+    """A gradient as a dense tensor: tf.gather's IndexedSlices are summed into one."""
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.convert_to_tensor(gradient)
+    return gradient
+
+
+class Subject:
+    """The function under test in one mode, and what it is differentiated with respect to.
+
+    Built by `build_subject` inside the mode's graph or context; the variables
+    are the trainable ones the case's builder created, in creation order.
+    """
+
+    def __init__(self, case: Case, fn: Callable, variables: Sequence):
+        self.case = case
+        self.fn = fn
+        self.variables = list(variables)
+
+    def sources(self, xs: Sequence) -> list:
+        return [xs[i] for i in self.case.wrt_indices] + self.variables
+
+    def records(self, point: Point) -> tuple[Source, ...]:
+        args = [Source(name=n, dtype=point.values[i].dtype.name, shape=tuple(point.values[i].shape))
+                for n, i in zip(self.case.wrt, self.case.wrt_indices)]
+        return tuple(args) + tuple(Source(name=f"var{i}", dtype=v.dtype.base_dtype.name,
+                                          shape=tuple(v.shape.as_list()))
+                                   for i, v in enumerate(self.variables))
+
+    def ok(self, mode: str, orders: Sequence[Sequence], point: Point) -> ModeOutcome:
+        """An OK outcome from NumPy values (or None) per order."""
+        return ModeOutcome(mode=mode, status=Status.OK, orders=_records(orders, self.records(point)),
+                           sources=self.records(point))
+
+    def error(self, mode: str, exc: BaseException, stage: str, point: Point,
+              partial: Sequence[Sequence] = ()) -> ModeOutcome:
+        """An ERROR outcome, keeping the orders computed before the exception."""
+        sources = self.records(point)
+        return ModeOutcome(mode=mode, status=Status.ERROR, orders=_records(partial, sources),
+                           error=error_info(exc, stage), sources=sources)
+
+
+def build_subject(case: Case) -> Subject:
+    """Calls the case's builder (if any) in the current graph or context.
+
+    Raises:
+      TypeError: the builder returned something that is not callable.
+      ValueError: the case differentiates variables but the builder made none.
+    """
+    if case.fn is not None:
+        return Subject(case, case.fn, [])
+    created = []
+
+    def record(next_creator, **kwargs):
+        variable = next_creator(**kwargs)
+        created.append(variable)
+        return variable
+
+    with tf.variable_creator_scope(record):
+        fn = case.build()
+    if not callable(fn):
+        raise TypeError(f"build() returned {type(fn).__name__}, not a callable; return the function under test")
+    variables = [v for v in created if v.trainable] if case.wrt_variables else []
+    if case.wrt_variables and not variables:
+        raise ValueError("wrt_variables is set but build() created no trainable variable; create the "
+                         "variables (or build the Keras layers) inside build()")
+    return Subject(case, fn, variables)
+
+
+def build_error(case: Case, mode: str, exc: BaseException, points: Sequence[Point]) -> list[ModeOutcome]:
+    """Every point's outcome when the builder itself raised."""
+    return [Subject(case, None, []).error(mode, exc, "build", p) for p in points]
+
+
+def _to_outputs(values: Sequence, like: Optional[Sequence[Source]]) -> tuple[Output, ...]:
     outs = []
     for i, v in enumerate(values):
         if v is None:
             x = like[i] if like is not None and i < len(like) else None
-            outs.append(Output.of(None, x.dtype.name if x is not None else "",
-                                  x.shape if x is not None else ()))
+            outs.append(Output.of(None, x.dtype if x else "", x.shape if x else ()))
         else:
             outs.append(Output.of(np.asarray(v)))
     return tuple(outs)
 
 
-def _records(orders: Sequence[Sequence], case: Case, point: Point) -> tuple[tuple[Output, ...], ...]:
-    wrt_inputs = [point.values[i] for i in case.wrt_indices]
-    return tuple(_to_outputs(o, None if k == 0 else wrt_inputs) for k, o in enumerate(orders))
-
-
-def outcome_ok(mode: str, orders: Sequence[Sequence], case: Case, point: Point) -> ModeOutcome:
-    """An OK outcome from NumPy values (or None) per order."""
-    return ModeOutcome(mode=mode, status=Status.OK, orders=_records(orders, case, point))
-
-
-def outcome_error(mode: str, exc: BaseException, stage: str, case: Case, point: Point,
-                  partial: Sequence[Sequence] = ()) -> ModeOutcome:
-    """An ERROR outcome, keeping the orders computed before the exception."""
-    return ModeOutcome(mode=mode, status=Status.ERROR, orders=_records(partial, case, point),
-                       error=error_info(exc, stage))
-
-
-def call_builder(case: Case) -> Callable:
-    """The function under test: `case.fn`, or what `case.build()` returns."""
-    if case.fn is not None:
-        return case.fn
-    fn = case.build()
-    if not callable(fn):
-        raise TypeError(f"build() returned {type(fn).__name__}, not a callable; return the function under test")
-    return fn
+def _records(orders: Sequence[Sequence], sources: Sequence[Source]) -> tuple[tuple[Output, ...], ...]:
+    return tuple(_to_outputs(o, None if k == 0 else sources) for k, o in enumerate(orders))

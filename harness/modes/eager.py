@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.case import Case
-from harness.modes._tf import Progress, call_builder, outcome_error, outcome_ok, tape_orders, tf
+from harness.modes._tf import Progress, build_error, build_subject, tape_orders, tf
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "eager"
@@ -12,19 +12,19 @@ NAME = "eager"
 def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
     """Runs every point of `case`; the builder is called once, eagerly."""
     try:
-        fn = call_builder(case)
+        subject = build_subject(case)
     except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
-        return [outcome_error(NAME, e, "build", case, p) for p in case.points]
+        return build_error(case, NAME, e, case.points)
     outcomes = []
     for point in case.points:
         progress = Progress()
         try:
             xs = [tf.constant(v) for v in point.values]
-            orders = tape_orders(fn, xs, case.wrt_indices, case.order, options, progress)
-            outcomes.append(outcome_ok(NAME, [[_numpy(t) for t in o] for o in orders], case, point))
+            orders = tape_orders(subject, xs, case.order, options, progress)
+            outcomes.append(subject.ok(NAME, [[_numpy(t) for t in o] for o in orders], point))
         except Exception as e:  # noqa: BLE001
             partial = [[_numpy(t) for t in o] for o in progress.done]
-            outcomes.append(outcome_error(NAME, e, progress.stage, case, point, partial))
+            outcomes.append(subject.error(NAME, e, progress.stage, point, partial))
     return outcomes
 
 

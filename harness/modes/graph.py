@@ -10,17 +10,17 @@ from __future__ import annotations
 from typing import Sequence
 
 from harness.case import Case, Point
-from harness.modes._tf import (Progress, call_builder, flat_outputs, is_target, outcome_error, outcome_ok,
+from harness.modes._tf import (Progress, Subject, build_error, build_subject, dense, flat_outputs, is_target,
                                tf, unconnected)
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "graph"
 
 
-def _gradient_orders(fn, xs, wrt: Sequence[int], order: int, options: RunOptions, progress: Progress):
-    sources = [xs[i] for i in wrt]
+def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, progress: Progress):
+    sources = subject.sources(xs)
     progress.stage = "forward"
-    progress.done.append(flat_outputs(fn(*xs)))
+    progress.done.append(flat_outputs(subject.fn(*xs)))
     for k in range(1, order + 1):
         progress.stage = f"order {k}"
         targets = [t for t in progress.done[-1] if is_target(t)]
@@ -28,7 +28,7 @@ def _gradient_orders(fn, xs, wrt: Sequence[int], order: int, options: RunOptions
             grads = tf.gradients(targets, sources, unconnected_gradients=unconnected(options))
         else:
             grads = [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
-        progress.done.append(list(grads))
+        progress.done.append([dense(g) for g in grads])
 
 
 def _fetch(session, orders, feed):
@@ -38,12 +38,12 @@ def _fetch(session, orders, feed):
     return [[None if t is None else next(values) for t in o] for o in orders]
 
 
-def _run_point(session, orders, placeholders, case: Case, point: Point, built_all: bool,
+def _run_point(session, orders, placeholders, subject: Subject, point: Point, built_all: bool,
                progress: Progress) -> ModeOutcome:
     feed = dict(zip(placeholders, point.values))
     if built_all:
         try:
-            return outcome_ok(NAME, _fetch(session, orders, feed), case, point)
+            return subject.ok(NAME, _fetch(session, orders, feed), point)
         except Exception:  # noqa: BLE001 - found again below, with the order it belongs to
             pass
     # Either building stopped at an order, or running failed somewhere: run order
@@ -53,10 +53,10 @@ def _run_point(session, orders, placeholders, case: Case, point: Point, built_al
         try:
             done += _fetch(session, [order], feed)
         except Exception as e:  # noqa: BLE001
-            return outcome_error(NAME, e, "forward" if k == 0 else f"order {k}", case, point, done)
+            return subject.error(NAME, e, "forward" if k == 0 else f"order {k}", point, done)
     if built_all:  # the whole fetch failed but every order ran on its own
-        return outcome_ok(NAME, done, case, point)
-    return outcome_error(NAME, progress.error, progress.stage, case, point, done)
+        return subject.ok(NAME, done, point)
+    return subject.error(NAME, progress.error, progress.stage, point, done)
 
 
 def _run_signature(case: Case, points: Sequence[Point], options: RunOptions) -> list[ModeOutcome]:
@@ -66,11 +66,11 @@ def _run_signature(case: Case, points: Sequence[Point], options: RunOptions) -> 
         placeholders = [tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape, name=n)
                         for n, v in zip(points[0].names, points[0].values)]
         try:
-            fn = call_builder(case)
+            subject = build_subject(case)
         except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
-            return [outcome_error(NAME, e, "build", case, p) for p in points]
+            return build_error(case, NAME, e, points)
         try:
-            _gradient_orders(fn, placeholders, case.wrt_indices, case.order, options, progress)
+            _gradient_orders(subject, placeholders, case.order, options, progress)
         except Exception as e:  # noqa: BLE001
             progress.error = e
         init = tf.compat.v1.global_variables_initializer()
@@ -79,8 +79,8 @@ def _run_signature(case: Case, points: Sequence[Point], options: RunOptions) -> 
         try:
             session.run(init)
         except Exception as e:  # noqa: BLE001
-            return [outcome_error(NAME, e, "build", case, p) for p in points]
-        return [_run_point(session, progress.done, placeholders, case, p, built_all, progress) for p in points]
+            return [subject.error(NAME, e, "build", p) for p in points]
+        return [_run_point(session, progress.done, placeholders, subject, p, built_all, progress) for p in points]
 
 
 def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
