@@ -26,6 +26,11 @@ MODE = flags.DEFINE_string(
 CASES = flags.DEFINE_list(
     "cases", None, "Comma list of globs on case ids (e.g. 'seeds.*'), or CASE_ID[POINT] for one point. "
     "Default: every case.")
+CASE_FILES = flags.DEFINE_multi_string(
+    "case_file", [], "A Python file defining CASES with the harness case API (repeatable). Its cases "
+    "run instead of the built-in library, unless --library is given.")
+LIBRARY = flags.DEFINE_bool(
+    "library", None, "Include the built-in case library (default: yes, unless --case_file is given).")
 LIST = flags.DEFINE_bool("list", False, "List the selected cases with their descriptions, and exit.")
 JSON_OUT = flags.DEFINE_string("json_out", None, "Write the JSON report (schema harness.report/1) here.")
 JUNIT_OUT = flags.DEFINE_string("junit_out", None, "Write a JUnit XML report here.")
@@ -80,6 +85,9 @@ def rerun_command(case: Case, point: Point, modes: Sequence[str]) -> str:
     """The command line that reruns `case` at `point` alone with this run's settings."""
     mode = "all" if tuple(modes) == _modes.CORE_MODES else ",".join(modes)
     parts = ["python", "-m", "harness", f"--mode={mode}", f"--cases={case.id}[{point.label}]"]
+    parts += [f"--case_file={path}" for path in CASE_FILES.value]
+    if LIBRARY.value and CASE_FILES.value:
+        parts.append("--library")
     if UNCONNECTED.value != "none":
         parts.append(f"--unconnected_gradients={UNCONNECTED.value}")
     if STRICT_XPASS.value:
@@ -105,7 +113,11 @@ def run(argv: Sequence[str]) -> int:
         raise UsageError(f"unexpected argument {argv[1]!r}; select cases with --cases")
     modes = _modes.parse_modes(MODE.value)
     try:
-        cases = loader.select(loader.builtin_cases(), CASES.value)
+        with_library = LIBRARY.value if LIBRARY.value is not None else not CASE_FILES.value
+        available = (loader.builtin_cases() if with_library else []) + loader.case_file_cases(CASE_FILES.value)
+        if not available:
+            raise loader.LoadError("no cases: give --case_file, or drop --nolibrary")
+        cases = loader.select(available, CASES.value)
     except loader.LoadError as e:
         raise UsageError(str(e)) from None
     if LIST.value:

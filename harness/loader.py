@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+import hashlib
 import importlib
 import importlib.util
 import pkgutil
@@ -20,7 +21,7 @@ from typing import Iterable, Sequence
 
 from harness.case import Case, CaseError
 
-__all__ = ["LoadError", "builtin_cases", "cases_of_module", "select"]
+__all__ = ["LoadError", "builtin_cases", "case_file_cases", "cases_of_module", "select"]
 
 _LIBRARY = "harness.cases"
 
@@ -49,8 +50,8 @@ def _library_package() -> ModuleType:
 
 def cases_of_module(module: ModuleType, origin: str) -> list[Case]:
     cases = getattr(module, "CASES", None)
-    if not isinstance(cases, (list, tuple)) or not all(isinstance(c, Case) for c in cases):
-        raise LoadError(f"{origin}: define CASES as a list of harness.Case objects")
+    if not isinstance(cases, (list, tuple)) or not cases or not all(isinstance(c, Case) for c in cases):
+        raise LoadError(f"{origin}: define CASES, a non-empty list of harness.Case objects")
     return list(cases)
 
 
@@ -70,6 +71,67 @@ def builtin_cases() -> list[Case]:
         except CaseError as e:
             raise LoadError(f"{name}: {e}") from e
         cases += cases_of_module(module, name)
+    _check_unique(cases)
+    return cases
+
+
+def _module_name(path: Path) -> str:
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    stem = "".join(c if c.isalnum() else "_" for c in path.stem)
+    return f"harness_case_file_{stem}_{digest}"
+
+
+def load_module(path: str) -> ModuleType:
+    """Imports a user's Python file by path.
+
+    Raises:
+      LoadError: the file is missing, unreadable, has a syntax error (with the
+        line), or raises while it is imported.
+    """
+    file = Path(path).resolve()
+    if not file.is_file():
+        raise LoadError(f"{path}: no such file; give the path of a Python file")
+    try:
+        source = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LoadError(f"{path}: cannot read it ({e.__class__.__name__}: {e}); check its permissions") from None
+    try:
+        code = compile(source, str(file), "exec")
+    except SyntaxError as e:
+        raise LoadError(f"{path}:{e.lineno}: syntax error: {e.msg}; fix the file") from None
+    name = _module_name(file)
+    module = ModuleType(name)
+    module.__file__ = str(file)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    try:
+        exec(code, module.__dict__)  # noqa: S102 - the user asked us to run this file
+    except CaseError as e:
+        raise LoadError(f"{path}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - any import-time failure of the user's file
+        line = _user_line(e, str(file))
+        raise LoadError(f"{path}{line}: importing it raised {type(e).__name__}: {e}") from None
+    return module
+
+
+def _user_line(exc: BaseException, filename: str) -> str:
+    tb = exc.__traceback__
+    line = ""
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = f":{tb.tb_lineno}"
+        tb = tb.tb_next
+    return line
+
+
+def case_file_cases(paths: Sequence[str]) -> list[Case]:
+    """The CASES of each file in `paths`, in order.
+
+    Raises:
+      LoadError: a file cannot be loaded, lacks CASES, or reuses an id.
+    """
+    cases: list[Case] = []
+    for path in paths:
+        cases += cases_of_module(load_module(path), path)
     _check_unique(cases)
     return cases
 
@@ -100,13 +162,15 @@ def select(cases: Sequence[Case], patterns: Iterable[str] | None) -> list[Case]:
     Raises:
       LoadError: a pattern selects nothing; the message suggests near ids.
     """
+    _check_unique(cases)
     if not patterns:
         return list(cases)
+    candidates = [c.id for c in cases] + sorted({c.id.split(".")[0] + ".*" for c in cases})
     chosen: dict[str, set[str]] = {}
     for pattern in patterns:
         found = _select_one(cases, pattern)
         if not found:
-            near = difflib.get_close_matches(pattern.split("[")[0], [c.id for c in cases], n=3, cutoff=0.5)
+            near = difflib.get_close_matches(pattern.split("[")[0], candidates, n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(near)}?" if near else "; see the ids with --list"
             raise LoadError(f"--cases pattern {pattern!r} selects no case{hint}")
         for case in found:

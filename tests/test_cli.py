@@ -1,0 +1,144 @@
+"""The command line end to end, in subprocesses: exit codes, reports, messages."""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def harness(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO, timeout=300)
+
+
+@pytest.fixture
+def case_file(tmp_path):
+    def write(body):
+        path = tmp_path / "my_cases.py"
+        path.write_text(textwrap.dedent(body))
+        return str(path)
+    return write
+
+
+def test_help_does_not_import_tensorflow():
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "harness", "--help"],
+                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert "--mode" in proc.stdout
+    imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()]
+    assert "numpy" in imported  # the import log is really there
+    assert not [m for m in imported if m.startswith("tensorflow")]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--mode=eager,xla_typo"], "unknown mode 'xla_typo'"),
+    (["--json_out=/nonexistent-dir/r.json"], "directory /nonexistent-dir does not exist"),
+    (["--junit_out=."], "is a directory"),
+])
+def test_usage_errors_exit_2_with_one_line_before_loading_cases(args, message):
+    proc = harness(*args)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+
+
+def test_glob_that_selects_nothing_exits_2_and_suggests():
+    proc = harness("--cases=seed.*")
+    assert proc.returncode == 2
+    assert "selects no case" in proc.stderr and "seeds.*" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_list_shows_ids_and_descriptions():
+    proc = harness("--list", "--cases=seeds.*")
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert any(l.startswith("seeds.log1pexp2 ") and "nested custom gradient" in l for l in lines)
+    assert len(lines) == 6
+
+
+def test_seed_run_writes_the_json_contract_and_junit(tmp_path):
+    json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
+    proc = harness("--mode=all", "--cases=seeds.*", f"--json_out={json_path}", f"--junit_out={junit_path}",
+                   cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(json_path.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict {c}"))
+    assert report["schema"] == "harness.report/1"
+    assert set(report["environment"]) >= {"tensorflow", "tensorflow_git", "numpy", "python", "platform"}
+    assert report["modes"] == ["eager", "function", "graph"]
+    by_name = {(r["case"], r["point"]): r for r in report["results"]}
+    x100 = by_name[("seeds.log1pexp2", "x=100.0")]
+    assert x100["verdict"] == "pass"
+    for mode in report["modes"]:
+        orders = x100["modes"][mode]["orders"]
+        assert [o[0]["value"] for o in orders] == ["inf", 1.0, "-inf"]  # the seed's printout
+        assert orders[2][0]["dtype"] == "float32" and orders[2][0]["shape"] == []
+    nested = by_name[("seeds.docstring_nested", "x=1.0")]
+    assert nested["verdict"] == "xfail"
+    assert nested["modes"]["function"]["status"] == "error"
+    assert nested["modes"]["function"]["error_type"] == "InternalError"
+    assert nested["modes"]["graph"]["stage"] == "order 2"
+    assert report["summary"]["pass"] == 5 and report["summary"]["xfail"] == 3
+    suite = ET.parse(junit_path).getroot().find("testsuite")
+    assert suite.get("tests") == "8" and suite.get("skipped") == "3" and suite.get("failures") == "0"
+
+
+DISAGREEING = """
+    import numpy as np
+    import tensorflow as tf
+    from harness import Case, Expectation
+
+    def scale(x):
+        # A different constant when traced: the traced modes disagree with eager.
+        return x * (2.0 if tf.executing_eagerly() else 2.5)
+
+    CASES = [
+        Case(id="mine.scale", fn=scale, points=[{"x": np.float32(4.0)}], order=1,
+             source="test", description="traced modes use another constant"),
+        Case(id="mine.fine", fn=lambda x: x * x, points=[{"x": np.float32(3.0)}], order=2,
+             source="test", description="agrees everywhere",
+             expectations=[Expectation(modes=["graph"], outcome="ValueError",
+                                       reason="declared, but graph mode does not raise")]),
+    ]
+"""
+
+
+def test_disagreement_fails_with_worst_element_and_a_rerun_that_reproduces_it(case_file, tmp_path):
+    path = case_file(DISAGREEING)
+    proc = harness(f"--case_file={path}", cwd=str(tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    # x * 2.5 = 10 vs x * 2 = 8 at x = 4: abs error 2, rel error 0.25.
+    assert "forward output 0: function vs eager" in out
+    assert "function=10 eager=8 abs err 2 rel err 0.25 (rtol 1.3e-06, atol 1e-05)" in out
+    assert "XPASS" in out and "1 fail, 1 xpass" in out
+    rerun = next(l.split("rerun: ", 1)[1] for l in out.splitlines() if "rerun: " in l and "mine.scale" in l)
+    argv = shlex.split(rerun)
+    assert argv[:3] == ["python", "-m", "harness"]
+    again = harness(*argv[3:], cwd=str(tmp_path))
+    assert again.returncode == 1 and "1 cases at 1 points: 1 fail" in again.stdout
+
+
+def test_xpass_passes_unless_strict(case_file, tmp_path):
+    path = case_file(DISAGREEING)
+    assert harness(f"--case_file={path}", "--cases=mine.fine").returncode == 0
+    strict = harness(f"--case_file={path}", "--cases=mine.fine", "--strict_xpass")
+    assert strict.returncode == 1 and "FAIL" in strict.stdout
+
+
+@pytest.mark.parametrize("body, message", [
+    ("x = (\n", "my_cases.py:1: syntax error"),
+    ("CASES = 3\n", "define CASES"),
+    ("import numpy as np\nfrom harness import Case\n"
+     "CASES = [Case(id='mine.bad', fn=lambda x: x, points=[{'x': np.float32(1)}], order=0,"
+     " source='s', description='d')]\n", "case 'mine.bad': field 'order'"),
+])
+def test_broken_case_file_is_a_one_line_usage_error(case_file, body, message):
+    proc = harness(f"--case_file={case_file(body)}")
+    assert proc.returncode == 2
+    assert message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
