@@ -51,7 +51,9 @@ def _output(out: Output) -> dict:
 
 def _mode(outcome: ModeOutcome) -> dict:
     entry: dict[str, Any] = {"status": outcome.status.value,
-                             "orders": [[_output(o) for o in order] for order in outcome.orders]}
+                             "orders": [[_output(o) for o in order] for order in outcome.orders],
+                             "sources": [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)}
+                                         for s in outcome.sources]}
     if outcome.error is not None:
         entry.update(error_type=outcome.error.type, error_message=outcome.error.message,
                      stage=outcome.error.stage, error_bases=list(outcome.error.bases))
