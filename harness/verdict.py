@@ -11,9 +11,9 @@ from typing import Mapping, Optional, Sequence
 
 from harness.case import BAD_GRADIENT, VALUES_DIFFER, Case, Expectation, Point
 from harness.compare import Mismatch, check_gradients, compare_outcomes
-from harness.records import ModeOutcome, Result, Status, Verdict
+from harness.records import ErrorInfo, ModeOutcome, Result, Status, Verdict
 
-__all__ = ["applicable", "judge", "skipped"]
+__all__ = ["applicable", "died", "judge", "skipped"]
 
 # An exception at these stages is the case's (or the harness's) own fault, not
 # TensorFlow's behaviour: the builder raised, or a mode runner broke.
@@ -52,7 +52,8 @@ def _met(e: Expectation, outcome: ModeOutcome, disagreements: list[Mismatch],
             return None
         return bool(disagreements)
     if e.outcome == BAD_GRADIENT:
-        if outcome.status is not Status.OK or disagreements:
+        # A malformed gradient cannot agree with well-formed ones, so disagreements are part of it.
+        if outcome.status is not Status.OK:
             return None
         return bool(malformed)
     if outcome.status is Status.ERROR and outcome.error.is_a(e.outcome):
@@ -82,7 +83,8 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
       point: the point judged.
       outcomes: mode name to outcome; must include `reference`.
       tf_version: the running TensorFlow version, for version-ranged expectations.
-      reference: the mode every other mode is compared with.
+      reference: the mode every other mode is compared with; when an expectation
+        declares that it deviates here, the first selected mode without one.
       rerun: the command line that reruns this case and point alone.
       strict_xpass: make an unmet expectation a failure.
     """
@@ -102,6 +104,9 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
     except ValueError as e:
         return result(Verdict.ERROR, str(e))
 
+    if reference in expected:
+        # A mode declared to deviate is no yardstick: compare with the first that is not.
+        reference = next((m for m in outcomes if m not in expected), reference)
     ref = outcomes[reference]
     deviations: list[str] = []
     met: list[tuple[str, Expectation]] = []
@@ -156,3 +161,21 @@ def skipped(case: Case, point: Point, reason: str, rerun: str) -> Result:
     """A Result for a point that was not run."""
     return Result(case=case.id, point=point.label, order=case.order, verdict=Verdict.SKIP,
                   reason=reason, details=(), outcomes={}, rerun=rerun)
+
+
+def died(case_id: str, point: str, order: int, status: Status, mode: str, how: str, output: str,
+         rerun: str) -> Result:
+    """A Result for a point whose process crashed or timed out while running `mode`.
+
+    Args:
+      status: Status.CRASH or Status.TIMEOUT.
+      how: what happened, e.g. "killed by SIGABRT" or "ran past the 60 s timeout".
+      output: the last lines the process wrote, kept with the outcome.
+    """
+    verdict = Verdict.CRASH if status is Status.CRASH else Verdict.TIMEOUT
+    outcome = ModeOutcome(mode=mode, status=status,
+                          error=ErrorInfo(type=status.value, bases=(), message=f"{how}\n{output}".strip(),
+                                          stage=mode))
+    lines = [line for line in output.splitlines() if line.strip()]
+    return Result(case=case_id, point=point, order=order, verdict=verdict, reason=f"{mode} mode: {how}",
+                  details=tuple(f"output: {line}" for line in lines), outcomes={mode: outcome}, rerun=rerun)

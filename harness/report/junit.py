@@ -6,6 +6,7 @@ fail is a <failure>; error, crash and timeout are <error>; xfail and skip are
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from harness.records import Report, Verdict
@@ -22,16 +23,24 @@ _ELEMENT = {
 }
 
 
+# XML 1.0 cannot hold most control characters; exception messages (ANSI colours) can.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def render(report: Report) -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     suite = ET.Element("testsuite", name="harness")
     for result in report.results:
         case = ET.SubElement(suite, "testcase", classname=result.case, name=result.point)
-        text = "\n".join([result.reason, *result.details, f"rerun: {result.rerun}"])
+        text = _xml_text("\n".join([result.reason, *result.details, f"rerun: {result.rerun}"]))
         tag = _ELEMENT.get(result.verdict)
         if tag:
             counts[tag] += 1
-            element = ET.SubElement(case, tag, message=f"{result.verdict.value}: {result.reason}",
+            element = ET.SubElement(case, tag, message=_xml_text(f"{result.verdict.value}: {result.reason}"),
                                     type=result.verdict.value)
             element.text = text
         elif result.verdict is Verdict.XPASS:

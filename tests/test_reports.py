@@ -1,0 +1,288 @@
+"""Reporters: strict JSON, JUnit XML, the terminal text, and atomic writes."""
+
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from harness import report as report_io
+from harness.records import ErrorInfo, ModeOutcome, Output, Report, Result, Source, Status, Verdict
+from harness.report import json_report, junit, text
+
+X = (Source("x", "float32", ()),)
+
+
+def ok(mode, *orders):
+    return ModeOutcome(mode=mode, status=Status.OK, sources=X,
+                       orders=tuple(tuple(o if isinstance(o, Output) else Output.of(o) for o in order)
+                                    for order in orders))
+
+
+def result(verdict, point="x=1.0", case="tests.case", reason="", details=(), outcomes=None):
+    if outcomes is None:
+        outcomes = {"eager": ok("eager", [np.float32(1.0)], [np.float32(2.0)])}
+    return Result(case=case, point=point, order=1, verdict=verdict, reason=reason, details=tuple(details),
+                  outcomes=outcomes, rerun=f"python -m harness --cases {case}", )
+
+
+def make_report(*results):
+    return Report(environment={"tensorflow": "2.17.1", "python": "3.11.9"},
+                  modes=("eager", "function", "graph"), results=tuple(results))
+
+
+def strict_loads(text_):
+    def refuse(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+    return json.loads(text_, parse_constant=refuse)
+
+
+# -- JSON ------------------------------------------------------------------------------
+
+
+def test_json_is_strict_with_nonfinite_values_as_strings():
+    values = np.array([np.nan, np.inf, -np.inf, 1.5], np.float32)
+    r = result(Verdict.PASS, outcomes={"eager": ok("eager", [values])})
+    data = strict_loads(json_report.render(make_report(r)))
+    assert data["results"][0]["modes"]["eager"]["orders"][0][0]["value"] == ["nan", "inf", "-inf", 1.5]
+
+
+def test_json_scalar_nonfinite_values_are_strings():
+    r = result(Verdict.PASS, outcomes={"eager": ok("eager", [np.float64(-np.inf)], [np.float64(np.nan)])})
+    orders = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"]["orders"]
+    assert orders[0][0]["value"] == "-inf"
+    assert orders[1][0]["value"] == "nan"
+
+
+def test_json_none_gradient_is_null_with_its_dtype_and_shape():
+    none = Output.of(None, "float32", (3,))
+    r = result(Verdict.PASS, outcomes={"eager": ok("eager", [np.float32(1.0)], [none])})
+    out = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"]["orders"][1][0]
+    assert out == {"value": None, "dtype": "float32", "shape": [3]}
+
+
+def test_json_schema_and_summary_counts():
+    rep = make_report(result(Verdict.PASS), result(Verdict.PASS, point="x=2.0"),
+                      result(Verdict.FAIL, point="x=3.0", reason="r"), result(Verdict.XFAIL, point="x=4.0"))
+    data = strict_loads(json_report.render(rep))
+    assert data["schema"] == "harness.report/1"
+    assert data["modes"] == ["eager", "function", "graph"]
+    assert data["environment"] == {"tensorflow": "2.17.1", "python": "3.11.9"}
+    assert data["summary"] == {"pass": 2, "fail": 1, "xfail": 1, "xpass": 0, "error": 0,
+                               "crash": 0, "timeout": 0, "skip": 0}
+    assert [r["verdict"] for r in data["results"]] == ["pass", "pass", "fail", "xfail"]
+
+
+def test_json_float32_uses_shortest_digits_that_read_back():
+    r = result(Verdict.PASS, outcomes={"eager": ok("eager", [np.float32(1.3132616)])})
+    rendered = json_report.render(make_report(r))
+    value = strict_loads(rendered)["results"][0]["modes"]["eager"]["orders"][0][0]["value"]
+    # Read back, the number is the literal 1.3132616, not float32's exact binary
+    # value widened to float64 (1.31326162815...).
+    assert value == 1.3132616
+    assert np.float32(value) == np.float32(1.3132616)
+    assert "1.3132616" in rendered and "1.31326162" not in rendered
+
+
+def test_json_float64_reads_back_exactly():
+    third = np.float64(1.0) / np.float64(3.0)
+    r = result(Verdict.PASS, outcomes={"eager": ok("eager", [third])})
+    value = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"]["orders"][0][0]["value"]
+    assert value == float(third)
+
+
+def test_json_nested_array_and_complex_values():
+    matrix = np.array([[1.0, 2.0], [3.0, 4.5]], np.float32)
+    z = np.array([1.0 - 2.5j], np.complex64)
+    r = result(Verdict.PASS, outcomes={"eager": ok("eager", [matrix, z])})
+    outs = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"]["orders"][0]
+    assert outs[0] == {"value": [[1.0, 2.0], [3.0, 4.5]], "dtype": "float32", "shape": [2, 2]}
+    assert outs[1]["value"] == [[1.0, -2.5]]
+
+
+def test_json_error_outcome_carries_type_stage_and_bases():
+    error = ErrorInfo(type="InternalError", bases=("InternalError", "OpError", "Exception"),
+                      message="first\nsecond", stage="order 2")
+    o = ModeOutcome(mode="function", status=Status.ERROR, error=error, sources=X)
+    r = result(Verdict.FAIL, reason="r", outcomes={"function": o})
+    entry = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["function"]
+    assert entry["status"] == "error"
+    assert entry["error_type"] == "InternalError"
+    assert entry["error_message"] == "first\nsecond"
+    assert entry["stage"] == "order 2"
+    assert entry["error_bases"] == ["InternalError", "OpError", "Exception"]
+
+
+def test_json_result_carries_reason_details_and_rerun():
+    r = result(Verdict.FAIL, reason="function vs eager differ", details=["line one", "line two"])
+    entry = strict_loads(json_report.render(make_report(r)))["results"][0]
+    assert entry["case"] == "tests.case" and entry["point"] == "x=1.0" and entry["order"] == 1
+    assert entry["reason"] == "function vs eager differ"
+    assert entry["details"] == ["line one", "line two"]
+    assert entry["rerun"] == "python -m harness --cases tests.case"
+
+
+# -- JUnit -----------------------------------------------------------------------------
+
+
+def junit_suite(rep):
+    root = ET.fromstring(junit.render(rep).encode("utf-8"))
+    assert root.tag == "testsuites"
+    [suite] = list(root)
+    return suite
+
+
+def test_junit_parses_and_counts_each_kind():
+    rep = make_report(
+        result(Verdict.PASS, point="x=1.0"),
+        result(Verdict.FAIL, point="x=2.0", reason="values differ"),
+        result(Verdict.XFAIL, point="x=3.0", reason="declared"),
+        result(Verdict.XPASS, point="x=4.0", reason="fixed?"),
+        result(Verdict.ERROR, point="x=5.0", reason="builder raised"),
+        result(Verdict.CRASH, point="x=6.0", reason="died"),
+        result(Verdict.TIMEOUT, point="x=7.0", reason="hung"),
+        result(Verdict.SKIP, point="x=8.0", reason="needs 2.16"),
+    )
+    suite = junit_suite(rep)
+    assert suite.get("tests") == "8"
+    assert suite.get("failures") == "1"  # fail
+    assert suite.get("errors") == "3"  # error, crash, timeout
+    assert suite.get("skipped") == "2"  # xfail, skip
+    cases = suite.findall("testcase")
+    assert len(cases) == 8
+    assert {c.get("classname") for c in cases} == {"tests.case"}
+
+
+def test_junit_fail_is_a_failure_element_with_the_reason():
+    suite = junit_suite(make_report(result(Verdict.FAIL, reason="function vs eager", details=["worst at (0,)"])))
+    [case] = suite.findall("testcase")
+    [failure] = case.findall("failure")
+    assert "function vs eager" in failure.get("message")
+    assert "worst at (0,)" in failure.text
+    assert "rerun: python -m harness --cases tests.case" in failure.text
+
+
+def test_junit_xfail_is_skipped():
+    suite = junit_suite(make_report(result(Verdict.XFAIL, reason="declared: function InternalError")))
+    [case] = suite.findall("testcase")
+    assert case.find("skipped") is not None
+    assert case.find("failure") is None and case.find("error") is None
+
+
+def test_junit_pass_and_xpass_have_no_failure_error_or_skipped():
+    suite = junit_suite(make_report(result(Verdict.PASS), result(Verdict.XPASS, point="x=2.0", reason="n")))
+    for case in suite.findall("testcase"):
+        assert [child.tag for child in case if child.tag in ("failure", "error", "skipped")] == []
+    xpass_case = suite.findall("testcase")[1]
+    assert "xpass" in xpass_case.find("system-out").text
+
+
+def test_junit_environment_becomes_properties():
+    suite = junit_suite(make_report(result(Verdict.PASS)))
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props == {"tensorflow": "2.17.1", "python": "3.11.9"}
+
+
+def test_junit_escapes_markup_in_messages():
+    reason = "expected <tf.Tensor 'x:0'> & got \"nothing\""
+    suite = junit_suite(make_report(result(Verdict.FAIL, reason=reason)))
+    assert reason in suite.find("testcase/failure").get("message")
+
+
+def test_junit_stays_parseable_when_a_message_holds_control_characters():
+    # Exception messages from user code can carry ANSI colour codes; XML 1.0 cannot
+    # hold U+001B, so the reporter must drop or replace it to stay parseable.
+    reason = "function raises ValueError: \x1b[31mshape mismatch\x1b[0m"
+    suite = junit_suite(make_report(result(Verdict.FAIL, reason=reason)))
+    assert "shape mismatch" in suite.find("testcase/failure").get("message")
+
+
+# -- text ------------------------------------------------------------------------------
+
+
+def test_text_pass_is_one_line_with_verdict_name_and_modes():
+    line = text.line(result(Verdict.PASS))
+    assert "\n" not in line
+    assert line.startswith("PASS")
+    assert "tests.case[x=1.0]" in line and "eager:ok" in line
+
+
+def test_text_fail_shows_reason_details_and_rerun():
+    r = result(Verdict.FAIL, reason="function vs eager", details=["function vs eager", "graph vs eager"])
+    lines = text.line(r).splitlines()
+    assert lines[0].startswith("FAIL")
+    assert "    function vs eager" in lines
+    assert "    - graph vs eager" in lines
+    assert "    - function vs eager" not in lines  # the reason is not repeated
+    assert lines[-1] == "    rerun: python -m harness --cases tests.case"
+
+
+def test_text_skip_has_no_rerun_line():
+    assert "rerun" not in text.line(result(Verdict.SKIP, reason="needs 2.16"))
+
+
+def test_text_error_outcome_shows_class_and_stage():
+    error = ErrorInfo(type="InternalError", bases=("InternalError",), message="m", stage="order 1")
+    o = ModeOutcome(mode="function", status=Status.ERROR, error=error)
+    assert "function:InternalError@order 1" in text.line(result(Verdict.FAIL, reason="r", outcomes={"function": o}))
+
+
+def test_text_summary_counts_cases_points_and_verdicts():
+    results = [result(Verdict.PASS, case="a.one"), result(Verdict.PASS, case="a.one", point="x=2.0"),
+               result(Verdict.FAIL, case="a.two", reason="r")]
+    assert text.summary(results) == "2 cases at 3 points: 2 pass, 1 fail"
+    assert text.summary([]) == "0 cases at 0 points: nothing ran"
+
+
+# -- atomic write and path checks ------------------------------------------------------
+
+
+def test_write_replaces_the_target_and_leaves_no_temp_file(tmp_path):
+    target = tmp_path / "report.json"
+    target.write_text("old contents that are longer than the new ones\n")
+    report_io.write(str(target), "new\n")
+    assert target.read_text() == "new\n"
+    assert os.listdir(tmp_path) == ["report.json"]
+
+
+def test_write_creates_a_new_file(tmp_path):
+    target = tmp_path / "out.xml"
+    report_io.write(str(target), "<x/>\n")
+    assert target.read_text() == "<x/>\n"
+    assert os.listdir(tmp_path) == ["out.xml"]
+
+
+def test_write_gives_a_new_file_the_usual_permissions(tmp_path):
+    # A report is read by CI uploaders and other users: like open(path, "w"), a new file
+    # gets 0o666 less the process umask, not the private 0o600 of a temporary file.
+    umask = os.umask(0)
+    os.umask(umask)
+    target = tmp_path / "report.json"
+    report_io.write(str(target), "{}\n")
+    assert oct(target.stat().st_mode & 0o777) == oct(0o666 & ~umask)
+
+
+def test_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path):
+    target = tmp_path / "report.json"
+    target.write_text("old\n")
+    with pytest.raises(UnicodeEncodeError):
+        report_io.write(str(target), "lone surrogate \ud800")
+    assert target.read_text() == "old\n"
+    assert os.listdir(tmp_path) == ["report.json"]
+
+
+def test_check_writable_accepts_a_new_file_in_an_existing_directory(tmp_path):
+    report_io.check_writable(str(tmp_path / "report.json"))  # raises nothing
+
+
+def test_check_writable_rejects_a_missing_directory(tmp_path):
+    with pytest.raises(ValueError) as info:
+        report_io.check_writable(str(tmp_path / "no_such_dir" / "report.json"))
+    assert "does not exist" in str(info.value)
+
+
+def test_check_writable_rejects_a_directory_path(tmp_path):
+    with pytest.raises(ValueError) as info:
+        report_io.check_writable(str(tmp_path))
+    assert "directory" in str(info.value)

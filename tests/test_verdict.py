@@ -1,0 +1,367 @@
+"""The verdict rules: hand-built outcomes in, one Result out (DESIGN.md, Judging)."""
+
+import numpy as np
+import pytest
+
+from harness.case import BAD_GRADIENT, VALUES_DIFFER, Case, Expectation
+from harness.records import ErrorInfo, ModeOutcome, Output, Source, Status, Verdict
+from harness.tolerance import Tol
+from harness.verdict import applicable, died, judge, skipped
+
+MODES = ("eager", "function", "graph")
+TF = "2.17.1"
+RERUN = "python -m harness --cases tests.case"
+
+
+def f(x):
+    return x
+
+
+def make_case(*expectations, **overrides):
+    fields = dict(id="tests.case", fn=f, points=[{"x": np.float32(1.0)}, {"x": np.float32(100.0)}],
+                  source="tests", description="a case for the verdict tests",
+                  expectations=list(expectations))
+    fields.update(overrides)
+    return Case(**fields)
+
+
+X = (Source("x", "float32", ()),)
+
+
+def ok(mode, fwd=1.0, grad=2.0, grad_dtype=np.float32, sources=X):
+    return ModeOutcome(mode=mode, status=Status.OK, sources=sources,
+                       orders=((Output.of(np.float32(fwd)),), (Output.of(np.asarray(grad, grad_dtype)),)))
+
+
+def raised(mode, type_, bases=None, stage="forward", message="it failed"):
+    if bases is None:
+        bases = (type_, "Exception", "BaseException", "object")
+    return ModeOutcome(mode=mode, status=Status.ERROR, sources=X,
+                       error=ErrorInfo(type=type_, bases=tuple(bases), message=message, stage=stage))
+
+
+def run(case, *outcomes, point=0, tf_version=TF, strict_xpass=False):
+    by_mode = {o.mode: o for o in outcomes}
+    return judge(case, case.points[point], by_mode, tf_version=tf_version, reference="eager",
+                 rerun=RERUN, strict_xpass=strict_xpass)
+
+
+def agreeing():
+    return [ok(m) for m in MODES]
+
+
+# A TensorFlow-like class whose MRO includes TypeError, as OperatorNotAllowedInGraphError's does.
+NOT_ALLOWED_BASES = ("OperatorNotAllowedInGraphError", "TypeError", "Exception", "BaseException", "object")
+
+
+# -- pass and fail ---------------------------------------------------------------------
+
+
+def test_all_modes_agreeing_pass():
+    r = run(make_case(), *agreeing())
+    assert r.verdict is Verdict.PASS
+    assert r.reason == ""
+    assert r.case == "tests.case" and r.point == "x=1.0" and r.rerun == RERUN
+
+
+def test_value_disagreement_fails_and_names_the_mode_pair():
+    r = run(make_case(), ok("eager"), ok("function", grad=3.0), ok("graph"))
+    assert r.verdict is Verdict.FAIL
+    assert "function vs eager" in r.reason
+    assert "order 1 gradient wrt x" in r.reason
+
+
+def test_mode_raising_where_reference_returns_values_fails():
+    r = run(make_case(), ok("eager"), raised("function", "InternalError"), ok("graph"))
+    assert r.verdict is Verdict.FAIL
+    assert "InternalError" in r.reason
+
+
+def test_every_mode_raising_the_same_undeclared_error_fails():
+    # They agree with each other, but a case must compute values or declare the error:
+    # the reference's own error is reported as a deviation.
+    r = run(make_case(), *(raised(m, "ValueError") for m in MODES))
+    assert r.verdict is Verdict.FAIL
+    assert "ValueError" in r.reason
+
+
+def test_malformed_gradient_fails_even_when_every_mode_agrees():
+    # A float32 gradient for a float64 input in every mode (DESIGN, Structure).
+    x64 = (Source("x", "float64", ()),)
+    outcomes = [ok(m, sources=x64) for m in MODES]
+    r = run(make_case(), *outcomes)
+    assert r.verdict is Verdict.FAIL
+    assert "float64" in r.reason
+
+
+def test_case_tolerance_override_is_used_in_judging():
+    # 1e-4 at 2.0 is outside float32's 1e-5 + 1.3e-6 * 2 but inside atol 1e-3.
+    outcomes = [ok("eager"), ok("function", grad=2.0001), ok("graph")]
+    assert run(make_case(), *outcomes).verdict is Verdict.FAIL
+    assert run(make_case(tolerance=Tol(rtol=0.0, atol=1e-3)), *outcomes).verdict is Verdict.PASS
+    assert run(make_case(tolerance={"float32": Tol(rtol=0.0, atol=1e-3)}), *outcomes).verdict is Verdict.PASS
+    assert run(make_case(tolerance={"float64": Tol(rtol=0.0, atol=1e-3)}), *outcomes).verdict is Verdict.FAIL
+
+
+# -- expectations of an exception ------------------------------------------------------
+
+
+def test_declared_exception_gives_xfail():
+    e = Expectation(modes=["function", "graph"], outcome="InternalError", reason="traced differently")
+    r = run(make_case(e), ok("eager"), raised("function", "InternalError"), raised("graph", "InternalError"))
+    assert r.verdict is Verdict.XFAIL
+    assert any("traced differently" in d for d in r.details)
+
+
+def test_declared_base_class_matches_a_subclass_via_bases():
+    e = Expectation(modes=["function", "graph"], outcome="TypeError", reason="python if on a tensor")
+    outcomes = [ok("eager"),
+                raised("function", "OperatorNotAllowedInGraphError", bases=NOT_ALLOWED_BASES),
+                raised("graph", "OperatorNotAllowedInGraphError", bases=NOT_ALLOWED_BASES)]
+    assert run(make_case(e), *outcomes).verdict is Verdict.XFAIL
+
+
+def test_declared_exception_in_every_mode_including_reference_gives_xfail():
+    e = Expectation(modes=list(MODES), outcome="ValueError", reason="the docstring example is wrong")
+    r = run(make_case(e), *(raised(m, "ValueError") for m in MODES))
+    assert r.verdict is Verdict.XFAIL
+
+
+def test_declared_mode_agreeing_instead_gives_xpass():
+    e = Expectation(modes=["function"], outcome="InternalError", reason="fixed later")
+    r = run(make_case(e), *agreeing())
+    assert r.verdict is Verdict.XPASS
+    assert TF in r.reason
+
+
+def test_strict_xpass_turns_xpass_into_fail():
+    e = Expectation(modes=["function"], outcome="InternalError", reason="fixed later")
+    r = run(make_case(e), *agreeing(), strict_xpass=True)
+    assert r.verdict is Verdict.FAIL
+
+
+def test_strict_xpass_leaves_xfail_alone():
+    e = Expectation(modes=["function"], outcome="InternalError", reason="r")
+    r = run(make_case(e), ok("eager"), raised("function", "InternalError"), ok("graph"), strict_xpass=True)
+    assert r.verdict is Verdict.XFAIL
+
+
+def test_one_declared_mode_met_and_another_not_gives_xpass():
+    e = Expectation(modes=["function", "graph"], outcome="InternalError", reason="r")
+    r = run(make_case(e), ok("eager"), raised("function", "InternalError"), ok("graph"))
+    assert r.verdict is Verdict.XPASS
+
+
+def test_different_exception_than_declared_fails():
+    e = Expectation(modes=["function"], outcome="InternalError", reason="r")
+    r = run(make_case(e), ok("eager"), raised("function", "ValueError"), ok("graph"))
+    assert r.verdict is Verdict.FAIL
+    assert "ValueError" in r.reason and "InternalError" in r.reason
+
+
+def test_declared_exception_but_values_that_differ_fails():
+    e = Expectation(modes=["function"], outcome="InternalError", reason="r")
+    r = run(make_case(e), ok("eager"), ok("function", grad=5.0), ok("graph"))
+    assert r.verdict is Verdict.FAIL
+
+
+def test_undeclared_mode_failing_beside_a_met_expectation_still_fails():
+    e = Expectation(modes=["function"], outcome="InternalError", reason="r")
+    r = run(make_case(e), ok("eager"), raised("function", "InternalError"), ok("graph", grad=9.0))
+    assert r.verdict is Verdict.FAIL
+    assert "graph vs eager" in r.reason
+
+
+# -- version ranges and points ---------------------------------------------------------
+
+
+def test_expectation_inside_its_tf_versions_applies():
+    e = Expectation(modes=["function"], outcome="InternalError", reason="r", tf_versions=">=2.16,<2.19")
+    outcomes = [ok("eager"), raised("function", "InternalError"), ok("graph")]
+    assert run(make_case(e), *outcomes, tf_version="2.17.1").verdict is Verdict.XFAIL
+
+
+def test_expectation_outside_its_tf_versions_does_not_apply():
+    e = Expectation(modes=["function"], outcome="InternalError", reason="r", tf_versions=">=2.16,<2.19")
+    outcomes = [ok("eager"), raised("function", "InternalError"), ok("graph")]
+    # On 2.19.0 the same deviation is undeclared, so it is a plain failure.
+    assert run(make_case(e), *outcomes, tf_version="2.19.0").verdict is Verdict.FAIL
+    # And an agreeing run there is a pass, not an xpass.
+    assert run(make_case(e), *agreeing(), tf_version="2.19.0").verdict is Verdict.PASS
+
+
+def test_expectation_restricted_to_a_point_applies_only_there():
+    e = Expectation(modes=["function"], outcome="InternalError", reason="r", points=["x=100.0"])
+    case = make_case(e)
+    outcomes = [ok("eager"), raised("function", "InternalError"), ok("graph")]
+    assert run(case, *outcomes, point=1).verdict is Verdict.XFAIL
+    assert run(case, *outcomes, point=0).verdict is Verdict.FAIL
+    assert run(case, *agreeing(), point=0).verdict is Verdict.PASS
+
+
+def test_expectation_for_a_mode_not_run_is_ignored():
+    e = Expectation(modes=["graph"], outcome="InternalError", reason="r")
+    r = run(make_case(e), ok("eager"), ok("function"))
+    assert r.verdict is Verdict.PASS
+
+
+def test_two_expectations_covering_one_mode_give_error():
+    a = Expectation(modes=["function"], outcome="InternalError", reason="r")
+    b = Expectation(modes=["function", "graph"], outcome="ValueError", reason="s")
+    r = run(make_case(a, b), *agreeing())
+    assert r.verdict is Verdict.ERROR
+    assert "function" in r.reason
+
+
+def test_applicable_maps_each_selected_mode_to_its_expectation():
+    a = Expectation(modes=["function"], outcome="InternalError", reason="r", tf_versions="<2.16")
+    b = Expectation(modes=["function", "graph"], outcome="ValueError", reason="s", tf_versions=">=2.16")
+    case = make_case(a, b)
+    assert applicable(case, case.points[0], MODES, "2.15.1") == {"function": a}
+    assert applicable(case, case.points[0], MODES, "2.16.2") == {"function": b, "graph": b}
+    assert applicable(case, case.points[0], ("eager", "graph"), "2.16.2") == {"graph": b}
+
+
+# -- VALUES_DIFFER and BAD_GRADIENT ----------------------------------------------------
+
+
+def test_values_differ_met_gives_xfail():
+    e = Expectation(modes=["graph"], outcome=VALUES_DIFFER, reason="tf.gradients sums differently")
+    r = run(make_case(e), ok("eager"), ok("function"), ok("graph", grad=4.0))
+    assert r.verdict is Verdict.XFAIL
+
+
+def test_values_differ_unmet_gives_xpass():
+    e = Expectation(modes=["graph"], outcome=VALUES_DIFFER, reason="r")
+    assert run(make_case(e), *agreeing()).verdict is Verdict.XPASS
+
+
+def test_values_differ_but_mode_raises_fails():
+    e = Expectation(modes=["graph"], outcome=VALUES_DIFFER, reason="r")
+    r = run(make_case(e), ok("eager"), ok("function"), raised("graph", "ValueError"))
+    assert r.verdict is Verdict.FAIL
+
+
+def test_bad_gradient_met_gives_xfail():
+    # A float32 gradient for a float64 input, the same in every mode.
+    x64 = (Source("x", "float64", ()),)
+    e = Expectation(modes=list(MODES), outcome=BAD_GRADIENT, reason="the tape passes it on")
+    r = run(make_case(e), *(ok(m, sources=x64) for m in MODES))
+    assert r.verdict is Verdict.XFAIL
+
+
+def test_bad_gradient_unmet_gives_xpass():
+    e = Expectation(modes=list(MODES), outcome=BAD_GRADIENT, reason="r")
+    assert run(make_case(e), *agreeing()).verdict is Verdict.XPASS
+
+
+def test_bad_gradient_scalar_for_vector_met_gives_xfail():
+    vec = (Source("x", "float32", (3,)),)
+    e = Expectation(modes=list(MODES), outcome=BAD_GRADIENT, reason="tensorflow#127690")
+    r = run(make_case(e), *(ok(m, sources=vec) for m in MODES))
+    assert r.verdict is Verdict.XFAIL
+
+
+# -- crash, timeout, builder errors ----------------------------------------------------
+
+
+def test_crash_outcome_gives_crash():
+    dead = ModeOutcome(mode="graph", status=Status.CRASH)
+    r = run(make_case(), ok("eager"), ok("function"), dead)
+    assert r.verdict is Verdict.CRASH
+    assert "graph" in r.reason
+
+
+def test_timeout_outcome_gives_timeout():
+    hung = ModeOutcome(mode="function", status=Status.TIMEOUT)
+    r = run(make_case(), ok("eager"), hung, ok("graph"))
+    assert r.verdict is Verdict.TIMEOUT
+    assert "function" in r.reason
+
+
+def test_crash_is_reported_even_when_an_expectation_covers_the_mode():
+    e = Expectation(modes=["graph"], outcome="InternalError", reason="r")
+    r = run(make_case(e), ok("eager"), ok("function"), ModeOutcome(mode="graph", status=Status.CRASH))
+    assert r.verdict is Verdict.CRASH
+
+
+@pytest.mark.parametrize("status,verdict", [(Status.CRASH, Verdict.CRASH), (Status.TIMEOUT, Verdict.TIMEOUT)])
+def test_died_process_gives_crash_or_timeout_naming_the_mode(status, verdict):
+    r = died("tests.case", "x=1.0", 2, status, "graph", "killed by SIGABRT", "F0000 check failed\n", RERUN)
+    assert r.verdict is verdict
+    assert "graph" in r.reason and "killed by SIGABRT" in r.reason
+    assert r.outcomes["graph"].status is status
+    assert r.verdict.is_failure
+
+
+def test_builder_error_gives_error():
+    r = run(make_case(), ok("eager"), raised("function", "NameError", stage="build"), ok("graph"))
+    assert r.verdict is Verdict.ERROR
+    assert "NameError" in r.reason
+
+
+def test_builder_error_in_every_mode_gives_error_not_fail():
+    r = run(make_case(), *(raised(m, "NameError", stage="build") for m in MODES))
+    assert r.verdict is Verdict.ERROR
+
+
+def test_harness_stage_error_gives_error():
+    r = run(make_case(), ok("eager"), ok("function"), raised("graph", "KeyError", stage="harness"))
+    assert r.verdict is Verdict.ERROR
+
+
+def test_skipped_result_carries_the_reason():
+    case = make_case()
+    r = skipped(case, case.points[0], "needs TensorFlow >=2.16", RERUN)
+    assert r.verdict is Verdict.SKIP
+    assert r.reason == "needs TensorFlow >=2.16"
+    assert r.name == "tests.case[x=1.0]"
+
+
+# -- exit status -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("verdict,failure", [
+    # DESIGN: exit 0 for pass, xfail, xpass, skip; 1 for fail, error, crash, timeout.
+    (Verdict.PASS, False),
+    (Verdict.XFAIL, False),
+    (Verdict.XPASS, False),
+    (Verdict.SKIP, False),
+    (Verdict.FAIL, True),
+    (Verdict.ERROR, True),
+    (Verdict.CRASH, True),
+    (Verdict.TIMEOUT, True),
+])
+def test_is_failure_follows_the_exit_status_rule(verdict, failure):
+    assert verdict.is_failure is failure
+
+
+def test_every_verdict_has_an_exit_status_rule():
+    # The table above names all eight verdicts of DESIGN's "Words".
+    assert {v.value for v in Verdict} == {"pass", "fail", "xfail", "xpass", "error", "crash", "timeout", "skip"}
+
+
+# -- a declared deviation in the reference mode itself ----------------------------------
+
+
+def test_reference_declared_to_raise_is_compared_by_the_others_agreeing():
+    # tensorflow#65839's shape: eager alone behaves differently; function and graph agree.
+    case = make_case(Expectation(modes=["eager"], outcome="ValueError", reason="eager-only check"))
+    r = run(case, raised("eager", "ValueError"), ok("function"), ok("graph"))
+    assert r.verdict is Verdict.XFAIL, r.reason
+
+
+def test_reference_declared_bad_gradient_while_other_modes_are_well_formed_is_xfail():
+    # tensorflow#127690's shape: the tape passes a float32 gradient for a float64 input.
+    f64 = (Source("x", "float64", ()),)
+    case = make_case(Expectation(modes=["eager"], outcome=BAD_GRADIENT, reason="tape does not check"))
+    r = run(case, ok("eager", sources=f64), ok("function", grad_dtype=np.float64, sources=f64),
+            ok("graph", grad_dtype=np.float64, sources=f64))
+    assert r.verdict is Verdict.XFAIL, r.reason
+
+
+def test_non_reference_modes_must_still_agree_when_the_reference_is_declared():
+    case = make_case(Expectation(modes=["eager"], outcome="ValueError", reason="eager-only check"))
+    r = run(case, raised("eager", "ValueError"), ok("function"), ok("graph", grad=5.0))
+    assert r.verdict is Verdict.FAIL
+    assert "graph vs function" in r.reason
