@@ -48,10 +48,11 @@ def _is_differentiable(dtype: np.dtype) -> bool:
 
 
 def _format_value(value: np.ndarray) -> str:
+    # str() of a NumPy scalar is its shortest round-trip text: "0.1", not "0.10000000149011612".
     if value.ndim == 0:
         return str(value[()])
     if value.size <= 4:
-        return np.array2string(value, separator=",").replace("\n", "")
+        return "[" + ",".join(_format_value(v) for v in value) + "]"
     return f"{value.dtype.name}[{','.join(map(str, value.shape))}]"
 
 

@@ -7,7 +7,6 @@ runners), and the only place that joins the runners with the verdict rules.
 from __future__ import annotations
 
 import platform
-import sys
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -44,13 +43,20 @@ def _run_mode(mode: str, case: Case, options: RunOptions) -> list[ModeOutcome]:
 
 
 def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: RerunFn,
-             strict_xpass: bool = False) -> list[Result]:
-    """Runs `case` in every mode and judges each of its points."""
+             strict_xpass: bool = False, on_mode: Callable[[str], None] = lambda mode: None) -> list[Result]:
+    """Runs `case` in every mode and judges each of its points.
+
+    `on_mode` is called as each mode starts, so a supervisor knows where a
+    case was when its process died.
+    """
     version = tf.version.VERSION
     if not case.runs_on(version):
         reason = f"the case needs TensorFlow {case.tf_versions}; this is {version}"
         return [skipped(case, p, reason, rerun(case, p)) for p in case.points]
-    by_mode = {mode: _run_mode(mode, case, options) for mode in modes}
+    by_mode = {}
+    for mode in modes:
+        on_mode(mode)
+        by_mode[mode] = _run_mode(mode, case, options)
     reference = _modes.reference_of(tuple(modes))
     return [
         judge(case, point, {m: by_mode[m][i] for m in modes}, tf_version=version, reference=reference,
@@ -61,7 +67,6 @@ def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: Rerun
 
 def run_cases(cases: Sequence[Case], modes: Sequence[str], options: RunOptions, rerun: RerunFn,
               strict_xpass: bool = False) -> Iterator[Result]:
-    """Yields each case's results as soon as that case has run."""
+    """Yields each case's results as soon as that case has run, in this process."""
     for case in cases:
         yield from run_case(case, modes, options, rerun, strict_xpass)
-        sys.stdout.flush()

@@ -20,8 +20,10 @@ from types import ModuleType
 from typing import Iterable, Sequence
 
 from harness.case import Case, CaseError
+from harness.records import CaseInfo
 
-__all__ = ["LoadError", "builtin_cases", "case_file_cases", "cases_of_module", "select"]
+__all__ = ["LoadError", "builtin_cases", "case_file_cases", "cases_of_module", "info", "narrow", "pick",
+           "select"]
 
 _LIBRARY = "harness.cases"
 
@@ -136,7 +138,7 @@ def case_file_cases(paths: Sequence[str]) -> list[Case]:
     return cases
 
 
-def _check_unique(cases: Sequence[Case]) -> None:
+def _check_unique(cases: Sequence[Case | CaseInfo]) -> None:
     seen = set()
     for case in cases:
         if case.id in seen:
@@ -144,43 +146,54 @@ def _check_unique(cases: Sequence[Case]) -> None:
         seen.add(case.id)
 
 
-def _select_one(cases: Sequence[Case], pattern: str) -> list[Case]:
+def info(case: Case) -> CaseInfo:
+    """What the main process needs to know of a case without importing it."""
+    return CaseInfo(id=case.id, description=case.description, source=case.source, order=case.order,
+                    points=tuple(p.label for p in case.points))
+
+
+def _select_one(catalogue: Sequence[CaseInfo], pattern: str) -> list[CaseInfo]:
     """The cases (or a case narrowed to one point) that `pattern` names."""
     if pattern.endswith("]") and "[" in pattern:
         case_id, label = pattern[:-1].split("[", 1)
-        for case in cases:
-            if case.id == case_id:
-                points = [p for p in case.points if p.label == label]
-                if points:
-                    return [dataclasses.replace(case, points=points)]
-    return [c for c in cases if fnmatch.fnmatchcase(c.id, pattern)]
+        for item in catalogue:
+            if item.id == case_id and label in item.points:
+                return [dataclasses.replace(item, points=(label,))]
+    return [c for c in catalogue if fnmatch.fnmatchcase(c.id, pattern)]
 
 
-def select(cases: Sequence[Case], patterns: Iterable[str] | None) -> list[Case]:
-    """Cases matching any of `patterns` (globs on ids, or "ID[POINT]"), in library order.
+def select(catalogue: Sequence[CaseInfo], patterns: Iterable[str] | None) -> list[CaseInfo]:
+    """Cases matching any of `patterns` (globs on ids, or "ID[POINT]"), in catalogue order.
 
     Raises:
-      LoadError: a pattern selects nothing; the message suggests near ids.
+      LoadError: two cases share an id, or a pattern selects nothing (the
+        message suggests near ids and themes).
     """
-    _check_unique(cases)
+    _check_unique(catalogue)
     if not patterns:
-        return list(cases)
-    candidates = [c.id for c in cases] + sorted({c.id.split(".")[0] + ".*" for c in cases})
+        return list(catalogue)
+    candidates = [c.id for c in catalogue] + sorted({c.id.split(".")[0] + ".*" for c in catalogue})
     chosen: dict[str, set[str]] = {}
     for pattern in patterns:
-        found = _select_one(cases, pattern)
+        found = _select_one(catalogue, pattern)
         if not found:
             near = difflib.get_close_matches(pattern.split("[")[0], candidates, n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(near)}?" if near else "; see the ids with --list"
             raise LoadError(f"--cases pattern {pattern!r} selects no case{hint}")
-        for case in found:
-            chosen.setdefault(case.id, set()).update(p.label for p in case.points)
-    selected = []
-    for case in cases:
-        labels = chosen.get(case.id)
-        if labels is None:
-            continue
-        if len(labels) < len(case.points):
-            case = dataclasses.replace(case, points=[p for p in case.points if p.label in labels])
-        selected.append(case)
-    return selected
+        for item in found:
+            chosen.setdefault(item.id, set()).update(item.points)
+    return [dataclasses.replace(c, points=tuple(p for p in c.points if p in chosen[c.id]))
+            for c in catalogue if c.id in chosen]
+
+
+def narrow(case: Case, labels: Sequence[str]) -> Case:
+    """`case` with only the points labelled `labels` (all of them: the case itself)."""
+    if len(labels) == len(case.points):
+        return case
+    return dataclasses.replace(case, points=[p for p in case.points if p.label in labels])
+
+
+def pick(cases: Sequence[Case], patterns: Iterable[str] | None) -> list[Case]:
+    """The Case objects `patterns` select, narrowed to the selected points."""
+    by_id = {c.id: c for c in cases}
+    return [narrow(by_id[i.id], i.points) for i in select([info(c) for c in cases], patterns)]

@@ -12,7 +12,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-__all__ = ["Output", "ErrorInfo", "Status", "ModeOutcome", "Source", "RunOptions", "Verdict", "Result", "Report"]
+__all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Source", "RunOptions", "Verdict", "Result", "Report"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +57,17 @@ class ErrorInfo:
 
     def is_a(self, class_name: str) -> bool:
         return class_name == self.type or class_name in self.bases
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseInfo:
+    """A case as the main process sees it: no function, so no TensorFlow needed."""
+
+    id: str
+    description: str
+    source: str
+    order: int
+    points: tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,7 @@ MODES = ("eager", "function", "graph")
 
 @pytest.fixture(scope="module")
 def results():
-    cases = loader.select(loader.builtin_cases(), ["seeds.*"])
+    cases = loader.pick(loader.builtin_cases(), ["seeds.*"])
     found = {}
     for case in cases:
         for result in run_case(case, MODES, RunOptions(), rerun=lambda c, p: "rerun"):

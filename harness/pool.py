@@ -1,0 +1,249 @@
+"""Running jobs: in long-lived worker processes (the default), or in this process.
+
+The supervisor never imports TensorFlow: workers load the cases and send back
+a catalogue, the CLI selects from it, and each job is one case. A worker that
+dies makes its case `crash`; one that runs past the timeout is killed and its
+case is `timeout`; either way a fresh worker takes over and the run goes on.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import multiprocessing.connection
+import os
+import shutil
+import signal
+import tempfile
+import time
+from typing import Callable, Iterator, Optional, Sequence
+
+from harness import loader, worker
+from harness.records import CaseInfo, Result, Status
+from harness.verdict import died
+
+__all__ = ["InProcess", "PoolError", "WorkerPool"]
+
+# The last lines of a dead worker's output kept with its crash verdict.
+_TAIL_LINES = 12
+
+OnStart = Callable[[worker.Job], None]
+
+
+class PoolError(Exception):
+    """Workers could not be started; the message says what happened."""
+
+
+def _tail(path: str, lines: int = _TAIL_LINES) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 16384))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _how(exitcode: Optional[int]) -> str:
+    if exitcode is None:
+        return "died"
+    if exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exited with status {exitcode}"
+
+
+class _Worker:
+    def __init__(self, context, library: bool, case_files: Sequence[str], folder: str, number: int):
+        self.output = os.path.join(folder, f"worker-{number}.log")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=worker.serve, args=(child, library, list(case_files), self.output),
+                                       name=f"harness-worker-{number}", daemon=True)
+        self.process.start()
+        child.close()  # so a dead worker shows as end-of-file here
+        self.ready = False
+        self.index: Optional[int] = None
+        self.job: Optional[worker.Job] = None
+        self.started = 0.0
+        self.mode = "load"
+
+    def assign(self, index: int, job: worker.Job) -> None:
+        self.index, self.job, self.started, self.mode = index, job, time.monotonic(), "setup"
+        self.conn.send(("run", job))
+
+    def release(self) -> None:
+        self.index, self.job = None, None
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(("stop",))
+        except OSError:
+            pass
+        self.process.join(5)
+        self.kill()
+
+
+def _dead_results(job: worker.Job, status: Status, mode: str, how: str, output: str) -> list[Result]:
+    reruns = dict(job.reruns)
+    return [died(job.case_id, label, job.order, status, mode, how, output, reruns[label]) for label in job.points]
+
+
+class WorkerPool:
+    """`size` worker processes that import TensorFlow once and take one case at a time."""
+
+    def __init__(self, size: int, timeout: float, library: bool, case_files: Sequence[str]):
+        self._context = multiprocessing.get_context("spawn")
+        self._library, self._case_files = library, list(case_files)
+        self._folder = tempfile.mkdtemp(prefix="harness-workers-")
+        self._timeout = timeout
+        self._count = 0
+        self._workers: list[_Worker] = []
+        self._catalogue: Optional[tuple[dict, list[CaseInfo]]] = None
+        for _ in range(max(1, size)):
+            self._spawn()
+
+    def _spawn(self) -> _Worker:
+        self._count += 1
+        w = _Worker(self._context, self._library, self._case_files, self._folder, self._count)
+        self._workers.append(w)
+        return w
+
+    def _retire(self, w: _Worker) -> None:
+        w.kill()
+        self._workers.remove(w)
+
+    def start(self) -> tuple[dict, list[CaseInfo]]:
+        """Waits for the first worker to load the cases.
+
+        Returns:
+          The environment and the catalogue of every loaded case.
+        Raises:
+          loader.LoadError: the cases cannot be loaded (a usage error).
+          PoolError: no worker could start.
+        """
+        while self._catalogue is None:
+            self._receive(None, on_start=lambda job: None)
+        return self._catalogue
+
+    def run(self, jobs: Sequence[worker.Job], on_start: OnStart) -> Iterator[tuple[int, list[Result]]]:
+        """Runs `jobs`; yields (index of the job, its results) as each finishes."""
+        for w in self._workers[len(jobs):]:
+            self._retire(w)  # more workers than cases
+        self._pending = collections.deque(range(len(jobs)))
+        self._jobs = jobs
+        self._finished: list[tuple[int, list[Result]]] = []
+        while self._pending or any(w.job for w in self._workers):
+            self._dispatch(on_start)
+            busy = [w.started + self._timeout - time.monotonic() for w in self._workers if w.job]
+            self._receive(max(0.0, min(busy)) if busy else None, on_start)
+            self._expire()
+            while self._finished:
+                yield self._finished.pop(0)
+
+    def _dispatch(self, on_start: OnStart) -> None:
+        for w in self._workers:
+            if w.ready and w.job is None and self._pending:
+                index = self._pending.popleft()
+                w.assign(index, self._jobs[index])
+                on_start(self._jobs[index])
+
+    def _receive(self, timeout: Optional[float], on_start: OnStart) -> None:
+        conns = {w.conn: w for w in self._workers}
+        for conn in multiprocessing.connection.wait(list(conns), timeout):
+            w = conns[conn]
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                self._died(w)
+                continue
+            kind = message[0]
+            if kind == "ready":
+                w.ready, w.mode = True, "idle"
+                if self._catalogue is None:
+                    self._catalogue = (message[1], message[2])
+            elif kind == "load_error":
+                self.kill()
+                raise loader.LoadError(message[1])
+            elif kind == "mode":
+                w.mode = message[1]
+            elif kind == "done":
+                self._finished.append((w.index, message[1]))
+                w.release()
+                if message[2]:  # it changed global state and has exited
+                    self._replace(w)
+
+    def _died(self, w: _Worker) -> None:
+        w.process.join(5)
+        how, output = _how(w.process.exitcode), _tail(w.output)
+        if not w.ready:
+            self.close()
+            raise PoolError(f"a worker {how} while importing TensorFlow and the cases; its last output:\n{output}")
+        if w.job is not None:
+            self._finished.append((w.index, _dead_results(w.job, Status.CRASH, w.mode, how, output)))
+        self._replace(w)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for w in list(self._workers):
+            if w.job is not None and now - w.started >= self._timeout:
+                how = f"ran past the {self._timeout:g} s timeout; its worker was killed"
+                w.kill()
+                self._finished.append((w.index, _dead_results(w.job, Status.TIMEOUT, w.mode, how, _tail(w.output))))
+                self._replace(w)
+
+    def _replace(self, w: _Worker) -> None:
+        self._retire(w)
+        if self._pending:
+            self._spawn()
+
+    def close(self) -> None:
+        """Stops every worker (killing one that does not stop) and removes their files."""
+        for w in list(self._workers):
+            w.stop()
+        self._workers.clear()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+    def kill(self) -> None:
+        """Kills every worker at once: for Ctrl-C and SIGTERM."""
+        for w in list(self._workers):
+            w.kill()
+        self._workers.clear()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+class InProcess:
+    """Runs jobs in this process, one after another: for debugging with pdb.
+
+    No crash or timeout protection; a case that changes global state is
+    still reported, and the cases after it run under the changed state.
+    """
+
+    def __init__(self, library: bool, case_files: Sequence[str]):
+        self._loaded = worker.load(library, case_files)
+
+    def start(self) -> tuple[dict, list[CaseInfo]]:
+        return self._loaded.environment, [loader.info(c) for c in self._loaded.cases.values()]
+
+    def run(self, jobs: Sequence[worker.Job], on_start: OnStart) -> Iterator[tuple[int, list[Result]]]:
+        from harness import state  # noqa: PLC0415 - imports TensorFlow, already loaded here
+
+        for index, job in enumerate(jobs):
+            on_start(job)
+            results, changed = worker.run_job(self._loaded, job, lambda mode: None)
+            if changed:  # blame only this case for it
+                self._loaded = worker.Loaded(self._loaded.cases, self._loaded.environment, state.snapshot())
+            yield index, results
+
+    def close(self) -> None:
+        pass
+
+    kill = close
