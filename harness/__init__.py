@@ -14,11 +14,14 @@ The case API is importable without TensorFlow:
                   source="my project", description="x**2 with a hand-written gradient")]
 """
 
+from harness.api import assert_consistent, check
 from harness.case import BAD_GRADIENT, VALUES_DIFFER, Case, CaseError, Expectation, Point
 from harness.records import ErrorInfo, ModeOutcome, Output, Result, Status, Verdict
 from harness.tolerance import DEFAULT_TOLERANCES, Tol
 
 __all__ = [
+    "assert_consistent",
+    "check",
     "BAD_GRADIENT",
     "Case",
     "CaseError",

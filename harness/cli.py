@@ -1,7 +1,13 @@
-"""The command line: flags, their checks, and the run loop.
+"""The command line: flags, their checks, the subcommands and the run loop.
 
-TensorFlow is imported only once the flags are valid and cases are about to
-load, so `--help` and every usage error answer in a fraction of a second.
+    python -m harness [flags]                      run the library (or --case_file)
+    python -m harness check PATH.py:NAME --inputs LITERAL ...
+    python -m harness repro CASE_ID|PATH.py:NAME [--point P] --out DIR
+    python -m harness merge REPORT.json ... --markdown_out M --html_out H --json_out J
+
+This process never imports TensorFlow unless --inprocess is given: workers
+load the cases and run them, so `--help` and every usage error answer in a
+fraction of a second.
 """
 
 from __future__ import annotations
@@ -42,18 +48,35 @@ STRICT_XPASS = flags.DEFINE_bool(
 JSONL_OUT = flags.DEFINE_string(
     "jsonl_out", None, "Append each result to this JSON Lines file as it finishes (default: next to "
     "--json_out, with the suffix .jsonl).")
-JOBS = flags.DEFINE_integer("jobs", 0, "Worker processes running cases in parallel (0: one per core; at "
-                            "most one per selected case).", lower_bound=0)
+JOBS = flags.DEFINE_integer(
+    "jobs", 0, "Worker processes running cases in parallel. 0: one, plus one more per "
+    f"{8} selected cases up to the number of cores (each worker costs a TensorFlow import).",
+    lower_bound=0)
 TIMEOUT = flags.DEFINE_float("timeout", 300.0, "Seconds one case may run (all its modes and points) before "
                              "its worker is killed and the case is reported as timeout.", lower_bound=0.1)
 INPROCESS = flags.DEFINE_bool(
     "inprocess", False, "Run every case in this process, without workers, crash isolation or timeouts "
     "(for debugging with pdb).")
+REPRO_DIR = flags.DEFINE_string(
+    "repro_dir", None, "Write repro.py and ISSUE.md for every fail, xpass and crash here, one folder per "
+    "case and point.")
+INPUTS = flags.DEFINE_multi_string(
+    "inputs", [], "check/repro PATH.py:NAME: one input point as a Python literal; a tuple gives one value "
+    "per argument, e.g. --inputs '1.0' --inputs '(5.0, [1.0, 2.0])' (repeatable).")
+ORDER = flags.DEFINE_integer("order", 1, "check: the derivative order.", lower_bound=1)
+DTYPE = flags.DEFINE_string("dtype", "float32", "check: the dtype of every input.")
+POINT = flags.DEFINE_string("point", None, "repro: the point label (default: the first point that does "
+                                           "not pass, else the first).")
+OUT = flags.DEFINE_string("out", None, "repro: the directory to write repro.py and ISSUE.md into.")
+MARKDOWN_OUT = flags.DEFINE_string("markdown_out", None, "merge: write the Markdown table here.")
+HTML_OUT = flags.DEFINE_string("html_out", None, "merge: write the HTML page here.")
 UNCONNECTED = flags.DEFINE_enum(
     "unconnected_gradients", "none", ["none", "zero"],
     "What an unconnected gradient is in every mode: None (kept apart from zeros) or zeros.")
 
-_OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT)
+_OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
+_CASES_PER_EXTRA_WORKER = 8
+_REPRO_VERDICTS = ("fail", "xpass", "crash")
 
 
 class UsageError(Exception):
@@ -77,9 +100,17 @@ def _output_ok(value) -> bool:
     return True
 
 
+def _folder_ok(value) -> bool:
+    if value is not None and Path(value).exists() and not Path(value).is_dir():
+        raise flags.ValidationError(f"{value} is a file; give a directory (it is created if missing)")
+    return True
+
+
 flags.register_validator("mode", _mode_ok)
 for _flag in _OUTPUT_FLAGS:
     flags.register_validator(_flag.name, _output_ok)
+for _flag in (REPRO_DIR, OUT):
+    flags.register_validator(_flag.name, _folder_ok)
 
 
 def _parse_flags(argv: list[str]) -> list[str]:
@@ -94,10 +125,27 @@ def _usage_exit(message: str) -> None:
     sys.exit(2)
 
 
-def rerun_command(case_id: str, point: str, modes: Sequence[str]) -> str:
+def _check_spec(target: str):
+    from harness.checking import CheckSpec, InputError, parse_inputs  # noqa: PLC0415
+
+    path, colon, name = target.rpartition(":")
+    if not colon or not path.endswith(".py") or not name.isidentifier():
+        raise UsageError(f"{target!r} is not PATH.py:NAME; e.g. my_grads.py:log1pexp")
+    try:
+        parse_inputs(INPUTS.value, DTYPE.value)  # refuse bad literals before any worker starts
+    except InputError as e:
+        raise UsageError(str(e)) from None
+    return CheckSpec(target=target, inputs=tuple(INPUTS.value), dtype=DTYPE.value, order=ORDER.value)
+
+
+def rerun_command(case_id: str, point: str, modes: Sequence[str], check=None) -> str:
     """The command line that reruns one case at one point alone with this run's settings."""
     mode = "all" if tuple(modes) == _modes.CORE_MODES else ",".join(modes)
-    parts = ["python", "-m", "harness", f"--mode={mode}", f"--cases={case_id}[{point}]"]
+    parts = ["python", "-m", "harness"]
+    if check is not None:
+        parts += ["check", check.target] + [f"--inputs={i}" for i in check.inputs]
+        parts += [f"--order={check.order}", f"--dtype={check.dtype}"]
+    parts += [f"--mode={mode}", f"--cases={case_id}[{point}]"]
     parts += [f"--case_file={path}" for path in CASE_FILES.value]
     if LIBRARY.value and CASE_FILES.value:
         parts.append("--library")
@@ -123,64 +171,130 @@ def _jsonl_path() -> Optional[str]:
     return None
 
 
-def _runner(with_library: bool):
+def _themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
+    """Library modules the patterns can select from; None when any could match."""
+    if not patterns:
+        return None
+    themes = set()
+    for pattern in patterns:
+        theme = pattern.split("[")[0].split(".")[0]
+        if not theme or any(c in theme for c in "*?[]"):
+            return None
+        themes.add(theme)
+    return tuple(sorted(themes))
+
+
+def _runner(sources):
     from harness import pool  # noqa: PLC0415 - no TensorFlow unless in-process
 
     if INPROCESS.value:
-        return pool.InProcess(with_library, CASE_FILES.value)
-    size = 1 if LIST.value else (JOBS.value or os.cpu_count() or 1)
-    return pool.WorkerPool(size, TIMEOUT.value, with_library, CASE_FILES.value)
+        return pool.InProcess(sources)
+    return pool.WorkerPool(JOBS.value or 1, TIMEOUT.value, sources)
+
+
+def _pool_size(cases: int) -> int:
+    if JOBS.value:
+        return JOBS.value
+    return max(1, min(os.cpu_count() or 1, 1 + (cases - 1) // _CASES_PER_EXTRA_WORKER))
 
 
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _safe(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "._=-" else "_" for c in label)
+
+
+def _write_repro(folder: Path, result, scripts: dict, environment: dict, description: str) -> None:
+    from harness.repro import issue  # noqa: PLC0415
+
+    ok, text = scripts.get(result.point, (False, "the worker died before it could write the script"))
+    if not ok:
+        logging.warning("no reproduction for %s: %s", result.name, text)
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    _report.write(str(folder / "repro.py"), text)
+    _report.write(str(folder / "ISSUE.md"), issue.render(result, text, environment, description))
+    logging.info("wrote %s", folder)
+
+
+def _merge(paths: Sequence[str]) -> int:
+    from harness.matrix import merge  # noqa: PLC0415
+
+    if not paths:
+        raise UsageError("give the JSON reports to merge: python -m harness merge A.json B.json ...")
+    if not (MARKDOWN_OUT.value or HTML_OUT.value or JSON_OUT.value):
+        raise UsageError("give at least one of --markdown_out, --html_out, --json_out")
+    try:
+        return merge.main(list(paths), MARKDOWN_OUT.value, HTML_OUT.value, JSON_OUT.value)
+    except merge.MergeError as e:
+        raise UsageError(str(e)) from None
+
+
 def run(argv: Sequence[str]) -> int:
-    """Runs the harness for parsed flags; returns the exit status."""
+    """Runs the harness for parsed flags and positional arguments; returns the exit status."""
     from harness import loader, pool  # noqa: PLC0415
     from harness.records import Report  # noqa: PLC0415
     from harness.report import json_report, junit, text  # noqa: PLC0415
-    from harness.worker import Job  # noqa: PLC0415
+    from harness.worker import Job, Sources  # noqa: PLC0415
 
-    if len(argv) > 1:
-        raise UsageError(f"unexpected argument {argv[1]!r}; select cases with --cases")
+    command, args = (argv[1], list(argv[2:])) if len(argv) > 1 else (None, [])
+    if command == "merge":
+        return _merge(args)
+    if command not in (None, "check", "repro"):
+        raise UsageError(f"unknown command {command!r}; commands: check, repro, merge (select cases with --cases)")
+    if command and len(args) != 1:
+        raise UsageError(f"{command} takes one target, got {len(args)}: {' '.join(args) or 'none'}")
+    if command == "repro" and not OUT.value:
+        raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
     modes = _modes.parse_modes(MODE.value)
-    with_library = LIBRARY.value if LIBRARY.value is not None else not CASE_FILES.value
-    if not with_library and not CASE_FILES.value:
+    check = _check_spec(args[0]) if command == "check" or (command == "repro" and ".py:" in args[0]) else None
+    patterns = CASES.value
+    if command == "repro" and check is None:
+        patterns = [f"{args[0]}[{POINT.value}]" if POINT.value else args[0]]
+    elif command == "repro" and POINT.value:
+        patterns = [f"check.{check.name}[{POINT.value}]"]
+    with_library = LIBRARY.value if LIBRARY.value is not None else not (CASE_FILES.value or check)
+    if command == "repro" and check is None:
+        with_library = LIBRARY.value if LIBRARY.value is not None else True
+    if not with_library and not CASE_FILES.value and check is None:
         raise UsageError("no cases: give --case_file, or drop --nolibrary")
+    sources = Sources(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
+                      themes=_themes(patterns))
     signal.signal(signal.SIGTERM, _raise_interrupt)
     start = time.monotonic()
     runner = None
-    results: dict[int, list] = {}
-    selected = []
+    finished: dict[int, object] = {}
+    selected: list[CaseInfo] = []
     environment: dict = {}
     jsonl = None
+    interrupted = False
     try:
-        runner = _runner(with_library)
+        runner = _runner(sources)
         environment, catalogue = runner.start()
-        selected = loader.select(catalogue, CASES.value)
+        selected = loader.select(catalogue, patterns)
         if LIST.value:
             _list(selected)
             return 0
         options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero")
+        repro = bool(REPRO_DIR.value) or command == "repro"
         jobs = [Job(case_id=c.id, order=c.order, points=c.points, modes=modes, options=options,
-                    strict_xpass=STRICT_XPASS.value,
-                    reruns=tuple((p, rerun_command(c.id, p, modes)) for p in c.points)) for c in selected]
+                    strict_xpass=STRICT_XPASS.value, repro=repro,
+                    reruns=tuple((p, rerun_command(c.id, p, modes, check)) for p in c.points)) for c in selected]
         jsonl_path = _jsonl_path()
         jsonl = open(jsonl_path, "w", encoding="utf-8") if jsonl_path else None
         progress = Progress(total=sum(len(c.points) for c in selected))
         try:
-            for index, found in runner.run(jobs, lambda job: progress.started(job.case_id)):
-                results[index] = found
-                for result in found:
+            for done in runner.run(jobs, lambda job: progress.started(job.case_id), _pool_size(len(jobs))):
+                finished[done.index] = done
+                for result in done.results:
                     if jsonl:
                         jsonl.write(json.dumps(json_report.result_dict(result), allow_nan=False) + "\n")
                         jsonl.flush()
-                progress.finished(index, "\n".join(text.line(r) for r in found), len(found))
+                progress.finished(done.index, "\n".join(text.line(r) for r in done.results), len(done.results))
         finally:
             progress.close()
-        interrupted = False
     except loader.LoadError as e:
         raise UsageError(str(e)) from None
     except pool.PoolError as e:
@@ -195,13 +309,25 @@ def run(argv: Sequence[str]) -> int:
             runner.close()
         if jsonl:
             jsonl.close()
-    finished = tuple(r for index in sorted(results) for r in results[index])
-    report = Report(environment=environment, modes=modes, results=finished)
+    ordered = [finished[i] for i in sorted(finished)]
+    report = Report(environment=environment, modes=modes,
+                    results=tuple(r for done in ordered for r in done.results))
     for flag, renderer in ((JSON_OUT, json_report), (JUNIT_OUT, junit)):
         if flag.value:
             _report.write(flag.value, renderer.render(report))
             logging.info("wrote %s", flag.value)
-    not_run = sum(len(c.points) for c in selected) - len(finished)
+    descriptions = {c.id: c.description for c in selected}
+    if command == "repro" and ordered:
+        done = ordered[0]
+        chosen = next((r for r in done.results if r.verdict.value != "pass"), done.results[0])
+        _write_repro(Path(OUT.value), chosen, done.scripts, environment, descriptions[chosen.case])
+    elif REPRO_DIR.value:
+        for done in ordered:
+            for r in done.results:
+                if r.verdict.value in _REPRO_VERDICTS:
+                    _write_repro(Path(REPRO_DIR.value) / r.case / _safe(r.point), r, done.scripts, environment,
+                                 descriptions[r.case])
+    not_run = sum(len(c.points) for c in selected) - len(report.results)
     print(text.summary(report.results, time.monotonic() - start, not_run=not_run))
     if interrupted:
         sys.stderr.write(f"harness: interrupted; {not_run} case points did not run; reports hold what finished\n")

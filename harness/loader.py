@@ -17,7 +17,7 @@ import pkgutil
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 from harness.case import Case, CaseError
 from harness.records import CaseInfo
@@ -57,8 +57,13 @@ def cases_of_module(module: ModuleType, origin: str) -> list[Case]:
     return list(cases)
 
 
-def builtin_cases() -> list[Case]:
+def builtin_cases(themes: Optional[Sequence[str]] = None) -> list[Case]:
     """Every case of the built-in library, in module then definition order.
+
+    Args:
+      themes: load only these modules (a case id starts with its module's
+        name), to spare the imports of the others; all of them when None or
+        when one of them does not exist, so a typo still gets suggestions.
 
     Raises:
       LoadError: a case module fails to import, a case is invalid, or two
@@ -66,7 +71,10 @@ def builtin_cases() -> list[Case]:
     """
     package = _library_package()
     cases: list[Case] = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+    modules = sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name)
+    if themes and set(themes) <= {m.name for m in modules}:
+        modules = [m for m in modules if m.name in themes]
+    for info in modules:
         name = f"{_LIBRARY}.{info.name}"
         try:
             module = importlib.import_module(name)

@@ -9,6 +9,7 @@ case is `timeout`; either way a fresh worker takes over and the run goes on.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -22,12 +23,21 @@ from harness import loader, worker
 from harness.records import CaseInfo, Result, Status
 from harness.verdict import died
 
-__all__ = ["InProcess", "PoolError", "WorkerPool"]
+__all__ = ["Finished", "InProcess", "PoolError", "WorkerPool"]
 
 # The last lines of a dead worker's output kept with its crash verdict.
 _TAIL_LINES = 12
 
 OnStart = Callable[[worker.Job], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Finished:
+    """One job done: its index in the run, its results, and any reproduction scripts."""
+
+    index: int
+    results: list
+    scripts: dict  # point label -> (ok, script text or why there is none)
 
 
 class PoolError(Exception):
@@ -57,10 +67,10 @@ def _how(exitcode: Optional[int]) -> str:
 
 
 class _Worker:
-    def __init__(self, context, library: bool, case_files: Sequence[str], folder: str, number: int):
+    def __init__(self, context, sources: worker.Sources, folder: str, number: int):
         self.output = os.path.join(folder, f"worker-{number}.log")
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=worker.serve, args=(child, library, list(case_files), self.output),
+        self.process = context.Process(target=worker.serve, args=(child, sources, self.output),
                                        name=f"harness-worker-{number}", daemon=True)
         self.process.start()
         child.close()  # so a dead worker shows as end-of-file here
@@ -69,9 +79,11 @@ class _Worker:
         self.job: Optional[worker.Job] = None
         self.started = 0.0
         self.mode = "load"
+        self.scripts: dict = {}
 
     def assign(self, index: int, job: worker.Job) -> None:
         self.index, self.job, self.started, self.mode = index, job, time.monotonic(), "setup"
+        self.scripts = {}
         self.conn.send(("run", job))
 
     def release(self) -> None:
@@ -100,9 +112,9 @@ def _dead_results(job: worker.Job, status: Status, mode: str, how: str, output: 
 class WorkerPool:
     """`size` worker processes that import TensorFlow once and take one case at a time."""
 
-    def __init__(self, size: int, timeout: float, library: bool, case_files: Sequence[str]):
+    def __init__(self, size: int, timeout: float, sources: worker.Sources):
         self._context = multiprocessing.get_context("spawn")
-        self._library, self._case_files = library, list(case_files)
+        self._sources = sources
         self._folder = tempfile.mkdtemp(prefix="harness-workers-")
         self._timeout = timeout
         self._count = 0
@@ -113,7 +125,7 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         self._count += 1
-        w = _Worker(self._context, self._library, self._case_files, self._folder, self._count)
+        w = _Worker(self._context, self._sources, self._folder, self._count)
         self._workers.append(w)
         return w
 
@@ -134,13 +146,16 @@ class WorkerPool:
             self._receive(None, on_start=lambda job: None)
         return self._catalogue
 
-    def run(self, jobs: Sequence[worker.Job], on_start: OnStart) -> Iterator[tuple[int, list[Result]]]:
-        """Runs `jobs`; yields (index of the job, its results) as each finishes."""
-        for w in self._workers[len(jobs):]:
-            self._retire(w)  # more workers than cases
+    def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int) -> Iterator[Finished]:
+        """Runs `jobs` on `size` workers (at most one per job); yields each job as it finishes."""
+        size = max(1, min(size, len(jobs)))
+        for w in self._workers[size:]:
+            self._retire(w)
+        while len(self._workers) < size:
+            self._spawn()
         self._pending = collections.deque(range(len(jobs)))
         self._jobs = jobs
-        self._finished: list[tuple[int, list[Result]]] = []
+        self._finished: list[Finished] = []
         while self._pending or any(w.job for w in self._workers):
             self._dispatch(on_start)
             busy = [w.started + self._timeout - time.monotonic() for w in self._workers if w.job]
@@ -175,8 +190,10 @@ class WorkerPool:
                 raise loader.LoadError(message[1])
             elif kind == "mode":
                 w.mode = message[1]
+            elif kind == "scripts":
+                w.scripts = message[1]
             elif kind == "done":
-                self._finished.append((w.index, message[1]))
+                self._finished.append(Finished(w.index, message[1], w.scripts))
                 w.release()
                 if message[2]:  # it changed global state and has exited
                     self._replace(w)
@@ -188,7 +205,8 @@ class WorkerPool:
             self.close()
             raise PoolError(f"a worker {how} while importing TensorFlow and the cases; its last output:\n{output}")
         if w.job is not None:
-            self._finished.append((w.index, _dead_results(w.job, Status.CRASH, w.mode, how, output)))
+            self._finished.append(Finished(w.index, _dead_results(w.job, Status.CRASH, w.mode, how, output),
+                                           w.scripts))
         self._replace(w)
 
     def _expire(self) -> None:
@@ -197,7 +215,8 @@ class WorkerPool:
             if w.job is not None and now - w.started >= self._timeout:
                 how = f"ran past the {self._timeout:g} s timeout; its worker was killed"
                 w.kill()
-                self._finished.append((w.index, _dead_results(w.job, Status.TIMEOUT, w.mode, how, _tail(w.output))))
+                self._finished.append(Finished(w.index, _dead_results(w.job, Status.TIMEOUT, w.mode, how,
+                                                                      _tail(w.output)), w.scripts))
                 self._replace(w)
 
     def _replace(self, w: _Worker) -> None:
@@ -227,21 +246,27 @@ class InProcess:
     still reported, and the cases after it run under the changed state.
     """
 
-    def __init__(self, library: bool, case_files: Sequence[str]):
-        self._loaded = worker.load(library, case_files)
+    def __init__(self, sources: worker.Sources):
+        self._loaded = worker.load(sources)
 
     def start(self) -> tuple[dict, list[CaseInfo]]:
         return self._loaded.environment, [loader.info(c) for c in self._loaded.cases.values()]
 
-    def run(self, jobs: Sequence[worker.Job], on_start: OnStart) -> Iterator[tuple[int, list[Result]]]:
+    def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int = 1) -> Iterator[Finished]:
         from harness import state  # noqa: PLC0415 - imports TensorFlow, already loaded here
 
         for index, job in enumerate(jobs):
             on_start(job)
-            results, changed = worker.run_job(self._loaded, job, lambda mode: None)
+            scripts = {}
+
+            def notify(kind, payload):
+                if kind == "scripts":
+                    scripts.update(payload)
+
+            results, changed = worker.run_job(self._loaded, job, notify)
             if changed:  # blame only this case for it
                 self._loaded = worker.Loaded(self._loaded.cases, self._loaded.environment, state.snapshot())
-            yield index, results
+            yield Finished(index, results, scripts)
 
     def close(self) -> None:
         pass

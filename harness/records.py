@@ -52,8 +52,15 @@ class ErrorInfo:
 
     @property
     def first_line(self) -> str:
-        lines = self.message.strip().splitlines()
-        return lines[0] if lines else ""
+        """The line that says what went wrong.
+
+        tf.function prefixes its errors with "in user code:" and a traceback, and
+        puts the exception's own line last; every other error says it first.
+        """
+        lines = [line.strip() for line in self.message.strip().splitlines() if line.strip()]
+        if not lines:
+            return ""
+        return lines[-1] if lines[0] == "in user code:" else lines[0]
 
     def is_a(self, class_name: str) -> bool:
         return class_name == self.type or class_name in self.bases

@@ -12,11 +12,26 @@ import dataclasses
 import os
 import signal
 import sys
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
+from harness.checking import CheckSpec
 from harness.records import Result, RunOptions, Verdict
 
-__all__ = ["Job", "Loaded", "load", "run_job", "serve"]
+__all__ = ["Job", "Loaded", "Sources", "load", "run_job", "serve"]
+
+# How a worker reports progress: notify("mode", name) as each mode starts, and
+# notify("scripts", {point: (ok, text)}) before running when reproductions are wanted.
+Notify = Callable[[str, object], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Sources:
+    """Where the cases come from: the library, case files, or one function to check."""
+
+    library: bool
+    case_files: tuple[str, ...] = ()
+    check: Optional[CheckSpec] = None
+    themes: Optional[tuple[str, ...]] = None  # library modules to load; None: all
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +45,7 @@ class Job:
     options: RunOptions
     strict_xpass: bool
     reruns: tuple[tuple[str, str], ...]  # (point label, rerun command)
+    repro: bool = False  # also write each point's standalone script
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,22 +57,46 @@ class Loaded:
     baseline: dict  # the global-state snapshot every case must leave as it found
 
 
-def load(library: bool, case_files: Sequence[str]) -> Loaded:
-    """Imports the case library and case files, and TensorFlow with them.
+def load(sources: Sources) -> Loaded:
+    """Imports the case library, case files or check target, and TensorFlow with them.
 
     Raises:
       loader.LoadError: a file is broken or a case is invalid.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from harness import execute, loader, state  # noqa: PLC0415 - TensorFlow comes in here
+    from harness import checking, execute, loader, state  # noqa: PLC0415 - TensorFlow comes in here
+    from harness.case import CaseError  # noqa: PLC0415
 
-    cases = (loader.builtin_cases() if library else []) + loader.case_file_cases(case_files)
+    cases = ((loader.builtin_cases(sources.themes) if sources.library else [])
+             + loader.case_file_cases(sources.case_files))
+    if sources.check is not None:
+        try:
+            cases.append(checking.make_case(sources.check))
+        except (CaseError, checking.InputError) as e:
+            raise loader.LoadError(str(e)) from None
     loader.select([loader.info(c) for c in cases], None)  # refuses duplicate ids
     return Loaded(cases={c.id: c for c in cases}, environment=execute.environment(),
                   baseline=state.snapshot())
 
 
-def run_job(loaded: Loaded, job: Job, on_mode: Callable[[str], None]) -> tuple[list[Result], list[str]]:
+def _scripts(case, job: Job) -> dict[str, tuple[bool, str]]:
+    from harness import loader  # noqa: PLC0415
+    from harness.repro import script  # noqa: PLC0415
+    from harness.repro.source import ReproError  # noqa: PLC0415
+
+    reruns = dict(job.reruns)
+    found = {}
+    for point in case.points:
+        try:
+            text = script.render(loader.narrow(case, [point.label]), point, job.modes,
+                                 job.options.unconnected_zero, reruns[point.label])
+            found[point.label] = (True, text)
+        except ReproError as e:
+            found[point.label] = (False, str(e))
+    return found
+
+
+def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Result], list[str]]:
     """Runs `job`; returns its results and the global settings the case changed.
 
     When the case changed a setting, its results become `error` verdicts that
@@ -67,8 +107,10 @@ def run_job(loaded: Loaded, job: Job, on_mode: Callable[[str], None]) -> tuple[l
 
     reruns = dict(job.reruns)
     case = loader.narrow(loaded.cases[job.case_id], job.points)
+    if job.repro:
+        notify("scripts", _scripts(case, job))  # before running: a crash must not lose them
     results = execute.run_case(case, job.modes, job.options, lambda c, p: reruns[p.label],
-                               job.strict_xpass, on_mode)
+                               job.strict_xpass, lambda mode: notify("mode", mode))
     changed = state.changes(loaded.baseline, state.snapshot())
     if changed:
         reason = f"the case changed global TensorFlow state: {'; '.join(changed)}"
@@ -89,12 +131,11 @@ def _redirect_output(path: str) -> None:
     os.close(fd)
 
 
-def serve(conn, library: bool, case_files: Sequence[str], output_path: str) -> None:
+def serve(conn, sources: Sources, output_path: str) -> None:
     """The worker process's main loop.
 
     Sends ("ready", environment, catalogue) or ("load_error", message); then for
-    each ("run", job) sends ("mode", mode) as each mode starts and
-    ("done", results, changed). Exits on ("stop",), or after a case that
+    each ("run", job) sends what `run_job` notifies, then ("done", results, changed). Exits on ("stop",), or after a case that
     changed global state.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
@@ -102,7 +143,7 @@ def serve(conn, library: bool, case_files: Sequence[str], output_path: str) -> N
     from harness import loader  # noqa: PLC0415
 
     try:
-        loaded = load(library, case_files)
+        loaded = load(sources)
     except loader.LoadError as e:
         conn.send(("load_error", str(e)))
         return
@@ -112,7 +153,7 @@ def serve(conn, library: bool, case_files: Sequence[str], output_path: str) -> N
         if message[0] == "stop":
             return
         job: Job = message[1]
-        results, changed = run_job(loaded, job, lambda mode: conn.send(("mode", mode)))
+        results, changed = run_job(loaded, job, lambda kind, payload: conn.send((kind, payload)))
         conn.send(("done", results, changed))
         if changed:
             return  # a fresh worker takes the next case

@@ -1,0 +1,140 @@
+"""Checking a function with no case written: `python -m harness check PATH.py:NAME`.
+
+Inputs come from the command line as Python literals, parsed with
+`ast.literal_eval` (never `eval`): a number or nested lists is one argument, a
+tuple gives one value per argument. The Case is made where the function can be
+imported (a worker), from a CheckSpec that is plain data.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+from typing import Any, Sequence
+
+import numpy as np
+
+from harness.case import Case
+
+__all__ = ["CheckSpec", "InputError", "parse_inputs", "make_case", "case_for"]
+
+_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+
+
+class InputError(ValueError):
+    """An --inputs value or --dtype is not usable; the message says what to write instead."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckSpec:
+    """What `check` was asked: a target "PATH.py:NAME", input literals, dtype and order."""
+
+    target: str
+    inputs: tuple[str, ...]
+    dtype: str = "float32"
+    order: int = 1
+
+    @property
+    def path(self) -> str:
+        return self.target.rsplit(":", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.target.rsplit(":", 1)[1]
+
+
+def _numpy_dtype(dtype: str):
+    if dtype == "bfloat16":
+        import ml_dtypes  # noqa: PLC0415 - ships with TensorFlow; only needed for bfloat16
+
+        return ml_dtypes.bfloat16
+    return np.dtype(dtype)
+
+
+def parse_inputs(texts: Sequence[str], dtype: str) -> list[tuple[np.ndarray, ...]]:
+    """One tuple of arguments per --inputs text, each argument cast to `dtype`.
+
+    Raises:
+      InputError: a text is not a literal of numbers, the points have different
+        numbers of arguments, or the dtype is not a floating or complex one.
+    """
+    if dtype not in _DTYPES:
+        raise InputError(f"--dtype={dtype!r} cannot be differentiated; use one of {', '.join(_DTYPES)}")
+    if not texts:
+        raise InputError("give at least one --inputs, e.g. --inputs '1.0' or --inputs '(1.0, [2.0, 3.0])'")
+    points = []
+    for text in texts:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            raise InputError(f"--inputs {text!r} is not a Python literal; write numbers or nested lists, "
+                             "e.g. '1.0', '[1.0, 2.0]', or a tuple '(1.0, 2.0)' for two arguments") from None
+        args = value if isinstance(value, tuple) else (value,)
+        arrays = []
+        for arg in args:
+            try:
+                array = np.asarray(arg)
+            except ValueError as e:
+                raise InputError(f"--inputs {text!r}: {e}; nested lists must be rectangular") from None
+            if array.dtype.kind not in "biufc" or array.size == 0 and array.ndim == 1:
+                raise InputError(f"--inputs {text!r}: {arg!r} is not a number or a list of numbers")
+            arrays.append(array.astype(_numpy_dtype(dtype)))
+        points.append(tuple(arrays))
+    if len({len(p) for p in points}) > 1:
+        raise InputError("every --inputs must give the same number of arguments; got "
+                         + ", ".join(str(len(p)) for p in points))
+    return points
+
+
+def _is_builder(obj: Any) -> bool:
+    try:
+        parameters = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return not any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+                   for p in parameters)
+
+
+def _argument_names(fn: Any, count: int) -> list[str]:
+    try:
+        names = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    if len(names) >= count:
+        return names[:count]
+    return ["x"] if count == 1 else [f"x{i}" for i in range(count)]
+
+
+def case_for(obj: Any, name: str, points: Sequence[tuple[np.ndarray, ...]], order: int, source: str,
+             **options: Any) -> Case:
+    """A Case for a function (or a zero-argument builder) and argument tuples.
+
+    Extra keyword arguments (wrt, tolerance, expectations, wrt_variables, ...)
+    go to Case unchanged.
+    """
+    builder = _is_builder(obj)
+    names = _argument_names(None if builder else obj, len(points[0]))
+    description = options.pop("description", f"{name} checked from the command line")
+    return Case(id=f"check.{name}", points=[dict(zip(names, p)) for p in points],
+                **({"build": obj} if builder else {"fn": obj}), order=order, source=source,
+                description=description, **options)
+
+
+def make_case(spec: CheckSpec) -> Case:
+    """Imports the target file and makes its Case.
+
+    Raises:
+      loader.LoadError: the file cannot be loaded or lacks NAME.
+    """
+    from harness import loader  # noqa: PLC0415 - the target imports TensorFlow
+
+    module = loader.load_module(spec.path)
+    obj = getattr(module, spec.name, None)
+    if obj is None or not callable(obj):
+        defined = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                         and getattr(v, "__module__", None) == module.__name__)
+        raise loader.LoadError(f"{spec.path} defines no function {spec.name!r}; functions there: "
+                               f"{', '.join(defined) or 'none'}")
+    return case_for(obj, spec.name, parse_inputs(spec.inputs, spec.dtype), spec.order, source=spec.target)

@@ -1,0 +1,304 @@
+"""A standalone reproduction script for one case at one point.
+
+The script needs TensorFlow and NumPy only. It writes the three modes out
+plainly, as a TensorFlow maintainer would, prints the environment and every
+mode's values or exception, and exits 1 when the modes disagree. With --json
+it prints the same as one JSON object, encoded like the harness report.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Sequence
+
+import numpy as np
+
+from harness.case import Case, Point
+from harness.repro.source import extract
+from harness.tolerance import tolerance_for
+
+__all__ = ["render"]
+
+_HEADER_IMPORTS = ("import json", "import platform", "import sys", "", "import numpy as np",
+                   "import tensorflow as tf")
+
+
+def _literal(value: np.ndarray) -> str:
+    dtype = value.dtype.name
+    numpy_dtype = "tf.bfloat16.as_numpy_dtype" if dtype == "bfloat16" else f"np.{dtype}"
+
+    def text(v) -> str:
+        if isinstance(v, np.ndarray) and v.ndim:
+            return "[" + ", ".join(text(x) for x in v) + "]"
+        scalar = v[()] if isinstance(v, np.ndarray) else v
+        # str() of a NumPy scalar is the shortest text that reads back to the same value.
+        s = str(scalar)
+        return {"nan": "float('nan')", "inf": "float('inf')", "-inf": "float('-inf')"}.get(s, s)
+
+    return f"np.array({text(value)}, dtype={numpy_dtype})"
+
+
+def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool, command: str) -> str:
+    """The text of repro.py for `case` at `point`."""
+    target = case.fn if case.fn is not None else case.build
+    code = extract(target)
+    imports = [line for line in code.imports.splitlines() if line not in _HEADER_IMPORTS]
+    dtypes = sorted({v.dtype.name for v in point.values})
+    tolerances = {d: (tolerance_for(d, case.tolerance).rtol, tolerance_for(d, case.tolerance).atol)
+                  for d in dtypes}
+    inputs = ",\n    ".join(_literal(v) for v in point.values)
+    make = (f"def make_function():\n    return {code.expression}, []\n" if case.fn is not None else
+            _BUILD.format(expression=code.expression, wrt_variables=case.wrt_variables))
+    return _TEMPLATE.format(
+        case_id=case.id, point=point.label, order=case.order, description=case.description,
+        source=case.source, command=command,
+        header="\n".join(_HEADER_IMPORTS), imports=("\n".join(imports) + "\n") if imports else "",
+        definitions=code.definitions + "\n\n\n" if code.definitions else "",
+        make=make, inputs=inputs, names=list(point.names), wrt=list(case.wrt_indices), order_value=case.order,
+        modes=list(modes), unconnected="ZERO" if unconnected_zero else "NONE", tolerances=tolerances,
+        body=_BODY,
+    )
+
+
+_BUILD = '''\
+def make_function():
+    """Calls the builder; returns the function and the trainable variables it created."""
+    created = []
+
+    def record(next_creator, **kwargs):
+        variable = next_creator(**kwargs)
+        created.append(variable)
+        return variable
+
+    with tf.variable_creator_scope(record):
+        fn = {expression}()
+    return fn, ([v for v in created if v.trainable] if {wrt_variables} else [])
+'''
+
+_TEMPLATE = '''\
+"""Reproduces harness case {case_id} at {point}, derivative order {order}.
+
+{description}
+Source: {source}
+
+Needs only TensorFlow and NumPy. Runs the function in eager mode (nested
+tf.GradientTape), inside one tf.function, and in a tf.compat.v1 graph with
+tf.gradients and a Session; prints each mode's values or exception; exits 1
+when the modes disagree. Order k is the gradient of the sum of the order k-1
+gradients with respect to the same inputs. Pass --json for machine output.
+
+Found with: {command}
+"""
+
+{header}
+{imports}
+
+{definitions}{make}
+
+INPUTS = [
+    {inputs},
+]
+NAMES = {names}
+WRT = {wrt}  # indices of the differentiated inputs
+ORDER = {order_value}
+MODES = {modes}
+UNCONNECTED = tf.UnconnectedGradients.{unconnected}
+TOLERANCE = {tolerances}  # dtype: (rtol, atol), |got - eager| <= atol + rtol * |eager|
+
+{body}'''
+
+_BODY = textwrap.dedent('''
+    def outputs(result):
+        return [tf.convert_to_tensor(t) for t in tf.nest.flatten(result)]
+
+
+    def dense(gradient):
+        return tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices) else gradient
+
+
+    def targets(tensors):
+        return [t for t in tensors if t is not None and (t.dtype.is_floating or t.dtype.is_complex)]
+
+
+    def tape_orders(fn, variables, xs, stage):
+        """Orders 0..ORDER with nested tapes: the tape for order k records order k-1."""
+        sources = [xs[i] for i in WRT] + variables
+
+        def upto(k):
+            if k == 0:
+                stage[0] = "forward"
+                return [outputs(fn(*xs))]
+            with tf.GradientTape() as tape:
+                tape.watch(sources)
+                orders = upto(k - 1)
+            stage[0] = f"order {k}"
+            ys = targets(orders[-1])
+            grads = tape.gradient(ys, sources, unconnected_gradients=UNCONNECTED) if ys else [None] * len(sources)
+            return orders + [[dense(g) for g in grads]]
+
+        return upto(ORDER)
+
+
+    def failure(error, stage):
+        return {"status": "error", "error_type": type(error).__name__, "stage": stage,
+                "error_message": str(error)}
+
+
+    def values(orders):
+        return [[None if t is None else np.asarray(t) for t in order] for order in orders]
+
+
+    def run_eager():
+        stage = ["build"]
+        try:
+            fn, variables = make_function()
+            xs = [tf.constant(v) for v in INPUTS]
+            return {"status": "ok", "orders": values([[None if t is None else t.numpy() for t in o]
+                                                      for o in tape_orders(fn, variables, xs, stage)])}
+        except Exception as e:
+            return failure(e, stage[0])
+
+
+    def run_function():
+        stage = ["build"]
+        try:
+            fn, variables = make_function()
+
+            @tf.function
+            def all_orders(*xs):
+                orders = tape_orders(fn, variables, xs, stage)
+                stage[0] = "run"
+                return orders
+
+            orders = all_orders(*[tf.constant(v) for v in INPUTS])
+            return {"status": "ok", "orders": values([[None if t is None else t.numpy() for t in o] for o in orders])}
+        except Exception as e:
+            return failure(e, stage[0])
+
+
+    def run_graph():
+        stage = ["build"]
+        try:
+            graph = tf.Graph()
+            with graph.as_default():
+                xs = [tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape, name=n)
+                      for n, v in zip(NAMES, INPUTS)]
+                fn, variables = make_function()
+                sources = [xs[i] for i in WRT] + variables
+                stage[0] = "forward"
+                orders = [outputs(fn(*xs))]
+                for k in range(1, ORDER + 1):
+                    stage[0] = f"order {k}"
+                    ys = targets(orders[-1])
+                    grads = (tf.gradients(ys, sources, unconnected_gradients=UNCONNECTED) if ys
+                             else [None] * len(sources))
+                    orders.append([dense(g) for g in grads])
+                init = tf.compat.v1.global_variables_initializer()
+            with tf.compat.v1.Session(graph=graph) as session:
+                stage[0] = "build"
+                session.run(init)
+                feed = dict(zip(xs, INPUTS))
+                found = []
+                for k, order in enumerate(orders):
+                    stage[0] = "forward" if k == 0 else f"order {k}"
+                    fetched = iter(session.run([t for t in order if t is not None], feed_dict=feed))
+                    found.append([None if t is None else next(fetched) for t in order])
+            return {"status": "ok", "orders": values(found)}
+        except Exception as e:
+            return failure(e, stage[0])
+
+
+    def source_specs():
+        """(dtype, shape) of what each gradient is taken with respect to, from the eager builder."""
+        specs = [(INPUTS[i].dtype.name, INPUTS[i].shape) for i in WRT]
+        try:
+            _, variables = make_function()
+        except Exception:
+            return specs  # the builder's own failure is already reported per mode
+        return specs + [(v.dtype.base_dtype.name, tuple(v.shape.as_list())) for v in variables]
+
+
+    def disagreements(results):
+        """Every way the modes differ from eager, and every malformed gradient."""
+        found = []
+        ref = results["eager"] if "eager" in results else next(iter(results.values()))
+        specs = source_specs()
+        for mode, got in results.items():
+            if got["status"] == "ok":
+                for k, order in enumerate(got["orders"][1:], start=1):
+                    for i, (g, (dtype, shape)) in enumerate(zip(order, specs)):
+                        if g is not None and (g.dtype.name != dtype or g.shape != tuple(shape)):
+                            found.append(f"{mode}: order {k} gradient {i} is {g.dtype.name}{list(g.shape)}, "
+                                         f"its source is {dtype}{list(shape)}")
+            if got is ref:
+                continue
+            if ref["status"] != "ok" or got["status"] != "ok":
+                if ref.get("error_type") != got.get("error_type"):
+                    found.append(f"{mode}: {got.get('error_type') or 'values'} vs eager: "
+                                 f"{ref.get('error_type') or 'values'}")
+                continue
+            for k, (a_order, b_order) in enumerate(zip(got["orders"], ref["orders"])):
+                for i, (a, b) in enumerate(zip(a_order, b_order)):
+                    where = f"{mode} vs eager, order {k} output {i}"
+                    if (a is None) != (b is None):
+                        found.append(f"{where}: None vs a value")
+                    elif a is not None and (a.dtype != b.dtype or a.shape != b.shape):
+                        found.append(f"{where}: {a.dtype.name}{list(a.shape)} vs {b.dtype.name}{list(b.shape)}")
+                    elif a is not None:
+                        rtol, atol = TOLERANCE.get(a.dtype.name, (0.0, 0.0))
+                        wa, wb = a.astype(np.complex128), b.astype(np.complex128)
+                        same_nan = (np.isnan(wa) == np.isnan(wb)).all()
+                        finite = np.isfinite(wa) & np.isfinite(wb)
+                        same_inf = (wa[~finite & ~np.isnan(wa)] == wb[~finite & ~np.isnan(wa)]).all()
+                        close = (np.abs(wa - wb)[finite] <= atol + rtol * np.abs(wb)[finite]).all()
+                        if not (same_nan and same_inf and close):
+                            found.append(f"{where}: {a.tolist()} vs {b.tolist()}")
+        return found
+
+
+    def encode(value):
+        if value is None:
+            return None
+        if value.ndim:
+            return [encode(v) for v in value]
+        x = value[()]
+        if np.iscomplexobj(x):
+            return [encode(np.asarray(x.real)), encode(np.asarray(x.imag))]
+        if isinstance(x, (np.bool_, bool)):
+            return bool(x)
+        if isinstance(x, np.integer):
+            return int(x)
+        text = str(x)
+        return text if text in ("nan", "inf", "-inf") else float(text)
+
+
+    def main():
+        environment = {"tensorflow": tf.version.VERSION, "tensorflow_git": tf.version.GIT_VERSION,
+                       "numpy": np.__version__, "python": platform.python_version(),
+                       "platform": platform.platform()}
+        runners = {"eager": run_eager, "function": run_function, "graph": run_graph}
+        results = {mode: runners[mode]() for mode in MODES}
+        problems = disagreements(results)
+        if "--json" in sys.argv:
+            encoded = {m: dict(r, orders=[[encode(v) for v in o] for o in r.get("orders", [])])
+                       for m, r in results.items()}
+            print(json.dumps({"environment": environment, "modes": encoded, "disagreements": problems}))
+        else:
+            print(", ".join(f"{k} {v}" for k, v in environment.items()))
+            for mode, r in results.items():
+                if r["status"] == "ok":
+                    print(f"{mode}: ok")
+                    for k, order in enumerate(r["orders"]):
+                        print(f"  order {k}: {[None if v is None else v.tolist() for v in order]}")
+                else:
+                    lines = [line.strip() for line in r["error_message"].splitlines() if line.strip()] or [""]
+                    # tf.function puts "in user code:" and a traceback before the error's own line.
+                    first = lines[-1] if lines[0] == "in user code:" else lines[0]
+                    print(f"{mode}: {r['error_type']} at {r['stage']}: {first}")
+            print("\\n".join(["DISAGREE:"] + [f"  {p}" for p in problems]) if problems else "AGREE")
+        return 1 if problems else 0
+
+
+    if __name__ == "__main__":
+        sys.exit(main())
+''')

@@ -1,0 +1,51 @@
+"""The library API inside a user's own suite: the README's absltest and pytest examples.
+
+Both styles are real tests here; the README shows the same code.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import harness
+
+
+@tf.custom_gradient
+def log1pexp(x):
+    e = tf.exp(x)
+
+    def grad(dy):
+        return dy * (1 - 1 / (1 + e))
+
+    return tf.math.log(1 + e), grad
+
+
+def traced_differently(x):
+    return x * (2.0 if tf.executing_eagerly() else 3.0)
+
+
+class Log1pexpTest(tf.test.TestCase):
+    """The absltest style: a tf.test.TestCase method calling assert_consistent."""
+
+    def test_agrees_in_every_mode(self):
+        results = harness.assert_consistent(log1pexp, [0.0, 100.0])
+        # d/dx log(1 + e^x) = sigmoid(x): 0.5 at 0 and 1 at 100 (float32).
+        self.assertAllClose([r.outcomes["graph"].orders[1][0].value for r in results], [0.5, 1.0])
+
+    def test_disagreement_raises_assertion_error_with_the_explanation(self):
+        with self.assertRaisesRegex(AssertionError, r"function vs eager.*function=3 eager=2"):
+            harness.assert_consistent(traced_differently, [1.0])
+
+
+def test_pytest_style_check_returns_one_verdict_per_point():
+    results = harness.check(log1pexp, [0.0, 100.0], order=2)
+    assert [r.verdict for r in results] == [harness.Verdict.PASS, harness.Verdict.PASS]
+    # Second derivative sigmoid(x)(1 - sigmoid(x)): 0.25 at 0.
+    assert float(results[0].outcomes["eager"].orders[2][0].value) == pytest.approx(0.25)
+
+
+def test_two_argument_inputs_are_tuples_and_numpy_values_keep_their_dtype():
+    [result] = harness.check(lambda x, y: x * y, [(np.float64(3.0), np.float64(4.0))], modes=["eager", "graph"])
+    assert result.verdict is harness.Verdict.PASS
+    assert [o.dtype for o in result.outcomes["graph"].orders[1]] == ["float64", "float64"]
+    assert [float(o.value) for o in result.outcomes["graph"].orders[1]] == [4.0, 3.0]

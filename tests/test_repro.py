@@ -1,0 +1,149 @@
+"""Standalone reproductions: repro.py runs without this package and says what the harness says."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from harness import loader
+from harness.execute import run_case
+from harness.records import RunOptions
+from harness.report.json_report import result_dict
+from harness.repro import script
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODES = ("eager", "function", "graph")
+
+
+def _without_harness(tmp_path):
+    """An environment in which `import harness` fails loudly."""
+    stub = tmp_path / "stub" / "harness"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('a reproduction must not import harness')\n")
+    return dict(os.environ, PYTHONPATH=str(stub.parent), TF_CPP_MIN_LOG_LEVEL="2")
+
+
+@pytest.fixture(scope="module")
+def seed_points():
+    found = []
+    for case in loader.pick(loader.builtin_cases(["seeds"]), ["seeds.*"]):
+        for result in run_case(case, MODES, RunOptions(), rerun=lambda c, p: f"rerun {c.id}[{p.label}]"):
+            point = next(p for p in case.points if p.label == result.point)
+            text = script.render(loader.narrow(case, [point.label]), point, MODES, False, result.rerun)
+            found.append((result_dict(result), text))
+    return found
+
+
+def test_seed_reproductions_print_what_the_harness_reports(seed_points, tmp_path):
+    env = _without_harness(tmp_path)
+    procs = []
+    for i, (_, text) in enumerate(seed_points):
+        path = tmp_path / f"repro_{i}.py"
+        path.write_text(text)
+        assert "import harness" not in text and "from harness" not in text
+        procs.append(subprocess.Popen([sys.executable, str(path), "--json"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, cwd=str(tmp_path), env=env))
+    assert len(procs) == 8  # six seed cases, eight points
+    for (expected, _), proc in zip(seed_points, procs):
+        stdout, stderr = proc.communicate(timeout=300)
+        printed = json.loads(stdout.strip().splitlines()[-1])
+        name = f"{expected['case']}[{expected['point']}]"
+        assert proc.returncode == (0 if expected["verdict"] == "pass" else 1), (name, stderr[-2000:])
+        for mode, want in expected["modes"].items():
+            got = printed["modes"][mode]
+            assert got["status"] == want["status"], (name, mode)
+            if want["status"] == "ok":
+                assert got["orders"] == [[o["value"] for o in order] for order in want["orders"]], (name, mode)
+            else:
+                assert (got["error_type"], got["stage"]) == (want["error_type"], want["stage"]), (name, mode)
+
+
+def test_repro_command_writes_script_and_issue(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "harness", "repro", "seeds.docstring_nested", f"--out={out}"],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    issue = (out / "ISSUE.md").read_text()
+    for heading in ("### TensorFlow version", "### Current behavior?", "### Standalone code to reproduce the issue",
+                    "### Relevant log output"):
+        assert heading in issue
+    assert "function: InternalError at order 2" in issue and "eager: ValueError at order 2" in issue
+    assert "python -m harness --mode=all '--cases=seeds.docstring_nested[x=1.0]'" in issue
+    assert (out / "repro.py").read_text() in issue
+
+
+BROKEN = """
+    import numpy as np
+    import tensorflow as tf
+    from harness import Case
+
+
+    def doubled(x):
+        return x * x * (2.0 if tf.executing_eagerly() else 2.5)
+
+
+    CASES = [Case(id="mine.doubled", fn=doubled, points=[{"x": np.float32(4.0)}, {"x": np.float32(0.0)}],
+                  source="test", description="traced modes use another constant")]
+"""
+
+
+def test_repro_dir_writes_one_folder_per_failing_point(tmp_path):
+    cases = tmp_path / "my_cases.py"
+    cases.write_text(textwrap.dedent(BROKEN))
+    proc = subprocess.run([sys.executable, "-m", "harness", f"--case_file={cases}", f"--repro_dir={tmp_path / 'r'}"],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 1
+    # At x = 0 the value c x**2 and the gradient 2 c x are 0 whatever c is, so only x = 4
+    # fails and gets a folder.
+    assert sorted(p.name for p in (tmp_path / "r" / "mine.doubled").iterdir()) == ["x=4.0"]
+    folder = tmp_path / "r" / "mine.doubled" / "x=4.0"
+    run = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True,
+                         cwd=str(tmp_path), env=_without_harness(tmp_path), timeout=300)
+    assert run.returncode == 1 and "DISAGREE" in run.stdout
+    # 2 * 4**2 = 32 in eager; 2.5 * 4**2 = 40 traced.
+    assert "  order 0: [32.0]" in run.stdout and "  order 0: [40.0]" in run.stdout
+
+
+VARIABLES = """
+    import numpy as np
+    import tensorflow as tf
+
+
+    def build_scaled():
+        w = tf.Variable(np.float32(2.0))
+
+        @tf.custom_gradient
+        def scaled(x):
+            def grad(dy, variables):
+                return dy * w, [tf.reduce_sum(dy * x)]
+            return w * x, grad
+        return scaled
+"""
+
+
+def test_check_with_a_variable_builder_runs_in_all_three_modes(tmp_path):
+    target = tmp_path / "mine.py"
+    target.write_text(textwrap.dedent(VARIABLES))
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "harness", "check", f"{target}:build_scaled", "--inputs=[1.0, 3.0]",
+                           f"--json_out={out}"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [result] = json.loads(out.read_text())["results"]
+    for mode in MODES:
+        got = result["modes"][mode]
+        # The builder makes no variable differentiation unless asked: x only, d(wx)/dx = w = 2.
+        assert got["orders"][1][0]["value"] == [2.0, 2.0], mode
+        assert got["orders"][0][0]["value"] == [2.0, 6.0], mode
+
+
+@pytest.mark.parametrize("literal", ["__import__('os').getcwd()", "x", "[1.0, 'a']", "{1: 2}"])
+def test_check_refuses_what_is_not_a_literal_of_numbers(literal, tmp_path):
+    target = tmp_path / "mine.py"
+    target.write_text("def f(x):\n    return x\n")
+    proc = subprocess.run([sys.executable, "-m", "harness", "check", f"{target}:f", f"--inputs={literal}"],
+                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("harness: error: --inputs") and proc.stderr.count("\n") == 1, proc.stderr
