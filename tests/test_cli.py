@@ -142,3 +142,35 @@ def test_broken_case_file_is_a_one_line_usage_error(case_file, body, message):
     proc = harness(f"--case_file={case_file(body)}")
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_missing_case_file_is_a_usage_error(tmp_path):
+    proc = harness(f"--case_file={tmp_path / 'nope.py'}")
+    assert proc.returncode == 2
+    assert "nope.py: no such file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_check_target_without_the_function_names_what_is_there(tmp_path):
+    target = tmp_path / "grads.py"
+    target.write_text("def square(x):\n    return x * x\n")
+    proc = harness("check", f"{target}:cube", "--inputs=1.0")
+    assert proc.returncode == 2
+    assert f"{target} defines no function 'cube'; functions there: square" in proc.stderr
+
+
+def test_check_target_that_is_not_path_colon_name_is_refused():
+    proc = harness("check", "grads.py", "--inputs=1.0")
+    assert proc.returncode == 2 and "is not PATH.py:NAME" in proc.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories and reads 0o000 files")
+def test_read_only_output_directory_and_unreadable_case_file(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    proc = harness(f"--json_out={locked / 'r.json'}")
+    assert proc.returncode == 2 and "is not writable" in proc.stderr
+    secret = tmp_path / "secret.py"
+    secret.write_text("CASES = []\n")
+    secret.chmod(0)
+    proc = harness(f"--case_file={secret}")
+    assert proc.returncode == 2 and "cannot read it" in proc.stderr
