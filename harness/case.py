@@ -141,8 +141,9 @@ class Case:
       tf_versions: run only on these TensorFlow releases (e.g. ">=2.16");
         the case is skipped, with the reason, elsewhere.
       wrt_variables: also differentiate with respect to every trainable
-        variable that `build` creates (in creation order, reported as var0,
-        var1, ...). Create the variables, or build the Keras layers, inside
+        floating or complex variable that `build` creates (in creation order,
+        reported as var0, var1, ...; Keras's integer step counters are not
+        differentiable and are left out). Create the variables, or build the Keras layers, inside
         `build`.
     """
 

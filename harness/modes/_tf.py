@@ -146,7 +146,9 @@ def build_subject(case: Case) -> Subject:
         fn = case.build()
     if not callable(fn):
         raise TypeError(f"build() returned {type(fn).__name__}, not a callable; return the function under test")
-    variables = [v for v in created if v.trainable] if case.wrt_variables else []
+    # Only floating and complex variables have gradients: tf-keras models also create
+    # int64 step counters, trainable by tf.Variable's default, in eager mode only.
+    variables = [v for v in created if v.trainable and is_target(v)] if case.wrt_variables else []
     if case.wrt_variables and not variables:
         raise ValueError("wrt_variables is set but build() created no trainable variable; create the "
                          "variables (or build the Keras layers) inside build()")

@@ -1,0 +1,270 @@
+"""The tf.custom_gradient docstring's own examples, run in every mode.
+
+https://www.tensorflow.org/api_docs/python/tf/custom_gradient: the naive and
+the stable log1pexp, `bar(x, y)` with two inputs, the nested (higher-order)
+example in its three forms, `linear_poly` with a variable and the `variables`
+argument, and the `tf.stop_gradient` example around a `tf.function` that has
+no registered gradient. Where the docstring leaves an op abstract (`fused_op`,
+`op1`, `second_order_for_x(...)`), sin stands in: its derivatives are known in
+closed form, so a wrong order is easy to see.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from harness import VALUES_DIFFER, Case, Expectation
+
+_DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
+
+
+def log1pexp_naive(x):
+    """The docstring's unstable version: its gradient at x = 100 is inf / inf."""
+    return tf.math.log(1 + tf.exp(x))
+
+
+@tf.custom_gradient
+def log1pexp(x):
+    e = tf.exp(x)
+
+    def grad(upstream):
+        return upstream * (1 - 1 / (1 + e))
+
+    return tf.math.log(1 + e), grad
+
+
+@tf.custom_gradient
+def bar(x, y):
+    def grad(upstream):
+        dz_dx = y
+        dz_dy = x
+        return upstream * dz_dx, upstream * dz_dy
+
+    z = x * y
+    return z, grad
+
+
+@tf.custom_gradient
+def op_nested_grad_fn(x):
+    """The docstring's first nested example: grad_fn is itself a custom gradient."""
+    y = tf.sin(x)
+
+    @tf.custom_gradient
+    def grad_fn(dy):
+        gdy = dy * tf.cos(x)
+
+        def grad_grad_fn(ddy):  # Not the 2nd order gradient of op w.r.t. x.
+            return ddy * tf.cos(x)
+
+        return gdy, grad_grad_fn
+
+    return y, grad_fn
+
+
+@tf.custom_gradient
+def sin_fused_as_written(x):
+    """`op_with_fused_backprop` as the docstring writes it, with fused_op = sin."""
+    y, x_grad = tf.sin(x), tf.cos(x)
+
+    def first_order_gradient(dy):
+        @tf.custom_gradient
+        def first_order_custom(unused_x):
+            def second_order_and_transpose(ddy):
+                return ddy * -tf.sin(x), ddy * x_grad
+
+            return x_grad, second_order_and_transpose
+
+        return dy * first_order_custom(x)
+
+    return y, first_order_gradient
+
+
+@tf.custom_gradient
+def sin_fused_single(x):
+    """The same with one return from the innermost function: one input, one gradient."""
+    y, x_grad = tf.sin(x), tf.cos(x)
+
+    def first_order_gradient(dy):
+        @tf.custom_gradient
+        def first_order_custom(unused_x):
+            def second_order(ddy):
+                return ddy * -tf.sin(x)
+
+            return x_grad, second_order
+
+        return dy * first_order_custom(x)
+
+    return y, first_order_gradient
+
+
+@tf.custom_gradient
+def sin_fused_with_dy(x):
+    """The docstring's "additional arguments" remark: pass dy in, and two returns are right."""
+    y, x_grad = tf.sin(x), tf.cos(x)
+
+    def first_order_gradient(dy):
+        @tf.custom_gradient
+        def first_order_custom(unused_x, dy):
+            def second_order_and_transpose(ddy):
+                return ddy * dy * -tf.sin(x), ddy * x_grad
+
+            return dy * x_grad, second_order_and_transpose
+
+        return first_order_custom(x, dy)
+
+    return y, first_order_gradient
+
+
+def build_linear_poly():
+    weights = tf.Variable(np.ones([2], np.float32))  # Trainable variable weights
+
+    @tf.custom_gradient
+    def linear_poly(x):
+        poly = weights[1] * x + weights[0]
+
+        def grad_fn(dpoly, variables):
+            grad_xs = dpoly * weights[1]
+            grad_vars = []
+            assert variables is not None
+            assert len(variables) == 1
+            assert variables[0] is weights
+            dy_dw = dpoly * tf.stack([x ** 1, x ** 0])
+            grad_vars.append(tf.reduce_sum(tf.reshape(dy_dw, [2, -1]), axis=1))
+            return grad_xs, grad_vars
+
+        return poly, grad_fn
+
+    return linear_poly
+
+
+def _stop_grad_shuffle(stop: bool):
+    @tf.custom_gradient
+    def test_func_with_stop_grad(x):
+        @tf.function
+        def _inner_func():
+            if stop:
+                return tf.stop_gradient(tf.random.shuffle(x))
+            return tf.random.shuffle(x)  # The docstring: "This will raise".
+
+        res = _inner_func()
+
+        def grad(upstream):
+            return upstream  # Arbitrarily defined custom gradient
+
+        return res, grad
+
+    return test_func_with_stop_grad
+
+
+# Two equal elements: any shuffle gives the same tensor, so every mode agrees.
+_SHUFFLE_POINT = {"x": np.array([0.4, 0.4], np.float32)}
+
+CASES = [
+    Case(
+        id="docs.log1pexp_naive",
+        fn=log1pexp_naive,
+        points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
+        source=_DOCS,
+        description="naive log(1 + exp(x)): gradient 0.5 at x = 0 and NaN (inf / inf) at x = 100 in "
+                    "every mode",
+    ),
+    Case(
+        id="docs.log1pexp",
+        fn=log1pexp,
+        points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
+        source=_DOCS,
+        description="the stable custom gradient 1 - 1 / (1 + e^x): 0.5 at x = 0 and 1.0 at x = 100",
+    ),
+    Case(
+        id="docs.bar",
+        fn=bar,
+        points=[{"x": np.float32(2.0), "y": np.float32(3.0)}],
+        source=_DOCS,
+        description="z = x * y with two inputs: 6.0, gradients 3.0 and 2.0",
+    ),
+    Case(
+        id="docs.nested_grad_fn",
+        fn=op_nested_grad_fn,
+        points=[{"x": np.float32(0.5)}],
+        order=2,
+        source=_DOCS,
+        description="grad_fn itself a custom gradient of dy alone: eager differentiates grad_fn's body "
+                    "(-sin x), the graph modes give None (unconnected)",
+        expectations=[
+            Expectation(
+                modes=["function", "graph"], outcome=VALUES_DIFFER, tf_versions=">=2.21",
+                reason="the eager decorator records grad_fn with its inputs only (dy), and the order-2 tape "
+                       "does not watch dy, so tape.h's ShouldRecord drops the record and the tape keeps the "
+                       "ordinary ops of the body, dy * cos(x), whose derivative is -sin(x); the graph "
+                       "decorator records one IdentityN over outputs and inputs (gdy, dy), gdy is watched, "
+                       "and its gradient for the output slots is None, so x is unconnected",
+            ),
+        ],
+    ),
+    Case(
+        id="docs.nested_as_written",
+        fn=sin_fused_as_written,
+        points=[{"x": np.float32(0.5)}],
+        order=2,
+        source=_DOCS,
+        description="op_with_fused_backprop as written (fused_op = sin): the innermost function returns "
+                    "two gradients for one input",
+        expectations=[
+            Expectation(
+                modes=["eager", "graph"], outcome="ValueError", tf_versions=">=2.12",
+                reason="first_order_custom has one input but second_order_and_transpose returns two "
+                       "gradients; the eager decorator counts them (custom_gradient.py: 'expected to "
+                       "return 1 gradients, but returned 2') and tf.gradients' _VerifyGeneratedGradients "
+                       "rejects the IdentityN gradient count",
+            ),
+            Expectation(
+                modes=["function"], outcome="InternalError", tf_versions=">=2.12",
+                reason="the graph-mode decorator used inside tf.function does not count the gradients; "
+                       "the tape's C++ check in pywrap_tfe_src.cc does, and reports any mismatch as "
+                       "InternalError 'returned too few gradients'",
+            ),
+        ],
+    ),
+    Case(
+        id="docs.nested_single_return",
+        fn=sin_fused_single,
+        points=[{"x": np.float32(0.5)}],
+        order=2,
+        source=_DOCS,
+        description="the nested example with one return from the innermost function: sin, cos, -sin "
+                    "at x = 0.5",
+    ),
+    Case(
+        id="docs.nested_dy_input",
+        fn=sin_fused_with_dy,
+        points=[{"x": np.float32(0.5)}],
+        order=2,
+        source=_DOCS,
+        description="the nested example with dy passed to the inner function as a second input, so its "
+                    "two returns (for x and for dy) are right: sin, cos, -sin at x = 0.5",
+    ),
+    Case(
+        id="docs.linear_poly",
+        build=build_linear_poly,
+        points=[{"x": np.array([1.0, 2.0, 3.0], np.float32)}],
+        wrt_variables=True,
+        source=_DOCS,
+        description="grad_fn(dpoly, variables) with weights = [1, 1]: poly [2, 3, 4], gradient [1, 1, 1] "
+                    "w.r.t. x and [6, 3] w.r.t. the weights",
+    ),
+    Case(
+        id="docs.stop_gradient_shuffle",
+        fn=_stop_grad_shuffle(stop=True),
+        points=[_SHUFFLE_POINT],
+        source=_DOCS,
+        description="tf.stop_gradient around a tf.function with RandomShuffle (no registered gradient) "
+                    "inside a custom gradient: the custom gradient [1, 1] in every mode",
+    ),
+    Case(
+        id="docs.shuffle_without_stop_gradient",
+        fn=_stop_grad_shuffle(stop=False),
+        points=[_SHUFFLE_POINT],
+        source=_DOCS,
+        description="the same without tf.stop_gradient, which the docstring says raises LookupError: "
+                    "every mode returns the custom gradient [1, 1]",
+    ),
+]

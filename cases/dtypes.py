@@ -1,0 +1,174 @@
+"""Custom gradients in other dtypes: float16, bfloat16, float64 and complex64.
+
+The functions are written dtype-generic (constants cast to the input's dtype),
+and each case is judged with its dtype's row of the tolerance table, never a
+loosened float32 one. Where a low-precision value over- or underflows, that is
+part of what the case shows, and every mode must do the same.
+"""
+
+import ml_dtypes
+import numpy as np
+import tensorflow as tf
+
+from harness import Case, Expectation
+
+_DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
+_BF16 = ml_dtypes.bfloat16
+
+
+@tf.custom_gradient
+def log1pexp(x):
+    """The docstring's stable log1pexp, dtype-generic."""
+    e = tf.exp(x)
+    one = tf.ones_like(x)
+
+    def grad(upstream):
+        return upstream * (one - one / (one + e))
+
+    return tf.math.log(one + e), grad
+
+
+@tf.custom_gradient
+def softplus(x):
+    y = tf.maximum(x, tf.zeros_like(x)) + tf.math.log1p(tf.exp(-tf.abs(x)))
+
+    def grad(dy):
+        return dy * tf.sigmoid(x)
+
+    return y, grad
+
+
+@tf.custom_gradient
+def safe_norm(x):
+    norm = tf.norm(x)
+
+    def grad(dy):
+        return dy * tf.math.divide_no_nan(x, norm)
+
+    return norm, grad
+
+
+@tf.custom_gradient
+def fused_tanh(x):
+    t = tf.tanh(x)
+    one = tf.ones_like(x)
+    d1 = one - t * t
+
+    def first_order_gradient(dy):
+        @tf.custom_gradient
+        def first_order_custom(unused_x):
+            def second_order(ddy):
+                return ddy * (-2 * one) * t * d1
+
+            return d1, second_order
+
+        return dy * first_order_custom(x)
+
+    return t, first_order_gradient
+
+
+@tf.custom_gradient
+def complex_square(z):
+    """z^2 with TensorFlow's complex convention: the gradient is dy * conj(dz^2/dz)."""
+
+    def grad(dy):
+        return dy * tf.math.conj(2 * z)
+
+    return z * z, grad
+
+
+@tf.custom_gradient
+def complex_abs2(z):
+    """|z|^2 as a real-valued loss of a complex input: gradient 2z (TensorFlow's conj convention)."""
+
+    def grad(dy):
+        return tf.cast(dy, z.dtype) * 2 * z
+
+    return tf.math.real(z * tf.math.conj(z)), grad
+
+
+def _vector(dtype):
+    return {"x": np.array([-3.0, 0.0, 2.0], dtype)}
+
+
+CASES = [
+    Case(
+        id="dtypes.log1pexp_float16",
+        fn=log1pexp,
+        points=[{"x": np.float16(1.0)}, {"x": np.float16(20.0)}],
+        source=_DOCS,
+        description="the docstring's log1pexp in float16: exp(20) overflows to inf, the custom gradient "
+                    "stays 1.0; judged with float16 tolerance",
+    ),
+    Case(
+        id="dtypes.log1pexp_bfloat16",
+        fn=log1pexp,
+        points=[{"x": np.array(1.0, _BF16)}, {"x": np.array(100.0, _BF16)}],
+        source=_DOCS,
+        description="the docstring's log1pexp in bfloat16 (float32's range, 8 bits of mantissa): "
+                    "gradient 0.73 and 1.0; judged with bfloat16 tolerance",
+    ),
+    Case(
+        id="dtypes.log1pexp_float64",
+        fn=log1pexp,
+        points=[{"x": np.float64(1.0)}, {"x": np.float64(800.0)}],
+        source=_DOCS,
+        description="the docstring's log1pexp in float64: exp(800) overflows to inf, the custom gradient "
+                    "stays 1.0; judged with float64 tolerance",
+    ),
+    Case(
+        id="dtypes.softplus_float16",
+        fn=softplus,
+        points=[_vector(np.float16)],
+        order=2,
+        source=f"{_DOCS} (pattern: stable softplus)",
+        description="stable softplus in float16 to order 2: sigmoid and s(1 - s) in half precision",
+    ),
+    Case(
+        id="dtypes.softplus_float64",
+        fn=softplus,
+        points=[_vector(np.float64)],
+        order=2,
+        source=f"{_DOCS} (pattern: stable softplus)",
+        description="stable softplus in float64 to order 2, judged to 1e-7",
+    ),
+    Case(
+        id="dtypes.safe_norm_bfloat16",
+        fn=safe_norm,
+        points=[{"x": np.array([0.0, 0.0], _BF16)}, {"x": np.array([3.0, 4.0], _BF16)}],
+        source=f"{_DOCS} (pattern: a finite gradient where the true one is NaN)",
+        description="safe norm in bfloat16: gradient 0 at the zero vector, [0.6, 0.8] at [3, 4]",
+    ),
+    Case(
+        id="dtypes.fused_tanh_float64",
+        fn=fused_tanh,
+        points=[{"x": np.array([-1.0, 0.0, 0.5], np.float64)}],
+        order=2,
+        source=f"{_DOCS} (pattern: a fused op with its own second derivative)",
+        description="tanh with custom first and second derivatives in float64, right at order 2",
+    ),
+    Case(
+        id="dtypes.complex64_square",
+        fn=complex_square,
+        points=[{"z": np.array([1 + 2j, -0.5 + 0j], np.complex64)}],
+        order=2,
+        source=f"{_DOCS} (complex inputs: grad_fn returns dy * conj(f'(z)))",
+        description="z^2 in complex64: the tapes give conj(2z) = [2 - 4j, -1], then 2; tf.gradients "
+                    "refuses a complex output without grad_ys",
+        expectations=[
+            Expectation(
+                modes=["graph"], outcome="TypeError", tf_versions=">=2.21",
+                reason="tf.gradients has no default upstream gradient for a complex output: "
+                       "gradients_util._DefaultGradYs raises 'Gradients of complex tensors must set "
+                       "grad_ys', while a GradientTape silently starts from ones (1 + 0j)",
+            ),
+        ],
+    ),
+    Case(
+        id="dtypes.complex64_abs2",
+        fn=complex_abs2,
+        points=[{"z": np.array([1 + 2j, -3 - 1j], np.complex64)}],
+        source=f"{_DOCS} (complex inputs: a real loss of a complex variable)",
+        description="|z|^2 as a float32 output of a complex64 input: gradient 2z = [2 + 4j, -6 - 2j]",
+    ),
+]

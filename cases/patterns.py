@@ -1,0 +1,315 @@
+"""Custom gradients people write: estimators, clipping, stable math, higher orders.
+
+Each case is a common use of tf.custom_gradient (or of the two library
+functions built on it, tf.recompute_grad and tf.grad_pass_through), written
+the way it usually appears in model code, with points where the custom
+gradient matters (zero, large magnitudes, the clipping threshold).
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from harness import Case, Expectation
+
+_DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
+_RECOMPUTE = "https://www.tensorflow.org/api_docs/python/tf/recompute_grad"
+_PASS_THROUGH = "https://www.tensorflow.org/api_docs/python/tf/grad_pass_through"
+
+
+def _pattern(what: str) -> str:
+    return f"{_DOCS} (pattern: {what})"
+
+
+@tf.custom_gradient
+def reverse_gradient(x):
+    """Domain-adversarial training's gradient reversal layer, with lambda = 0.5."""
+
+    def grad(dy):
+        return -0.5 * dy
+
+    return tf.identity(x), grad
+
+
+@tf.custom_gradient
+def round_ste(x):
+    """Straight-through estimator: round forward, identity backward."""
+
+    def grad(dy):
+        return dy
+
+    return tf.round(x), grad
+
+
+@tf.custom_gradient
+def sign_ste(x):
+    """Binarisation with the clipped straight-through estimator (hard tanh backward)."""
+
+    def grad(dy):
+        return dy * tf.cast(tf.abs(x) <= 1.0, dy.dtype)
+
+    return tf.sign(x), grad
+
+
+@tf.custom_gradient
+def clip_gradient_by_value(x):
+    def grad(dy):
+        return tf.clip_by_value(dy, -1.0, 1.0)
+
+    return tf.identity(x), grad
+
+
+@tf.custom_gradient
+def clip_gradient_by_norm(x):
+    def grad(dy):
+        return tf.clip_by_norm(dy, 1.0)
+
+    return tf.identity(x), grad
+
+
+@tf.custom_gradient
+def scale_gradient(x):
+    def grad(dy):
+        return dy * 0.1
+
+    return tf.identity(x), grad
+
+
+def squared_after(op):
+    """(3 * op(x))**2: op's custom gradient gets the upstream gradient 18 * op(x) and returns d/dx."""
+    return lambda x: tf.square(3.0 * op(x))
+
+
+@tf.custom_gradient
+def safe_sqrt(x):
+    """sqrt whose gradient is 0 instead of inf at x = 0."""
+    y = tf.sqrt(x)
+
+    def grad(dy):
+        positive = x > 0
+        return dy * tf.where(positive, 0.5 / tf.where(positive, y, tf.ones_like(y)), tf.zeros_like(y))
+
+    return y, grad
+
+
+@tf.custom_gradient
+def safe_norm(x):
+    """Euclidean norm whose gradient is 0 instead of NaN at the zero vector."""
+    norm = tf.norm(x)
+
+    def grad(dy):
+        return dy * tf.math.divide_no_nan(x, norm)
+
+    return norm, grad
+
+
+@tf.custom_gradient
+def logsumexp(x):
+    """log(sum(exp(x))) shifted by the max; gradient softmax(x)."""
+    m = tf.reduce_max(x)
+    y = m + tf.math.log(tf.reduce_sum(tf.exp(x - m)))
+
+    def grad(dy):
+        return dy * tf.nn.softmax(x)
+
+    return y, grad
+
+
+@tf.custom_gradient
+def softplus(x):
+    """max(x, 0) + log1p(exp(-|x|)); gradient sigmoid(x)."""
+    y = tf.maximum(x, 0.0) + tf.math.log1p(tf.exp(-tf.abs(x)))
+
+    def grad(dy):
+        return dy * tf.sigmoid(x)
+
+    return y, grad
+
+
+@tf.custom_gradient
+def fused_tanh(x):
+    """tanh with its first and second derivatives written out, both custom."""
+    t = tf.tanh(x)
+    d1 = 1 - t * t
+
+    def first_order_gradient(dy):
+        @tf.custom_gradient
+        def first_order_custom(unused_x):
+            def second_order(ddy):
+                return ddy * -2 * t * d1
+
+            return d1, second_order
+
+        return dy * first_order_custom(x)
+
+    return t, first_order_gradient
+
+
+@tf.custom_gradient
+def sin3(x):
+    """sin with custom first, second and third derivatives (cos, -sin, -cos)."""
+
+    def grad1(dy):
+        @tf.custom_gradient
+        def d1(unused_x):
+            def grad2(ddy):
+                @tf.custom_gradient
+                def d2(unused_x):
+                    def grad3(dddy):
+                        return dddy * -tf.cos(x)
+
+                    return -tf.sin(x), grad3
+
+                return ddy * d2(x)
+
+            return tf.cos(x), grad2
+
+        return dy * d1(x)
+
+    return tf.sin(x), grad1
+
+
+def build_recompute_grad():
+    w = tf.Variable(np.float32(1.5))
+
+    def block(x):
+        return tf.sin(x) * w
+
+    return tf.recompute_grad(block)
+
+
+def moving_average_pass_through(x):
+    """tf.grad_pass_through's docstring idea: forward a stale value, backward identity."""
+    return tf.grad_pass_through(lambda v: tf.round(v * 4.0) / 4.0)(x)
+
+
+_VECTOR = {"x": np.array([-2.0, -0.3, 0.0, 0.4, 1.7], np.float32)}
+
+CASES = [
+    Case(
+        id="patterns.gradient_reversal",
+        fn=reverse_gradient,
+        points=[_VECTOR],
+        source=_pattern("gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495"),
+        description="identity forward, -0.5 * dy backward: gradient -0.5 everywhere",
+    ),
+    Case(
+        id="patterns.ste_round",
+        fn=round_ste,
+        points=[_VECTOR],
+        source=_pattern("straight-through estimator, Bengio et al. 2013, arXiv:1308.3432"),
+        description="round forward, identity backward: gradient 1 where round's own gradient is 0",
+    ),
+    Case(
+        id="patterns.ste_sign",
+        fn=sign_ste,
+        points=[_VECTOR],
+        source=_pattern("binarised networks' clipped straight-through sign, Hubara et al. 2016, "
+                        "arXiv:1602.02830"),
+        description="sign forward, dy * (|x| <= 1) backward: gradient 0 at x = -2 and 1.7, 1 elsewhere",
+    ),
+    Case(
+        id="patterns.clip_gradient_by_value",
+        fn=squared_after(clip_gradient_by_value),
+        points=[_VECTOR],
+        source=_pattern("clipping the upstream gradient by value"),
+        description="(3 * id(x))**2 with the upstream 18x clipped to [-1, 1]: gradient clip(18x, -1, 1)",
+    ),
+    Case(
+        id="patterns.clip_gradient_by_norm",
+        fn=squared_after(clip_gradient_by_norm),
+        points=[_VECTOR],
+        source=_pattern("clipping the upstream gradient by norm"),
+        description="(3 * id(x))**2 with the upstream 18x rescaled to norm 1: gradient x / ||x||",
+    ),
+    Case(
+        id="patterns.scale_gradient",
+        fn=squared_after(scale_gradient),
+        points=[_VECTOR],
+        source=_pattern("gradient scaling"),
+        description="(3 * id(x))**2 with the upstream 18x scaled by 0.1: gradient 1.8x instead of 18x",
+    ),
+    Case(
+        id="patterns.safe_sqrt",
+        fn=safe_sqrt,
+        points=[{"x": np.array([0.0, 0.25, 4.0], np.float32)}],
+        source=_pattern("a finite gradient where the true one is infinite"),
+        description="sqrt with gradient 0 at x = 0 (tf.sqrt's own is inf), 1 and 0.25 at x = 0.25 and 4",
+    ),
+    Case(
+        id="patterns.safe_norm",
+        fn=safe_norm,
+        points=[{"x": np.array([0.0, 0.0, 0.0], np.float32)}, {"x": np.array([3.0, 4.0, 0.0], np.float32)}],
+        source=_pattern("a finite gradient where the true one is NaN"),
+        description="Euclidean norm with gradient x / ||x||: [0, 0, 0] at the zero vector (tf.norm's own "
+                    "is NaN), [0.6, 0.8, 0] at [3, 4, 0]",
+    ),
+    Case(
+        id="patterns.logsumexp",
+        fn=logsumexp,
+        points=[{"x": np.array([1000.0, 1000.5, 999.0], np.float32)},
+                {"x": np.array([-1.0, 0.0, 2.0], np.float32)}],
+        order=2,
+        source=_pattern("stable log-sum-exp"),
+        description="max-shifted log-sum-exp, gradient softmax(x), finite at x ~ 1000; order 2 is "
+                    "(diag(p) - p p^T) 1 = 0",
+    ),
+    Case(
+        id="patterns.softplus",
+        fn=softplus,
+        points=[{"x": np.array([-100.0, -1.0, 0.0, 1.0, 100.0], np.float32)}],
+        order=2,
+        source=_pattern("stable softplus"),
+        description="max(x, 0) + log1p(exp(-|x|)) with gradient sigmoid(x) and second derivative "
+                    "s(x)(1 - s(x)), finite at |x| = 100",
+    ),
+    Case(
+        id="patterns.fused_tanh_second_order",
+        fn=fused_tanh,
+        points=[{"x": np.array([-1.0, 0.0, 0.5], np.float32)}],
+        order=2,
+        source=_pattern("a fused op with its own second derivative, the docstring's nested form"),
+        description="tanh with custom derivatives 1 - t^2 and -2t(1 - t^2), right at order 2",
+    ),
+    Case(
+        id="patterns.third_order",
+        fn=sin3,
+        points=[{"x": np.float32(0.5)}],
+        order=3,
+        source=_pattern("custom gradients nested three deep"),
+        description="sin with custom cos, -sin and -cos: 0.4794255, 0.8775826, -0.4794255, -0.8775826",
+    ),
+    Case(
+        id="patterns.recompute_grad",
+        build=build_recompute_grad,
+        points=[{"x": np.array([0.0, 0.5, 1.0], np.float32)}],
+        wrt_variables=True,
+        source=_RECOMPUTE,
+        description="tf.recompute_grad (a custom gradient that reruns the block under its own tape) of "
+                    "sin(x) * w: 1.5 cos(x) w.r.t. x, sum(sin x) w.r.t. w",
+    ),
+    Case(
+        id="patterns.recompute_grad_second_order",
+        build=build_recompute_grad,
+        points=[{"x": np.array([0.0, 0.5, 1.0], np.float32)}],
+        order=2,
+        wrt_variables=True,
+        source=_RECOMPUTE,
+        description="the same to order 2: tf.recompute_grad cannot be differentiated twice, "
+                    "NotImplementedError in every mode",
+        expectations=[
+            Expectation(
+                modes=["eager", "function", "graph"], outcome="NotImplementedError", tf_versions=">=2.21",
+                reason="recompute_grad returns its gradients from an inner custom gradient whose own "
+                       "gradient function, `transpose`, raises NotImplementedError ('recompute_grad tried "
+                       "to transpose grad of ...'; custom_gradient.py), so order 2 fails in every mode",
+            ),
+        ],
+    ),
+    Case(
+        id="patterns.grad_pass_through",
+        fn=moving_average_pass_through,
+        points=[{"x": np.array([0.1, 0.3, 0.9], np.float32)}],
+        source=_PASS_THROUGH,
+        description="tf.grad_pass_through of quantisation to quarters: [0, 0.25, 1] forward, gradient 1",
+    ),
+]

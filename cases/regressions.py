@@ -1,0 +1,227 @@
+"""Bug reports from the TensorFlow tracker, as cases.
+
+Each case is the issue's own example (inputs fixed where the report drew them
+at random), cites the issue, and says what the report describes; the
+expectations record what TensorFlow does in each mode today and why.
+tests/test_library.py checks each case against the issue's own numbers.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from harness import BAD_GRADIENT, Case, Expectation
+
+_ISSUE = "https://github.com/tensorflow/tensorflow/issues/{}"
+
+
+# tensorflow/tensorflow#65839 "tf.custom_gradient silently fails when using all
+# keyword arguments" (TF 2.12): called with keyword arguments only, the custom
+# gradient "is silently ignored and defaults to the autograd"; with a mix of
+# positional and keyword arguments "an exception is thrown". The issue's grad
+# puts a factor 1000 on x's gradient, so the custom and the ordinary one differ.
+@tf.custom_gradient
+def bar_65839(x, y):
+    def grad(upstream):
+        return 1000 * 2 * (x - y), -2 * (x - y)
+
+    return tf.reduce_mean(tf.math.square(x - y), axis=0), grad
+
+
+def bar_all_keywords(x, y):
+    return bar_65839(x=x, y=y)
+
+
+def bar_mixed(x, y):
+    return bar_65839(x, y=y)
+
+
+_POINT_65839 = {"x": np.array([[4.0], [5.0], [6.0]], np.float32),
+                "y": np.array([[5.0], [7.0], [9.0]], np.float32)}
+
+
+# tensorflow/tensorflow#26048 "Check failure and silent failures with incorrect
+# usage of tf.custom_gradient (in eager mode)" (TF 1.12/1.13): a grad that
+# returns an empty list aborted the process ("Check failed:
+# state.op_tape.empty()"), and one that returned too many values ran silently.
+# On 2.21 neither aborts: checked in a separate process, with a constant input
+# and with the report's tf.Variable input, before adding them here.
+@tf.custom_gradient
+def identity_no_gradients(x):
+    def grad(dy):
+        return []  # This return value is wrong!
+
+    return tf.identity(x), grad
+
+
+@tf.custom_gradient
+def identity_two_gradients(x):
+    def grad(dy):
+        return dy, dy  # One input, two gradients.
+
+    return tf.identity(x), grad
+
+
+# tensorflow/tensorflow#34503 "[TF2.0] Enable nested tf.custom_gradient" (TF 2.0):
+# with grad itself a custom gradient of dy, "d2ydx2 is None in this example but
+# I expect it to be 1"; the workaround makes the inner function take x and dy,
+# and its grad2 returns 1 (for x) and 2 (for dy), giving d2y/dx2 = 1.
+@tf.custom_gradient
+def op_34503(x):
+    @tf.custom_gradient
+    def grad(dy):
+        def grad2(dx, ddy):
+            raise AssertionError("This will not be executed")
+
+        return dy * 5, grad2
+
+    return x * 5, grad
+
+
+@tf.custom_gradient
+def grad_34503_workaround(x, dy):
+    def grad2(dx2):
+        return tf.ones_like(x), 2 * tf.ones_like(dy)  # w.r.t. x, w.r.t. dy
+
+    return 5 * tf.ones_like(x), grad2
+
+
+@tf.custom_gradient
+def op_34503_workaround(x):
+    return x * 5, lambda dy: grad_34503_workaround(x, dy)
+
+
+# tensorflow/tensorflow#127690 "SiLU/Swish returns incorrect gradients for
+# broadcasted Tensor beta" (TF 2.21.0): tf.nn.silu's custom gradient sums the
+# beta gradient to a scalar whatever beta's shape; for features [[1, 2], [3, 4]]
+# and beta [1, 2] it is 0.6792164984 of shape () instead of [0.6032018708,
+# 0.0760146276] of shape (2,).
+def silu(features, beta):
+    return tf.nn.silu(features, beta)
+
+
+_POINT_127690 = {"features": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32),
+                 "beta": np.array([1.0, 2.0], np.float32)}
+
+CASES = [
+    Case(
+        id="regressions.kwargs_65839",
+        fn=bar_all_keywords,
+        points=[_POINT_65839],
+        source=_ISSUE.format(65839),
+        description="a custom gradient called with keyword arguments only: eager silently uses ordinary "
+                    "autodiff (2(x - y)/3), the graph modes raise ValueError",
+        expectations=[
+            Expectation(
+                modes=["function", "graph"], outcome="ValueError", tf_versions=">=2.21",
+                reason="the graph-mode decorator refuses keyword arguments ('The custom_gradient "
+                       "decorator currently supports keywords arguments only when eager execution is "
+                       "enabled'); the eager one accepts them but records the custom op with the "
+                       "positional inputs only (none here), tape.h's ShouldRecord drops a record with no "
+                       "watched input, and the tape differentiates the function's body instead",
+            ),
+        ],
+    ),
+    Case(
+        id="regressions.kwargs_mixed_65839",
+        fn=bar_mixed,
+        points=[_POINT_65839],
+        source=_ISSUE.format(65839),
+        description="the same called as bar(x, y=y): every mode raises ValueError, eager only when the "
+                    "gradient is taken (grad returns 2 gradients for 1 positional input)",
+        expectations=[
+            Expectation(
+                modes=["eager"], outcome="ValueError", tf_versions=">=2.21",
+                reason="the eager decorator counts only positional arguments as inputs, so grad's two "
+                       "gradients fail its check 'expected to return 1 gradients, but returned 2' at "
+                       "order 1 (tensorflow/tensorflow#77559 reports the same)",
+            ),
+            Expectation(
+                modes=["function", "graph"], outcome="ValueError", tf_versions=">=2.21",
+                reason="the graph-mode decorator refuses any keyword argument at the call",
+            ),
+        ],
+    ),
+    Case(
+        id="regressions.no_gradients_26048",
+        fn=identity_no_gradients,
+        points=[{"x": np.float32(1.0)}],
+        source=_ISSUE.format(26048),
+        description="grad returns [] for one input (the report's process abort): ValueError in eager and "
+                    "graph, InternalError in tf.function; no mode aborts",
+        expectations=[
+            Expectation(
+                modes=["eager", "graph"], outcome="ValueError", tf_versions=">=2.21",
+                reason="the eager decorator now counts the gradients ('expected to return 1 gradients, "
+                       "but returned 0'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
+                       "gradient count",
+            ),
+            Expectation(
+                modes=["function"], outcome="InternalError", tf_versions=">=2.21",
+                reason="the graph-mode decorator inside tf.function does not count the gradients; the "
+                       "tape's C++ check (pywrap_tfe_src.cc) reports the mismatch as InternalError "
+                       "'returned too few gradients'",
+            ),
+        ],
+    ),
+    Case(
+        id="regressions.too_many_gradients_26048",
+        fn=identity_two_gradients,
+        points=[{"x": np.float32(1.0)}],
+        source=_ISSUE.format(26048),
+        description="grad returns two gradients for one input (the report's silent failure): now "
+                    "ValueError in eager and graph, InternalError in tf.function",
+        expectations=[
+            Expectation(
+                modes=["eager", "graph"], outcome="ValueError", tf_versions=">=2.21",
+                reason="the eager decorator counts the gradients ('expected to return 1 gradients, but "
+                       "returned 2'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
+                       "gradient count",
+            ),
+            Expectation(
+                modes=["function"], outcome="InternalError", tf_versions=">=2.21",
+                reason="the tape's C++ count check reports it, with the message 'returned too few "
+                       "gradients. Expected 2 but received 3' although there are too many",
+            ),
+        ],
+    ),
+    Case(
+        id="regressions.nested_none_34503",
+        fn=op_34503,
+        points=[{"x": np.float32(0.5)}],
+        order=2,
+        source=_ISSUE.format(34503),
+        description="grad itself a custom gradient of dy alone: the second derivative is None in every "
+                    "mode, and grad2 is never called",
+    ),
+    Case(
+        id="regressions.nested_workaround_34503",
+        fn=op_34503_workaround,
+        points=[{"x": np.float32(0.5)}],
+        order=2,
+        source=_ISSUE.format(34503),
+        description="the issue's workaround, an inner custom gradient of (x, dy): second derivative 1 in "
+                    "every mode",
+    ),
+    Case(
+        id="regressions.silu_beta_shape_127690",
+        fn=silu,
+        points=[_POINT_127690],
+        source=_ISSUE.format(127690),
+        description="tf.nn.silu with beta of shape (2,): the tapes return a scalar beta gradient, "
+                    "0.679 = the sum of the right [0.603, 0.076]; tf.gradients rejects its shape",
+        expectations=[
+            Expectation(
+                modes=["eager", "function"], outcome=BAD_GRADIENT, tf_versions=">=2.21",
+                reason="silu's grad_fn reduces the beta gradient with an unconditional reduce_sum "
+                       "(nn_impl.swish), and a GradientTape passes a gradient on without checking its "
+                       "shape against the input's",
+            ),
+            Expectation(
+                modes=["graph"], outcome="ValueError", tf_versions=">=2.21",
+                reason="tf.gradients sets each input gradient's shape to its input's "
+                       "(gradients_util._GradientsHelper) and raises 'Incompatible shapes between op "
+                       "input and calculated input gradient' for the () gradient of the (2,) beta",
+            ),
+        ],
+    ),
+]

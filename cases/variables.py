@@ -1,0 +1,200 @@
+"""Custom gradients that read variables.
+
+A custom-gradient function that reads a trainable variable must take
+`variables` in its grad_fn and return (input gradients, variable gradients).
+The eager decorator finds the variables with a VariableWatcher; the graph
+decorator also walks the graph between inputs and outputs, and sorts them by
+name. Each builder creates its variables from NumPy constants, once per mode.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from harness import Case, Expectation
+
+_DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
+
+
+def build_scaled():
+    w = tf.Variable(np.array([2.0, -1.0], np.float32), name="w")
+
+    @tf.custom_gradient
+    def scaled(x):
+        def grad_fn(dy, variables=None):
+            assert len(variables) == 1
+            return dy * w, [dy * x]
+
+        return x * w, grad_fn
+
+    return scaled
+
+
+def build_affine():
+    w = tf.Variable(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32), name="w")
+    b = tf.Variable(np.array([0.5, -0.5], np.float32), name="b")
+
+    @tf.custom_gradient
+    def affine(x):
+        y = tf.tanh(tf.linalg.matvec(w, x, transpose_a=True) + b)
+
+        def grad_fn(dy, variables=None):
+            dz = dy * (1 - y * y)
+            per_variable = {id(w): tf.einsum("i,j->ij", x, dz), id(b): dz}
+            # The list's order is the decorator's business: look each one up.
+            return tf.linalg.matvec(w, dz), [per_variable[id(v)] for v in variables]
+
+        return y, grad_fn
+
+    return affine
+
+
+def build_variable_argument():
+    v = tf.Variable(np.array([1.5, -2.0], np.float32), name="v")
+
+    @tf.custom_gradient
+    def mul(x, var):
+        def grad_fn(dy):
+            return dy * var, dy * x
+
+        return x * var, grad_fn
+
+    return lambda x: mul(x, v)
+
+
+def build_non_trainable():
+    scale = tf.Variable(np.float32(3.0), trainable=False, name="scale")
+
+    @tf.custom_gradient
+    def scaled(x):
+        def grad_fn(dy):  # no `variables`: only trainable variables are watched
+            return dy * scale
+
+        return x * scale, grad_fn
+
+    return scaled
+
+
+def build_no_variables_argument():
+    w = tf.Variable(np.float32(2.0), name="w")
+
+    @tf.custom_gradient
+    def scaled(x):
+        def grad_fn(dy):
+            return dy * w
+
+        return x * w, grad_fn
+
+    return scaled
+
+
+def build_cond_around_call():
+    """tensorflow/tensorflow#50170 as reported: the call sits in a tf.cond branch."""
+    w = tf.Variable(np.float32(2.0), trainable=False)
+
+    @tf.custom_gradient
+    def multiply_by_w(x):
+        y = w * x
+
+        def grad_fn(grad_y):
+            return grad_y * w
+
+        return y, grad_fn
+
+    return lambda x: tf.cond(tf.constant(True), lambda: multiply_by_w(x), lambda: x)
+
+
+def build_cond_in_grad_fn():
+    """The variable read under a tf.cond inside grad_fn itself."""
+    w = tf.Variable(np.float32(2.0), trainable=False)
+
+    @tf.custom_gradient
+    def multiply_by_w(x):
+        y = w * x
+
+        def grad_fn(grad_y):
+            return tf.cond(tf.reduce_all(x > 0), lambda: grad_y * w, lambda: grad_y * 0.0)
+
+        return y, grad_fn
+
+    return multiply_by_w
+
+
+CASES = [
+    Case(
+        id="variables.grad_fn_variables",
+        build=build_scaled,
+        points=[{"x": np.array([1.0, 3.0], np.float32)}],
+        wrt_variables=True,
+        source=_DOCS,
+        description="x * w with grad_fn(dy, variables): gradient w = [2, -1] w.r.t. x and x = [1, 3] "
+                    "w.r.t. w",
+    ),
+    Case(
+        id="variables.two_variables",
+        build=build_affine,
+        points=[{"x": np.array([0.1, -0.2, 0.3], np.float32)}],
+        wrt_variables=True,
+        order=2,
+        source=_DOCS,
+        description="tanh(W^T x + b) reading two variables, gradients matched to `variables` by identity, "
+                    "to order 2 w.r.t. x, W and b",
+    ),
+    Case(
+        id="variables.variable_as_argument",
+        build=build_variable_argument,
+        points=[{"x": np.array([1.0, 3.0], np.float32)}],
+        wrt_variables=True,
+        source=_DOCS,
+        description="a resource variable passed as an argument is an input, not one of `variables`: "
+                    "gradients [1.5, -2] w.r.t. x and [1, 3] w.r.t. v",
+    ),
+    Case(
+        id="variables.non_trainable",
+        build=build_non_trainable,
+        points=[{"x": np.array([1.0, -1.0], np.float32)}],
+        source=_DOCS,
+        description="a non-trainable variable read in the forward pass is not one of `variables`, so "
+                    "grad_fn(dy) suffices: gradient 3 w.r.t. x",
+    ),
+    Case(
+        id="variables.missing_variables_argument",
+        build=build_no_variables_argument,
+        points=[{"x": np.float32(1.0)}],
+        source=_DOCS,
+        description="reading a trainable variable with a grad_fn that takes no `variables`: TypeError "
+                    "in every mode, at the call",
+        expectations=[
+            Expectation(
+                modes=["eager", "function", "graph"], outcome="TypeError", tf_versions=">=2.21",
+                reason="both decorators check grad_fn's signature when the function reads a variable "
+                       "and raise '@tf.custom_gradient grad_fn must accept keyword argument "
+                       "'variables''; the docstring makes it a requirement",
+            ),
+        ],
+    ),
+    Case(
+        id="variables.cond_around_call",
+        build=build_cond_around_call,
+        points=[{"x": np.float32(5.0)}],
+        source="https://github.com/tensorflow/tensorflow/issues/50170",
+        description="the issue's code: a custom gradient whose grad_fn reads a variable, called in a "
+                    "tf.cond branch: gradient w = 2, but tf.function raises AttributeError",
+        expectations=[
+            Expectation(
+                modes=["function"], outcome="AttributeError", tf_versions=">=2.21",
+                reason="the variable is created eagerly, so grad_fn's read inside the If op's gradient "
+                       "branch captures its handle, an EagerTensor, directly; cond_v2._resolve_grad_inputs "
+                       "asks every external capture for .graph, which an EagerTensor does not have. The v1 "
+                       "graph builds the variable in the graph (a graph handle), and eager runs the branch "
+                       "without an If op. The issue reported the same code failing on 2.5",
+            ),
+        ],
+    ),
+    Case(
+        id="variables.cond_in_grad_fn",
+        build=build_cond_in_grad_fn,
+        points=[{"x": np.float32(5.0)}, {"x": np.float32(-5.0)}],
+        source="https://github.com/tensorflow/tensorflow/issues/50170",
+        description="a variable read under tf.cond inside grad_fn itself: gradient 2 at x = 5, 0 at x = -5",
+    ),
+]
