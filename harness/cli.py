@@ -68,6 +68,12 @@ DTYPE = flags.DEFINE_string("dtype", "float32", "check: the dtype of every input
 POINT = flags.DEFINE_string("point", None, "repro: the point label (default: the first point that does "
                                            "not pass, else the first).")
 OUT = flags.DEFINE_string("out", None, "repro: the directory to write repro.py and ISSUE.md into.")
+SHARD_INDEX = flags.DEFINE_integer(
+    "shard_index", None, "Run only this shard of the selected cases (0-based; default: $TEST_SHARD_INDEX).",
+    lower_bound=0)
+NUM_SHARDS = flags.DEFINE_integer(
+    "num_shards", None, "Split the selected cases into this many shards (default: $TEST_TOTAL_SHARDS, else 1); "
+    "merging every shard's report gives the report of one run.", lower_bound=1)
 MARKDOWN_OUT = flags.DEFINE_string("markdown_out", None, "merge: write the Markdown table here.")
 HTML_OUT = flags.DEFINE_string("html_out", None, "merge: write the HTML page here.")
 UNCONNECTED = flags.DEFINE_enum(
@@ -198,6 +204,27 @@ def _pool_size(cases: int) -> int:
     return max(1, min(os.cpu_count() or 1, 1 + (cases - 1) // _CASES_PER_EXTRA_WORKER))
 
 
+def _shard() -> tuple[int, int]:
+    """(index, count) from the flags, else from the variables test runners set."""
+    def number(flag, variable: str, default: int) -> int:
+        if flag.value is not None:
+            return flag.value
+        text = os.environ.get(variable, "")
+        if not text:
+            return default
+        if not text.isdigit():
+            raise UsageError(f"${variable}={text!r} is not a number; unset it or give --{flag.name}")
+        return int(text)
+
+    index, count = number(SHARD_INDEX, "TEST_SHARD_INDEX", 0), number(NUM_SHARDS, "TEST_TOTAL_SHARDS", 1)
+    if count < 1 or index >= count:
+        raise UsageError(f"shard index {index} is not below the number of shards {count}; "
+                         "give --shard_index from 0 to --num_shards - 1")
+    if os.environ.get("TEST_SHARD_STATUS_FILE") and count > 1:
+        Path(os.environ["TEST_SHARD_STATUS_FILE"]).touch()  # tells the test runner sharding is supported
+    return index, count
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -262,6 +289,7 @@ def run(argv: Sequence[str]) -> int:
         raise UsageError("no cases: give --case_file, or drop --nolibrary")
     sources = Sources(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
                       themes=_themes(patterns))
+    shard_index, shard_count = _shard()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     start = time.monotonic()
     runner = None
@@ -273,7 +301,7 @@ def run(argv: Sequence[str]) -> int:
     try:
         runner = _runner(sources)
         environment, catalogue = runner.start()
-        selected = loader.select(catalogue, patterns)
+        selected = loader.shard(loader.select(catalogue, patterns), shard_index, shard_count)
         if LIST.value:
             _list(selected)
             return 0

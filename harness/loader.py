@@ -23,7 +23,7 @@ from harness.case import Case, CaseError
 from harness.records import CaseInfo
 
 __all__ = ["LoadError", "builtin_cases", "case_file_cases", "cases_of_module", "info", "narrow", "pick",
-           "select"]
+           "select", "shard"]
 
 _LIBRARY = "harness.cases"
 
@@ -192,6 +192,15 @@ def select(catalogue: Sequence[CaseInfo], patterns: Iterable[str] | None) -> lis
             chosen.setdefault(item.id, set()).update(item.points)
     return [dataclasses.replace(c, points=tuple(p for p in c.points if p in chosen[c.id]))
             for c in catalogue if c.id in chosen]
+
+
+def shard(selected: Sequence[CaseInfo], index: int, count: int) -> list[CaseInfo]:
+    """The cases of shard `index` of `count`: every count-th case of the selection.
+
+    Dealing cases out in selection order keeps shards within one case of each
+    other in size, and the union of all shards is the selection.
+    """
+    return [c for position, c in enumerate(selected) if position % count == index]
 
 
 def narrow(case: Case, labels: Sequence[str]) -> Case:

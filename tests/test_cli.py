@@ -174,3 +174,12 @@ def test_read_only_output_directory_and_unreadable_case_file(tmp_path):
     secret.chmod(0)
     proc = harness(f"--case_file={secret}")
     assert proc.returncode == 2 and "cannot read it" in proc.stderr
+
+
+def test_merge_refuses_a_file_that_is_not_a_report(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a": 1}')
+    proc = harness("merge", str(bad), f"--markdown_out={tmp_path / 'm.md'}")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "bad.json: not a harness report" in proc.stderr
+    assert not (tmp_path / "m.md").exists()

@@ -1,0 +1,419 @@
+"""Merges JSON reports from several TensorFlow versions into one matrix.
+
+Pure: plain data in, frozen records out; no TensorFlow, no printing. Only
+`load_report` reads a file and `main` writes them.
+
+Rows are (case, point, mode); columns are TensorFlow versions, taken from each
+report's environment.tensorflow and sorted by numeric release. Reports of the
+same version are shards of one run and are unioned. A cell holds what the mode
+did (ok, the exception class, crash, timeout) and the verdict on that case and
+point, with the explanation. A row that a version's reports do not have is
+"absent" there: reports from different case sets merge without error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Mapping, Optional, Sequence
+
+from harness import report as _report
+from harness.report.json_report import SCHEMA as REPORT_SCHEMA
+from harness.versions import release_tuple
+
+__all__ = [
+    "ABSENT",
+    "Cell",
+    "Column",
+    "Matrix",
+    "MergeError",
+    "NOT_INSTALLED",
+    "NOT_RUN",
+    "REPORT_SCHEMA",
+    "Row",
+    "SCHEMA",
+    "load_report",
+    "main",
+    "merge",
+]
+
+SCHEMA = "harness.matrix/1"
+
+# Cell statuses beside "ok", an exception class name, "crash" and "timeout".
+ABSENT = "absent"  # this version's reports have no result for the case and point
+NOT_INSTALLED = "not installed"  # this version could not be installed
+NOT_RUN = "not run"  # the result exists but holds no outcome for this mode (skip, crash elsewhere)
+
+_HOW_TO_MAKE = "give a report written by `python -m harness --json_out`"
+
+
+class MergeError(Exception):
+    """Reports that cannot be merged; the message names the file and what to do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One TensorFlow version.
+
+    Attributes:
+      version: the TensorFlow version, e.g. "2.16.2".
+      reports: the names (paths) of the reports merged into it: one per shard.
+      environment: the reports' environment (NumPy, Python, ...); a key whose
+        shards disagree holds their values joined by " / ".
+      not_installed: why the version could not be installed, or None.
+    """
+
+    version: str
+    reports: tuple[str, ...] = ()
+    environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    not_installed: Optional[str] = None
+
+    @property
+    def label(self) -> str:
+        """The version, or "2.15.1 (not installed: REASON)"."""
+        if self.not_installed is None:
+            return self.version
+        return f"{self.version} ({NOT_INSTALLED}: {self.not_installed})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """What one mode did for one case and point under one TensorFlow version.
+
+    Attributes:
+      status: "ok", the exception class name, "crash", "timeout", or one of
+        NOT_RUN, ABSENT, NOT_INSTALLED.
+      verdict: the verdict on the case and point ("pass", "xfail", ...); empty
+        where there is no result (ABSENT, NOT_INSTALLED).
+      stage: where the error happened ("forward", "order 2"), or empty.
+      reason: the result's one-line reason, or why there is no result.
+      error: the first line of the mode's error message, or empty.
+      details: the result's further lines (each disagreement, each expectation).
+      rerun: the command that reruns the case and point, or empty.
+    """
+
+    status: str
+    verdict: str = ""
+    stage: str = ""
+    reason: str = ""
+    error: str = ""
+    details: tuple[str, ...] = ()
+    rerun: str = ""
+
+    @property
+    def observed(self) -> bool:
+        """Whether this version ran the case and point at all."""
+        return self.status not in (ABSENT, NOT_INSTALLED)
+
+    @property
+    def behaviour(self) -> tuple[str, str]:
+        """What is compared between versions: the status and the verdict."""
+        return (self.status, self.verdict)
+
+    @property
+    def text(self) -> str:
+        """The compact cell text: "InternalError · xfail", or "absent"."""
+        return f"{self.status} · {self.verdict}" if self.verdict else self.status
+
+    @property
+    def explanation(self) -> str:
+        """The verdict and its reason, then the error with where it happened."""
+        lines = [f"{self.verdict}: {self.reason}" if self.verdict and self.reason else self.verdict or self.reason]
+        if self.error:
+            where = f" at {self.stage}" if self.stage else ""
+            lines.append(f"{self.status}{where}: {self.error}")
+        return "\n".join(line for line in lines if line)
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One case, point and mode across every version.
+
+    Attributes:
+      cells: one per column of the matrix, in column order.
+      change: where the behaviour changed, e.g. "raises InternalError from
+        2.16; ok from 2.19"; empty when it is the same wherever it ran.
+    """
+
+    case: str
+    point: str
+    mode: str
+    cells: tuple[Cell, ...]
+    change: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.case}[{self.point}]"
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.change)
+
+
+@dataclasses.dataclass(frozen=True)
+class Matrix:
+    """The merged reports: rows that changed between versions first."""
+
+    columns: tuple[Column, ...]
+    modes: tuple[str, ...]
+    rows: tuple[Row, ...]
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        return tuple(c.version for c in self.columns)
+
+    @property
+    def changed(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.rows if r.changed)
+
+
+def _fail(name: str, what: str) -> MergeError:
+    return MergeError(f"{name}: {what}")
+
+
+def _check(name: str, data: object) -> None:
+    """Raises MergeError unless `data` has the shape of a harness.report/1 report."""
+    if not isinstance(data, dict) or "schema" not in data or "results" not in data:
+        found = f"keys {sorted(data)[:6]}" if isinstance(data, dict) else f"a JSON {type(data).__name__}"
+        raise _fail(name, f"not a harness report (no \"schema\" and \"results\"; found {found}); {_HOW_TO_MAKE}")
+    schema = data["schema"]
+    if schema == SCHEMA:
+        raise _fail(name, f"this is a merged matrix ({SCHEMA}), not a report; merge the per-version reports "
+                          "it was made from")
+    if schema != REPORT_SCHEMA:
+        raise _fail(name, f"schema {schema!r}, but this harness reads {REPORT_SCHEMA!r}; regenerate the "
+                          "report with this version of the harness")
+    environment = data.get("environment")
+    if not isinstance(environment, dict) or not isinstance(environment.get("tensorflow"), str):
+        raise _fail(name, "environment.tensorflow is missing, so the TensorFlow version is unknown; "
+                          f"{_HOW_TO_MAKE}")
+    if not isinstance(data["results"], list):
+        raise _fail(name, f"\"results\" is a JSON {type(data['results']).__name__}, not a list; {_HOW_TO_MAKE}")
+    for index, result in enumerate(data["results"]):
+        _check_result(name, index, result)
+
+
+def _check_result(name: str, index: int, result: object) -> None:
+    where = f"results[{index}]"
+    if not isinstance(result, dict):
+        raise _fail(name, f"{where} is not an object; {_HOW_TO_MAKE}")
+    for key in ("case", "point", "verdict"):
+        if not isinstance(result.get(key), str):
+            raise _fail(name, f"{where} has no string {key!r} (found {result.get(key)!r}); {_HOW_TO_MAKE}")
+    modes = result.get("modes")
+    if not isinstance(modes, dict) or not all(isinstance(m, dict) and isinstance(m.get("status"), str)
+                                              for m in modes.values()):
+        raise _fail(name, f"{where} ({result['case']}[{result['point']}]) has no \"modes\" with a "
+                          f"\"status\" each; {_HOW_TO_MAKE}")
+
+
+def load_report(path: str) -> dict:
+    """Reads one JSON report and checks that it is a harness.report/1 report.
+
+    Raises:
+      MergeError: the file is missing or unreadable, not JSON, not a harness
+        report, or of another schema version.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise _fail(path, f"no such file; {_HOW_TO_MAKE}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise _fail(path, f"cannot read it ({e}); {_HOW_TO_MAKE}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        hint = " (this is the JSON Lines stream; give the --json_out file beside it)" if path.endswith(".jsonl") else ""
+        raise _fail(path, f"not JSON ({e.msg} at line {e.lineno}, column {e.colno}){hint}; {_HOW_TO_MAKE}") from None
+    _check(path, data)
+    return data
+
+
+def _version_key(version: str) -> tuple:
+    try:
+        release = release_tuple(version)
+    except ValueError:
+        return (1, (), 0, version)  # not a version number: after every release
+    # A pre-release or dev build ("2.21.0rc1") sorts before its final release.
+    final = 1 if re.fullmatch(r"\d+(\.\d+)*", version.strip()) else 0
+    return (0, release, final, version)
+
+
+def _short_labels(versions: Sequence[str]) -> dict[str, str]:
+    """"2.16" for "2.16.2" where no other column shares 2.16, else the full version."""
+    def short(v: str) -> str:
+        match = re.match(r"(\d+\.\d+)", v)
+        return match.group(1) if match else v
+    counts: dict[str, int] = {}
+    for v in versions:
+        counts[short(v)] = counts.get(short(v), 0) + 1
+    return {v: short(v) if counts[short(v)] == 1 else v for v in versions}
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def _cell(result: dict, mode: str) -> Cell:
+    common = dict(verdict=result["verdict"], reason=str(result.get("reason") or ""),
+                  details=tuple(str(d) for d in result.get("details") or ()), rerun=str(result.get("rerun") or ""))
+    outcome = result["modes"].get(mode)
+    if outcome is None:
+        return Cell(status=NOT_RUN, **common)
+    status = outcome["status"]
+    if status == "error":
+        status = str(outcome.get("error_type") or "error")
+    return Cell(status=status, stage=str(outcome.get("stage") or ""),
+                error=_first_line(str(outcome.get("error_message") or "")), **common)
+
+
+def _status_change(status: str) -> str:
+    return {"ok": "ok", "crash": "crashes", "timeout": "times out", NOT_RUN: NOT_RUN}.get(status, f"raises {status}")
+
+
+def _change(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
+    """Says where the behaviour changed between versions that ran the row."""
+    labels = _short_labels([c.version for c in columns])
+    seen = [(column, cell) for column, cell in zip(columns, cells) if cell.observed]
+    changes = []
+    for (_, before), (column, after) in zip(seen, seen[1:]):
+        what = []
+        if after.status != before.status:
+            what.append(_status_change(after.status))
+        if after.verdict != before.verdict:
+            what.append(f"verdict {before.verdict}→{after.verdict}")
+        if what:
+            changes.append(f"{', '.join(what)} from {labels[column.version]}")
+    return "; ".join(changes)
+
+
+def _union_environment(environments: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    merged: dict[str, list[str]] = {}
+    for environment in environments:
+        for key, value in environment.items():
+            values = merged.setdefault(key, [])
+            if str(value) not in values:
+                values.append(str(value))
+    return {key: " / ".join(values) for key, values in merged.items()}
+
+
+def merge(reports: Mapping[str, dict], failed: Optional[Mapping[str, str]] = None) -> Matrix:
+    """Merges reports into one matrix.
+
+    Args:
+      reports: report name (its path, used in messages) to the report, as
+        `load_report` returns it. Reports of one TensorFlow version are shards
+        of one run and are unioned.
+      failed: TensorFlow version to the reason it could not be installed; each
+        becomes a column whose cells are "not installed".
+
+    Returns:
+      The matrix, rows whose behaviour changed between versions first; within
+      each group, rows are sorted by case id, then point and mode in the order
+      the reports list them (so shards merge to the same table as one run).
+
+    Raises:
+      MergeError: nothing to merge, a malformed report, a case and point in two
+        shards of one version with different results, or a version that both
+        has a report and is listed as not installed.
+    """
+    failed = dict(failed or {})
+    if not reports and not failed:
+        raise MergeError(f"no reports to merge; {_HOW_TO_MAKE}")
+    by_version: dict[str, list[tuple[str, dict]]] = {}
+    for name, data in reports.items():
+        _check(name, data)
+        by_version.setdefault(data["environment"]["tensorflow"], []).append((name, data))
+    for version, reason in failed.items():
+        if version in by_version:
+            names = ", ".join(name for name, _ in by_version[version])
+            raise MergeError(f"TensorFlow {version} is listed as not installed ({reason}) but has reports "
+                             f"({names}); drop one of the two")
+
+    versions = sorted([*by_version, *failed], key=_version_key)
+    columns = []
+    results: dict[str, dict[tuple[str, str], dict]] = {}  # version -> (case, point) -> result
+    order: dict[tuple[str, str], int] = {}  # (case, point) -> when first seen
+    modes: list[str] = []
+    for version in versions:
+        if version in failed:
+            columns.append(Column(version=version, not_installed=str(failed[version])))
+            continue
+        shards = by_version[version]
+        found: dict[tuple[str, str], dict] = {}
+        origin: dict[tuple[str, str], str] = {}
+        for name, data in shards:
+            for mode in [*data.get("modes", ()), *(m for r in data["results"] for m in r["modes"])]:
+                if mode not in modes:
+                    modes.append(mode)
+            for result in data["results"]:
+                key = (result["case"], result["point"])
+                if key in found and found[key] != result:
+                    raise MergeError(
+                        f"{key[0]}[{key[1]}] is in two reports of TensorFlow {version}, {origin[key]} and "
+                        f"{name}, with different results; shards of one run must not overlap: merge one of them")
+                found.setdefault(key, result)
+                origin.setdefault(key, name)
+                order.setdefault(key, len(order))
+        results[version] = found
+        columns.append(Column(version=version, reports=tuple(name for name, _ in shards),
+                              environment=_union_environment([data["environment"] for _, data in shards])))
+
+    rows = []
+    for case, point in sorted(order, key=lambda key: (key[0], order[key])):
+        for mode in modes:
+            cells = []
+            for column in columns:
+                if column.not_installed is not None:
+                    cells.append(Cell(status=NOT_INSTALLED, reason=column.not_installed))
+                elif (case, point) in results[column.version]:
+                    cells.append(_cell(results[column.version][(case, point)], mode))
+                else:
+                    cells.append(Cell(status=ABSENT, reason=f"the TensorFlow {column.version} run did not "
+                                                            "select this case and point"))
+            rows.append(Row(case=case, point=point, mode=mode, cells=tuple(cells), change=_change(columns, cells)))
+    rows.sort(key=lambda row: not row.changed)  # stable: changed rows first, each group in its order
+    return Matrix(columns=tuple(columns), modes=tuple(modes), rows=tuple(rows))
+
+
+def main(paths: Sequence[str], markdown_out: Optional[str] = None, html_out: Optional[str] = None,
+         json_out: Optional[str] = None, failed: Optional[Mapping[str, str]] = None) -> int:
+    """Merges report files and writes the matrix: `python -m harness merge`.
+
+    Every output path is checked before any report is read, and each file is
+    written atomically.
+
+    Args:
+      paths: the JSON reports (schema harness.report/1) to merge.
+      markdown_out, html_out, json_out: where to write each rendering; at
+        least one is needed.
+      failed: TensorFlow version to why it could not be installed.
+
+    Returns:
+      0. Verdicts do not decide it: each run's own exit status judged them,
+      and a matrix exists to show them.
+
+    Raises:
+      MergeError: no reports or no output, an output that cannot be written,
+        or a report that cannot be merged.
+    """
+    from harness.matrix import render  # noqa: PLC0415 - render imports this module's records
+
+    outputs = [(path, fn) for path, fn in ((markdown_out, render.markdown), (html_out, render.html),
+                                           (json_out, render.json_text)) if path]
+    if not paths and not failed:
+        raise MergeError(f"no reports to merge; {_HOW_TO_MAKE}")
+    if not outputs:
+        raise MergeError("nothing to write; give --markdown_out, --html_out or --json_out")
+    for path, _ in outputs:
+        try:
+            _report.check_writable(path)
+        except ValueError as e:
+            raise MergeError(str(e)) from None
+    matrix = merge({path: load_report(path) for path in paths}, failed)
+    for path, fn in outputs:
+        _report.write(path, fn(matrix))
+    return 0

@@ -1,0 +1,385 @@
+"""The version matrix merge and its renderers: hand-written reports, no TensorFlow."""
+
+import html.parser
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.matrix import merge, render
+from harness.matrix.merge import ABSENT, NOT_INSTALLED, NOT_RUN, MergeError
+
+MODES = ("eager", "function", "graph")
+
+
+def ok():
+    return {"status": "ok", "orders": [[{"value": 1.0, "dtype": "float32", "shape": []}]], "sources": []}
+
+
+def raised(error_type, message, stage="order 2"):
+    return {"status": "error", "orders": [], "sources": [], "error_type": error_type,
+            "error_message": message, "stage": stage, "error_bases": [error_type, "Exception"]}
+
+
+def result(case, point="x=1.0", verdict="pass", reason="", details=(), **modes):
+    outcomes = {m: ok() for m in MODES}
+    outcomes.update(modes)
+    return {"case": case, "point": point, "order": 2, "verdict": verdict, "reason": reason,
+            "details": list(details), "rerun": f"python -m harness --mode=all '--cases={case}[{point}]'",
+            "modes": outcomes}
+
+
+def report(version, *results, modes=MODES):
+    return {"schema": "harness.report/1",
+            "environment": {"tensorflow": version, "numpy": "1.26.4", "python": "3.11.7"},
+            "modes": list(modes), "results": list(results), "summary": {}}
+
+
+def write(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def merged(*reports, failed=None):
+    return merge.merge({f"r{i}.json": r for i, r in enumerate(reports)}, failed)
+
+
+def row(matrix, name, mode):
+    (found,) = [r for r in matrix.rows if r.name == name and r.mode == mode]
+    return found
+
+
+# --- reading reports -------------------------------------------------------------------------------
+
+def test_load_report_reads_a_harness_report(tmp_path):
+    data = report("2.21.0", result("seeds.a"))
+    assert merge.load_report(write(tmp_path, "r.json", data)) == data
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("{not json", "not JSON"),
+    ("", "not JSON"),
+    ("[1, 2]", "not a harness report"),
+    (json.dumps({"hello": 1}), "not a harness report"),
+    (json.dumps({"schema": "harness.report/1", "environment": {"tensorflow": "2.21.0"}}), "not a harness report"),
+    (json.dumps({**report("2.21.0"), "schema": "harness.report/2"}), "schema 'harness.report/2'"),
+    (json.dumps({"schema": "harness.matrix/1", "results": []}), "merged matrix"),
+    (json.dumps({**report("2.21.0"), "results": {"a": 1}}), "not a list"),
+    (json.dumps({**report("2.21.0"), "environment": {}}), "environment.tensorflow is missing"),
+    (json.dumps(report("2.21.0", {"case": "a", "point": "p", "verdict": "pass"})), "no \"modes\""),
+    (json.dumps(report("2.21.0", {"point": "p", "verdict": "pass", "modes": {}})), "no string 'case'"),
+])
+def test_load_report_refuses_what_is_not_a_current_report_with_one_line_naming_the_file(tmp_path, content, expected):
+    path = write(tmp_path, "bad.json", content)
+    with pytest.raises(MergeError) as caught:
+        merge.load_report(path)
+    message = str(caught.value)
+    assert expected in message
+    assert message.startswith(path)
+    assert "\n" not in message
+    assert "--json_out" in message or "regenerate" in message or "merge the per-version" in message
+
+
+def test_load_report_refuses_a_missing_file(tmp_path):
+    with pytest.raises(MergeError, match=r"nope\.json: no such file"):
+        merge.load_report(str(tmp_path / "nope.json"))
+
+
+def test_load_report_points_from_the_jsonl_stream_to_the_report(tmp_path):
+    path = write(tmp_path, "r.jsonl", json.dumps(result("a")) + "\n" + json.dumps(result("b")) + "\n")
+    with pytest.raises(MergeError, match="JSON Lines stream"):
+        merge.load_report(path)
+
+
+# --- merging ---------------------------------------------------------------------------------------
+
+def test_columns_are_sorted_by_numeric_release_not_text():
+    matrix = merged(report("2.9.1", result("a")), report("2.16.2", result("a")), report("2.10.0", result("a")),
+                    report("2.16.0rc1", result("a")))
+    assert matrix.versions == ("2.9.1", "2.10.0", "2.16.0rc1", "2.16.2")
+
+
+def test_rows_are_case_point_and_mode_and_cells_hold_status_and_verdict():
+    matrix = merged(report("2.21.0", result("seeds.nested", verdict="xfail",
+                                            function=raised("InternalError", "first line\nsecond line"))))
+    assert [(r.name, r.mode) for r in matrix.rows] == [("seeds.nested[x=1.0]", m) for m in MODES]
+    cell = row(matrix, "seeds.nested[x=1.0]", "function").cells[0]
+    assert (cell.status, cell.verdict, cell.stage, cell.error) == ("InternalError", "xfail", "order 2", "first line")
+    assert row(matrix, "seeds.nested[x=1.0]", "eager").cells[0].text == "ok · xfail"
+
+
+def test_explanation_is_the_reason_then_the_first_line_of_the_error():
+    error = raised("InternalError", "Found 2 gradients for 1 input\nTraceback")
+    matrix = merged(report("2.21.0", result("a", verdict="fail", reason="function raises where eager returned values",
+                                            function=error)))
+    cell = row(matrix, "a[x=1.0]", "function").cells[0]
+    assert cell.explanation == ("fail: function raises where eager returned values\n"
+                                "InternalError at order 2: Found 2 gradients for 1 input")
+
+
+def test_changed_rows_come_first_and_say_where_they_changed():
+    old = report("2.15.1", result("a.same"), result("b.raises"), result("c.fixed", function=raised("ValueError", "no")),
+                 result("d.verdict", verdict="xfail"))
+    mid = report("2.16.2", result("a.same"), result("b.raises", verdict="fail", function=raised("InternalError", "x")),
+                 result("c.fixed", function=raised("ValueError", "no")), result("d.verdict", verdict="xfail"))
+    new = report("2.21.0", result("a.same"), result("b.raises", verdict="fail", function=raised("InternalError", "x")),
+                 result("c.fixed"), result("d.verdict", verdict="xpass"))
+    matrix = merged(new, old, mid)
+    assert row(matrix, "b.raises[x=1.0]", "function").change == "raises InternalError, verdict pass→fail from 2.16"
+    assert row(matrix, "b.raises[x=1.0]", "eager").change == "verdict pass→fail from 2.16"
+    assert row(matrix, "c.fixed[x=1.0]", "function").change == "ok from 2.21"
+    assert row(matrix, "c.fixed[x=1.0]", "eager").change == ""
+    assert row(matrix, "d.verdict[x=1.0]", "graph").change == "verdict xfail→xpass from 2.21"
+    changed = [r.changed for r in matrix.rows]
+    assert changed == sorted(changed, reverse=True), "a changed row after an unchanged one"
+    assert [(r.case, r.mode) for r in matrix.changed] == [
+        ("b.raises", "eager"), ("b.raises", "function"), ("b.raises", "graph"),
+        ("c.fixed", "function"), ("d.verdict", "eager"), ("d.verdict", "function"), ("d.verdict", "graph")]
+    assert [r.case for r in matrix.rows if not r.changed] == ["a.same"] * 3 + ["c.fixed"] * 2
+
+
+def test_a_change_back_and_forth_lists_each_step():
+    matrix = merged(report("2.15.1", result("a")), report("2.16.2", result("a", function=raised("ValueError", "v"))),
+                    report("2.19.1", result("a")))
+    assert row(matrix, "a[x=1.0]", "function").change == "raises ValueError from 2.16; ok from 2.19"
+
+
+def test_two_columns_of_one_minor_release_are_named_in_full():
+    matrix = merged(report("2.16.1", result("a")), report("2.16.2", result("a", function=raised("ValueError", "v"))))
+    assert row(matrix, "a[x=1.0]", "function").change == "raises ValueError from 2.16.2"
+
+
+def test_reports_from_different_case_sets_show_absent_cells_not_a_change():
+    matrix = merged(report("2.16.2", result("old.only"), result("both")),
+                    report("2.21.0", result("both"), result("new.only")))
+    assert [c.status for c in row(matrix, "old.only[x=1.0]", "eager").cells] == ["ok", ABSENT]
+    assert [c.status for c in row(matrix, "new.only[x=1.0]", "eager").cells] == [ABSENT, "ok"]
+    assert not matrix.changed
+    assert "2.21.0" in row(matrix, "old.only[x=1.0]", "eager").cells[1].reason
+
+
+def test_change_is_measured_across_a_version_where_the_row_is_absent():
+    matrix = merged(report("2.15.1", result("a")), report("2.16.2", result("other")),
+                    report("2.21.0", result("a", function=raised("TypeError", "t"))))
+    assert row(matrix, "a[x=1.0]", "function").change == "raises TypeError from 2.21"
+
+
+def test_a_mode_without_an_outcome_is_not_run():
+    crashed = result("a", verdict="crash", reason="graph mode: killed by SIGABRT")
+    crashed["modes"] = {"graph": {"status": "crash", "orders": [], "sources": [], "error_type": "crash",
+                                  "error_message": "killed by SIGABRT\nlast output", "stage": "graph"}}
+    skipped = result("b", verdict="skip", reason="needs TensorFlow >=2.17")
+    skipped["modes"] = {}
+    matrix = merged(report("2.21.0", crashed, skipped))
+    assert [c.text for c in (row(matrix, "a[x=1.0]", m).cells[0] for m in MODES)] == [
+        f"{NOT_RUN} · crash", f"{NOT_RUN} · crash", "crash · crash"]
+    assert row(matrix, "a[x=1.0]", "graph").cells[0].error == "killed by SIGABRT"
+    assert row(matrix, "b[x=1.0]", "eager").cells[0].explanation == "skip: needs TensorFlow >=2.17"
+
+
+def test_shards_of_one_version_are_unioned():
+    one_run = merged(report("2.21.0", result("a"), result("b", function=raised("ValueError", "v"))),
+                     report("2.16.2", result("a"), result("b")))
+    sharded = merged(report("2.21.0", result("b", function=raised("ValueError", "v"))), report("2.16.2", result("b")),
+                     report("2.21.0", result("a")), report("2.16.2", result("a")))
+    assert sharded.rows == one_run.rows
+    assert [c.reports for c in sharded.columns] == [("r1.json", "r3.json"), ("r0.json", "r2.json")]
+
+
+def test_a_point_in_two_shards_is_accepted_when_identical():
+    matrix = merged(report("2.21.0", result("a"), result("b")), report("2.21.0", result("b")))
+    assert len(matrix.rows) == 6
+
+
+def test_a_point_in_two_shards_with_different_results_is_an_error_naming_both():
+    with pytest.raises(MergeError, match=r"b\[x=1.0\] is in two reports of TensorFlow 2.21.0, r0.json and r1.json"):
+        merged(report("2.21.0", result("b")), report("2.21.0", result("b", verdict="fail")))
+
+
+def test_shards_with_different_environments_keep_both_values():
+    first, second = report("2.21.0", result("a")), report("2.21.0", result("b"))
+    second["environment"]["numpy"] = "2.4.6"
+    assert merged(first, second).columns[0].environment["numpy"] == "1.26.4 / 2.4.6"
+
+
+def test_a_version_that_could_not_be_installed_is_a_column_saying_why():
+    matrix = merged(report("2.21.0", result("a")), failed={"2.15.1": "no wheel for cp313"})
+    assert matrix.versions == ("2.15.1", "2.21.0")
+    assert matrix.columns[0].label == "2.15.1 (not installed: no wheel for cp313)"
+    cell = row(matrix, "a[x=1.0]", "eager").cells[0]
+    assert (cell.status, cell.reason) == (NOT_INSTALLED, "no wheel for cp313")
+    assert not matrix.changed
+
+
+def test_a_version_both_reported_and_not_installed_is_an_error():
+    with pytest.raises(MergeError, match="2.21.0 is listed as not installed"):
+        merged(report("2.21.0", result("a")), failed={"2.21.0": "boom"})
+
+
+def test_merging_nothing_is_an_error():
+    with pytest.raises(MergeError, match="no reports to merge"):
+        merge.merge({})
+
+
+def test_merge_checks_dicts_it_is_given_directly():
+    with pytest.raises(MergeError, match="x.json: not a harness report"):
+        merge.merge({"x.json": {"results": []}})
+
+
+# --- main: what `python -m harness merge` calls ----------------------------------------------------
+
+def test_main_writes_every_output(tmp_path):
+    paths = [write(tmp_path, "report-2.16.2.json", report("2.16.2", result("a"))),
+             write(tmp_path, "report-2.21.0.json", report("2.21.0", result("a", function=raised("ValueError", "v"))))]
+    outs = [str(tmp_path / n) for n in ("m.md", "m.html", "m.json")]
+    assert merge.main(paths, *outs) == 0
+    markdown_text, page, data = (Path(out).read_text(encoding="utf-8") for out in outs)
+    assert "raises ValueError from 2.21" in markdown_text
+    assert "<table" in page
+    assert json.loads(data)["schema"] == "harness.matrix/1"
+
+
+def test_main_checks_output_paths_before_reading_any_report(tmp_path):
+    with pytest.raises(MergeError, match="does not exist; create it first"):
+        merge.main([str(tmp_path / "missing.json")], markdown_out=str(tmp_path / "no" / "m.md"))
+
+
+def test_main_refuses_to_run_without_reports_or_outputs(tmp_path):
+    path = write(tmp_path, "r.json", report("2.21.0", result("a")))
+    with pytest.raises(MergeError, match="nothing to write"):
+        merge.main([path])
+    with pytest.raises(MergeError, match="no reports to merge"):
+        merge.main([], markdown_out=str(tmp_path / "m.md"))
+
+
+def test_main_passes_on_a_bad_report_as_merge_error_and_writes_nothing(tmp_path):
+    good = write(tmp_path, "good.json", report("2.21.0", result("a")))
+    bad = write(tmp_path, "bad.json", "{")
+    with pytest.raises(MergeError, match="bad.json: not JSON"):
+        merge.main([good, bad], markdown_out=str(tmp_path / "m.md"))
+    assert not (tmp_path / "m.md").exists()
+
+
+# --- renderers -------------------------------------------------------------------------------------
+
+HOSTILE = 'x <script>alert("1")</script> & \'quote\' | pipe'
+
+
+def sample():
+    old = report("2.16.2", result("a.changed", verdict="xfail", reason=HOSTILE, details=["- as declared: <b>bold</b>"],
+                                  function=raised("ValueError", 'msg with "quotes" & <tags>\nmore')),
+                 result("b.same"), result("c.old"))
+    new = report("2.21.0", result("a.changed", verdict="xpass", function=raised("InternalError", "runtime | pipe")),
+                 result("b.same"), result("d.new", point="x=[1, 2]"))
+    return merged(old, new, failed={"2.15.1": "tensorflow==2.15.1: no matching distribution <found>"})
+
+
+class _Page(html.parser.HTMLParser):
+    """Collects tags, attributes and text, and checks that elements nest and close."""
+
+    VOID = {"meta", "input", "br", "hr", "img", "link"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.tags, self.titles, self.data, self.text = [], [], [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append((tag, attrs))
+        if "title" in attrs and tag == "td":
+            self.titles.append(attrs["title"])
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(page):
+    parser = _Page()
+    parser.feed(page)
+    parser.close()
+    assert parser.stack == [], f"unclosed elements {parser.stack}"
+    return parser
+
+
+def test_html_is_self_contained():
+    page = render.html(sample())
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
+    assert "http://" not in page and "https://" not in page
+    assert "<link" not in page.lower()
+    assert "@import" not in page and "url(" not in page
+    scripts = [attrs for tag, attrs in parse(page).tags if tag == "script"]
+    assert scripts and all("src" not in attrs for attrs in scripts)
+
+
+def test_html_parses_and_has_a_legend_and_one_cell_per_row_and_version():
+    matrix = sample()
+    page = parse(render.html(matrix))
+    cells = [attrs for tag, attrs in page.tags if tag == "td" and "c" in attrs.get("class", "").split()]
+    assert len(cells) == len(matrix.rows) * len(matrix.columns)
+    text = "".join(page.text)
+    for word in ("pass", "fail", "xfail", "xpass", "crash", "timeout", "absent", "not installed"):
+        assert word in text
+    assert "no matching distribution <found>" in text
+
+
+def test_html_carries_every_cells_explanation_escaped():
+    matrix = sample()
+    raw = render.html(matrix)
+    page = parse(raw)
+    for r in matrix.rows:
+        for cell in r.cells:
+            assert (cell.explanation or cell.text) in page.titles
+    assert "<script>alert" not in raw and "<b>bold" not in raw
+    details = [attrs.get("data-details") for tag, attrs in page.tags if tag == "td" and attrs.get("data-details")]
+    assert "- as declared: <b>bold</b>" in details
+
+
+def test_html_marks_cells_that_differ_from_the_version_before():
+    page = parse(render.html(sample()))
+    differs = [attrs["title"] for tag, attrs in page.tags if tag == "td" and "differs" in attrs.get("class", "")]
+    assert differs and all(title.startswith("xpass") for title in differs)
+
+
+def _columns(line):
+    return len(re.split(r"(?<!\\)\|", line.strip())) - 2
+
+
+def test_markdown_is_one_table_with_a_column_per_version_and_changed_rows_first():
+    matrix = sample()
+    text = render.markdown(matrix)
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + len(matrix.rows)
+    assert {_columns(line) for line in table} == {3 + len(matrix.columns)}
+    assert table[0] == "| case[point] | mode | where it changed | 2.15.1 (not installed) | 2.16.2 | 2.21.0 |"
+    assert table[2].startswith("| a.changed[x=1.0] | eager | verdict xfail→xpass from 2.21 | not installed |")
+    assert "raises InternalError, verdict xfail→xpass from 2.21" in table[3]
+    assert "**InternalError · xpass**" in table[3]
+    assert "not installed: tensorflow==2.15.1: no matching distribution &lt;found&gt;" in text
+    assert "| d.new[x=[1, 2]] | eager |  | not installed | absent | ok · pass |" in text
+
+
+def test_markdown_says_when_nothing_changed():
+    matrix = merged(report("2.16.2", result("a")), report("2.21.0", result("a")))
+    assert "No row of 3 changed" in render.markdown(matrix)
+
+
+def test_json_is_strict_and_keyed_by_version():
+    def refuse(name):
+        raise ValueError(name)
+    data = json.loads(render.json_text(sample()), parse_constant=refuse)
+    assert data["schema"] == "harness.matrix/1"
+    assert [v["version"] for v in data["versions"]] == ["2.15.1", "2.16.2", "2.21.0"]
+    assert data["versions"][0] == {"version": "2.15.1", "installed": False, "environment": {}, "reports": [],
+                                   "not_installed_reason": "tensorflow==2.15.1: no matching distribution <found>"}
+    first = data["rows"][0]
+    assert (first["case"], first["mode"], first["change"]) == ("a.changed", "eager", "verdict xfail→xpass from 2.21")
+    assert first["cells"]["2.16.2"]["reason"] == HOSTILE
+    assert first["cells"]["2.15.1"]["status"] == "not installed"

@@ -1,0 +1,181 @@
+"""The TensorFlow pin table, and the CI workflow that runs the matrix with it. No TensorFlow."""
+
+import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.matrix import merge, pins
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
+FACTS = ROOT.parent / "shared" / "FACTS.md"
+
+# shared/FACTS.md, transcribed: TensorFlow release -> (tf-keras, the NumPy versions that must be refused or allowed).
+MEASURED = {
+    "2.12.1": None, "2.13.1": None, "2.14.1": "2.14.1", "2.15.1": "2.15.1", "2.16.2": "2.16.0",
+    "2.17.1": "2.17.0", "2.18.1": "2.18.0", "2.19.1": "2.19.0", "2.20.0": "2.20.1", "2.21.0": "2.21.0",
+}
+
+
+def release(text):
+    return tuple(int(p) for p in text.split("."))
+
+
+def allows(specifier, version):
+    """Whether a one-clause NumPy specifier such as "<2.1" or ">=1.26" admits `version`."""
+    op, bound = re.fullmatch(r"(<|>=)(\d+(?:\.\d+)*)", specifier).groups()
+    v, b = release(version), release(bound)
+    width = max(len(v), len(b))
+    v, b = v + (0,) * (width - len(v)), b + (0,) * (width - len(b))
+    return v < b if op == "<" else v >= b
+
+
+def numpy_of(version):
+    (req,) = [r for r in pins.requirements(version) if r.startswith("numpy")]
+    return req[len("numpy"):]
+
+
+@pytest.mark.parametrize("version, tf_keras", MEASURED.items())
+def test_requirements_pin_tensorflow_and_the_measured_tf_keras(version, tf_keras):
+    found = pins.requirements(version)
+    assert found[0] == f"tensorflow=={version}"
+    assert not any(r.startswith("tensorflow-cpu") for r in found)
+    keras = [r for r in found if r.startswith("tf-keras")]
+    assert keras == ([f"tf-keras=={tf_keras}"] if tf_keras else [])
+
+
+def test_every_tf_keras_pin_is_of_its_tensorflows_minor_release():
+    for version, pin in pins.PINS.items():
+        if pin.tf_keras is not None:
+            assert release(pin.tf_keras)[:2] == release(version)[:2], version
+
+
+@pytest.mark.parametrize("version", sorted(pins.PINS))
+def test_numpy_limits_follow_each_release(version):
+    spec, minor = numpy_of(version), release(version)[:2]
+    assert allows(spec, "1.26.4"), "every release here runs on NumPy 1.26"
+    if minor <= (2, 17):
+        assert not allows(spec, "2.0.0")
+    elif minor == (2, 18):
+        assert allows(spec, "2.0.2") and not allows(spec, "2.1.0")
+    elif minor == (2, 19):
+        assert allows(spec, "2.1.3") and not allows(spec, "2.2.0")
+    else:
+        assert allows(spec, "2.4.6")
+
+
+def test_an_unknown_version_is_refused_naming_it_and_the_known_ones():
+    with pytest.raises(pins.PinError) as caught:
+        pins.requirements("2.99.0")
+    assert "'2.99.0'" in str(caught.value) and "2.16.2" in str(caught.value) and "PINS" in str(caught.value)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_versions_are_sorted_by_release():
+    assert pins.versions() == sorted(pins.PINS, key=release)
+    assert pins.versions()[-1] == "2.21.0"
+
+
+@pytest.mark.skipif(not FACTS.is_file(), reason="shared/FACTS.md is not beside this checkout")
+def test_every_release_in_facts_has_a_pin():
+    rows = re.findall(r"^\| (2\.\d+\.[\dx]+(?:, 2\.\d+\.[\dx]+)*) \| ([^|]+) \|", FACTS.read_text(), re.M)
+    assert rows, "the FACTS table was not found"
+    for versions, keras in rows:
+        for version in versions.split(", "):
+            matching = [v for v in pins.PINS if re.fullmatch(version.replace(".", r"\.").replace("x", r"\d+"), v)]
+            assert matching, f"FACTS lists TensorFlow {version}, which has no pin"
+            for v in matching:
+                expected = None if keras.startswith("none") else keras.strip()
+                assert pins.PINS[v].tf_keras == expected, v
+
+
+def test_pins_runs_as_a_script_with_the_standard_library_only():
+    # -S -I: no site-packages, no user paths: what CI has before anything is installed.
+    done = subprocess.run([sys.executable, "-S", "-I", str(ROOT / "harness" / "matrix" / "pins.py"), "2.16.2"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["tensorflow==2.16.2", "tf-keras==2.16.0", "numpy<2"]
+    refused = subprocess.run([sys.executable, "-S", "-I", str(ROOT / "harness" / "matrix" / "pins.py"), "9.9"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "no pins for TensorFlow '9.9'" in refused.stderr
+
+
+# --- the CI workflow -------------------------------------------------------------------------------
+
+def workflow_text():
+    return WORKFLOW.read_text(encoding="utf-8")
+
+
+def run_lines():
+    """Each shell command of the workflow: `run: X` lines and the lines of `run: |` blocks."""
+    lines, block = [], None
+    for line in workflow_text().splitlines():
+        indent = len(line) - len(line.lstrip())
+        if block is not None and (not line.strip() or indent > block):
+            if line.strip() and not line.strip().startswith("#"):
+                lines.append(line.strip())
+            continue
+        block = None
+        match = re.match(r"\s*(?:- )?run:\s*(.*)$", line)
+        if match:
+            if match.group(1) == "|":
+                block = indent
+            else:
+                lines.append(match.group(1))
+    return lines
+
+
+def test_workflow_parses_as_yaml_with_the_expected_jobs():
+    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed; the structural tests below still run")
+    data = yaml.safe_load(workflow_text())
+    assert set(data["jobs"]) == {"run", "merge"}
+    assert data["jobs"]["merge"]["needs"] == "run"
+    include = data["jobs"]["run"]["strategy"]["matrix"]["include"]
+    assert [i["tensorflow"] for i in include] == ["2.15.1", "2.16.2", "2.21.0"]
+    assert True in data or "on" in data  # YAML 1.1 reads the bare key `on` as True
+
+
+def test_workflow_uses_the_pinned_action_versions():
+    uses = set(re.findall(r"uses:\s*(\S+)", workflow_text()))
+    assert uses == {"actions/checkout@v4", "actions/setup-python@v5", "actions/upload-artifact@v4",
+                    "actions/download-artifact@v4"}
+
+
+def test_workflow_versions_all_have_pins_and_a_supported_python():
+    text = workflow_text()
+    entries = re.findall(r'- tensorflow: "([\d.]+)"\s*\n\s*python: "([\d.]+)"', text)
+    assert [v for v, _ in entries] == ["2.15.1", "2.16.2", "2.21.0"]
+    for version, python in entries:
+        pins.requirements(version)
+        assert python == "3.11", "FACTS measured these releases on Python 3.11"
+    assert "python harness/matrix/pins.py" in text, "the pins must come from the one table, not be copied"
+
+
+def test_workflow_runs_the_documented_harness_commands():
+    lines = run_lines()
+    runs = [line for line in lines if line.startswith("python -m harness ") and " merge " not in line]
+    assert runs == ['python -m harness --mode all --json_out "$GITHUB_WORKSPACE/report-${{ matrix.tensorflow }}.json"']
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for flag in re.findall(r"(--\w+)", runs[0]):
+        assert f"`{flag}`" in readme, f"{flag} is not in the README's flag table"
+    assert "python -m harness --mode all" in readme
+    merges = [line for line in lines if line.startswith("python -m harness merge")]
+    assert merges == [("python -m harness merge report-*.json --markdown_out matrix.md --html_out matrix.html "
+                       "--json_out matrix.json")]
+    # Each merge flag is a parameter of the function the CLI hands it to.
+    parameters = inspect.signature(merge.main).parameters
+    for flag in re.findall(r"--(\w+)", merges[0]):
+        assert flag in parameters
+    assert 'cat matrix.md >> "$GITHUB_STEP_SUMMARY"' in lines
+
+
+def test_workflow_installs_this_package_without_dependencies_and_keeps_failed_reports():
+    text = workflow_text()
+    assert "pip install --disable-pip-version-check --no-deps ." in text
+    assert "if: ${{ !cancelled() }}" in text
+    assert "fail-fast: false" in text
+    assert "\t" not in text, "YAML forbids tabs for indentation"
