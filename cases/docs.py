@@ -191,7 +191,7 @@ CASES = [
                     "(-sin x), the graph modes give None (unconnected)",
         expectations=[
             Expectation(
-                modes=["function", "graph"], outcome=VALUES_DIFFER, tf_versions=">=2.21",
+                modes=["function", "graph"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="the eager decorator records grad_fn with its inputs only (dy), and the order-2 tape "
                        "does not watch dy, so tape.h's ShouldRecord drops the record and the tape keeps the "
                        "ordinary ops of the body, dy * cos(x), whose derivative is -sin(x); the graph "

@@ -157,7 +157,7 @@ CASES = [
                     "refuses a complex output without grad_ys",
         expectations=[
             Expectation(
-                modes=["graph"], outcome="TypeError", tf_versions=">=2.21",
+                modes=["graph"], outcome="TypeError", tf_versions=">=2.16",
                 reason="tf.gradients has no default upstream gradient for a complex output: "
                        "gradients_util._DefaultGradYs raises 'Gradients of complex tensors must set "
                        "grad_ys', while a GradientTape silently starts from ones (1 + 0j)",

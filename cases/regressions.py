@@ -112,7 +112,7 @@ CASES = [
                     "autodiff (2(x - y)/3), the graph modes raise ValueError",
         expectations=[
             Expectation(
-                modes=["function", "graph"], outcome="ValueError", tf_versions=">=2.21",
+                modes=["function", "graph"], outcome="ValueError", tf_versions=">=2.16",
                 reason="the graph-mode decorator refuses keyword arguments ('The custom_gradient "
                        "decorator currently supports keywords arguments only when eager execution is "
                        "enabled'); the eager one accepts them but records the custom op with the "
@@ -130,13 +130,13 @@ CASES = [
                     "gradient is taken (grad returns 2 gradients for 1 positional input)",
         expectations=[
             Expectation(
-                modes=["eager"], outcome="ValueError", tf_versions=">=2.21",
+                modes=["eager"], outcome="ValueError", tf_versions=">=2.16",
                 reason="the eager decorator counts only positional arguments as inputs, so grad's two "
                        "gradients fail its check 'expected to return 1 gradients, but returned 2' at "
                        "order 1 (tensorflow/tensorflow#77559 reports the same)",
             ),
             Expectation(
-                modes=["function", "graph"], outcome="ValueError", tf_versions=">=2.21",
+                modes=["function", "graph"], outcome="ValueError", tf_versions=">=2.16",
                 reason="the graph-mode decorator refuses any keyword argument at the call",
             ),
         ],
@@ -150,13 +150,13 @@ CASES = [
                     "graph, InternalError in tf.function; no mode aborts",
         expectations=[
             Expectation(
-                modes=["eager", "graph"], outcome="ValueError", tf_versions=">=2.21",
+                modes=["eager", "graph"], outcome="ValueError", tf_versions=">=2.16",
                 reason="the eager decorator now counts the gradients ('expected to return 1 gradients, "
                        "but returned 0'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
                        "gradient count",
             ),
             Expectation(
-                modes=["function"], outcome="InternalError", tf_versions=">=2.21",
+                modes=["function"], outcome="InternalError", tf_versions=">=2.16",
                 reason="the graph-mode decorator inside tf.function does not count the gradients; the "
                        "tape's C++ check (pywrap_tfe_src.cc) reports the mismatch as InternalError "
                        "'returned too few gradients'",
@@ -172,13 +172,13 @@ CASES = [
                     "ValueError in eager and graph, InternalError in tf.function",
         expectations=[
             Expectation(
-                modes=["eager", "graph"], outcome="ValueError", tf_versions=">=2.21",
+                modes=["eager", "graph"], outcome="ValueError", tf_versions=">=2.16",
                 reason="the eager decorator counts the gradients ('expected to return 1 gradients, but "
                        "returned 2'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
                        "gradient count",
             ),
             Expectation(
-                modes=["function"], outcome="InternalError", tf_versions=">=2.21",
+                modes=["function"], outcome="InternalError", tf_versions=">=2.16",
                 reason="the tape's C++ count check reports it, with the message 'returned too few "
                        "gradients. Expected 2 but received 3' although there are too many",
             ),
@@ -211,13 +211,13 @@ CASES = [
                     "0.679 = the sum of the right [0.603, 0.076]; tf.gradients rejects its shape",
         expectations=[
             Expectation(
-                modes=["eager", "function"], outcome=BAD_GRADIENT, tf_versions=">=2.21",
+                modes=["eager", "function"], outcome=BAD_GRADIENT, tf_versions=">=2.16",
                 reason="silu's grad_fn reduces the beta gradient with an unconditional reduce_sum "
                        "(nn_impl.swish), and a GradientTape passes a gradient on without checking its "
                        "shape against the input's",
             ),
             Expectation(
-                modes=["graph"], outcome="ValueError", tf_versions=">=2.21",
+                modes=["graph"], outcome="ValueError", tf_versions=">=2.16",
                 reason="tf.gradients sets each input gradient's shape to its input's "
                        "(gradients_util._GradientsHelper) and raises 'Incompatible shapes between op "
                        "input and calculated input gradient' for the () gradient of the (2,) beta",
