@@ -1,6 +1,7 @@
 """Custom gradients in other dtypes: float16, bfloat16, float64 and complex64.
 
-The functions are written dtype-generic (constants cast to the input's dtype),
+The functions are dtype-generic (Python constants take the input's dtype; the
+ones shared with patterns.py are imported from there),
 and each case is judged with its dtype's row of the tolerance table, never a
 loosened float32 one. Where a low-precision value over- or underflows, that is
 part of what the case shows, and every mode must do the same.
@@ -11,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import Case, Expectation
+from harness.cases.patterns import fused_tanh, safe_norm, softplus
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 _BF16 = ml_dtypes.bfloat16
@@ -26,45 +28,6 @@ def log1pexp(x):
         return upstream * (one - one / (one + e))
 
     return tf.math.log(one + e), grad
-
-
-@tf.custom_gradient
-def softplus(x):
-    y = tf.maximum(x, tf.zeros_like(x)) + tf.math.log1p(tf.exp(-tf.abs(x)))
-
-    def grad(dy):
-        return dy * tf.sigmoid(x)
-
-    return y, grad
-
-
-@tf.custom_gradient
-def safe_norm(x):
-    norm = tf.norm(x)
-
-    def grad(dy):
-        return dy * tf.math.divide_no_nan(x, norm)
-
-    return norm, grad
-
-
-@tf.custom_gradient
-def fused_tanh(x):
-    t = tf.tanh(x)
-    one = tf.ones_like(x)
-    d1 = one - t * t
-
-    def first_order_gradient(dy):
-        @tf.custom_gradient
-        def first_order_custom(unused_x):
-            def second_order(ddy):
-                return ddy * (-2 * one) * t * d1
-
-            return d1, second_order
-
-        return dy * first_order_custom(x)
-
-    return t, first_order_gradient
 
 
 @tf.custom_gradient
