@@ -18,7 +18,7 @@ import numpy as np
 
 from harness import modes as _modes
 from harness.checking import case_for
-from harness.records import Result, RunOptions, Verdict
+from harness.records import Result, RunOptions
 
 __all__ = ["check", "assert_consistent"]
 

@@ -43,7 +43,7 @@ def _library_package() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
         _LIBRARY, folder / "__init__.py", submodule_search_locations=[str(folder)])
     if spec is None or not (folder / "__init__.py").exists():
-        raise LoadError(f"the built-in case library is missing; reinstall the package (pip install .)")
+        raise LoadError("the built-in case library is missing; reinstall the package (pip install .)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[_LIBRARY] = module
     spec.loader.exec_module(module)

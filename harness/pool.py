@@ -259,7 +259,7 @@ class InProcess:
             on_start(job)
             scripts = {}
 
-            def notify(kind, payload):
+            def notify(kind, payload, scripts=scripts):
                 if kind == "scripts":
                     scripts.update(payload)
 

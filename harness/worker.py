@@ -12,7 +12,7 @@ import dataclasses
 import os
 import signal
 import sys
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional
 
 from harness.checking import CheckSpec
 from harness.records import Result, RunOptions, Verdict

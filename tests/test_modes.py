@@ -1,7 +1,6 @@
 """The three mode runners on small cases whose derivatives have closed forms."""
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from harness import Case
