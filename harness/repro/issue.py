@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from harness.records import ModeOutcome, Result, Status
+from harness.records import ModeOutcome, Result, Status, Verdict
 
 __all__ = ["render"]
 
@@ -23,7 +23,7 @@ def _outcome(outcome: ModeOutcome) -> str:
 
 def render(result: Result, script: str, environment: Mapping[str, str], description: str) -> str:
     """The issue text for `result`, with `script` (repro.py) as the standalone code."""
-    modes = ", ".join(result.outcomes)
+    modes = ", ".join(result.outcomes) + (" agree" if result.verdict is Verdict.PASS else " disagree")
     observed = "\n".join(_outcome(o) for o in result.outcomes.values())
     reference = next(iter(result.outcomes.values()), None)
     expected = ("All modes return the same values (within the dtype's tolerance) and the same exceptions, "
@@ -32,7 +32,7 @@ def render(result: Result, script: str, environment: Mapping[str, str], descript
         expected += f" Eager mode returns:\n\n```\n{_outcome(reference)}\n```"
     details = "\n".join(f"- {d}" for d in result.details) or "- (none)"
     return f"""\
-# tf.custom_gradient: {description} ({modes} disagree)
+# tf.custom_gradient: {description} ({modes})
 
 ### Issue type
 
