@@ -282,9 +282,9 @@ def run(argv: Sequence[str]) -> int:
         patterns = [f"{args[0]}[{POINT.value}]" if POINT.value else args[0]]
     elif command == "repro" and POINT.value:
         patterns = [f"check.{check.name}[{POINT.value}]"]
-    with_library = LIBRARY.value if LIBRARY.value is not None else not (CASE_FILES.value or check)
-    if command == "repro" and check is None:
-        with_library = LIBRARY.value if LIBRARY.value is not None else True
+    # Case files and check targets replace the library, unless a repro names a case id.
+    default_library = (command == "repro" and check is None) or not (CASE_FILES.value or check)
+    with_library = LIBRARY.value if LIBRARY.value is not None else default_library
     if not with_library and not CASE_FILES.value and check is None:
         raise UsageError("no cases: give --case_file, or drop --nolibrary")
     sources = Sources(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
