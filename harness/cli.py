@@ -119,11 +119,19 @@ for _flag in (REPRO_DIR, OUT):
     flags.register_validator(_flag.name, _folder_ok)
 
 
+_HELP = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
+
+
 def _parse_flags(argv: list[str]) -> list[str]:
     try:
         return flags.FLAGS(argv)
     except flags.Error as e:
         _usage_exit(str(e))
+    except SystemExit:
+        # absl exits 1 after printing help; asking for help is not a failure.
+        if any(arg in _HELP for arg in argv[1:]):
+            sys.exit(0)
+        raise
 
 
 def _usage_exit(message: str) -> None:

@@ -30,7 +30,7 @@ def case_file(tmp_path):
 def test_help_does_not_import_tensorflow():
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "harness", "--help"],
                           capture_output=True, text=True, cwd=REPO, timeout=60)
-    assert "--mode" in proc.stdout
+    assert proc.returncode == 0 and "--mode" in proc.stdout
     imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()]
     assert "numpy" in imported  # the import log is really there
     assert not [m for m in imported if m.startswith("tensorflow")]
