@@ -110,6 +110,8 @@ def load_module(path: str) -> ModuleType:
     except SyntaxError as e:
         raise LoadError(f"{path}:{e.lineno}: syntax error: {e.msg}; fix the file") from None
     name = _module_name(file)
+    if str(file.parent) not in sys.path:
+        sys.path.insert(0, str(file.parent))  # so the file can import its neighbours, as under python FILE
     module = ModuleType(name)
     module.__file__ = str(file)
     sys.modules[name] = module  # dataclasses and pickling look modules up by name

@@ -183,3 +183,14 @@ def test_merge_refuses_a_file_that_is_not_a_report(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "bad.json: not a harness report" in proc.stderr
     assert not (tmp_path / "m.md").exists()
+
+
+def test_case_file_can_import_a_module_beside_it(tmp_path):
+    (tmp_path / "helpers_mod.py").write_text("def triple(x):\n    return x * 3\n")
+    cases = tmp_path / "beside.py"
+    cases.write_text("import numpy as np\nfrom helpers_mod import triple\nfrom harness import Case\n"
+                     "CASES = [Case(id='mine.triple', fn=triple, points=[{'x': np.float32(1.0)}],"
+                     " source='test', description='imports a neighbour')]\n")
+    proc = harness(f"--case_file={cases}")  # run from the repository, not from tmp_path
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS     mine.triple[x=1.0]" in proc.stdout
