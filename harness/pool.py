@@ -9,6 +9,7 @@ case is `timeout`; either way a fresh worker takes over and the run goes on.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import multiprocessing
 import multiprocessing.connection
@@ -96,10 +97,8 @@ class _Worker:
         self.conn.close()
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # already dead: kill() below tidies up
             self.conn.send(("stop",))
-        except OSError:
-            pass
         self.process.join(5)
         self.kill()
 
@@ -120,6 +119,9 @@ class WorkerPool:
         self._count = 0
         self._workers: list[_Worker] = []
         self._catalogue: Optional[tuple[dict, list[CaseInfo]]] = None
+        self._jobs: Sequence[worker.Job] = ()
+        self._pending: collections.deque[int] = collections.deque()
+        self._finished: list[Finished] = []
         for _ in range(max(1, size)):
             self._spawn()
 
@@ -143,7 +145,7 @@ class WorkerPool:
           PoolError: no worker could start.
         """
         while self._catalogue is None:
-            self._receive(None, on_start=lambda job: None)
+            self._receive(None)
         return self._catalogue
 
     def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int) -> Iterator[Finished]:
@@ -155,11 +157,10 @@ class WorkerPool:
             self._spawn()
         self._pending = collections.deque(range(len(jobs)))
         self._jobs = jobs
-        self._finished: list[Finished] = []
         while self._pending or any(w.job for w in self._workers):
             self._dispatch(on_start)
             busy = [w.started + self._timeout - time.monotonic() for w in self._workers if w.job]
-            self._receive(max(0.0, min(busy)) if busy else None, on_start)
+            self._receive(max(0.0, min(busy)) if busy else None)
             self._expire()
             while self._finished:
                 yield self._finished.pop(0)
@@ -171,7 +172,7 @@ class WorkerPool:
                 w.assign(index, self._jobs[index])
                 on_start(self._jobs[index])
 
-    def _receive(self, timeout: Optional[float], on_start: OnStart) -> None:
+    def _receive(self, timeout: Optional[float]) -> None:
         conns = {w.conn: w for w in self._workers}
         for conn in multiprocessing.connection.wait(list(conns), timeout):
             w = conns[conn]

@@ -59,7 +59,7 @@ def _is_ours(node: ast.stmt) -> bool:
     return False
 
 
-def _lambda_node(tree: ast.Module, source: str, fn: Callable) -> ast.Lambda:
+def _lambda_node(tree: ast.Module, fn: Callable) -> ast.Lambda:
     line = fn.__code__.co_firstlineno
     found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == line]
     if len(found) != 1:
@@ -92,7 +92,7 @@ def extract(obj: Any) -> Extract:
     if name in top and getattr(module, name, None) is obj:
         root, expression = top[name], name
     elif name == "<lambda>":
-        root = _lambda_node(tree, source, obj)
+        root = _lambda_node(tree, obj)
         expression = ast.get_source_segment(source, root)
     else:
         raise ReproError(f"{name or obj!r} is not defined at the top level of {module.__name__}; "
