@@ -1,8 +1,9 @@
 """Mode names, and the runners behind them (imported only when a case runs).
 
 A mode runner is a module with `run(case, options) -> list[ModeOutcome]`,
-one outcome per point of the case, in order. Importing this package does not import
-TensorFlow; `runner(name)` does.
+one outcome per point of the case, in order. A runner whose mode does not
+apply to a case returns outcomes with Status.SKIP and the reason in `note`.
+Importing this package does not import TensorFlow; `runner(name)` does.
 """
 
 from __future__ import annotations
@@ -10,41 +11,61 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["CORE_MODES", "KNOWN_MODES", "REFERENCE_MODE", "runner", "parse_modes"]
+__all__ = ["CORE_MODES", "EXTRA_MODES", "FULL_MODES", "KNOWN_MODES", "LADDER", "REFERENCE_MODE", "runner",
+           "parse_modes", "reference_of"]
 
-# What `--mode all` runs, in this order.
+# What `--mode all` runs, in this order: the three the design names.
 CORE_MODES: tuple[str, ...] = ("eager", "function", "graph")
-# Every mode name a case may mention in an expectation.
-KNOWN_MODES: tuple[str, ...] = CORE_MODES
+# Selected by name, or with `--mode full`.
+EXTRA_MODES: tuple[str, ...] = ("no_autograph", "xla", "forward", "saved_model")
+# Selected by name only: TensorFlow documents that a model saved without
+# experimental_custom_gradients cannot be differentiated through a custom
+# gradient, so this mode raises by design; it reproduces tensorflow#40166.
+BY_NAME_ONLY: tuple[str, ...] = ("saved_model_nocg",)
+# Every mode name, in the order results are shown: the ladder first.
+KNOWN_MODES: tuple[str, ...] = ("eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model",
+                                "saved_model_nocg")
+FULL_MODES: tuple[str, ...] = tuple(m for m in KNOWN_MODES if m in CORE_MODES + EXTRA_MODES)
+# From plain eager execution to a v1 graph, one step at a time: a disagreement
+# is explained by the first step on this ladder where the results part.
+LADDER: tuple[str, ...] = ("eager", "no_autograph", "function", "xla", "graph")
 # Every other mode is compared with this one when it runs; else with the first selected.
 REFERENCE_MODE = "eager"
 
-_MODULES = {"eager": "harness.modes.eager", "function": "harness.modes.function",
-            "graph": "harness.modes.graph"}
+_MODULES = {name: f"harness.modes.{name}" for name in KNOWN_MODES}
+_MODULES["saved_model_nocg"] = "harness.modes.saved_model"
 
 
 def runner(name: str) -> ModuleType:
-    """Imports and returns the runner module of mode `name`."""
-    return importlib.import_module(_MODULES[name])
+    """Imports and returns the runner module of mode `name`.
+
+    A module serving several modes has `runner_for(name)` returning the runner.
+    """
+    module = importlib.import_module(_MODULES[name])
+    return module.runner_for(name) if hasattr(module, "runner_for") else module
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
-    """Parses "all" or a comma list of mode names, keeping the canonical order.
+    """Parses "all", "full" or a comma list of mode names, keeping the canonical order.
 
     Raises:
       ValueError: for an empty list or an unknown name, naming the known ones.
     """
     names = [n.strip() for n in text.split(",") if n.strip()]
+    known = f"'all' (the three core modes), 'full' (all but saved_model_nocg) or a comma list of {', '.join(KNOWN_MODES)}"
     if not names:
-        raise ValueError(f"no mode given: use 'all' or a comma list of {', '.join(KNOWN_MODES)}")
-    if names == ["all"]:
-        return CORE_MODES
-    unknown = [n for n in names if n not in KNOWN_MODES]
-    if unknown:
-        raise ValueError(
-            f"unknown mode {unknown[0]!r}: use 'all' or a comma list of {', '.join(KNOWN_MODES)}"
-        )
-    return tuple(m for m in KNOWN_MODES if m in names)
+        raise ValueError(f"no mode given: use {known}")
+    selected: set[str] = set()
+    for name in names:
+        if name == "all":
+            selected.update(CORE_MODES)
+        elif name == "full":
+            selected.update(FULL_MODES)
+        elif name in KNOWN_MODES:
+            selected.add(name)
+        else:
+            raise ValueError(f"unknown mode {name!r}: use {known}")
+    return tuple(m for m in KNOWN_MODES if m in selected)
 
 
 def reference_of(modes: tuple[str, ...]) -> str:
