@@ -15,9 +15,9 @@ The case API is importable without TensorFlow:
 """
 
 from harness.api import assert_consistent, check
-from harness.case import BAD_GRADIENT, VALUES_DIFFER, Case, CaseError, Expectation, Point
-from harness.records import ErrorInfo, ModeOutcome, Output, Result, Status, Verdict
-from harness.tolerance import DEFAULT_TOLERANCES, Tol
+from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, ORACLES, VALUES_DIFFER, Case, CaseError, Expectation, Point
+from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Usage, Verdict
+from harness.tolerance import DEFAULT_TOLERANCES, NUMERIC_TOLERANCES, Tol
 
 __all__ = [
     "assert_consistent",
@@ -28,12 +28,17 @@ __all__ = [
     "DEFAULT_TOLERANCES",
     "ErrorInfo",
     "Expectation",
+    "GRADIENT_UNUSED",
     "ModeOutcome",
+    "NUMERIC_TOLERANCES",
+    "ORACLES",
+    "OracleOutcome",
     "Output",
     "Point",
     "Result",
     "Status",
     "Tol",
+    "Usage",
     "VALUES_DIFFER",
     "Verdict",
 ]

@@ -24,11 +24,19 @@ __all__ = [
     "Point",
     "VALUES_DIFFER",
     "BAD_GRADIENT",
+    "GRADIENT_UNUSED",
+    "ORACLES",
 ]
 
 # Expectation outcomes that are not exception classes.
 VALUES_DIFFER = "values differ"
 BAD_GRADIENT = "bad gradient"  # a gradient whose shape or dtype is not its input's
+GRADIENT_UNUSED = "gradient unused"  # the custom gradient function was never called
+_OUTCOMES = (VALUES_DIFFER, BAD_GRADIENT, GRADIENT_UNUSED)
+
+# The independent answers a case's agreed values are checked against. An
+# expectation may name them where it names modes, with outcome VALUES_DIFFER.
+ORACLES = ("numeric", "reference", "analytic")
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _EXCEPTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -72,18 +80,25 @@ class Point:
 
 @dataclasses.dataclass(frozen=True)
 class Expectation:
-    """A declared, explained deviation from "all modes agree".
+    """A declared, explained deviation from "all modes agree and match the oracles".
 
     Attributes:
-      modes: the modes that deviate.
+      modes: the modes that deviate, or oracles ("numeric", "reference",
+        "analytic") that the agreed values do not match.
       outcome: what they do instead: an exception class name (matched against
         the class and its bases, so "TypeError" covers its subclasses),
-        VALUES_DIFFER (they return values that differ from the reference mode),
-        or BAD_GRADIENT (a gradient's shape or dtype is not its input's).
+        VALUES_DIFFER (they return values that differ from the reference mode;
+        for an oracle: the agreed values differ from it), BAD_GRADIENT (a
+        gradient's shape or dtype is not its input's), or GRADIENT_UNUSED (the
+        mode never called the custom gradient function: its gradient came from
+        somewhere else, usually ordinary autodiff of the function's body).
       reason: why TensorFlow behaves so; shown with the verdict. Required.
       tf_versions: the TensorFlow releases where this was seen, e.g. ">=2.16";
         None for all.
       points: labels of the points it applies to; empty for all.
+      orders: for VALUES_DIFFER, the derivative orders where the values
+        differ (e.g. (2,) for a deliberately approximate second derivative);
+        a difference at any other order is still a failure. Empty for all.
     """
 
     modes: Sequence[str]
@@ -91,10 +106,12 @@ class Expectation:
     reason: str
     tf_versions: Optional[str] = None
     points: Sequence[str] = ()
+    orders: Sequence[int] = ()
 
     def __post_init__(self):
-        object.__setattr__(self, "modes", tuple(self.modes))
+        object.__setattr__(self, "modes", (self.modes,) if isinstance(self.modes, str) else tuple(self.modes))
         object.__setattr__(self, "points", tuple(self.points))
+        object.__setattr__(self, "orders", tuple(self.orders))
 
     @property
     def version_range(self) -> Optional[VersionRange]:
@@ -108,7 +125,9 @@ class Expectation:
         return rng is None or rng.contains(tf_version)
 
     def describe(self) -> str:
-        what = self.outcome if self.outcome in (VALUES_DIFFER, BAD_GRADIENT) else f"raises {self.outcome}"
+        what = self.outcome if self.outcome in _OUTCOMES else f"raises {self.outcome}"
+        if self.orders:
+            what += f" at order {', '.join(map(str, self.orders))}"
         versions = f" on TF {self.tf_versions}" if self.tf_versions else ""
         return f"{'/'.join(self.modes)} {what}{versions}: {self.reason}"
 
@@ -145,6 +164,23 @@ class Case:
         reported as var0, var1, ...; Keras's integer step counters are not
         differentiable and are left out). Create the variables, or build the Keras layers, inside
         `build`.
+      reference: the reference oracle: a plain implementation of the same
+        function, without the custom gradient, whose ordinary autodiff results
+        are compared with the agreed ones, order by order. Like the case: a
+        function of the point arguments when the case has `fn`, a builder
+        creating the same variables with the same values when it has `build`.
+      analytic: the analytic oracle: a function of the point's NumPy values
+        returning {order: values} in closed form, where values is one array per
+        output (order 0) or per differentiated source (order >= 1), or a single
+        array when there is one; orders left out are not checked.
+      kinks: point labels (or "*" for every point) mapped to why the function
+        is not smooth there (a clip bound, a straight-through estimator's
+        step): the numeric oracle does not check those points.
+      skip_modes: mode names mapped to why the mode does not apply to this
+        case (e.g. "saved_model": "reads a Python counter a SavedModel cannot
+        hold"); the mode is reported as skipped with that reason.
+      oracle_tolerance: overrides the numeric oracle's table
+        (tolerance.NUMERIC_TOLERANCES) like `tolerance` overrides the modes'.
     """
 
     id: str
@@ -159,6 +195,11 @@ class Case:
     description: str = ""
     tf_versions: Optional[str] = None
     wrt_variables: bool = False
+    reference: Optional[Callable[..., Any]] = None
+    analytic: Optional[Callable[..., Mapping[int, Any]]] = None
+    kinks: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    skip_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    oracle_tolerance: ToleranceOverride = None
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -170,7 +211,9 @@ class Case:
         self._validate_callable()
         self._validate_order()
         object.__setattr__(self, "wrt", self._validate_wrt())
-        self._validate_tolerance()
+        self._validate_tolerance("tolerance", self.tolerance)
+        self._validate_tolerance("oracle_tolerance", self.oracle_tolerance)
+        self._validate_oracles()
         self._validate_expectations()
         if not self.description or not self.description.strip():
             raise _fail(self.id, "description", "say in one line what the case shows")
@@ -268,12 +311,40 @@ class Case:
                     )
         return wrt
 
-    def _validate_tolerance(self) -> None:
-        tol = self.tolerance
+    def _validate_tolerance(self, field: str, tol: ToleranceOverride) -> None:
         if tol is None or isinstance(tol, Tol):
             return
         if not isinstance(tol, Mapping) or not all(isinstance(v, Tol) for v in tol.values()):
-            raise _fail(self.id, "tolerance", "give a Tol or a mapping from dtype name to Tol")
+            raise _fail(self.id, field, "give a Tol or a mapping from dtype name to Tol")
+
+    def _validate_oracles(self) -> None:
+        names = self.points[0].names
+        if self.reference is not None:
+            if not callable(self.reference):
+                raise _fail(self.id, "reference", f"{self.reference!r} is not callable")
+            if self.build is not None:
+                self._check_binds(self.reference, (), "reference",
+                                  "the case has build, so reference is a builder too: it takes no arguments")
+            else:
+                self._check_binds(self.reference, names, "reference",
+                                  f"it must accept the point argument(s) {', '.join(names)} positionally")
+        if self.analytic is not None:
+            if not callable(self.analytic):
+                raise _fail(self.id, "analytic", f"{self.analytic!r} is not callable")
+            self._check_binds(self.analytic, names, "analytic",
+                              f"it must accept the point argument(s) {', '.join(names)} as NumPy values")
+        labels = {p.label for p in self.points}
+        for field, table, known, what in (("kinks", self.kinks, labels | {"*"}, "point label or '*'"),
+                                          ("skip_modes", self.skip_modes, set(_modes.KNOWN_MODES), "mode")):
+            if not isinstance(table, Mapping):
+                raise _fail(self.id, field, f"give a mapping from {what} to the reason")
+            for key, reason in table.items():
+                if key not in known:
+                    raise _fail(self.id, field, f"{key!r} is not a {what}; known: {', '.join(sorted(known))}")
+                if not isinstance(reason, str) or not reason.strip():
+                    raise _fail(self.id, field, f"{key!r} needs a reason: say why")
+        object.__setattr__(self, "kinks", dict(self.kinks))
+        object.__setattr__(self, "skip_modes", dict(self.skip_modes))
 
     def _validate_expectations(self) -> None:
         for i, e in enumerate(self.expectations):
@@ -285,13 +356,26 @@ class Case:
             if not e.modes:
                 raise _fail(self.id, field, "name the modes that deviate")
             for mode in e.modes:
-                if mode not in _modes.KNOWN_MODES:
+                if mode not in _modes.KNOWN_MODES and mode not in ORACLES:
                     raise _fail(self.id, field,
-                                f"unknown mode {mode!r}; known modes: {', '.join(_modes.KNOWN_MODES)}")
-            if e.outcome not in (VALUES_DIFFER, BAD_GRADIENT) and not _EXCEPTION_NAME.match(e.outcome or ""):
+                                f"unknown mode {mode!r}; known modes: {', '.join(_modes.KNOWN_MODES)}; "
+                                f"oracles: {', '.join(ORACLES)}")
+            if e.outcome not in _OUTCOMES and not _EXCEPTION_NAME.match(e.outcome or ""):
                 raise _fail(self.id, field,
                             f"outcome {e.outcome!r} is neither an exception class name nor "
-                            "VALUES_DIFFER nor BAD_GRADIENT")
+                            "VALUES_DIFFER, BAD_GRADIENT or GRADIENT_UNUSED")
+            oracles = [m for m in e.modes if m in ORACLES]
+            if oracles and (e.outcome != VALUES_DIFFER or len(oracles) != len(e.modes)):
+                raise _fail(self.id, field, "an expectation on an oracle says the agreed values differ from it: "
+                                            "give only oracles and outcome VALUES_DIFFER")
+            if e.orders and e.outcome != VALUES_DIFFER:
+                raise _fail(self.id, field, "orders narrows VALUES_DIFFER; leave it out for other outcomes")
+            for order in e.orders:
+                if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order <= self.order:
+                    raise _fail(self.id, field, f"order {order!r} is not between 0 and the case's order {self.order}")
+            for oracle in oracles:
+                if oracle in ("reference", "analytic") and getattr(self, oracle) is None:
+                    raise _fail(self.id, field, f"the case has no {oracle} oracle; give Case({oracle}=...)")
             if e.outcome == VALUES_DIFFER and _modes.REFERENCE_MODE in e.modes:
                 raise _fail(self.id, field,
                             f"values are compared with {_modes.REFERENCE_MODE!r}, so it cannot differ "

@@ -31,6 +31,7 @@ class Mismatch:
     kind: str
     where: str
     message: str
+    order: Optional[int] = None  # the derivative order it is at, when it is at one
 
 
 def where(order: int, index: int, wrt_names: Sequence[str]) -> str:
@@ -151,14 +152,14 @@ def compare_outcomes(ref: ModeOutcome, got: ModeOutcome, *,
     for order, (ref_outs, got_outs) in enumerate(zip(ref.orders, got.orders)):
         if len(ref_outs) != len(got_outs):
             found.append(Mismatch("count", f"order {order}",
-                                  f"order {order}: {pair}: {len(got_outs)} outputs vs {len(ref_outs)}"))
+                                  f"order {order}: {pair}: {len(got_outs)} outputs vs {len(ref_outs)}", order))
             continue
         for index, (r, g) in enumerate(zip(ref_outs, got_outs)):
             at = where(order, index, wrt_names)
             tol = tolerance_for(r.dtype, tolerance)
             m = compare_outputs(r, g, tol, ref_mode=ref.mode, mode=got.mode, at=at)
             if m:
-                found.append(m)
+                found.append(dataclasses.replace(m, order=order))
     return found
 
 

@@ -6,16 +6,18 @@ runners), and the only place that joins the runners with the verdict rules.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from harness import modes as _modes
+from harness import oracles, probe
 from harness.case import Case, Point
 from harness.modes._tf import error_info, tf
 from harness.records import ModeOutcome, Result, RunOptions, Status
-from harness.verdict import judge, skipped
+from harness.verdict import judge, reference_for, skipped
 
 __all__ = ["environment", "run_cases"]
 
@@ -35,16 +37,26 @@ def environment() -> dict[str, str]:
 
 
 def _run_mode(mode: str, case: Case, options: RunOptions) -> list[ModeOutcome]:
+    if mode in case.skip_modes:
+        return [ModeOutcome(mode=mode, status=Status.SKIP, note=case.skip_modes[mode]) for _ in case.points]
     try:
-        return _modes.runner(mode).run(case, options)
+        runner = _modes.runner(mode)
+        observe = probe.installed() and getattr(runner, "OBSERVES_GRADIENTS", True)
+        probe.start()
+        outcomes = runner.run(case, options)
     except Exception as e:  # noqa: BLE001 - a runner bug must not lose the other cases
         return [ModeOutcome(mode=mode, status=Status.ERROR, error=error_info(e, "harness"))
                 for _ in case.points]
+    if observe:
+        usage = probe.finish()
+        outcomes = [dataclasses.replace(o, usage=usage) for o in outcomes]
+    return outcomes
 
 
 def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: RerunFn,
              strict_xpass: bool = False, on_mode: Callable[[str], None] = lambda mode: None) -> list[Result]:
-    """Runs `case` in every mode and judges each of its points.
+    """Runs `case` in every mode (`options.repeat` times), checks the oracles and
+    judges each of its points.
 
     `on_mode` is called as each mode starts, so a supervisor knows where a
     case was when its process died.
@@ -53,16 +65,27 @@ def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: Rerun
     if not case.runs_on(version):
         reason = f"the case needs TensorFlow {case.tf_versions}; this is {version}"
         return [skipped(case, p, reason, rerun(case, p)) for p in case.points]
-    by_mode = {}
+    runs: dict[str, list[list[ModeOutcome]]] = {}
     for mode in modes:
-        on_mode(mode)
-        by_mode[mode] = _run_mode(mode, case, options)
-    reference = _modes.reference_of(tuple(modes))
-    return [
-        judge(case, point, {m: by_mode[m][i] for m in modes}, tf_version=version, reference=reference,
-              rerun=rerun(case, point), strict_xpass=strict_xpass)
-        for i, point in enumerate(case.points)
-    ]
+        for _ in range(max(1, options.repeat)):
+            on_mode(mode)
+            runs.setdefault(mode, []).append(_run_mode(mode, case, options))
+    default = _modes.reference_of(tuple(modes))
+    results = []
+    for i, point in enumerate(case.points):
+        outcomes = {m: runs[m][0][i] for m in modes}
+        repeats = {m: [again[i] for again in runs[m][1:]] for m in modes if len(runs[m]) > 1}
+        active = [m for m in modes if outcomes[m].status is not Status.SKIP]
+        reference = reference_for(case, point, active, version, default if default in active else
+                                  (active[0] if active else default))
+        checks = {}
+        if reference in outcomes and (options.numeric or case.reference or case.analytic):
+            on_mode("oracles")
+            checks = oracles.check(case, point, outcomes[reference], options)
+        results.append(judge(case, point, outcomes, tf_version=version, reference=default,
+                             rerun=rerun(case, point), strict_xpass=strict_xpass, oracles=checks,
+                             repeats=repeats))
+    return results
 
 
 def run_cases(cases: Sequence[Case], modes: Sequence[str], options: RunOptions, rerun: RerunFn,

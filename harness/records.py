@@ -12,7 +12,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-__all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Source", "RunOptions", "Verdict", "Result", "Report"]
+__all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Source", "RunOptions", "Usage", "OracleOutcome", "Verdict", "Result", "Report"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +97,7 @@ class Status(enum.Enum):
     ERROR = "error"  # an exception; orders holds what was computed before it
     CRASH = "crash"  # the process running it died
     TIMEOUT = "timeout"  # it ran past its time limit
+    SKIP = "skip"  # the mode does not apply to this case; `note` says why
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +114,23 @@ class ModeOutcome:
     orders: tuple[tuple[Output, ...], ...] = ()
     error: Optional[ErrorInfo] = None
     sources: tuple[Source, ...] = ()
+    note: str = ""  # why the mode was skipped, or what else is worth knowing about this run
+    usage: Optional["Usage"] = None  # None: this mode cannot observe the gradient functions
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """Whether a mode called the case's custom gradient functions.
+
+    Attributes:
+      ran: names of the tf.custom_gradient functions whose forward ran outside
+        any gradient function (the function under test's own), in first-call order.
+      unused: those of them whose gradient function was never called: the
+        gradient came from somewhere else, usually ordinary autodiff of the body.
+    """
+
+    ran: tuple[str, ...] = ()
+    unused: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,9 +140,17 @@ class RunOptions:
     Attributes:
       unconnected_zero: return zeros instead of None for a gradient that does
         not depend on its input (tf.UnconnectedGradients.ZERO in every mode).
+      numeric: check the agreed values against central finite differences.
+      numeric_full: check every element (full Jacobians) instead of a few
+        seeded random directions.
+      repeat: run every mode this many times; values that change between the
+        runs make the verdict `flaky`.
     """
 
     unconnected_zero: bool = False
+    numeric: bool = True
+    numeric_full: bool = False
+    repeat: int = 1
 
 
 class Verdict(enum.Enum):
@@ -137,6 +163,7 @@ class Verdict(enum.Enum):
     ERROR = "error"  # the case itself is broken (builder raised, bad definition)
     CRASH = "crash"  # a mode killed the process running it
     TIMEOUT = "timeout"  # a mode ran past its time limit
+    FLAKY = "flaky"  # a mode's values changed between repeated runs (--repeat)
     SKIP = "skip"  # not run, with the reason
 
     @property
@@ -144,7 +171,29 @@ class Verdict(enum.Enum):
         return self in _FAILURES
 
 
-_FAILURES = frozenset({Verdict.FAIL, Verdict.ERROR, Verdict.CRASH, Verdict.TIMEOUT})
+_FAILURES = frozenset({Verdict.FAIL, Verdict.ERROR, Verdict.CRASH, Verdict.TIMEOUT, Verdict.FLAKY})
+
+
+@dataclasses.dataclass(frozen=True)
+class OracleOutcome:
+    """What one oracle said about the agreed values at one point.
+
+    Attributes:
+      name: "numeric", "reference" or "analytic".
+      status: "match", "differ", "skip" (not checked: `note` says why) or
+        "error" (the oracle itself could not be computed: `note` says why).
+      orders: the orders that were checked.
+      differ: the orders where the values differ from the oracle.
+      details: one line per difference: where, both values, the error and the tolerance.
+      note: how it was computed ("float64, 2 random directions"), or why it was not.
+    """
+
+    name: str
+    status: str
+    orders: tuple[int, ...] = ()
+    differ: tuple[int, ...] = ()
+    details: tuple[str, ...] = ()
+    note: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,6 +210,7 @@ class Result:
         each expectation and whether it was met.
       outcomes: mode name to outcome, in run order.
       rerun: a command line that reruns just this case and point.
+      oracles: oracle name to what it said, for the oracles that ran.
     """
 
     case: str
@@ -171,6 +221,7 @@ class Result:
     details: tuple[str, ...]
     outcomes: Mapping[str, ModeOutcome]
     rerun: str
+    oracles: Mapping[str, OracleOutcome] = dataclasses.field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -7,13 +7,19 @@ verdict.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping, Optional, Sequence
 
-from harness.case import BAD_GRADIENT, VALUES_DIFFER, Case, Expectation, Point
+from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectation, Point
 from harness.compare import Mismatch, check_gradients, compare_outcomes
-from harness.records import ErrorInfo, ModeOutcome, Result, Status, Verdict
+from harness.modes import LADDER
+from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, Result, Status, Verdict
+from harness.tolerance import Tol
 
-__all__ = ["applicable", "died", "judge", "skipped"]
+__all__ = ["applicable", "died", "judge", "reference_for", "skipped"]
+
+# Repeated runs of one mode must give the same bits.
+EXACT = Tol(rtol=0.0, atol=0.0)
 
 # An exception at these stages is the case's (or the harness's) own fault, not
 # TensorFlow's behaviour: the builder raised, or a mode runner broke.
@@ -43,6 +49,18 @@ def applicable(case: Case, point: Point, modes: Sequence[str],
     return by_mode
 
 
+def reference_for(case: Case, point: Point, modes: Sequence[str], tf_version: str, default: str) -> str:
+    """The mode the others are compared with at `point`: `default`, unless an
+    expectation declares that it deviates there; then the first mode without one."""
+    try:
+        expected = applicable(case, point, tuple(modes), tf_version)
+    except ValueError:
+        return default
+    if default not in expected:
+        return default
+    return next((m for m in modes if m not in expected), default)
+
+
 def _met(e: Expectation, outcome: ModeOutcome, disagreements: list[Mismatch],
          malformed: list[Mismatch]) -> Optional[bool]:
     """True if `outcome` is the declared deviation, False if it is the normal
@@ -50,17 +68,36 @@ def _met(e: Expectation, outcome: ModeOutcome, disagreements: list[Mismatch],
     if e.outcome == VALUES_DIFFER:
         if outcome.status is not Status.OK:
             return None
+        if e.orders and any(m.order not in e.orders for m in disagreements):
+            return None
         return bool(disagreements)
     if e.outcome == BAD_GRADIENT:
         # A malformed gradient cannot agree with well-formed ones, so disagreements are part of it.
         if outcome.status is not Status.OK:
             return None
         return bool(malformed)
+    if e.outcome == GRADIENT_UNUSED:
+        # The fallback explains any difference in values, so those are part of it.
+        if outcome.status is not Status.OK or outcome.usage is None:
+            return None
+        if outcome.usage.unused:
+            return True
+        return False if not disagreements and not malformed else None
     if outcome.status is Status.ERROR and outcome.error.is_a(e.outcome):
         return True
     if outcome.status is Status.OK and not disagreements and not malformed:
         return False
     return None
+
+
+def _fallback(outcome: ModeOutcome, order: int) -> Optional[str]:
+    """A line saying that `outcome` never called a custom gradient function whose forward it ran."""
+    usage = outcome.usage
+    if order < 1 or outcome.status is not Status.OK or usage is None or not usage.unused:
+        return None
+    names = ", ".join(usage.unused)
+    return (f"{outcome.mode} never called the custom gradient of {names} although its forward ran: the "
+            "gradient came from somewhere else, usually ordinary autodiff of its body")
 
 
 def _deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismatch],
@@ -74,8 +111,52 @@ def _deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismat
     return lines
 
 
+def _flaky(outcomes: Mapping[str, ModeOutcome], repeats: Mapping[str, Sequence[ModeOutcome]]) -> list[str]:
+    """One line per mode whose results changed between repeated runs (compared exactly)."""
+    lines = []
+    for mode, again in repeats.items():
+        first = outcomes.get(mode)
+        if first is None or first.status is Status.SKIP:
+            continue
+        for run, later in enumerate(again, start=2):
+            found = compare_outcomes(dataclasses.replace(first, mode=f"{mode} run 1"),
+                                     dataclasses.replace(later, mode=f"{mode} run {run}"),
+                                     tolerance=EXACT)
+            if found:
+                lines.append(f"{mode}: results change between runs: {found[0].message}")
+                break
+    return lines
+
+
+def _ladder(outcomes: Mapping[str, ModeOutcome], tolerance) -> Optional[str]:
+    """Where along eager, no_autograph, function, xla, graph the results first part."""
+    steps = [m for m in LADDER if m in outcomes and outcomes[m].status is not Status.SKIP]
+    if len(steps) < 2:
+        return None
+    for before, after in zip(steps, steps[1:]):
+        found = compare_outcomes(outcomes[before], outcomes[after], tolerance=tolerance)
+        if found:
+            same = " = ".join(steps[:steps.index(before) + 1])
+            prefix = f"{same} agree; " if before != steps[0] else ""
+            return (f"along the ladder {' > '.join(steps)}: {prefix}the results part between {before} and "
+                    f"{after}: {found[0].message}")
+    return None
+
+
+_ORACLE_WORDS = {"numeric": "the numeric derivative", "reference": "the reference implementation",
+                 "analytic": "the analytic values"}
+
+
+def _oracle_line(o: OracleOutcome) -> str:
+    orders = ", ".join(map(str, o.differ))
+    first = f": {o.details[0]}" if o.details else ""
+    return f"the agreed values differ from {_ORACLE_WORDS[o.name]} at order {orders}{first}"
+
+
 def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_version: str,
-          reference: str, rerun: str, strict_xpass: bool = False) -> Result:
+          reference: str, rerun: str, strict_xpass: bool = False,
+          oracles: Optional[Mapping[str, OracleOutcome]] = None,
+          repeats: Optional[Mapping[str, Sequence[ModeOutcome]]] = None) -> Result:
     """Decides the verdict on `case` at `point` from every selected mode's outcome.
 
     Args:
@@ -84,13 +165,19 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
       outcomes: mode name to outcome; must include `reference`.
       tf_version: the running TensorFlow version, for version-ranged expectations.
       reference: the mode every other mode is compared with; when an expectation
-        declares that it deviates here, the first selected mode without one.
+        declares that it deviates here, or it was skipped, the first selected
+        mode without either.
       rerun: the command line that reruns this case and point alone.
       strict_xpass: make an unmet expectation a failure.
+      oracles: what each oracle said about the reference mode's values.
+      repeats: the later runs of each mode, when modes were run more than once.
     """
+    oracles = dict(oracles or {})
+
     def result(verdict: Verdict, reason: str, details: Sequence[str] = ()) -> Result:
         return Result(case=case.id, point=point.label, order=case.order, verdict=verdict,
-                      reason=reason, details=tuple(details), outcomes=dict(outcomes), rerun=rerun)
+                      reason=reason, details=tuple(details), outcomes=dict(outcomes), rerun=rerun,
+                      oracles=oracles)
 
     for verdict, status in ((Verdict.CRASH, Status.CRASH), (Verdict.TIMEOUT, Status.TIMEOUT)):
         dead = [o for o in outcomes.values() if o.status is status]
@@ -98,32 +185,62 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
             lines = [f"{o.mode}: {o.error.first_line if o.error else status.value}" for o in dead]
             return result(verdict, lines[0], lines)
 
-    broken = [o for o in outcomes.values() if o.status is Status.ERROR and o.error.stage in _CASE_STAGES]
+    changing = _flaky(outcomes, repeats or {})
+    if changing:
+        return result(Verdict.FLAKY, changing[0], changing)
+
+    skipped_lines = [f"{o.mode} skipped: {o.note}" for o in outcomes.values() if o.status is Status.SKIP]
+    active = {m: o for m, o in outcomes.items() if o.status is not Status.SKIP}
+    if not active:
+        return result(Verdict.SKIP, skipped_lines[0], skipped_lines)
+    judged_oracles = {name: o for name, o in oracles.items() if o.status in ("match", "differ")}
+    broken = [o for o in active.values() if o.status is Status.ERROR and o.error.stage in _CASE_STAGES]
     try:
-        expected = applicable(case, point, tuple(outcomes), tf_version)
+        expected = applicable(case, point, tuple(active) + tuple(judged_oracles), tf_version)
     except ValueError as e:
         return result(Verdict.ERROR, str(e))
 
-    if reference in expected:
-        # A mode declared to deviate is no yardstick: compare with the first that is not.
-        reference = next((m for m in outcomes if m not in expected), reference)
-    ref = outcomes[reference]
+    if reference not in active or reference in expected:
+        # A mode declared to deviate, or skipped, is no yardstick: compare with the first that is neither.
+        reference = next((m for m in active if m not in expected), next(iter(active)))
+    ref = active[reference]
     deviations: list[str] = []
+    notes: list[str] = []
     met: list[tuple[str, Expectation]] = []
     unmet: list[tuple[str, Expectation]] = []
-    for mode, outcome in outcomes.items():
+    for mode, outcome in active.items():
         disagreements = [] if mode == reference else compare_outcomes(ref, outcome, tolerance=case.tolerance)
         malformed = check_gradients(outcome)
+        fallback = _fallback(outcome, case.order)
         e = expected.get(mode)
         if e is None:
-            deviations += _deviation_lines(mode, outcome, disagreements, malformed, reference)
+            deviations += ([fallback] if fallback else []) + _deviation_lines(mode, outcome, disagreements,
+                                                                              malformed, reference)
             continue
         happened = _met(e, outcome, disagreements, malformed)
+        if fallback and e.outcome != GRADIENT_UNUSED:
+            notes.append(fallback)
         if happened is None:
             got = _deviation_lines(mode, outcome, disagreements, malformed, reference)
             deviations.append(f"{mode}: expected {e.describe()}; got instead: " + " | ".join(got or [outcome.status.value]))
         else:
             (met if happened else unmet).append((mode, e))
+    mode_deviations = bool(deviations)
+
+    for name, o in oracles.items():
+        if o.status == "error":
+            return result(Verdict.ERROR, f"the case's {name} oracle: {o.note}", [o.note])
+        e = expected.get(name)
+        if o.status == "skip":
+            notes.append(f"{name} oracle not checked: {o.note}")
+        elif e is None:
+            if o.status == "differ":
+                deviations.append(_oracle_line(o))
+                deviations += [f"{name}: {line}" for line in o.details[1:]]
+        elif o.status == "differ" and e.orders and not set(o.differ) <= set(e.orders):
+            deviations.append(f"{name}: expected {e.describe()}; got instead: " + _oracle_line(o))
+        else:
+            (met if o.status == "differ" else unmet).append((name, e))
 
     unexpected_build = [o for o in broken if o.mode not in dict(met)]
     if unexpected_build:
@@ -132,17 +249,25 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
                       f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: {o.error.first_line}",
                       [f"{b.mode}: {b.error.type}: {b.error.first_line}" for b in unexpected_build])
     if deviations:
-        return result(Verdict.FAIL, deviations[0], deviations)
+        # Along the ladder, only modes without a declared deviation say where the results part.
+        undeclared = {m: o for m, o in active.items() if m not in expected}
+        ladder = _ladder(undeclared, case.tolerance) if mode_deviations else None
+        lines = deviations[:1] + ([ladder] if ladder else []) + deviations[1:] + notes + skipped_lines
+        return result(Verdict.FAIL, deviations[0], lines)
+    checked = [n for n in ("numeric", "reference", "analytic") if n in judged_oracles and n not in expected]
+    matched = (", and match " + " and ".join(_ORACLE_WORDS[n] for n in checked)) if checked else ""
     if not expected:
-        return result(Verdict.PASS, "")
+        agree = "all modes agree" if len(active) > 1 else f"{reference} computes its values"
+        return result(Verdict.PASS, f"{agree}{matched}" if checked else "", notes + skipped_lines)
     met_lines = [f"as declared: {_modes_of(e, met)} {e.outcome}: {e.reason}" for e in _distinct(met)]
     if not unmet:
-        return result(Verdict.XFAIL, "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in met), met_lines)
+        return result(Verdict.XFAIL, "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in met),
+                      met_lines + notes + skipped_lines)
     unmet_lines = [f"declared but did not happen on TensorFlow {tf_version}: {_modes_of(e, unmet)} "
                    f"{e.outcome} ({e.reason}); they agree with {reference}: if TensorFlow fixed it, "
                    "narrow the expectation's tf_versions" for e in _distinct(unmet)]
     verdict = Verdict.FAIL if strict_xpass else Verdict.XPASS
-    return result(verdict, unmet_lines[0], unmet_lines + met_lines)
+    return result(verdict, unmet_lines[0], unmet_lines + met_lines + notes + skipped_lines)
 
 
 def _distinct(pairs: list[tuple[str, Expectation]]) -> list[Expectation]:

@@ -64,8 +64,10 @@ def load(sources: Sources) -> Loaded:
       loader.LoadError: a file is broken or a case is invalid.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from harness import checking, execute, loader, state  # noqa: PLC0415 - TensorFlow comes in here
+    from harness import checking, execute, loader, probe, state  # noqa: PLC0415 - TensorFlow comes in here
     from harness.case import CaseError  # noqa: PLC0415
+
+    probe.install()  # before any case module runs its @tf.custom_gradient
 
     cases = ((loader.builtin_cases(sources.themes) if sources.library else [])
              + loader.case_file_cases(sources.case_files))

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from harness import probe
 from harness.case import Case, Point
 from harness.records import ErrorInfo, ModeOutcome, Output, RunOptions, Source, Status
 
@@ -142,7 +143,7 @@ def build_subject(case: Case) -> Subject:
         created.append(variable)
         return variable
 
-    with tf.variable_creator_scope(record):
+    with tf.variable_creator_scope(record), probe.paused():
         fn = case.build()
     if not callable(fn):
         raise TypeError(f"build() returned {type(fn).__name__}, not a callable; return the function under test")
