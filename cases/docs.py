@@ -161,6 +161,13 @@ _SHUFFLE_POINT = {"x": np.array([0.4, 0.4], np.float32)}
 CASES = [
     Case(
         id="docs.log1pexp_naive",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER, points=["x=100.0"],
+                reason="the docstring's point: exp(100) overflows float32, so the naive gradient is inf / inf = NaN "
+                       "where the true derivative is 1; this is why the docstring writes the custom gradient",
+            ),
+        ],
         fn=log1pexp_naive,
         points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
         source=_DOCS,
@@ -244,6 +251,14 @@ CASES = [
     ),
     Case(
         id="docs.linear_poly",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="the docstring's grad_fn returns tf.stack([x ** 1, x ** 0]) summed, [sum(x), n] = [6, 3], "
+                       "for weights [w0, w1]; poly = w1 * x + w0 has gradient [n, sum(x)] = [3, 6]: the docstring "
+                       "swaps the two entries of the variable gradient (x's gradient w1 is right)",
+            ),
+        ],
         build=build_linear_poly,
         points=[{"x": np.array([1.0, 2.0, 3.0], np.float32)}],
         wrt_variables=True,

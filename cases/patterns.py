@@ -9,7 +9,7 @@ gradient matters (zero, large magnitudes, the clipping threshold).
 import numpy as np
 import tensorflow as tf
 
-from harness import Case, Expectation
+from harness import VALUES_DIFFER, Case, Expectation
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 _RECOMPUTE = "https://www.tensorflow.org/api_docs/python/tf/recompute_grad"
@@ -187,6 +187,12 @@ _VECTOR = {"x": np.array([-2.0, -0.3, 0.0, 0.4, 1.7], np.float32)}
 CASES = [
     Case(
         id="patterns.gradient_reversal",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="gradient reversal by design: -0.5 dy backward through an identity, whose true derivative is 1",
+            ),
+        ],
         fn=reverse_gradient,
         points=[_VECTOR],
         source=_pattern("gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495"),
@@ -194,6 +200,13 @@ CASES = [
     ),
     Case(
         id="patterns.ste_round",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="a straight-through estimator by design: identity backward through round, whose true "
+                       "derivative is 0 away from the half-integers",
+            ),
+        ],
         fn=round_ste,
         points=[_VECTOR],
         source=_pattern("straight-through estimator, Bengio et al. 2013, arXiv:1308.3432"),
@@ -201,6 +214,13 @@ CASES = [
     ),
     Case(
         id="patterns.ste_sign",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="a straight-through estimator by design: dy * (|x| <= 1) backward through sign, whose true "
+                       "derivative is 0 except at its jump at 0, where the difference quotient is 1 / step",
+            ),
+        ],
         fn=sign_ste,
         points=[_VECTOR],
         source=_pattern("binarised networks' clipped straight-through sign, Hubara et al. 2016, "
@@ -209,6 +229,12 @@ CASES = [
     ),
     Case(
         id="patterns.clip_gradient_by_value",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="the upstream gradient is clipped to [-1, 1] by design; the true derivative of (3x)**2 is 18x",
+            ),
+        ],
         fn=squared_after(clip_gradient_by_value),
         points=[_VECTOR],
         source=_pattern("clipping the upstream gradient by value"),
@@ -216,6 +242,12 @@ CASES = [
     ),
     Case(
         id="patterns.clip_gradient_by_norm",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="the upstream gradient is rescaled to norm 1 by design; the true derivative of (3x)**2 is 18x",
+            ),
+        ],
         fn=squared_after(clip_gradient_by_norm),
         points=[_VECTOR],
         source=_pattern("clipping the upstream gradient by norm"),
@@ -223,6 +255,12 @@ CASES = [
     ),
     Case(
         id="patterns.scale_gradient",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="the upstream gradient is scaled by 0.1 by design; the true derivative of (3x)**2 is 18x",
+            ),
+        ],
         fn=squared_after(scale_gradient),
         points=[_VECTOR],
         source=_pattern("gradient scaling"),
@@ -307,6 +345,13 @@ CASES = [
     ),
     Case(
         id="patterns.grad_pass_through",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="tf.grad_pass_through's documented purpose: an identity gradient through a quantiser whose "
+                       "true derivative is 0 between its steps",
+            ),
+        ],
         fn=moving_average_pass_through,
         points=[{"x": np.array([0.1, 0.3, 0.9], np.float32)}],
         source=_PASS_THROUGH,

@@ -9,7 +9,7 @@ examples.
 import numpy as np
 import tensorflow as tf
 
-from harness import Case, Expectation
+from harness import VALUES_DIFFER, Case, Expectation
 
 _SO = "seeds/000_b67b95af73276bf3.txt (StackOverflow answer)"
 _SO_QUESTION = ("seeds/000_b67b95af73276bf3.txt (the tf.custom_gradient docstring example "
@@ -112,6 +112,14 @@ def subtract_square(x, y):
 CASES = [
     Case(
         id="seeds.log1pexp2",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER, orders=[2],
+                reason="the answer defines the second derivative as 1 - e 'to make our life easier': the true one "
+                       "is sigmoid(x)(1 - sigmoid(x)), 0.19661193 at x = 1 and 0 at x = 100, where 1 - e gives "
+                       "-1.7182817 and -inf; every mode computes the case's numbers faithfully",
+            ),
+        ],
         fn=log1pexp2,
         points=[{"x": np.float32(1.0)}, {"x": np.float32(100.0)}],
         order=2,

@@ -10,7 +10,7 @@ that contract in every mode.
 import numpy as np
 import tensorflow as tf
 
-from harness import Case
+from harness import VALUES_DIFFER, Case, Expectation
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 
@@ -124,6 +124,13 @@ CASES = [
     ),
     Case(
         id="structure.none_gradient",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="grad_fn returns None for scale on purpose (the contract under test); the true derivative "
+                       "of scale * x with respect to scale is sum(x) = 3",
+            ),
+        ],
         fn=scale_by,
         points=[{"x": np.array([1.0, 2.0], np.float32), "scale": np.float32(3.0)}],
         source=_contract("None for an input means no gradient"),
@@ -141,6 +148,13 @@ CASES = [
     ),
     Case(
         id="structure.indexed_slices_from_grad_fn",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="grad_fn scales dy by 10 on purpose, so that the IndexedSlices it returns are easy to tell "
+                       "from tf.gather's own gradient",
+            ),
+        ],
         fn=gather_rows,
         points=[{"params": np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)}],
         source=_contract("grad_fn returning tf.IndexedSlices"),
