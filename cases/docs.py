@@ -198,7 +198,7 @@ CASES = [
                     "(-sin x), the graph modes give None (unconnected)",
         expectations=[
             Expectation(
-                modes=["function", "graph"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla", "graph"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="the eager decorator records grad_fn with its inputs only (dy), and the order-2 tape "
                        "does not watch dy, so tape.h's ShouldRecord drops the record and the tape keeps the "
                        "ordinary ops of the body, dy * cos(x), whose derivative is -sin(x); the graph "
@@ -224,7 +224,7 @@ CASES = [
                        "rejects the IdentityN gradient count",
             ),
             Expectation(
-                modes=["function"], outcome="InternalError", tf_versions=">=2.12",
+                modes=["no_autograph", "function", "xla"], outcome="InternalError", tf_versions=">=2.12",
                 reason="the graph-mode decorator used inside tf.function does not count the gradients; "
                        "the tape's C++ check in pywrap_tfe_src.cc does, and reports any mismatch as "
                        "InternalError 'returned too few gradients'",
@@ -268,6 +268,15 @@ CASES = [
     ),
     Case(
         id="docs.stop_gradient_shuffle",
+        expectations=[
+            Expectation(
+                modes=["xla"], outcome="FailedPreconditionError", tf_versions=">=2.16",
+                reason="XLA cannot compile tf.random.shuffle of a float vector: legalize_tf.cc's ConvertRandomShuffleOp "
+                       "sorts s32 random keys with createSortOp, which marks the comparator TOTALORDER because the "
+                       "shuffled values are float, and hlo_verifier.cc's CheckElementwiseInstruction requires SIGNED "
+                       "for s32; the custom gradient plays no part",
+            ),
+        ],
         fn=_stop_grad_shuffle(stop=True),
         points=[_SHUFFLE_POINT],
         source=_DOCS,
@@ -276,6 +285,13 @@ CASES = [
     ),
     Case(
         id="docs.shuffle_without_stop_gradient",
+        expectations=[
+            Expectation(
+                modes=["xla"], outcome="FailedPreconditionError", tf_versions=">=2.16",
+                reason="as in docs.stop_gradient_shuffle: XLA's lowering of tf.random.shuffle of a float vector sorts "
+                       "s32 keys with a TOTALORDER comparator, which the HLO verifier rejects",
+            ),
+        ],
         fn=_stop_grad_shuffle(stop=False),
         points=[_SHUFFLE_POINT],
         source=_DOCS,

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
-from harness import Case, Expectation
+from harness import VALUES_DIFFER, Case, Expectation
 from harness.cases.patterns import fused_tanh, safe_norm, softplus
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
@@ -81,6 +81,14 @@ CASES = [
     ),
     Case(
         id="dtypes.softplus_float16",
+        expectations=[
+            Expectation(
+                modes=["xla"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason="XLA's LogisticExpander (logistic_expander.cc) turns tf.sigmoid into 1 / (1 + exp(-x)) "
+                       "computed in float16, rounding each step: sigmoid(2) = 0.8804 instead of the kernel's 0.8809, so "
+                       "the order 2 s(1 - s) at x = 2 is 0.10535 vs 0.10492, 3.7 times the float16 tolerance (XLA:CPU)",
+            ),
+        ],
         fn=softplus,
         points=[_vector(np.float16)],
         order=2,

@@ -336,7 +336,7 @@ CASES = [
                     "NotImplementedError in every mode",
         expectations=[
             Expectation(
-                modes=["eager", "function", "graph"], outcome="NotImplementedError", tf_versions=">=2.16",
+                modes=["eager", "no_autograph", "function", "xla", "graph"], outcome="NotImplementedError", tf_versions=">=2.16",
                 reason="recompute_grad returns its gradients from an inner custom gradient whose own "
                        "gradient function, `transpose`, raises NotImplementedError ('recompute_grad tried "
                        "to transpose grad of ...'; custom_gradient.py), so order 2 fails in every mode",

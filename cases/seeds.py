@@ -141,7 +141,7 @@ CASES = [
                        "tf.gradients both check the count and raise ValueError",
             ),
             Expectation(
-                modes=["function"], outcome="InternalError", tf_versions=">=2.12",
+                modes=["no_autograph", "function", "xla"], outcome="InternalError", tf_versions=">=2.12",
                 reason="inside tf.function the same wrong count reaches the runtime and surfaces "
                        "as InternalError instead of ValueError",
             ),
@@ -182,7 +182,7 @@ CASES = [
                     "cannot branch on a tensor",
         expectations=[
             Expectation(
-                modes=["function", "graph"], outcome="OperatorNotAllowedInGraphError", tf_versions=">=2.12",
+                modes=["no_autograph", "function", "xla", "graph"], outcome="OperatorNotAllowedInGraphError", tf_versions=">=2.12",
                 reason="a Python `if` on a symbolic tensor cannot be traced, and autograph does not "
                        "convert the function inside the tf.custom_gradient wrapper",
             ),

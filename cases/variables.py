@@ -165,7 +165,7 @@ CASES = [
                     "in every mode, at the call",
         expectations=[
             Expectation(
-                modes=["eager", "function", "graph"], outcome="TypeError", tf_versions=">=2.16",
+                modes=["eager", "no_autograph", "function", "xla", "graph"], outcome="TypeError", tf_versions=">=2.16",
                 reason="both decorators check grad_fn's signature when the function reads a variable "
                        "and raise '@tf.custom_gradient grad_fn must accept keyword argument "
                        "'variables''; the docstring makes it a requirement",
@@ -181,7 +181,7 @@ CASES = [
                     "tf.cond branch: gradient w = 2, but tf.function raises AttributeError",
         expectations=[
             Expectation(
-                modes=["function"], outcome="AttributeError", tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla"], outcome="AttributeError", tf_versions=">=2.16",
                 reason="the variable is created eagerly, so grad_fn's read inside the If op's gradient "
                        "branch captures its handle, an EagerTensor, directly; cond_v2._resolve_grad_inputs "
                        "asks every external capture for .graph, which an EagerTensor does not have. The v1 "
