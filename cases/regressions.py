@@ -119,7 +119,7 @@ CASES = [
                        "gradient is 2(x - y)/3 instead of the custom 1000 times that",
             ),
             Expectation(
-                modes=["function", "graph"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla", "graph"], outcome="ValueError", tf_versions=">=2.16",
                 reason="the graph-mode decorator refuses keyword arguments ('The custom_gradient "
                        "decorator currently supports keywords arguments only when eager execution is "
                        "enabled'); the eager one accepts them but records the custom op with the "
@@ -143,7 +143,7 @@ CASES = [
                        "order 1 (tensorflow/tensorflow#77559 reports the same)",
             ),
             Expectation(
-                modes=["function", "graph"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla", "graph"], outcome="ValueError", tf_versions=">=2.16",
                 reason="the graph-mode decorator refuses any keyword argument at the call",
             ),
         ],
@@ -163,7 +163,7 @@ CASES = [
                        "gradient count",
             ),
             Expectation(
-                modes=["function"], outcome="InternalError", tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla"], outcome="InternalError", tf_versions=">=2.16",
                 reason="the graph-mode decorator inside tf.function does not count the gradients; the "
                        "tape's C++ check (pywrap_tfe_src.cc) reports the mismatch as InternalError "
                        "'returned too few gradients'",
@@ -185,7 +185,7 @@ CASES = [
                        "gradient count",
             ),
             Expectation(
-                modes=["function"], outcome="InternalError", tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla"], outcome="InternalError", tf_versions=">=2.16",
                 reason="the tape's C++ count check reports it, with the message 'returned too few "
                        "gradients. Expected 2 but received 3' although there are too many",
             ),
@@ -225,7 +225,7 @@ CASES = [
                     "0.679 = the sum of the right [0.603, 0.076]; tf.gradients rejects its shape",
         expectations=[
             Expectation(
-                modes=["eager", "function"], outcome=BAD_GRADIENT, tf_versions=">=2.16",
+                modes=["eager", "no_autograph", "function", "xla"], outcome=BAD_GRADIENT, tf_versions=">=2.16",
                 reason="silu's grad_fn reduces the beta gradient with an unconditional reduce_sum "
                        "(nn_impl.swish), and a GradientTape passes a gradient on without checking its "
                        "shape against the input's",
