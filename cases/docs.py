@@ -163,7 +163,7 @@ CASES = [
         id="docs.log1pexp_naive",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, points=["x=100.0"],
+                modes=["numeric"], outcome=VALUES_DIFFER, points=["x=100.0"], tf_versions=">=2.16",
                 reason="the docstring's point: exp(100) overflows float32, so the naive gradient is inf / inf = NaN "
                        "where the true derivative is 1; this is why the docstring writes the custom gradient",
             ),
@@ -253,7 +253,7 @@ CASES = [
         id="docs.linear_poly",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
+                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="the docstring's grad_fn returns tf.stack([x ** 1, x ** 0]) summed, [sum(x), n] = [6, 3], "
                        "for weights [w0, w1]; poly = w1 * x + w0 has gradient [n, sum(x)] = [3, 6]: the docstring "
                        "swaps the two entries of the variable gradient (x's gradient w1 is right)",
@@ -271,10 +271,10 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["xla"], outcome="FailedPreconditionError", tf_versions=">=2.16",
-                reason="XLA cannot compile tf.random.shuffle of a float vector: legalize_tf.cc's ConvertRandomShuffleOp "
-                       "sorts s32 random keys with createSortOp, which marks the comparator TOTALORDER because the "
-                       "shuffled values are float, and hlo_verifier.cc's CheckElementwiseInstruction requires SIGNED "
-                       "for s32; the custom gradient plays no part",
+                reason="XLA cannot compile tf.random.shuffle of a float vector: legalize_tf.cc's "
+                       "ConvertRandomShuffleOp sorts s32 random keys with createSortOp, which marks the "
+                       "comparator TOTALORDER because the shuffled values are float, and hlo_verifier.cc's "
+                       "CheckElementwiseInstruction requires SIGNED for s32; the custom gradient plays no part",
             ),
         ],
         fn=_stop_grad_shuffle(stop=True),

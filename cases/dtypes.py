@@ -85,8 +85,9 @@ CASES = [
             Expectation(
                 modes=["xla"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="XLA's LogisticExpander (logistic_expander.cc) turns tf.sigmoid into 1 / (1 + exp(-x)) "
-                       "computed in float16, rounding each step: sigmoid(2) = 0.8804 instead of the kernel's 0.8809, so "
-                       "the order 2 s(1 - s) at x = 2 is 0.10535 vs 0.10492, 3.7 times the float16 tolerance (XLA:CPU)",
+                       "computed in float16, rounding each step: sigmoid(2) = 0.8804 instead of the kernel's 0.8809, "
+                       "so the order 2 s(1 - s) at x = 2 is 0.10535 vs 0.10492, 3.7 times the float16 "
+                       "tolerance (XLA:CPU)",
             ),
         ],
         fn=softplus,

@@ -189,7 +189,7 @@ CASES = [
         id="patterns.gradient_reversal",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
+                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="gradient reversal by design: -0.5 dy backward through an identity, whose true derivative is 1",
             ),
         ],
@@ -202,7 +202,7 @@ CASES = [
         id="patterns.ste_round",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
+                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="a straight-through estimator by design: identity backward through round, whose true "
                        "derivative is 0 away from the half-integers",
             ),
@@ -216,7 +216,7 @@ CASES = [
         id="patterns.ste_sign",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
+                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="a straight-through estimator by design: dy * (|x| <= 1) backward through sign, whose true "
                        "derivative is 0 except at its jump at 0, where the difference quotient is 1 / step",
             ),
@@ -231,7 +231,7 @@ CASES = [
         id="patterns.clip_gradient_by_value",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
+                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="the upstream gradient is clipped to [-1, 1] by design; the true derivative of (3x)**2 is 18x",
             ),
         ],
@@ -244,7 +244,7 @@ CASES = [
         id="patterns.clip_gradient_by_norm",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
+                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="the upstream gradient is rescaled to norm 1 by design; the true derivative of (3x)**2 is 18x",
             ),
         ],
@@ -257,7 +257,7 @@ CASES = [
         id="patterns.scale_gradient",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
+                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="the upstream gradient is scaled by 0.1 by design; the true derivative of (3x)**2 is 18x",
             ),
         ],
@@ -336,7 +336,8 @@ CASES = [
                     "NotImplementedError in every mode",
         expectations=[
             Expectation(
-                modes=["eager", "no_autograph", "function", "xla", "graph"], outcome="NotImplementedError", tf_versions=">=2.16",
+                modes=["eager", "no_autograph", "function", "xla", "graph"], outcome="NotImplementedError",
+                tf_versions=">=2.16",
                 reason="recompute_grad returns its gradients from an inner custom gradient whose own "
                        "gradient function, `transpose`, raises NotImplementedError ('recompute_grad tried "
                        "to transpose grad of ...'; custom_gradient.py), so order 2 fails in every mode",
@@ -347,7 +348,7 @@ CASES = [
         id="patterns.grad_pass_through",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
+                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="tf.grad_pass_through's documented purpose: an identity gradient through a quantiser whose "
                        "true derivative is 0 between its steps",
             ),

@@ -102,6 +102,24 @@ def silu(features, beta):
 _POINT_127690 = {"features": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32),
                  "beta": np.array([1.0, 2.0], np.float32)}
 
+
+# tensorflow/tensorflow#40166 "Make possible loading model with custom gradient"
+# (TF 2.1): "Currently when a saved model is loaded, a custom gradient is not
+# loaded", and differentiating the loaded model fails with "LookupError: No
+# gradient defined for operation '_namespace_/IdentityN' (op type: IdentityN)".
+# The report has no code: this is the tf.custom_gradient docstring's log1pexp,
+# whose gradient at x = 100 is 1.0 where ordinary autodiff of its body gives
+# nan, so a loaded model that fell back to the body's gradient would show.
+@tf.custom_gradient
+def log1pexp_40166(x):
+    e = tf.exp(x)
+
+    def grad(upstream):
+        return upstream * (1 - 1 / (1 + e))
+
+    return tf.math.log(1 + e), grad
+
+
 CASES = [
     Case(
         id="regressions.kwargs_65839",
@@ -204,7 +222,7 @@ CASES = [
         id="regressions.nested_workaround_34503",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, orders=[2],
+                modes=["numeric"], outcome=VALUES_DIFFER, orders=[2], tf_versions=">=2.16",
                 reason="grad2 returns 1 for x by construction, the value the issue expects to see; the true second "
                        "derivative of 5x is 0",
             ),
@@ -235,6 +253,26 @@ CASES = [
                 reason="tf.gradients sets each input gradient's shape to its input's "
                        "(gradients_util._GradientsHelper) and raises 'Incompatible shapes between op "
                        "input and calculated input gradient' for the () gradient of the (2,) beta",
+            ),
+        ],
+    ),
+    Case(
+        id="regressions.saved_model_40166",
+        fn=log1pexp_40166,
+        points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
+        source=_ISSUE.format(40166),
+        description="a custom gradient saved in a SavedModel and differentiated in a process that never ran "
+                    "its Python: 0.5 and 1.0 with the saved gradient function, LookupError without it",
+        expectations=[
+            Expectation(
+                modes=["saved_model_nocg"], outcome="LookupError", tf_versions=">=2.16",
+                reason="saved with SaveOptions(experimental_custom_gradients=False), the IdentityN op keeps "
+                       "its _gradient_op_type 'CustomGradient-N' but no gradient function is traced for it "
+                       "(save.py's _trace_gradient_functions is skipped); loading keeps the name "
+                       "(function_deserialization._fix_fdef_in_place warns of 'unsaved custom gradients'), "
+                       "the loading process has nothing registered under it, and gradients_util raises "
+                       "'No gradient defined for operation IdentityN', already at the forward call under a "
+                       "tape, where the loaded function builds its backward function",
             ),
         ],
     ),

@@ -6,8 +6,10 @@
         harness.assert_consistent(log1pexp, [1.0, 100.0], order=2)
 
 Both calls run the eager, function and graph modes here (TensorFlow is
-already imported by the caller's test) and judge the points exactly as the
-command line does.
+already imported by the caller's test), check the oracles, and judge the
+points exactly as the command line does. Whether each mode called the custom
+gradient is not observed here: the function was decorated before the harness
+could watch `tf.custom_gradient` (the command line's workers can).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def _points(inputs: Inputs, dtype: str) -> list[tuple[np.ndarray, ...]]:
 
 def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Sequence[str]] = "all",
           dtype: str = "float32", unconnected_zero: bool = False, strict_xpass: bool = False,
+          numeric: bool = True, numeric_full: bool = False, repeat: int = 1,
           **case_options: Any) -> list[Result]:
     """Runs `fn` at each input point in every mode and returns one Result per point.
 
@@ -50,8 +53,11 @@ def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Seq
       dtype: the dtype of inputs given as Python values.
       unconnected_zero: treat unconnected gradients as zeros in every mode.
       strict_xpass: count an unmet expectation as a failure.
+      numeric: check the agreed values against central finite differences.
+      numeric_full: check every element instead of a few random directions.
+      repeat: run every mode this many times; changing values are `flaky`.
       **case_options: more Case fields: wrt, tolerance, expectations,
-        wrt_variables, description, ...
+        wrt_variables, reference, analytic, kinks, description, ...
     """
     from harness import execute  # noqa: PLC0415 - imports TensorFlow
 
@@ -59,7 +65,9 @@ def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Seq
     name = getattr(fn, "__name__", "function").replace("<lambda>", "lambda")
     case = case_for(fn, name, _points(inputs, dtype), order, source=f"{getattr(fn, '__module__', '?')}.{name}",
                     **case_options)
-    return execute.run_case(case, names, RunOptions(unconnected_zero=unconnected_zero),
+    options = RunOptions(unconnected_zero=unconnected_zero, numeric=numeric, numeric_full=numeric_full,
+                         repeat=repeat)
+    return execute.run_case(case, names, options,
                             rerun=lambda c, p: f"harness.check({name}, ...) at {p.label}",
                             strict_xpass=strict_xpass)
 

@@ -31,7 +31,8 @@ from harness.records import CaseInfo, RunOptions
 __all__ = ["main", "run"]
 
 MODE = flags.DEFINE_string(
-    "mode", "all", f"'all' (= {','.join(_modes.CORE_MODES)}) or a comma list of modes to run.")
+    "mode", "all", f"'all' (= {','.join(_modes.CORE_MODES)}), 'full' (= {','.join(_modes.FULL_MODES)}), or a "
+    f"comma list of modes to run, from {','.join(_modes.KNOWN_MODES)}.")
 CASES = flags.DEFINE_list(
     "cases", None, "Comma list of globs on case ids (e.g. 'seeds.*'), or CASE_ID[POINT] for one point. "
     "Default: every case.")
@@ -79,6 +80,16 @@ HTML_OUT = flags.DEFINE_string("html_out", None, "merge: write the HTML page her
 UNCONNECTED = flags.DEFINE_enum(
     "unconnected_gradients", "none", ["none", "zero"],
     "What an unconnected gradient is in every mode: None (kept apart from zeros) or zeros.")
+
+NUMERIC = flags.DEFINE_bool(
+    "numeric", True, "Check the agreed values against central finite differences (the numeric oracle); "
+    "--nonumeric turns it off.")
+NUMERIC_FULL = flags.DEFINE_bool(
+    "numeric_full", False, "Numeric oracle: check every element (full Jacobians) instead of a few seeded "
+    "random directions.")
+REPEAT = flags.DEFINE_integer(
+    "repeat", 1, "Run every mode this many times; values that change between the runs make the verdict "
+    "'flaky' (never retried away).", lower_bound=1)
 
 _OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 _CASES_PER_EXTRA_WORKER = 8
@@ -167,6 +178,12 @@ def rerun_command(case_id: str, point: str, modes: Sequence[str], check=None) ->
         parts.append(f"--unconnected_gradients={UNCONNECTED.value}")
     if STRICT_XPASS.value:
         parts.append("--strict_xpass")
+    if not NUMERIC.value:
+        parts.append("--nonumeric")
+    if NUMERIC_FULL.value:
+        parts.append("--numeric_full")
+    if REPEAT.value != 1:
+        parts.append(f"--repeat={REPEAT.value}")
     return shlex.join(parts)
 
 
@@ -313,7 +330,8 @@ def run(argv: Sequence[str]) -> int:
         if LIST.value:
             _list(selected)
             return 0
-        options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero")
+        options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
+                             numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value)
         repro = bool(REPRO_DIR.value) or command == "repro"
         jobs = [Job(case_id=c.id, order=c.order, points=c.points, modes=modes, options=options,
                     strict_xpass=STRICT_XPASS.value, repro=repro,

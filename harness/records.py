@@ -12,7 +12,8 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-__all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Source", "RunOptions", "Usage", "OracleOutcome", "Verdict", "Result", "Report"]
+__all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Source", "RunOptions", "Usage",
+           "OracleOutcome", "Verdict", "Result", "Report"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -200,12 +200,17 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
     except ValueError as e:
         return result(Verdict.ERROR, str(e))
 
+    notes: list[str] = []
+    for mode, e in list(expected.items()):
+        if e.outcome == GRADIENT_UNUSED and mode in active and active[mode].usage is None:
+            # Like an oracle that did not run: what cannot be seen is not judged.
+            notes.append(f"{mode}: gradient use is not observed in this run, so '{e.describe()}' is not judged")
+            del expected[mode]
     if reference not in active or reference in expected:
         # A mode declared to deviate, or skipped, is no yardstick: compare with the first that is neither.
         reference = next((m for m in active if m not in expected), next(iter(active)))
     ref = active[reference]
     deviations: list[str] = []
-    notes: list[str] = []
     met: list[tuple[str, Expectation]] = []
     unmet: list[tuple[str, Expectation]] = []
     for mode, outcome in active.items():
@@ -222,7 +227,8 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
             notes.append(fallback)
         if happened is None:
             got = _deviation_lines(mode, outcome, disagreements, malformed, reference)
-            deviations.append(f"{mode}: expected {e.describe()}; got instead: " + " | ".join(got or [outcome.status.value]))
+            deviations.append(f"{mode}: expected {e.describe()}; got instead: "
+                              + " | ".join(got or [outcome.status.value]))
         else:
             (met if happened else unmet).append((mode, e))
     mode_deviations = bool(deviations)

@@ -2,8 +2,8 @@
 
 Runs every built-in case in the three core modes on the installed TensorFlow
 and writes, per case, its source, what it shows, each mode's outcome (ok, or
-the exception class and where it was raised) and the verdict, then why the
-modes differ where a case declares it. The page depends on nothing but the
+the exception class and where it was raised), the numeric oracle's answer and
+the verdict, then why the modes or the oracle differ where a case declares it. The page depends on nothing but the
 library and the TensorFlow and tf-keras versions: no timings, no paths.
 
 Usage (from the repository root):
@@ -42,7 +42,9 @@ def _rows(case, results) -> list[str]:
     modes = list(results[0].outcomes)
 
     def cells(r):
-        return [_outcome(r.outcomes[m]) for m in modes] + [r.verdict.value]
+        numeric = r.oracles.get("numeric")
+        return ([_outcome(r.outcomes[m]) for m in modes] + [numeric.status if numeric else "-"]
+                + [r.verdict.value])
 
     if all(cells(r) == cells(results[0]) for r in results):
         return ["| " + " | ".join([f"`{case.id}`", _cell(case.description), _cell(case.source)]
@@ -77,15 +79,17 @@ def render(cases: Sequence, results: Sequence, modes: Sequence[str], versions: d
         + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) + ".",
         "",
         "An outcome is `ok` (every order computed) or the exception class and where it was raised "
-        "(forward, or the derivative order). A verdict is `pass` when every mode agrees with eager, "
-        "`xfail` when the modes deviate as the case declares; the reasons follow each table.",
+        "(forward, or the derivative order). The numeric column is the numeric oracle on the agreed "
+        "values: `match`, `differ`, or `skip` (not checked; the report says why). A verdict is `pass` "
+        "when every mode agrees with eager and the numeric derivative matches, `xfail` when the modes "
+        "or the oracle deviate as the case declares; the reasons follow each table.",
         "",
         "Themes: " + ", ".join(f"[{t}](#{t})" for t in themes) + ".",
     ]
     for theme, members in themes.items():
         lines += ["", f"## {theme}", "",
-                  "| case | what it shows | source | " + " | ".join(modes) + " | verdict |",
-                  "|" + "---|" * (4 + len(modes))]
+                  "| case | what it shows | source | " + " | ".join(modes) + " | numeric | verdict |",
+                  "|" + "---|" * (5 + len(modes))]
         for case in members:
             lines += _rows(case, by_case[case.id])
         explained = [c for c in members if c.expectations]

@@ -38,10 +38,22 @@ class Log1pexpTest(tf.test.TestCase):
 
 
 def test_pytest_style_check_returns_one_verdict_per_point():
-    results = harness.check(log1pexp, [0.0, 100.0], order=2)
+    results = harness.check(log1pexp, [0.0, 100.0])
     assert [r.verdict for r in results] == [harness.Verdict.PASS, harness.Verdict.PASS]
+    assert results[1].reason == "all modes agree, and match the numeric derivative"
+
+
+def test_the_stable_gradient_has_an_unstable_second_derivative():
+    # Autodiff of grad's 1 - 1/(1 + e) at x = 100: e = exp(100) is inf in float32, and the
+    # derivative e/(1 + e)**2 is inf/inf = NaN, where the true one, sigmoid'(100), is about 4e-44.
+    # Every mode agrees on the NaN; only the numeric oracle can tell.
+    results = harness.check(log1pexp, [0.0, 100.0], order=2)
+    assert [r.verdict for r in results] == [harness.Verdict.PASS, harness.Verdict.FAIL]
     # Second derivative sigmoid(x)(1 - sigmoid(x)): 0.25 at 0.
     assert float(results[0].outcomes["eager"].orders[2][0].value) == pytest.approx(0.25)
+    assert np.isnan(results[1].outcomes["graph"].orders[2][0].value)
+    assert results[1].oracles["numeric"].differ == (2,)
+    assert "eager=nan numeric=0" in results[1].reason
 
 
 def test_two_argument_inputs_are_tuples_and_numpy_values_keep_their_dtype():

@@ -70,7 +70,7 @@ def test_json_schema_and_summary_counts():
     assert data["modes"] == ["eager", "function", "graph"]
     assert data["environment"] == {"tensorflow": "2.17.1", "python": "3.11.9"}
     assert data["summary"] == {"pass": 2, "fail": 1, "xfail": 1, "xpass": 0, "error": 0,
-                               "crash": 0, "timeout": 0, "skip": 0}
+                               "crash": 0, "timeout": 0, "flaky": 0, "skip": 0}
     assert [r["verdict"] for r in data["results"]] == ["pass", "pass", "fail", "xfail"]
 
 

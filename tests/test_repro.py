@@ -51,7 +51,10 @@ def test_seed_reproductions_print_what_the_harness_reports(seed_points, tmp_path
         stdout, stderr = proc.communicate(timeout=300)
         printed = json.loads(stdout.strip().splitlines()[-1])
         name = f"{expected['case']}[{expected['point']}]"
-        assert proc.returncode == (0 if expected["verdict"] == "pass" else 1), (name, stderr[-2000:])
+        # The script compares the modes only: the oracles are the harness's.
+        modes_agree = expected["verdict"] == "pass" or (
+            expected["verdict"] == "xfail" and all(d.startswith("as declared: numeric") for d in expected["details"]))
+        assert proc.returncode == (0 if modes_agree else 1), (name, stderr[-2000:])
         for mode, want in expected["modes"].items():
             got = printed["modes"][mode]
             assert got["status"] == want["status"], (name, mode)

@@ -37,7 +37,9 @@ def test_log1pexp2_prints_the_answers_numbers_in_every_mode(results):
     printed = {"x=1.0": ("1.3132616", "0.7310586", "-1.7182817"), "x=100.0": ("inf", "1.0", "-inf")}
     for point, numbers in printed.items():
         result = results[f"seeds.log1pexp2[{point}]"]
-        assert result.verdict is Verdict.PASS, result.reason
+        # Every mode agrees; the numeric oracle holds the second derivative to be wrong, as declared.
+        assert result.verdict is Verdict.XFAIL, result.reason
+        assert result.oracles["numeric"].differ == (2,)
         for mode in MODES:
             got = [_scalars(result.outcomes[mode], k)[0] for k in range(3)]
             assert got == [np.float32(n) for n in numbers], (point, mode)

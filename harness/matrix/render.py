@@ -14,10 +14,11 @@ __all__ = ["html", "json_text", "markdown"]
 
 # One display row per verdict and per kind of missing cell: (css class, colour, text colour, meaning).
 _LEGEND = (
-    ("pass", "#c9f0d3", "#0f3d1e", "every mode agrees with the reference mode"),
+    ("pass", "#c9f0d3", "#0f3d1e", "every mode agrees with the reference mode, and the oracles match"),
     ("xfail", "#d3e3ff", "#10305f", "the declared deviation happened"),
     ("xpass", "#ffe39a", "#4d3800", "a declared deviation did not happen: often a TensorFlow fix"),
-    ("fail", "#ffb8b8", "#5c0000", "modes disagree, or a gradient is malformed"),
+    ("fail", "#ffb8b8", "#5c0000", "modes disagree, an oracle differs, or a gradient is malformed"),
+    ("flaky", "#ff8fd0", "#4d0030", "a mode's values changed between repeated runs"),
     ("error", "#e4c6ff", "#3d0a66", "the case itself is broken"),
     ("crash", "#4a4a4a", "#ffffff", "a mode killed the process running it"),
     ("timeout", "#ffc58f", "#5c2d00", "a mode ran past its time limit"),

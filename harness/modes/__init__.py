@@ -52,7 +52,8 @@ def parse_modes(text: str) -> tuple[str, ...]:
       ValueError: for an empty list or an unknown name, naming the known ones.
     """
     names = [n.strip() for n in text.split(",") if n.strip()]
-    known = f"'all' (the three core modes), 'full' (all but saved_model_nocg) or a comma list of {', '.join(KNOWN_MODES)}"
+    known = (f"'all' (the three core modes), 'full' (all but saved_model_nocg) or a comma list of "
+             f"{', '.join(KNOWN_MODES)}")
     if not names:
         raise ValueError(f"no mode given: use {known}")
     selected: set[str] = set()

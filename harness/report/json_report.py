@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from harness.records import ModeOutcome, Output, Report, Result
+from harness.records import ModeOutcome, OracleOutcome, Output, Report, Result
 
 __all__ = ["SCHEMA", "render", "to_dict"]
 
@@ -57,7 +57,16 @@ def _mode(outcome: ModeOutcome) -> dict:
     if outcome.error is not None:
         entry.update(error_type=outcome.error.type, error_message=outcome.error.message,
                      stage=outcome.error.stage, error_bases=list(outcome.error.bases))
+    if outcome.note:
+        entry["note"] = outcome.note
+    if outcome.usage is not None:
+        entry["custom_gradients"] = {"ran": list(outcome.usage.ran), "unused": list(outcome.usage.unused)}
     return entry
+
+
+def _oracle(o: OracleOutcome) -> dict:
+    return {"status": o.status, "orders": list(o.orders), "differ": list(o.differ), "details": list(o.details),
+            "note": o.note}
 
 
 def result_dict(result: Result) -> dict:
@@ -70,6 +79,7 @@ def result_dict(result: Result) -> dict:
         "details": list(result.details),
         "rerun": result.rerun,
         "modes": {mode: _mode(o) for mode, o in result.outcomes.items()},
+        "oracles": {name: _oracle(o) for name, o in result.oracles.items()},
     }
 
 

@@ -23,7 +23,8 @@ def _status(outcome: ModeOutcome) -> str:
 
 def line(result: Result) -> str:
     """The result's line and, unless it passed, its explanation and rerun command."""
-    modes = "  ".join(f"{m}:{_status(o)}" for m, o in result.outcomes.items())
+    modes = "  ".join([f"{m}:{_status(o)}" for m, o in result.outcomes.items()]
+                      + [f"{n}:{o.status}" for n, o in result.oracles.items()])
     head = f"{_WORD[result.verdict]:<{_WIDTH}}  {result.name}  order {result.order}  {modes}".rstrip()
     if result.verdict is Verdict.PASS:
         return head

@@ -38,8 +38,14 @@ def _literal(value: np.ndarray) -> str:
     return f"np.array({text(value)}, dtype={numpy_dtype})"
 
 
+# The modes the script writes out. forward and the SavedModel modes take a
+# second process or a pass per element, more than a bug report's script should
+# carry; a report on them names the harness command instead.
+WRITTEN_OUT = ("eager", "no_autograph", "function", "xla", "graph")
+
+
 def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool, command: str) -> str:
-    """The text of repro.py for `case` at `point`."""
+    """The text of repro.py for `case` at `point`, for the selected modes it can write out."""
     target = case.fn if case.fn is not None else case.build
     code = extract(target)
     imports = [line for line in code.imports.splitlines() if line not in _HEADER_IMPORTS]
@@ -55,7 +61,8 @@ def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: boo
         header="\n".join(_HEADER_IMPORTS), imports=("\n".join(imports) + "\n") if imports else "",
         definitions=code.definitions + "\n\n\n" if code.definitions else "",
         make=make, inputs=inputs, names=list(point.names), wrt=list(case.wrt_indices), order_value=case.order,
-        modes=list(modes), unconnected="ZERO" if unconnected_zero else "NONE", tolerances=tolerances,
+        modes=[m for m in modes if m in WRITTEN_OUT], unconnected="ZERO" if unconnected_zero else "NONE",
+        tolerances=tolerances,
         body=_BODY,
     )
 
@@ -159,12 +166,12 @@ _BODY = textwrap.dedent('''
             return failure(e, stage[0])
 
 
-    def run_function():
+    def run_function(**function_options):
         stage = ["build"]
         try:
             fn, variables = make_function()
 
-            @tf.function
+            @tf.function(**function_options)
             def all_orders(*xs):
                 orders = tape_orders(fn, variables, xs, stage)
                 stage[0] = "run"
@@ -276,7 +283,9 @@ _BODY = textwrap.dedent('''
         environment = {"tensorflow": tf.version.VERSION, "tensorflow_git": tf.version.GIT_VERSION,
                        "numpy": np.__version__, "python": platform.python_version(),
                        "platform": platform.platform()}
-        runners = {"eager": run_eager, "function": run_function, "graph": run_graph}
+        runners = {"eager": run_eager, "function": run_function, "graph": run_graph,
+                   "no_autograph": lambda: run_function(autograph=False),
+                   "xla": lambda: run_function(jit_compile=True)}
         results = {mode: runners[mode]() for mode in MODES}
         problems = disagreements(results)
         if "--json" in sys.argv:
