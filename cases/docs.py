@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
+from harness.cases import FORWARD_USES_THE_BODY
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 
@@ -176,6 +177,13 @@ CASES = [
     ),
     Case(
         id="docs.log1pexp",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=100.0"], tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": the body log(1 + e) overflows at x = 100, so its derivative is "
+                       "inf / inf = NaN where grad_fn gives 1",
+            ),
+        ],
         fn=log1pexp,
         points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
         source=_DOCS,
@@ -217,7 +225,7 @@ CASES = [
                     "two gradients for one input",
         expectations=[
             Expectation(
-                modes=["eager", "graph"], outcome="ValueError", tf_versions=">=2.12",
+                modes=["eager", "graph", "forward"], outcome="ValueError", tf_versions=">=2.12",
                 reason="first_order_custom has one input but second_order_and_transpose returns two "
                        "gradients; the eager decorator counts them (custom_gradient.py: 'expected to "
                        "return 1 gradients, but returned 2') and tf.gradients' _VerifyGeneratedGradients "
@@ -252,6 +260,11 @@ CASES = [
     Case(
         id="docs.linear_poly",
         expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": the body w1 * x + w0 gives the true variable gradient [3, 6], not "
+                       "grad_fn's swapped [6, 3]",
+            ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="the docstring's grad_fn returns tf.stack([x ** 1, x ** 0]) summed, [sum(x), n] = [6, 3], "

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
+from harness.cases import FORWARD_USES_THE_BODY
 from harness.cases.patterns import fused_tanh, safe_norm, softplus
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
@@ -57,6 +58,13 @@ def _vector(dtype):
 CASES = [
     Case(
         id="dtypes.log1pexp_float16",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=20.0"], tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": exp(20) overflows float16, so the body's derivative is NaN where "
+                       "grad_fn gives 1",
+            ),
+        ],
         fn=log1pexp,
         points=[{"x": np.float16(1.0)}, {"x": np.float16(20.0)}],
         source=_DOCS,
@@ -65,6 +73,13 @@ CASES = [
     ),
     Case(
         id="dtypes.log1pexp_bfloat16",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=100"], tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": at x = 100 the body's derivative e / (1 + e) is inf / inf = NaN in "
+                       "bfloat16 where grad_fn gives 1",
+            ),
+        ],
         fn=log1pexp,
         points=[{"x": np.array(1.0, _BF16)}, {"x": np.array(100.0, _BF16)}],
         source=_DOCS,
@@ -73,6 +88,13 @@ CASES = [
     ),
     Case(
         id="dtypes.log1pexp_float64",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=800.0"], tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": exp(800) overflows float64, so the body's derivative is NaN where "
+                       "grad_fn gives 1",
+            ),
+        ],
         fn=log1pexp,
         points=[{"x": np.float64(1.0)}, {"x": np.float64(800.0)}],
         source=_DOCS,
@@ -82,6 +104,11 @@ CASES = [
     Case(
         id="dtypes.softplus_float16",
         expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": at x = 0 the body's Maximum sends the tie to x and Abs's derivative "
+                       "is sign(0) = 0, giving 1 where grad_fn gives sigmoid(0) = 0.5",
+            ),
             Expectation(
                 modes=["xla"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="XLA's LogisticExpander (logistic_expander.cc) turns tf.sigmoid into 1 / (1 + exp(-x)) "
@@ -98,6 +125,13 @@ CASES = [
     ),
     Case(
         id="dtypes.softplus_float64",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": at x = 0 the body's Maximum sends the tie to x and Abs's derivative "
+                       "is sign(0) = 0, giving 1 where grad_fn gives sigmoid(0) = 0.5",
+            ),
+        ],
         fn=softplus,
         points=[_vector(np.float64)],
         order=2,
@@ -106,6 +140,13 @@ CASES = [
     ),
     Case(
         id="dtypes.safe_norm_bfloat16",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=[0,0]"], tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": tf.norm's sqrt has derivative 0 * inf = NaN at 0, where grad_fn "
+                       "gives 0",
+            ),
+        ],
         fn=safe_norm,
         points=[{"x": np.array([0.0, 0.0], _BF16)}, {"x": np.array([3.0, 4.0], _BF16)}],
         source=f"{_DOCS} (pattern: a finite gradient where the true one is NaN)",

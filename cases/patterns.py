@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
+from harness.cases import FORWARD_USES_THE_BODY
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 _RECOMPUTE = "https://www.tensorflow.org/api_docs/python/tf/recompute_grad"
@@ -189,6 +190,10 @@ CASES = [
         id="patterns.gradient_reversal",
         expectations=[
             Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": the body tf.identity gives 1 where grad_fn gives -0.5",
+            ),
+            Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="gradient reversal by design: -0.5 dy backward through an identity, whose true derivative is 1",
             ),
@@ -231,6 +236,10 @@ CASES = [
         id="patterns.clip_gradient_by_value",
         expectations=[
             Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": the body tf.identity passes 18x through unclipped",
+            ),
+            Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="the upstream gradient is clipped to [-1, 1] by design; the true derivative of (3x)**2 is 18x",
             ),
@@ -243,6 +252,10 @@ CASES = [
     Case(
         id="patterns.clip_gradient_by_norm",
         expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": the body tf.identity passes 18x through unscaled",
+            ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="the upstream gradient is rescaled to norm 1 by design; the true derivative of (3x)**2 is 18x",
@@ -257,6 +270,10 @@ CASES = [
         id="patterns.scale_gradient",
         expectations=[
             Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": the body tf.identity gives 18x, not grad_fn's 1.8x",
+            ),
+            Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
                 reason="the upstream gradient is scaled by 0.1 by design; the true derivative of (3x)**2 is 18x",
             ),
@@ -268,6 +285,13 @@ CASES = [
     ),
     Case(
         id="patterns.safe_sqrt",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": tf.sqrt's derivative is inf at x = 0, and 0 * inf = NaN spreads to "
+                       "the other elements through the sum over outputs",
+            ),
+        ],
         fn=safe_sqrt,
         points=[{"x": np.array([0.0, 0.25, 4.0], np.float32)}],
         source=_pattern("a finite gradient where the true one is infinite"),
@@ -275,6 +299,13 @@ CASES = [
     ),
     Case(
         id="patterns.safe_norm",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=[0.0,0.0,0.0]"], tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": tf.norm's sqrt has derivative 0 * inf = NaN at 0, where grad_fn "
+                       "gives 0",
+            ),
+        ],
         fn=safe_norm,
         points=[{"x": np.array([0.0, 0.0, 0.0], np.float32)}, {"x": np.array([3.0, 4.0, 0.0], np.float32)}],
         source=_pattern("a finite gradient where the true one is NaN"),
@@ -293,6 +324,13 @@ CASES = [
     ),
     Case(
         id="patterns.softplus",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": at x = 0 the body's Maximum sends the tie to x and Abs's derivative "
+                       "is sign(0) = 0, giving 1 where grad_fn gives sigmoid(0) = 0.5",
+            ),
+        ],
         fn=softplus,
         points=[{"x": np.array([-100.0, -1.0, 0.0, 1.0, 100.0], np.float32)}],
         order=2,
@@ -318,6 +356,14 @@ CASES = [
     ),
     Case(
         id="patterns.recompute_grad",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome="NotImplementedError", tf_versions=">=2.16",
+                reason="recompute_grad runs its body with recording stopped, so forward mode needs grad_fn transposed, "
+                       "and recompute_grad's transpose (custom_gradient.py) refuses: 'Consider not using "
+                       "recompute_grad in forward mode autodiff'",
+            ),
+        ],
         build=build_recompute_grad,
         points=[{"x": np.array([0.0, 0.5, 1.0], np.float32)}],
         wrt_variables=True,
@@ -336,7 +382,7 @@ CASES = [
                     "NotImplementedError in every mode",
         expectations=[
             Expectation(
-                modes=["eager", "no_autograph", "function", "xla", "graph"], outcome="NotImplementedError",
+                modes=["eager", "no_autograph", "function", "xla", "graph", "forward"], outcome="NotImplementedError",
                 tf_versions=">=2.16",
                 reason="recompute_grad returns its gradients from an inner custom gradient whose own "
                        "gradient function, `transpose`, raises NotImplementedError ('recompute_grad tried "

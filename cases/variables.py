@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
+from harness.cases import FORWARD_USES_THE_BODY
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 
@@ -165,7 +166,8 @@ CASES = [
                     "in every mode, at the call",
         expectations=[
             Expectation(
-                modes=["eager", "no_autograph", "function", "xla", "graph"], outcome="TypeError", tf_versions=">=2.16",
+                modes=["eager", "no_autograph", "function", "xla", "graph", "forward"], outcome="TypeError",
+                tf_versions=">=2.16",
                 reason="both decorators check grad_fn's signature when the function reads a variable "
                        "and raise '@tf.custom_gradient grad_fn must accept keyword argument "
                        "'variables''; the docstring makes it a requirement",
@@ -193,6 +195,10 @@ CASES = [
     Case(
         id="variables.cond_in_grad_fn",
         expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=-5.0"], tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": the body w * x gives w = 2 where grad_fn's tf.cond gives 0",
+            ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, points=["x=-5.0"], tf_versions=">=2.16",
                 reason="grad_fn returns 0 for negative x by design (its tf.cond on x > 0), where the derivative of "
