@@ -5,6 +5,7 @@ the StackOverflow seed's printed values, or TensorFlow's documented behaviour.
 """
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -187,3 +188,16 @@ def test_the_ladder_modes_run_the_seed(mode):
     [r] = run(case, modes=("eager", mode))
     assert r.verdict is Verdict.PASS, r.reason
     assert r.outcomes[mode].orders == r.outcomes["eager"].orders
+
+
+def test_the_readme_case_file_runs_as_the_readme_says(tmp_path):
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = text.index("```python\nimport numpy as np\nimport tensorflow as tf\nfrom harness import VALUES_DIFFER")
+    source = text[start + len("```python\n"):text.index("```", start + 10)]
+    namespace: dict = {}
+    exec(compile(source, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
+    [case] = namespace["CASES"]
+    results = run(case)
+    assert [r.verdict for r in results] == [Verdict.PASS, Verdict.XFAIL]
+    assert [r.oracles["reference"].status for r in results] == ["match", "differ"]
+    assert all(r.oracles["analytic"].status == "match" for r in results)
