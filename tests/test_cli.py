@@ -196,3 +196,29 @@ def test_case_file_can_import_a_module_beside_it(tmp_path):
     proc = harness(f"--case_file={cases}")  # run from the repository, not from tmp_path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS     mine.triple[x=1.0]" in proc.stdout
+
+
+def test_workers_see_the_keyword_call_fall_back_and_repeat_finds_a_flaky_case(tmp_path):
+    # One run, two checks that need the real workers (they install the probe before loading cases).
+    out = tmp_path / "r.json"
+    flaky = os.path.join(REPO, "tests", "data", "flaky_cases.py")
+    proc = harness("--cases=regressions.kwargs_65839,flaky.*", "--library", f"--case_file={flaky}",
+                   "--repeat=2", "--nonumeric", f"--json_out={out}")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    results = {r["case"]: r for r in json.loads(out.read_text())["results"]}
+    kwargs = results["regressions.kwargs_65839"]
+    # tensorflow#65839: eager runs bar_65839's forward and never its grad; the others raise at the call.
+    assert kwargs["verdict"] == "xfail", kwargs["reason"]
+    assert kwargs["modes"]["eager"]["custom_gradients"] == {"ran": ["bar_65839"], "unused": ["bar_65839"]}
+    assert any("as declared: eager gradient unused" in d for d in kwargs["details"])
+    noisy = results["flaky.unseeded_uniform"]
+    assert noisy["verdict"] == "flaky"
+    assert "results change between runs" in noisy["reason"]
+    assert "--repeat=2" in noisy["rerun"] and "--nonumeric" in noisy["rerun"]
+    assert "1 flaky" in proc.stdout
+
+
+def test_full_selects_the_extra_modes_but_not_saved_model_nocg():
+    proc = harness("--mode=full,bogus", "--list")
+    assert proc.returncode == 2
+    assert "unknown mode 'bogus'" in proc.stderr and "'full' (all but saved_model_nocg)" in proc.stderr

@@ -213,3 +213,14 @@ def test_a_fallback_expectation_is_not_judged_where_use_is_not_observed():
     r = run(make_case(e), ok("eager"), ok("function"))
     assert r.verdict is Verdict.PASS
     assert any("gradient use is not observed in this run" in d for d in r.details)
+
+
+def test_mode_names_all_full_and_lists_keep_the_ladder_order():
+    from harness.modes import parse_modes
+
+    assert parse_modes("all") == ("eager", "function", "graph")
+    assert parse_modes("full") == ("eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model")
+    assert parse_modes("graph,xla,all") == ("eager", "function", "xla", "graph")
+    assert parse_modes("full,saved_model_nocg")[-1] == "saved_model_nocg"
+    with pytest.raises(ValueError, match="unknown mode 'jit'"):
+        parse_modes("all,jit")
