@@ -1,0 +1,132 @@
+"""The SavedModel modes' loader process: loads what a worker saved and differentiates it.
+
+It runs as `python -m harness.modes._saved_model_loader`, started by
+harness/modes/saved_model.py, and must stay a process that never ran the
+case's Python code: it imports TensorFlow, NumPy and harness.modes._tf (with
+harness.case and harness.records), never a case module, so the only gradients
+it knows are TensorFlow's own and those the SavedModel brought
+(tensorflow#40166).
+
+Protocol, one JSON line each way, arrays in pickle files (np.savez would turn
+ml_dtypes' bfloat16 into raw bytes):
+
+  request on stdin: {"folder": F, "points": [i, ...], "order": K, "wrt": [argument index, ...],
+                     "unconnected_zero": bool}
+    F/model is the SavedModel: one tf.function per input signature, each returning its
+    outputs as a flat list, and `sources`, the differentiated variables in order;
+    F/points.pkl holds, for every point of the case, (function name, [NumPy value per argument]).
+  one reply line per requested point, in order, as soon as it is done:
+    {"point": i, "error": null or {"type", "bases", "message", "stage"}}
+    with F/result-i.pkl holding the orders computed (all of them, or those before the error),
+    each a list of NumPy values or None.
+
+Stages: "load", "forward", "order K".
+
+Loading a SavedModel with saved gradients registers each under a new name
+from this process's counter, "CustomGradient-N" (function_deserialization.py),
+and a gradient that was not saved keeps the saving process's name verbatim
+(_fix_fdef_in_place). Had an earlier case left a registration of the same
+name behind, that op would silently get the earlier case's gradient instead
+of none; so each request's registrations are removed when it is done, and
+every case meets the registry of a process that never loaded anything.
+
+Replies go to a private copy of the original stdout; file descriptor 1 then
+points at stderr, so nothing else TensorFlow or Python prints can corrupt them. The process exits at the end of
+stdin, and also, from a watchdog thread, when its parent (the worker) is gone
+while it is busy: a worker killed for a timeout must not leave a loader
+running a hung function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pickle
+import sys
+import threading
+import time
+from typing import Iterator, Sequence
+
+__all__ = ["main", "serve"]
+
+
+class _Loaded:
+    """What tape_orders needs of a Subject: the loaded function and the sources at xs."""
+
+    def __init__(self, fn, wrt: Sequence[int], variables: Sequence):
+        self.fn = fn
+        self.wrt = list(wrt)
+        self.variables = list(variables)
+
+    def sources(self, xs: Sequence) -> list:
+        return [xs[i] for i in self.wrt] + self.variables
+
+
+def serve(request: dict) -> Iterator[dict]:
+    """Runs the requested points of one saved case; yields one reply per point.
+
+    A failed load is every point's error: each point tries again, so the reply
+    for each says what happened to it.
+    """
+    from tensorflow.python.framework import ops  # noqa: PLC0415 - loaded in main
+
+    registry = ops.gradient_registry
+    before = set(registry.list())
+    try:
+        yield from _run_points(request)
+    finally:
+        # Only the loaded custom gradients: a TensorFlow module imported on the way
+        # may have registered the gradients of ordinary ops, which must stay.
+        for name in set(registry.list()) - before:
+            if name.startswith("CustomGradient-"):
+                del registry._registry[name]  # noqa: SLF001 - Registry has no public way to forget
+
+
+def _run_points(request: dict) -> Iterator[dict]:
+    from harness.modes._tf import Progress, error_info, tape_orders, tf  # noqa: PLC0415 - loaded in main
+    from harness.records import RunOptions  # noqa: PLC0415
+
+    folder = request["folder"]
+    with open(os.path.join(folder, "points.pkl"), "rb") as f:
+        points = pickle.load(f)
+    options = RunOptions(unconnected_zero=request["unconnected_zero"])
+    loaded = None
+    for index in request["points"]:
+        name, values = points[index]
+        progress = Progress()
+        error = None
+        try:
+            if loaded is None:
+                progress.stage = "load"
+                loaded = tf.saved_model.load(os.path.join(folder, "model"))
+            subject = _Loaded(getattr(loaded, name), request["wrt"], loaded.sources)
+            tape_orders(subject, [tf.constant(v) for v in values], request["order"], options, progress)
+        except Exception as e:  # noqa: BLE001 - TensorFlow's and the saved function's errors are results
+            error = dataclasses.asdict(error_info(e, progress.stage))
+        with open(os.path.join(folder, f"result-{index}.pkl"), "wb") as f:
+            pickle.dump([[None if t is None else t.numpy() for t in o] for o in progress.done], f)
+        yield {"point": index, "error": error}
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(1)
+
+
+def main() -> None:
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import harness.modes._tf  # noqa: F401, PLC0415 - TensorFlow comes in here, before the first request
+
+    threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
+    for line in sys.stdin:
+        for reply in serve(json.loads(line)):
+            replies.write(json.dumps(reply) + "\n")
+            replies.flush()
+
+
+if __name__ == "__main__":
+    main()
