@@ -16,3 +16,12 @@ FORWARD_USES_THE_BODY = (
     "ForwardAccumulator::Accumulate (tape.h) keeps a tensor's first JVP and drops the one "
     "ForwardpropFromTape transposes from grad_fn"
 )
+
+# Why a SavedModel loses a custom gradient's own custom gradient (checked by
+# saving a nested one and loading it in a fresh process: order 1 alone works).
+SAVED_MODEL_DROPS_INNER = (
+    "save.py's _trace_gradient_functions traces the exported functions' gradients once, so a custom "
+    "gradient inside a traced gradient function is never saved (loading warns 'with ops with unsaved "
+    "custom gradients', function_deserialization._fix_fdef_in_place); under a second tape the loaded "
+    "function builds its higher-order backward at once and finds no gradient for the inner IdentityN"
+)

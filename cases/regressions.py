@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectation
+from harness.cases import FORWARD_USES_THE_BODY, SAVED_MODEL_DROPS_INNER
 
 _ISSUE = "https://github.com/tensorflow/tensorflow/issues/{}"
 
@@ -137,7 +138,8 @@ CASES = [
                        "gradient is 2(x - y)/3 instead of the custom 1000 times that",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla", "graph"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla", "graph", "saved_model"], outcome="ValueError",
+                tf_versions=">=2.16",
                 reason="the graph-mode decorator refuses keyword arguments ('The custom_gradient "
                        "decorator currently supports keywords arguments only when eager execution is "
                        "enabled'); the eager one accepts them but records the custom op with the "
@@ -155,13 +157,14 @@ CASES = [
                     "gradient is taken (grad returns 2 gradients for 1 positional input)",
         expectations=[
             Expectation(
-                modes=["eager"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["eager", "forward"], outcome="ValueError", tf_versions=">=2.16",
                 reason="the eager decorator counts only positional arguments as inputs, so grad's two "
                        "gradients fail its check 'expected to return 1 gradients, but returned 2' at "
                        "order 1 (tensorflow/tensorflow#77559 reports the same)",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla", "graph"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla", "graph", "saved_model"], outcome="ValueError",
+                tf_versions=">=2.16",
                 reason="the graph-mode decorator refuses any keyword argument at the call",
             ),
         ],
@@ -175,7 +178,7 @@ CASES = [
                     "graph, InternalError in tf.function; no mode aborts",
         expectations=[
             Expectation(
-                modes=["eager", "graph"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["eager", "graph", "forward", "saved_model"], outcome="ValueError", tf_versions=">=2.16",
                 reason="the eager decorator now counts the gradients ('expected to return 1 gradients, "
                        "but returned 0'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
                        "gradient count",
@@ -197,7 +200,7 @@ CASES = [
                     "ValueError in eager and graph, InternalError in tf.function",
         expectations=[
             Expectation(
-                modes=["eager", "graph"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["eager", "graph", "forward", "saved_model"], outcome="ValueError", tf_versions=">=2.16",
                 reason="the eager decorator counts the gradients ('expected to return 1 gradients, but "
                        "returned 2'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
                        "gradient count",
@@ -211,6 +214,14 @@ CASES = [
     ),
     Case(
         id="regressions.nested_none_34503",
+        expectations=[
+            Expectation(
+                modes=["forward"], outcome="TypeError", tf_versions=">=2.16",
+                reason="ForwardpropFromTape watches the ones it passes as dy, so the inner custom function of dy is "
+                       "recorded, and transposing it calls grad2(dx, ddy) with one argument; reverse mode never "
+                       "records that op",
+            ),
+        ],
         fn=op_34503,
         points=[{"x": np.float32(0.5)}],
         order=2,
@@ -221,6 +232,15 @@ CASES = [
     Case(
         id="regressions.nested_workaround_34503",
         expectations=[
+            Expectation(
+                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+            ),
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                reason="the inner body (ones_like) has no JVP, so ForwardpropFromTape differentiates grad2 with "
+                       "respect to its upstream dx2; grad2 returns constants that ignore it, so order 2 is None "
+                       "(unconnected) where reverse mode reads grad2's 1",
+            ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, orders=[2], tf_versions=">=2.16",
                 reason="grad2 returns 1 for x by construction, the value the issue expects to see; the true second "
@@ -243,13 +263,18 @@ CASES = [
                     "0.679 = the sum of the right [0.603, 0.076]; tf.gradients rejects its shape",
         expectations=[
             Expectation(
+                modes=["forward"], outcome="InvalidArgumentError", tf_versions=">=2.16",
+                reason="transposing grad_fn feeds beta's (2,) tangent as the upstream gradient of the () beta "
+                       "gradient that nn_impl.swish's grad_fn reduces to, and _SumGrad's reshape fails",
+            ),
+            Expectation(
                 modes=["eager", "no_autograph", "function", "xla"], outcome=BAD_GRADIENT, tf_versions=">=2.16",
                 reason="silu's grad_fn reduces the beta gradient with an unconditional reduce_sum "
                        "(nn_impl.swish), and a GradientTape passes a gradient on without checking its "
                        "shape against the input's",
             ),
             Expectation(
-                modes=["graph"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["graph", "saved_model"], outcome="ValueError", tf_versions=">=2.16",
                 reason="tf.gradients sets each input gradient's shape to its input's "
                        "(gradients_util._GradientsHelper) and raises 'Incompatible shapes between op "
                        "input and calculated input gradient' for the () gradient of the (2,) beta",
@@ -264,6 +289,11 @@ CASES = [
         description="a custom gradient saved in a SavedModel and differentiated in a process that never ran "
                     "its Python: 0.5 and 1.0 with the saved gradient function, LookupError without it",
         expectations=[
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=100.0"], tf_versions=">=2.16",
+                reason=FORWARD_USES_THE_BODY + ": the body log(1 + e) overflows at x = 100, so its derivative is "
+                       "inf / inf = NaN where grad_fn gives 1",
+            ),
             Expectation(
                 modes=["saved_model_nocg"], outcome="LookupError", tf_versions=">=2.16",
                 reason="saved with SaveOptions(experimental_custom_gradients=False), the IdentityN op keeps "

@@ -166,7 +166,8 @@ CASES = [
                     "in every mode, at the call",
         expectations=[
             Expectation(
-                modes=["eager", "no_autograph", "function", "xla", "graph", "forward"], outcome="TypeError",
+                modes=["eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model"],
+                outcome="TypeError",
                 tf_versions=">=2.16",
                 reason="both decorators check grad_fn's signature when the function reads a variable "
                        "and raise '@tf.custom_gradient grad_fn must accept keyword argument "
@@ -183,7 +184,8 @@ CASES = [
                     "tf.cond branch: gradient w = 2, but tf.function raises AttributeError",
         expectations=[
             Expectation(
-                modes=["no_autograph", "function", "xla"], outcome="AttributeError", tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla", "saved_model"], outcome="AttributeError",
+                tf_versions=">=2.16",
                 reason="the variable is created eagerly, so grad_fn's read inside the If op's gradient "
                        "branch captures its handle, an EagerTensor, directly; cond_v2._resolve_grad_inputs "
                        "asks every external capture for .graph, which an EagerTensor does not have. The v1 "
