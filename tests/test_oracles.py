@@ -201,3 +201,12 @@ def test_the_readme_case_file_runs_as_the_readme_says(tmp_path):
     assert [r.verdict for r in results] == [Verdict.PASS, Verdict.XFAIL]
     assert [r.oracles["reference"].status for r in results] == ["match", "differ"]
     assert all(r.oracles["analytic"].status == "match" for r in results)
+
+
+def test_the_ladder_names_tracing_as_the_step_where_results_part():
+    traced_differently = lambda x: x * (2.0 if tf.executing_eagerly() else 3.0)  # noqa: E731
+    [r] = run(_case(traced_differently, [np.float32(1.0)]),
+              modes=("eager", "no_autograph", "function", "xla", "graph"), numeric=False)
+    assert r.verdict is Verdict.FAIL
+    assert r.details[1].startswith("along the ladder eager > no_autograph > function > xla > graph: the "
+                                   "results part between eager and no_autograph")
