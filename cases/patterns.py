@@ -183,6 +183,23 @@ def moving_average_pass_through(x):
     return tf.grad_pass_through(lambda v: tf.round(v * 4.0) / 4.0)(x)
 
 
+@tf.custom_gradient
+def numpy_sinh(x):
+    """An op TensorFlow lacks, computed by NumPy, with its derivative by NumPy too."""
+
+    def grad(dy):
+        return dy * tf.numpy_function(np.cosh, [x], tf.float32, stateful=False)
+
+    return tf.ensure_shape(tf.numpy_function(np.sinh, [x], tf.float32, stateful=False), x.shape), grad
+
+
+def softplus_of_abs(x):
+    """A Python `if` on a tensor around a custom gradient: AutoGraph turns it into tf.cond."""
+    if tf.reduce_sum(x) > 0:
+        return softplus(x)
+    return softplus(-x)
+
+
 _VECTOR = {"x": np.array([-2.0, -0.3, 0.0, 0.4, 1.7], np.float32)}
 
 CASES = [
@@ -418,5 +435,50 @@ CASES = [
         points=[{"x": np.array([0.1, 0.3, 0.9], np.float32)}],
         source=_PASS_THROUGH,
         description="tf.grad_pass_through of quantisation to quarters: [0, 0.25, 1] forward, gradient 1",
+    ),
+    Case(
+        id="patterns.numpy_function_op",
+        fn=numpy_sinh,
+        points=[{"x": np.array([0.5, -1.0], np.float32)}],
+        source=_pattern("wrapping a NumPy function as an op, tf.numpy_function with a custom gradient"),
+        description="sinh and its derivative cosh computed by NumPy: [0.521, -1.175] and [1.128, 1.543]",
+        reference=tf.sinh,
+        analytic=lambda x: {0: np.sinh(x), 1: np.cosh(x)},
+        skip_modes={
+            "saved_model": "tf.numpy_function runs a Python function of this process: a SavedModel holds the "
+                           "op but not the function, so a loading process cannot run it",
+            "saved_model_nocg": "tf.numpy_function runs a Python function of this process: a SavedModel holds "
+                                "the op but not the function, so a loading process cannot run it",
+        },
+        expectations=[
+            Expectation(
+                modes=["xla"], outcome="InvalidArgumentError", tf_versions=">=2.16",
+                reason="XLA cannot compile Python: there is no XLA kernel for the PyFuncStateless op "
+                       "('Detected unsupported operations when trying to compile graph')",
+            ),
+        ],
+    ),
+    Case(
+        id="patterns.python_branch",
+        fn=softplus_of_abs,
+        points=[{"x": np.float32(1.0)}, {"x": np.float32(-2.0)}],
+        source=_pattern("a Python if on a tensor around a custom gradient"),
+        description="softplus(|x|) chosen by a Python if: AutoGraph converts it in tf.function; without "
+                    "AutoGraph (no_autograph, the v1 graph) the if cannot be traced",
+        reference=lambda x: tf.math.softplus(tf.abs(x)),
+        expectations=[
+            Expectation(
+                modes=["no_autograph", "graph"], outcome="OperatorNotAllowedInGraphError", tf_versions=">=2.16",
+                reason="a Python `if` on a symbolic tensor needs AutoGraph to become tf.cond; "
+                       "tf.function(autograph=False) and a plain tf.Graph have none",
+            ),
+            Expectation(
+                modes=["saved_model"], outcome="AssertionError", tf_versions=">=2.16",
+                reason="after the round trip, the If op's gradient meets the saved custom gradient function's "
+                       "captures, which live in neither the branch graph nor its outer graph, and "
+                       "cond_v2._resolve_grad_inputs asserts t.graph == cond_graph; the same cond with plain "
+                       "softplus differentiates fine after loading (tensorflow#40795, fixed for that case)",
+            ),
+        ],
     ),
 ]

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from harness import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectation
 from harness.cases import FORWARD_USES_THE_BODY, SAVED_MODEL_DROPS_INNER
+from harness.cases.docs import log1pexp
 
 _ISSUE = "https://github.com/tensorflow/tensorflow/issues/{}"
 
@@ -108,18 +109,10 @@ _POINT_127690 = {"features": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32),
 # (TF 2.1): "Currently when a saved model is loaded, a custom gradient is not
 # loaded", and differentiating the loaded model fails with "LookupError: No
 # gradient defined for operation '_namespace_/IdentityN' (op type: IdentityN)".
-# The report has no code: this is the tf.custom_gradient docstring's log1pexp,
-# whose gradient at x = 100 is 1.0 where ordinary autodiff of its body gives
-# nan, so a loaded model that fell back to the body's gradient would show.
-@tf.custom_gradient
-def log1pexp_40166(x):
-    e = tf.exp(x)
-
-    def grad(upstream):
-        return upstream * (1 - 1 / (1 + e))
-
-    return tf.math.log(1 + e), grad
-
+# The report has no code: the case uses the tf.custom_gradient docstring's
+# log1pexp (imported from docs), whose gradient at x = 100 is 1.0 where ordinary
+# autodiff of its body gives nan, so a loaded model that fell back to the body's
+# gradient would show.
 
 CASES = [
     Case(
@@ -283,7 +276,7 @@ CASES = [
     ),
     Case(
         id="regressions.saved_model_40166",
-        fn=log1pexp_40166,
+        fn=log1pexp,
         points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
         source=_ISSUE.format(40166),
         description="a custom gradient saved in a SavedModel and differentiated in a process that never ran "

@@ -247,6 +247,7 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
             deviations.append(f"{name}: expected {e.describe()}; got instead: " + _oracle_line(o))
         else:
             (met if o.status == "differ" else unmet).append((name, e))
+            notes += [f"{name}: {line}" for line in o.details]
 
     unexpected_build = [o for o in broken if o.mode not in dict(met)]
     if unexpected_build:

@@ -14,13 +14,21 @@ to the baseline, the three core modes without the numeric oracle:
   full           --mode full                     (every mode but saved_model_nocg, numeric on)
 
 Every process includes interpreter start-up and the TensorFlow import
-(several seconds), so the added seconds are printed beside the ratios. A
+(several seconds), so the added seconds are printed beside the ratios, and a
+`startup` run (the baseline on one cheap case, seeds.subtract_square) is
+subtracted from every median to give the ratio of the cases' own time. A
 variant whose run ends with failing verdicts (exit 1) is still timed; exit
 status 2 or a signal stops the benchmark.
+
+With --breakdown it also times, in one process and without workers, each
+mode's runner and the oracles on every library case (`--runs` passes, the
+median per part), which separates a small cost from the noise of whole
+processes.
 
 Usage (from the repository root):
   python scripts/bench_modes.py --runs 3
   python scripts/bench_modes.py --runs 3 --variants baseline,numeric,+xla
+  python scripts/bench_modes.py --runs 3 --variants baseline --breakdown
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_seeds import ROOT, child_cpu, tensorflow_version  # noqa: E402
 
 VARIANTS = {
+    "startup": ["--mode", "all", "--nonumeric", "--cases", "seeds.subtract_square"],
     "baseline": ["--mode", "all", "--nonumeric"],
     "numeric": ["--mode", "all"],
     "numeric_full": ["--mode", "all", "--numeric_full"],
@@ -59,19 +68,58 @@ def timed(name: str, command: list[str], env: dict[str, str]) -> tuple[float, fl
     return elapsed, cpu, summary
 
 
+def breakdown(runs: int) -> None:
+    """Seconds per mode runner and for the oracles over the whole library, in this process."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.path.insert(0, str(ROOT))
+    from harness import modes, oracles, probe  # noqa: PLC0415 - TensorFlow comes in here
+    from harness.loader import builtin_cases  # noqa: PLC0415
+    from harness.records import RunOptions, Status  # noqa: PLC0415
+
+    probe.install()
+    cases = builtin_cases()
+    parts: dict[str, list[float]] = {}
+    for _ in range(runs + 1):  # the first pass warms caches and is not counted
+        times: dict[str, float] = {}
+        for case in cases:
+            eager = None
+            for mode in modes.FULL_MODES:
+                start = time.perf_counter()
+                outcomes = modes.runner(mode).run(case, RunOptions())
+                times[mode] = times.get(mode, 0.0) + time.perf_counter() - start
+                eager = outcomes if mode == "eager" else eager
+            for full, name in ((False, "numeric"), (True, "numeric_full")):
+                start = time.perf_counter()
+                for point, outcome in zip(case.points, eager):
+                    if outcome.status is Status.OK:
+                        oracles.check(case, point, outcome, RunOptions(numeric_full=full))
+                times[name] = times.get(name, 0.0) + time.perf_counter() - start
+        for name, seconds in times.items():
+            parts.setdefault(name, []).append(seconds)
+    core = sum(statistics.median(parts[m][1:]) for m in modes.CORE_MODES)
+    print(f"\nin-process breakdown over {len(cases)} cases ({runs} passes, medians):")
+    print(f"{'part':<14} {'seconds':>8} {'vs the 3 core modes':>20}")
+    for name, seconds in parts.items():
+        median = statistics.median(seconds[1:])
+        print(f"{name:<14} {median:8.2f} {median / core:20.2f}")
+    print(f"{'core modes':<14} {core:8.2f} {1.0:20.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="timed runs of each variant (default 3)")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1: the steadiest figures)")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma list from " + ",".join(VARIANTS))
     parser.add_argument("--python", default=sys.executable, help="interpreter to run with")
+    parser.add_argument("--breakdown", action="store_true", help="also time each part in this process")
     args = parser.parse_args()
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown or args.runs < 1:
         parser.error(f"unknown variant {unknown[0]!r}" if unknown else "--runs must be at least 1")
-    if "baseline" not in names:
-        names.insert(0, "baseline")
+    for required in ("baseline", "startup"):
+        if required not in names:
+            names.insert(0, required)
 
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     commands = {n: [args.python, "-m", "harness", f"--jobs={args.jobs}", *VARIANTS[n]] for n in names}
@@ -88,10 +136,14 @@ def main() -> int:
             print(f"run {i + 1}  {name:<14} wall {w:7.2f} s  cpu {c:7.2f} s  {summary}", flush=True)
 
     base, base_cpu = statistics.median(wall["baseline"]), statistics.median(cpu["baseline"])
-    print(f"\n{'variant':<14} {'median wall':>11} {'ratio':>6} {'added':>8} {'cpu ratio':>9}")
+    fixed = statistics.median(wall["startup"])
+    print(f"\n{'variant':<14} {'median wall':>11} {'ratio':>6} {'added':>8} {'cpu ratio':>9} {'case-time ratio':>15}")
     for name in names:
         w, c = statistics.median(wall[name]), statistics.median(cpu[name])
-        print(f"{name:<14} {w:9.2f} s {w / base:6.2f} {w - base:+7.2f}s {c / base_cpu:9.2f}")
+        cases = (w - fixed) / (base - fixed) if name != "startup" else float("nan")
+        print(f"{name:<14} {w:9.2f} s {w / base:6.2f} {w - base:+7.2f}s {c / base_cpu:9.2f} {cases:15.2f}")
+    if args.breakdown:
+        breakdown(args.runs)
     return 0
 
 

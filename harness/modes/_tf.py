@@ -99,10 +99,11 @@ class Subject:
     are the trainable ones the case's builder created, in creation order.
     """
 
-    def __init__(self, case: Case, fn: Callable, variables: Sequence):
+    def __init__(self, case: Case, fn: Callable, variables: Sequence, created: Sequence = ()):
         self.case = case
         self.fn = fn
         self.variables = list(variables)
+        self.created = list(created)  # every variable the builder made, differentiated or not
 
     def sources(self, xs: Sequence) -> list:
         return [xs[i] for i in self.case.wrt_indices] + self.variables
@@ -153,7 +154,7 @@ def build_subject(case: Case) -> Subject:
     if case.wrt_variables and not variables:
         raise ValueError("wrt_variables is set but build() created no trainable variable; create the "
                          "variables (or build the Keras layers) inside build()")
-    return Subject(case, fn, variables)
+    return Subject(case, fn, variables, created)
 
 
 def build_error(case: Case, mode: str, exc: BaseException, points: Sequence[Point]) -> list[ModeOutcome]:

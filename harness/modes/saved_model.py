@@ -133,13 +133,13 @@ class _Mode:
         """Runs every point of `case`: builds and saves here, loads and differentiates in the loader."""
         _running_loader()  # starts importing TensorFlow while this process traces and saves
         try:
-            subject, created = _build(case)
+            subject = build_subject(case)
         except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
             return build_error(case, self.NAME, e, case.points)
         folder = tempfile.mkdtemp(prefix=f"harness-{self.NAME}-")
         try:
             try:
-                names = _save(subject, created, case.points, os.path.join(folder, "model"), self.custom_gradients)
+                names = _save(subject, case.points, os.path.join(folder, "model"), self.custom_gradients)
             except Exception as e:  # noqa: BLE001 - tracing runs the case's code; saving may refuse it
                 return [subject.error(self.NAME, e, "save", p) for p in case.points]
             with open(os.path.join(folder, "points.pkl"), "wb") as f:
@@ -198,29 +198,16 @@ def _crash(mode: str, subject: Subject, point: Point, message: str) -> ModeOutco
                        error=ErrorInfo(type=Status.CRASH.value, bases=(), message=message, stage="run"))
 
 
-def _build(case: Case) -> tuple[Subject, list]:
-    """The subject, and every variable its builder created.
+def _save(subject: Subject, points: Sequence[Point], path: str, custom_gradients: bool) -> list[str]:
+    """Saves one tf.function per input signature at `path`; returns each point's function name.
 
-    The saved module must track each variable a saved function captures
-    (tf.saved_model.save refuses an untracked one), not only the
-    differentiated ones: Keras layers also make non-trainable ones.
+    The module tracks every variable the builder created, not only the
+    differentiated ones: tf.saved_model.save refuses a function that captures
+    an untracked variable, and Keras layers also make non-trainable ones.
     """
-    created = []
-
-    def record(next_creator, **kwargs):
-        variable = next_creator(**kwargs)
-        created.append(variable)
-        return variable
-
-    with tf.variable_creator_scope(record):
-        return build_subject(case), created
-
-
-def _save(subject: Subject, created: list, points: Sequence[Point], path: str, custom_gradients: bool) -> list[str]:
-    """Saves one tf.function per input signature at `path`; returns each point's function name."""
     module = tf.Module()
     module.sources = list(subject.variables)  # the loader differentiates these, in this order
-    module.created = created
+    module.created = subject.created
 
     def call(*xs):
         return flat_outputs(subject.fn(*xs))
