@@ -175,13 +175,12 @@ def _upcast(value: np.ndarray) -> np.ndarray:
 
 
 def _upcast_variable(next_creator, **kwargs):
-    dtype = kwargs.get("dtype")
+    """Creates a floating variable as float64, from the value the builder gave."""
     initial = kwargs.get("initial_value")
-    probe = initial() if callable(initial) else initial
-    probe_dtype = tf.as_dtype(dtype) if dtype is not None else tf.convert_to_tensor(probe).dtype
-    if probe_dtype.is_floating:
-        kwargs["initial_value"] = tf.cast(probe, tf.float64)
-        kwargs["dtype"] = tf.float64
+    value = initial() if callable(initial) else initial
+    dtype = kwargs.get("dtype")
+    if (tf.as_dtype(dtype) if dtype is not None else tf.convert_to_tensor(value).dtype).is_floating:
+        kwargs.update(initial_value=tf.cast(value, tf.float64), dtype=tf.float64)
     return next_creator(**kwargs)
 
 
@@ -189,50 +188,48 @@ def _seed(case: Case, point: Point) -> int:
     return int.from_bytes(hashlib.sha256(f"{case.id}[{point.label}]".encode()).digest()[:4], "little")
 
 
-def _directions(bases: Sequence[np.ndarray], full: bool, seed: int) -> list[tuple[str, list[np.ndarray]]]:
-    """(name, unit shift per source) pairs: one-hot elements, or seeded random unit vectors."""
-    sizes = [b.size for b in bases]
-    if full or sum(sizes) <= DIRECTIONS:
+@dataclasses.dataclass(frozen=True)
+class _Direction:
+    """A unit shift of every source: one element (`element` = (source slot, flat index)) or random."""
+
+    unit: list
+    element: Optional[tuple[int, int]] = None
+    label: str = ""
+
+
+def _directions(bases: Sequence[np.ndarray], full: bool, seed: int) -> list[_Direction]:
+    """One-hot elements (with `full`, or when there are no more elements than directions),
+    else DIRECTIONS seeded random unit vectors."""
+    if full or sum(b.size for b in bases) <= DIRECTIONS:
         found = []
         for slot, base in enumerate(bases):
             for flat in range(base.size):
-                shift = [np.zeros(b.shape) for b in bases]
-                shift[slot].flat[flat] = 1.0
-                found.append((f"{slot}:{flat}", shift))
+                unit = [np.zeros(b.shape) for b in bases]
+                unit[slot].flat[flat] = 1.0
+                found.append(_Direction(unit, element=(slot, flat)))
         return found
     rng = np.random.default_rng(seed)
     found = []
     for d in range(DIRECTIONS):
         parts = [rng.standard_normal(b.shape) for b in bases]
         norm = np.sqrt(sum(np.sum(p * p) for p in parts))
-        found.append((f"random direction {d + 1} of {DIRECTIONS}", [p / norm for p in parts]))
+        found.append(_Direction([p / norm for p in parts], label=f"random direction {d + 1} of {DIRECTIONS}"))
     return found
 
 
-def _close(analytic: float, numeric: float, tol) -> tuple[bool, float, float]:
-    """Whether two values agree under `tol`, with the absolute and relative error."""
-    if not (np.isfinite(analytic) and np.isfinite(numeric)):
-        same = (np.isnan(analytic) and np.isnan(numeric)) or analytic == numeric
-        return bool(same), float("inf"), float("inf")
+def _close(analytic: float, numeric: float, tol) -> tuple[float, float, float]:
+    """How far `analytic` is beyond `tol` from `numeric` (<= 0 when close), and the abs and rel error."""
+    if not np.isfinite(analytic):
+        return float("inf"), float("inf"), float("inf")
     err = abs(analytic - numeric)
     rel = err / abs(numeric) if numeric else float("inf")
-    return err <= tol.atol + tol.rtol * abs(numeric), err, rel
+    return err - (tol.atol + tol.rtol * abs(numeric)), err, rel
 
 
 def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions) -> OracleOutcome:
-    reason = case.kinks.get(point.label, case.kinks.get("*"))
-    if reason:
-        return OracleOutcome(name="numeric", status="skip", note=f"declared not smooth here: {reason}")
-    if any(s.dtype.startswith("complex") for s in agreed.sources):
-        return OracleOutcome(name="numeric", status="skip",
-                             note="complex sources: TensorFlow's gradient of a real function of z is the "
-                                  "conjugate of its Wirtinger derivative; real directions do not check it")
-    for order, outputs in enumerate(agreed.orders[1:], start=1):
-        for out, source in zip(outputs, agreed.sources):
-            if out.value is not None and (out.shape != source.shape or out.dtype != source.dtype):
-                return OracleOutcome(name="numeric", status="skip",
-                                     note=f"the order {order} gradient wrt {source.name} is {out.dtype}"
-                                          f"{list(out.shape)}, not shaped like its source: no derivative to check")
+    why_not = _why_not_numeric(case, point, agreed)
+    if why_not:
+        return OracleOutcome(name="numeric", status="skip", note=why_not)
     evaluator, why = None, []
     for wide in (True, False):
         try:
@@ -243,72 +240,89 @@ def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions)
         except _NotWide as e:
             why.append(f"float64 inputs give {e} outputs")
         except Exception as e:  # noqa: BLE001 - the case's own code, at another dtype
-            why.append(f"{'float64' if wide else 'its own dtype'}: {error_info(e, '').type}: "
-                       f"{error_info(e, '').first_line}")
+            info = error_info(e, "")
+            why.append(f"{'float64' if wide else 'its own dtype'}: {info.type}: {info.first_line}")
     if evaluator is None:
         return OracleOutcome(name="numeric", status="skip",
                              note="the function could not be evaluated for differences: " + "; ".join(why))
-    dtype = evaluator.dtype()
-    step = NUMERIC_STEPS[dtype]
     directions = _directions(evaluator.bases, options.numeric_full, _seed(case, point))
-    elementwise = not directions[0][0].startswith("random")
-    # A direction mixes every source: judge it with the loosest of their tolerances.
-    coarsest = max((s.dtype for s in agreed.sources),
-                   key=lambda d: numeric_tolerance_for(d, case.oracle_tolerance).rtol)
-    names = [s.name for s in agreed.sources]
+    kind = "elements" if directions[0].element else "directions"
+    note = (f"central differences in {evaluator.dtype()} with step {NUMERIC_STEPS[evaluator.dtype()]:g}, "
+            + ("every element" if directions[0].element else f"{len(directions)} random directions"))
     lines: list[tuple[int, str]] = []
-    skipped_orders: list[str] = []
-    unchecked_total = 0
+    unchecked: list[str] = []
+    skipped_in_all = 0
     try:
         for order in range(1, case.order + 1):
-            gradients = [np.zeros(b.shape) if o.value is None else o.value.astype(np.float64)
-                         for o, b in zip(agreed.orders[order], evaluator.bases)]
-            worst: Optional[tuple[float, str]] = None
-            failures = unchecked = 0
-            for name, unit in directions:
-                if elementwise:
-                    slot, flat = map(int, name.split(":"))
-                    h = step * max(1.0, abs(float(evaluator.bases[slot].flat[flat])))
-                else:
-                    h = step * max(1.0, max(float(np.max(np.abs(b))) if b.size else 0.0 for b in evaluator.bases))
-                plus = evaluator.total(order - 1, [h * u for u in unit])
-                minus = evaluator.total(order - 1, [-h * u for u in unit])
-                numeric = (plus - minus) / (2 * h)
-                if not np.isfinite(numeric):
-                    unchecked += 1  # the function overflows or leaves its domain within a step
-                    continue
-                analytic = float(sum(np.sum(g * u) for g, u in zip(gradients, unit)))
-                tol = numeric_tolerance_for(agreed.sources[slot].dtype if elementwise else coarsest,
-                                            case.oracle_tolerance)
-                ok, err, rel = _close(analytic, numeric, tol)
-                if ok:
-                    continue
-                failures += 1
-                if elementwise:
-                    index = tuple(int(i) for i in np.unravel_index(flat, evaluator.bases[slot].shape))
-                    at = f"{where(order, slot, names)}{list(index) if index else ''}"
-                else:
-                    at = f"order {order} along {name}"
-                line = (f"{at}: {agreed.mode}={analytic:.8g} numeric={numeric:.8g} abs err {err:.3g} "
-                        f"rel err {rel:.3g} (rtol {tol.rtol:g}, atol {tol.atol:g})")
-                excess = err - (tol.atol + tol.rtol * abs(numeric)) if np.isfinite(err) else float("inf")
-                if worst is None or excess > worst[0]:
-                    worst = (excess, line)
-            if worst is not None:
-                count = f" ({failures} of {len(directions)} {'elements' if elementwise else 'directions'})"
-                lines.append((order, worst[1] + count))
-            unchecked_total += unchecked
-            if unchecked:
-                skipped_orders.append(f"order {order}: {unchecked} of {len(directions)} "
-                                      f"{'elements' if elementwise else 'directions'}")
+            worst, failures, skipped = _check_order(case, agreed, evaluator, order, directions)
+            if worst:
+                lines.append((order, f"{worst} ({failures} of {len(directions)} {kind})"))
+            if skipped:
+                unchecked.append(f"order {order}: {skipped} of {len(directions)} {kind}")
+                skipped_in_all += skipped
     except Exception as e:  # noqa: BLE001 - a shifted point may leave the function's domain
         info = error_info(e, "")
         return OracleOutcome(name="numeric", status="skip",
                              note=f"a shifted point raises {info.type}: {info.first_line}")
-    how = "every element" if elementwise else f"{len(directions)} random directions"
-    note = f"central differences in {dtype} with step {step:g}, {how}"
-    if skipped_orders:
-        note += "; not finite within a step of the point, so not checked: " + ", ".join(skipped_orders)
-        if unchecked_total == case.order * len(directions):
+    if unchecked:
+        note += "; not finite within a step of the point, so not checked: " + ", ".join(unchecked)
+        if skipped_in_all == case.order * len(directions):  # nothing was checked at all
             return OracleOutcome(name="numeric", status="skip", note=note)
     return _outcome("numeric", range(1, case.order + 1), lines, note)
+
+
+def _why_not_numeric(case: Case, point: Point, agreed: ModeOutcome) -> str:
+    """Why the numeric oracle cannot check `agreed` at `point`; empty when it can."""
+    reason = case.kinks.get(point.label, case.kinks.get("*"))
+    if reason:
+        return f"declared not smooth here: {reason}"
+    if any(s.dtype.startswith("complex") for s in agreed.sources):
+        return ("complex sources: TensorFlow's gradient of a real function of z is the conjugate of its "
+                "Wirtinger derivative; real directions do not check it")
+    for order, outputs in enumerate(agreed.orders[1:], start=1):
+        for out, source in zip(outputs, agreed.sources):
+            if out.value is not None and (out.shape != source.shape or out.dtype != source.dtype):
+                return (f"the order {order} gradient wrt {source.name} is {out.dtype}{list(out.shape)}, not "
+                        "shaped like its source: no derivative to check")
+    return ""
+
+
+def _check_order(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: int,
+                 directions: Sequence[_Direction]) -> tuple[str, int, int]:
+    """The worst difference at `order` (a line, or ""), how many directions differ, how many
+    could not be checked because the difference quotient is not finite."""
+    step = NUMERIC_STEPS[evaluator.dtype()]
+    names = [s.name for s in agreed.sources]
+    gradients = [np.zeros(b.shape) if o.value is None else o.value.astype(np.float64)
+                 for o, b in zip(agreed.orders[order], evaluator.bases)]
+    # A random direction mixes every source: judge it with the loosest of their tolerances.
+    loosest = max((s.dtype for s in agreed.sources),
+                  key=lambda d: numeric_tolerance_for(d, case.oracle_tolerance).rtol)
+    worst, worst_excess, failures, skipped = "", 0.0, 0, 0
+    for direction in directions:
+        if direction.element:
+            slot, flat = direction.element
+            h = step * max(1.0, abs(float(evaluator.bases[slot].flat[flat])))
+            tol = numeric_tolerance_for(agreed.sources[slot].dtype, case.oracle_tolerance)
+            index = np.unravel_index(flat, evaluator.bases[slot].shape)
+            at = where(order, slot, names) + (f"{[int(i) for i in index]}" if len(index) else "")
+        else:
+            h = step * max([1.0] + [float(np.max(np.abs(b))) for b in evaluator.bases if b.size])
+            tol = numeric_tolerance_for(loosest, case.oracle_tolerance)
+            at = f"order {order} along {direction.label}"
+        plus = evaluator.total(order - 1, [h * u for u in direction.unit])
+        minus = evaluator.total(order - 1, [-h * u for u in direction.unit])
+        numeric = (plus - minus) / (2 * h)
+        if not np.isfinite(numeric):
+            skipped += 1  # the function overflows or leaves its domain within a step
+            continue
+        analytic = float(sum(np.sum(g * u) for g, u in zip(gradients, direction.unit)))
+        excess, err, rel = _close(analytic, numeric, tol)
+        if excess <= 0:
+            continue
+        failures += 1
+        if not worst or excess > worst_excess:
+            worst_excess = excess
+            worst = (f"{at}: {agreed.mode}={analytic:.8g} numeric={numeric:.8g} abs err {err:.3g} "
+                     f"rel err {rel:.3g} (rtol {tol.rtol:g}, atol {tol.atol:g})")
+    return worst, failures, skipped
