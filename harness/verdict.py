@@ -50,15 +50,20 @@ def applicable(case: Case, point: Point, modes: Sequence[str],
 
 
 def reference_for(case: Case, point: Point, modes: Sequence[str], tf_version: str, default: str) -> str:
-    """The mode the others are compared with at `point`: `default`, unless an
-    expectation declares that it deviates there; then the first mode without one."""
+    """The mode the others are compared with at `point`, among `modes` (those not skipped):
+    `default`, unless it was skipped or an expectation declares that it deviates there."""
     try:
         expected = applicable(case, point, tuple(modes), tf_version)
     except ValueError:
+        expected = {}
+    return _yardstick(default, modes, expected)
+
+
+def _yardstick(default: str, modes: Sequence[str], expected: Mapping[str, Expectation]) -> str:
+    # A mode declared to deviate, or skipped, is no yardstick: the first that is neither is.
+    if default in modes and default not in expected:
         return default
-    if default not in expected:
-        return default
-    return next((m for m in modes if m not in expected), default)
+    return next((m for m in modes if m not in expected), default if default in modes else next(iter(modes), default))
 
 
 def _met(e: Expectation, outcome: ModeOutcome, disagreements: list[Mismatch],
@@ -206,9 +211,7 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
             # Like an oracle that did not run: what cannot be seen is not judged.
             notes.append(f"{mode}: gradient use is not observed in this run, so '{e.describe()}' is not judged")
             del expected[mode]
-    if reference not in active or reference in expected:
-        # A mode declared to deviate, or skipped, is no yardstick: compare with the first that is neither.
-        reference = next((m for m in active if m not in expected), next(iter(active)))
+    reference = _yardstick(reference, tuple(active), expected)
     ref = active[reference]
     deviations: list[str] = []
     met: list[tuple[str, Expectation]] = []
