@@ -162,6 +162,11 @@ _SHUFFLE_POINT = {"x": np.array([0.4, 0.4], np.float32)}
 CASES = [
     Case(
         id="docs.log1pexp_naive",
+        fn=log1pexp_naive,
+        points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
+        source=_DOCS,
+        description="naive log(1 + exp(x)): gradient 0.5 at x = 0 and NaN (inf / inf) at x = 100 in "
+                    "every mode",
         expectations=[
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, points=["x=100.0"], tf_versions=">=2.16",
@@ -169,14 +174,13 @@ CASES = [
                        "where the true derivative is 1; this is why the docstring writes the custom gradient",
             ),
         ],
-        fn=log1pexp_naive,
-        points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
-        source=_DOCS,
-        description="naive log(1 + exp(x)): gradient 0.5 at x = 0 and NaN (inf / inf) at x = 100 in "
-                    "every mode",
     ),
     Case(
         id="docs.log1pexp",
+        fn=log1pexp,
+        points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
+        source=_DOCS,
+        description="the stable custom gradient 1 - 1 / (1 + e^x): 0.5 at x = 0 and 1.0 at x = 100",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=100.0"], tf_versions=">=2.16",
@@ -184,10 +188,6 @@ CASES = [
                        "inf / inf = NaN where grad_fn gives 1",
             ),
         ],
-        fn=log1pexp,
-        points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
-        source=_DOCS,
-        description="the stable custom gradient 1 - 1 / (1 + e^x): 0.5 at x = 0 and 1.0 at x = 100",
     ),
     Case(
         id="docs.bar",
@@ -248,34 +248,40 @@ CASES = [
     ),
     Case(
         id="docs.nested_single_return",
-        expectations=[
-            Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
-            ),
-        ],
         fn=sin_fused_single,
         points=[{"x": np.float32(0.5)}],
         order=2,
         source=_DOCS,
         description="the nested example with one return from the innermost function: sin, cos, -sin "
                     "at x = 0.5",
-    ),
-    Case(
-        id="docs.nested_dy_input",
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
             ),
         ],
+    ),
+    Case(
+        id="docs.nested_dy_input",
         fn=sin_fused_with_dy,
         points=[{"x": np.float32(0.5)}],
         order=2,
         source=_DOCS,
         description="the nested example with dy passed to the inner function as a second input, so its "
                     "two returns (for x and for dy) are right: sin, cos, -sin at x = 0.5",
+        expectations=[
+            Expectation(
+                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+            ),
+        ],
     ),
     Case(
         id="docs.linear_poly",
+        build=build_linear_poly,
+        points=[{"x": np.array([1.0, 2.0, 3.0], np.float32)}],
+        wrt_variables=True,
+        source=_DOCS,
+        description="grad_fn(dpoly, variables) with weights = [1, 1]: poly [2, 3, 4], gradient [1, 1, 1] "
+                    "w.r.t. x and [6, 3] w.r.t. the weights",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -289,15 +295,14 @@ CASES = [
                        "swaps the two entries of the variable gradient (x's gradient w1 is right)",
             ),
         ],
-        build=build_linear_poly,
-        points=[{"x": np.array([1.0, 2.0, 3.0], np.float32)}],
-        wrt_variables=True,
-        source=_DOCS,
-        description="grad_fn(dpoly, variables) with weights = [1, 1]: poly [2, 3, 4], gradient [1, 1, 1] "
-                    "w.r.t. x and [6, 3] w.r.t. the weights",
     ),
     Case(
         id="docs.stop_gradient_shuffle",
+        fn=_stop_grad_shuffle(stop=True),
+        points=[_SHUFFLE_POINT],
+        source=_DOCS,
+        description="tf.stop_gradient around a tf.function with RandomShuffle (no registered gradient) "
+                    "inside a custom gradient: the custom gradient [1, 1] in every mode",
         expectations=[
             Expectation(
                 modes=["xla"], outcome="FailedPreconditionError", tf_versions=">=2.16",
@@ -307,14 +312,14 @@ CASES = [
                        "CheckElementwiseInstruction requires SIGNED for s32; the custom gradient plays no part",
             ),
         ],
-        fn=_stop_grad_shuffle(stop=True),
-        points=[_SHUFFLE_POINT],
-        source=_DOCS,
-        description="tf.stop_gradient around a tf.function with RandomShuffle (no registered gradient) "
-                    "inside a custom gradient: the custom gradient [1, 1] in every mode",
     ),
     Case(
         id="docs.shuffle_without_stop_gradient",
+        fn=_stop_grad_shuffle(stop=False),
+        points=[_SHUFFLE_POINT],
+        source=_DOCS,
+        description="the same without tf.stop_gradient, which the docstring says raises LookupError: "
+                    "every mode returns the custom gradient [1, 1]",
         expectations=[
             Expectation(
                 modes=["xla"], outcome="FailedPreconditionError", tf_versions=">=2.16",
@@ -322,10 +327,5 @@ CASES = [
                        "s32 keys with a TOTALORDER comparator, which the HLO verifier rejects",
             ),
         ],
-        fn=_stop_grad_shuffle(stop=False),
-        points=[_SHUFFLE_POINT],
-        source=_DOCS,
-        description="the same without tf.stop_gradient, which the docstring says raises LookupError: "
-                    "every mode returns the custom gradient [1, 1]",
     ),
 ]

@@ -58,6 +58,11 @@ def _vector(dtype):
 CASES = [
     Case(
         id="dtypes.log1pexp_float16",
+        fn=log1pexp,
+        points=[{"x": np.float16(1.0)}, {"x": np.float16(20.0)}],
+        source=_DOCS,
+        description="the docstring's log1pexp in float16: exp(20) overflows to inf, the custom gradient "
+                    "stays 1.0; judged with float16 tolerance",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=20.0"], tf_versions=">=2.16",
@@ -65,14 +70,14 @@ CASES = [
                        "grad_fn gives 1",
             ),
         ],
-        fn=log1pexp,
-        points=[{"x": np.float16(1.0)}, {"x": np.float16(20.0)}],
-        source=_DOCS,
-        description="the docstring's log1pexp in float16: exp(20) overflows to inf, the custom gradient "
-                    "stays 1.0; judged with float16 tolerance",
     ),
     Case(
         id="dtypes.log1pexp_bfloat16",
+        fn=log1pexp,
+        points=[{"x": np.array(1.0, _BF16)}, {"x": np.array(100.0, _BF16)}],
+        source=_DOCS,
+        description="the docstring's log1pexp in bfloat16 (float32's range, 8 bits of mantissa): "
+                    "gradient 0.73 and 1.0; judged with bfloat16 tolerance",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=100"], tf_versions=">=2.16",
@@ -80,14 +85,14 @@ CASES = [
                        "bfloat16 where grad_fn gives 1",
             ),
         ],
-        fn=log1pexp,
-        points=[{"x": np.array(1.0, _BF16)}, {"x": np.array(100.0, _BF16)}],
-        source=_DOCS,
-        description="the docstring's log1pexp in bfloat16 (float32's range, 8 bits of mantissa): "
-                    "gradient 0.73 and 1.0; judged with bfloat16 tolerance",
     ),
     Case(
         id="dtypes.log1pexp_float64",
+        fn=log1pexp,
+        points=[{"x": np.float64(1.0)}, {"x": np.float64(800.0)}],
+        source=_DOCS,
+        description="the docstring's log1pexp in float64: exp(800) overflows to inf, the custom gradient "
+                    "stays 1.0; judged with float64 tolerance",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=800.0"], tf_versions=">=2.16",
@@ -95,14 +100,14 @@ CASES = [
                        "grad_fn gives 1",
             ),
         ],
-        fn=log1pexp,
-        points=[{"x": np.float64(1.0)}, {"x": np.float64(800.0)}],
-        source=_DOCS,
-        description="the docstring's log1pexp in float64: exp(800) overflows to inf, the custom gradient "
-                    "stays 1.0; judged with float64 tolerance",
     ),
     Case(
         id="dtypes.softplus_float16",
+        fn=softplus,
+        points=[_vector(np.float16)],
+        order=2,
+        source=f"{_DOCS} (pattern: stable softplus)",
+        description="stable softplus in float16 to order 2: sigmoid and s(1 - s) in half precision",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -117,14 +122,14 @@ CASES = [
                        "tolerance (XLA:CPU)",
             ),
         ],
-        fn=softplus,
-        points=[_vector(np.float16)],
-        order=2,
-        source=f"{_DOCS} (pattern: stable softplus)",
-        description="stable softplus in float16 to order 2: sigmoid and s(1 - s) in half precision",
     ),
     Case(
         id="dtypes.softplus_float64",
+        fn=softplus,
+        points=[_vector(np.float64)],
+        order=2,
+        source=f"{_DOCS} (pattern: stable softplus)",
+        description="stable softplus in float64 to order 2, judged to 1e-7",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -132,14 +137,13 @@ CASES = [
                        "is sign(0) = 0, giving 1 where grad_fn gives sigmoid(0) = 0.5",
             ),
         ],
-        fn=softplus,
-        points=[_vector(np.float64)],
-        order=2,
-        source=f"{_DOCS} (pattern: stable softplus)",
-        description="stable softplus in float64 to order 2, judged to 1e-7",
     ),
     Case(
         id="dtypes.safe_norm_bfloat16",
+        fn=safe_norm,
+        points=[{"x": np.array([0.0, 0.0], _BF16)}, {"x": np.array([3.0, 4.0], _BF16)}],
+        source=f"{_DOCS} (pattern: a finite gradient where the true one is NaN)",
+        description="safe norm in bfloat16: gradient 0 at the zero vector, [0.6, 0.8] at [3, 4]",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=[0,0]"], tf_versions=">=2.16",
@@ -147,23 +151,19 @@ CASES = [
                        "gives 0",
             ),
         ],
-        fn=safe_norm,
-        points=[{"x": np.array([0.0, 0.0], _BF16)}, {"x": np.array([3.0, 4.0], _BF16)}],
-        source=f"{_DOCS} (pattern: a finite gradient where the true one is NaN)",
-        description="safe norm in bfloat16: gradient 0 at the zero vector, [0.6, 0.8] at [3, 4]",
     ),
     Case(
         id="dtypes.fused_tanh_float64",
-        expectations=[
-            Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
-            ),
-        ],
         fn=fused_tanh,
         points=[{"x": np.array([-1.0, 0.0, 0.5], np.float64)}],
         order=2,
         source=f"{_DOCS} (pattern: a fused op with its own second derivative)",
         description="tanh with custom first and second derivatives in float64, right at order 2",
+        expectations=[
+            Expectation(
+                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+            ),
+        ],
     ),
     Case(
         id="dtypes.complex64_square",

@@ -122,6 +122,12 @@ def build_softplus_dense():
 CASES = [
     Case(
         id="keras.ste_in_sequential",
+        build=build_ste_model,
+        points=[_BATCH],
+        wrt_variables=True,
+        source=f"{_DOCS} (pattern: a straight-through quantiser layer in tf_keras.Sequential)",
+        description="Dense, a round-to-quarters straight-through layer, Dense: gradients w.r.t. the inputs "
+                    "and all three weights as if the rounding were the identity",
         expectations=[
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -129,15 +135,15 @@ CASES = [
                        "derivative is 0 wherever it is defined",
             ),
         ],
-        build=build_ste_model,
-        points=[_BATCH],
-        wrt_variables=True,
-        source=f"{_DOCS} (pattern: a straight-through quantiser layer in tf_keras.Sequential)",
-        description="Dense, a round-to-quarters straight-through layer, Dense: gradients w.r.t. the inputs "
-                    "and all three weights as if the rounding were the identity",
     ),
     Case(
         id="keras.gradient_reversal_functional",
+        build=build_reversal_model,
+        points=[_BATCH],
+        wrt_variables=True,
+        source=f"{_DOCS} (pattern: gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495)",
+        description="a functional model whose shared head sees the features directly and through a "
+                    "gradient reversal layer (factor 0.5): the feature weights get 1 - 0.5 of the gradient",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -148,12 +154,6 @@ CASES = [
                 reason="gradient reversal by design: -dy backward through an identity, whose true derivative is 1",
             ),
         ],
-        build=build_reversal_model,
-        points=[_BATCH],
-        wrt_variables=True,
-        source=f"{_DOCS} (pattern: gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495)",
-        description="a functional model whose shared head sees the features directly and through a "
-                    "gradient reversal layer (factor 0.5): the feature weights get 1 - 0.5 of the gradient",
     ),
     Case(
         id="keras.custom_gradient_layer_weights",

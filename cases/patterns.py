@@ -201,10 +201,16 @@ def softplus_of_abs(x):
 
 
 _VECTOR = {"x": np.array([-2.0, -0.3, 0.0, 0.4, 1.7], np.float32)}
+_PYTHON_CANNOT_BE_SAVED = ("tf.numpy_function runs a Python function of this process: a SavedModel holds the "
+                           "op but not the function, so a loading process cannot run it")
 
 CASES = [
     Case(
         id="patterns.gradient_reversal",
+        fn=reverse_gradient,
+        points=[_VECTOR],
+        source=_pattern("gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495"),
+        description="identity forward, -0.5 * dy backward: gradient -0.5 everywhere",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -215,13 +221,13 @@ CASES = [
                 reason="gradient reversal by design: -0.5 dy backward through an identity, whose true derivative is 1",
             ),
         ],
-        fn=reverse_gradient,
-        points=[_VECTOR],
-        source=_pattern("gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495"),
-        description="identity forward, -0.5 * dy backward: gradient -0.5 everywhere",
     ),
     Case(
         id="patterns.ste_round",
+        fn=round_ste,
+        points=[_VECTOR],
+        source=_pattern("straight-through estimator, Bengio et al. 2013, arXiv:1308.3432"),
+        description="round forward, identity backward: gradient 1 where round's own gradient is 0",
         expectations=[
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -229,13 +235,14 @@ CASES = [
                        "derivative is 0 away from the half-integers",
             ),
         ],
-        fn=round_ste,
-        points=[_VECTOR],
-        source=_pattern("straight-through estimator, Bengio et al. 2013, arXiv:1308.3432"),
-        description="round forward, identity backward: gradient 1 where round's own gradient is 0",
     ),
     Case(
         id="patterns.ste_sign",
+        fn=sign_ste,
+        points=[_VECTOR],
+        source=_pattern("binarised networks' clipped straight-through sign, Hubara et al. 2016, "
+                        "arXiv:1602.02830"),
+        description="sign forward, dy * (|x| <= 1) backward: gradient 0 at x = -2 and 1.7, 1 elsewhere",
         expectations=[
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -243,14 +250,13 @@ CASES = [
                        "derivative is 0 except at its jump at 0, where the difference quotient is 1 / step",
             ),
         ],
-        fn=sign_ste,
-        points=[_VECTOR],
-        source=_pattern("binarised networks' clipped straight-through sign, Hubara et al. 2016, "
-                        "arXiv:1602.02830"),
-        description="sign forward, dy * (|x| <= 1) backward: gradient 0 at x = -2 and 1.7, 1 elsewhere",
     ),
     Case(
         id="patterns.clip_gradient_by_value",
+        fn=squared_after(clip_gradient_by_value),
+        points=[_VECTOR],
+        source=_pattern("clipping the upstream gradient by value"),
+        description="(3 * id(x))**2 with the upstream 18x clipped to [-1, 1]: gradient clip(18x, -1, 1)",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -261,13 +267,13 @@ CASES = [
                 reason="the upstream gradient is clipped to [-1, 1] by design; the true derivative of (3x)**2 is 18x",
             ),
         ],
-        fn=squared_after(clip_gradient_by_value),
-        points=[_VECTOR],
-        source=_pattern("clipping the upstream gradient by value"),
-        description="(3 * id(x))**2 with the upstream 18x clipped to [-1, 1]: gradient clip(18x, -1, 1)",
     ),
     Case(
         id="patterns.clip_gradient_by_norm",
+        fn=squared_after(clip_gradient_by_norm),
+        points=[_VECTOR],
+        source=_pattern("clipping the upstream gradient by norm"),
+        description="(3 * id(x))**2 with the upstream 18x rescaled to norm 1: gradient x / ||x||",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -278,13 +284,13 @@ CASES = [
                 reason="the upstream gradient is rescaled to norm 1 by design; the true derivative of (3x)**2 is 18x",
             ),
         ],
-        fn=squared_after(clip_gradient_by_norm),
-        points=[_VECTOR],
-        source=_pattern("clipping the upstream gradient by norm"),
-        description="(3 * id(x))**2 with the upstream 18x rescaled to norm 1: gradient x / ||x||",
     ),
     Case(
         id="patterns.scale_gradient",
+        fn=squared_after(scale_gradient),
+        points=[_VECTOR],
+        source=_pattern("gradient scaling"),
+        description="(3 * id(x))**2 with the upstream 18x scaled by 0.1: gradient 1.8x instead of 18x",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -295,13 +301,13 @@ CASES = [
                 reason="the upstream gradient is scaled by 0.1 by design; the true derivative of (3x)**2 is 18x",
             ),
         ],
-        fn=squared_after(scale_gradient),
-        points=[_VECTOR],
-        source=_pattern("gradient scaling"),
-        description="(3 * id(x))**2 with the upstream 18x scaled by 0.1: gradient 1.8x instead of 18x",
     ),
     Case(
         id="patterns.safe_sqrt",
+        fn=safe_sqrt,
+        points=[{"x": np.array([0.0, 0.25, 4.0], np.float32)}],
+        source=_pattern("a finite gradient where the true one is infinite"),
+        description="sqrt with gradient 0 at x = 0 (tf.sqrt's own is inf), 1 and 0.25 at x = 0.25 and 4",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -309,13 +315,14 @@ CASES = [
                        "the other elements through the sum over outputs",
             ),
         ],
-        fn=safe_sqrt,
-        points=[{"x": np.array([0.0, 0.25, 4.0], np.float32)}],
-        source=_pattern("a finite gradient where the true one is infinite"),
-        description="sqrt with gradient 0 at x = 0 (tf.sqrt's own is inf), 1 and 0.25 at x = 0.25 and 4",
     ),
     Case(
         id="patterns.safe_norm",
+        fn=safe_norm,
+        points=[{"x": np.array([0.0, 0.0, 0.0], np.float32)}, {"x": np.array([3.0, 4.0, 0.0], np.float32)}],
+        source=_pattern("a finite gradient where the true one is NaN"),
+        description="Euclidean norm with gradient x / ||x||: [0, 0, 0] at the zero vector (tf.norm's own "
+                    "is NaN), [0.6, 0.8, 0] at [3, 4, 0]",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=[0.0,0.0,0.0]"], tf_versions=">=2.16",
@@ -323,11 +330,6 @@ CASES = [
                        "gives 0",
             ),
         ],
-        fn=safe_norm,
-        points=[{"x": np.array([0.0, 0.0, 0.0], np.float32)}, {"x": np.array([3.0, 4.0, 0.0], np.float32)}],
-        source=_pattern("a finite gradient where the true one is NaN"),
-        description="Euclidean norm with gradient x / ||x||: [0, 0, 0] at the zero vector (tf.norm's own "
-                    "is NaN), [0.6, 0.8, 0] at [3, 4, 0]",
     ),
     Case(
         id="patterns.logsumexp",
@@ -341,6 +343,12 @@ CASES = [
     ),
     Case(
         id="patterns.softplus",
+        fn=softplus,
+        points=[{"x": np.array([-100.0, -1.0, 0.0, 1.0, 100.0], np.float32)}],
+        order=2,
+        source=_pattern("stable softplus"),
+        description="max(x, 0) + log1p(exp(-|x|)) with gradient sigmoid(x) and second derivative "
+                    "s(x)(1 - s(x)), finite at |x| = 100",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -348,41 +356,41 @@ CASES = [
                        "is sign(0) = 0, giving 1 where grad_fn gives sigmoid(0) = 0.5",
             ),
         ],
-        fn=softplus,
-        points=[{"x": np.array([-100.0, -1.0, 0.0, 1.0, 100.0], np.float32)}],
-        order=2,
-        source=_pattern("stable softplus"),
-        description="max(x, 0) + log1p(exp(-|x|)) with gradient sigmoid(x) and second derivative "
-                    "s(x)(1 - s(x)), finite at |x| = 100",
     ),
     Case(
         id="patterns.fused_tanh_second_order",
-        expectations=[
-            Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
-            ),
-        ],
         fn=fused_tanh,
         points=[{"x": np.array([-1.0, 0.0, 0.5], np.float32)}],
         order=2,
         source=_pattern("a fused op with its own second derivative, the docstring's nested form"),
         description="tanh with custom derivatives 1 - t^2 and -2t(1 - t^2), right at order 2",
-    ),
-    Case(
-        id="patterns.third_order",
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
             ),
         ],
+    ),
+    Case(
+        id="patterns.third_order",
         fn=sin3,
         points=[{"x": np.float32(0.5)}],
         order=3,
         source=_pattern("custom gradients nested three deep"),
         description="sin with custom cos, -sin and -cos: 0.4794255, 0.8775826, -0.4794255, -0.8775826",
+        expectations=[
+            Expectation(
+                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+            ),
+        ],
     ),
     Case(
         id="patterns.recompute_grad",
+        build=build_recompute_grad,
+        points=[{"x": np.array([0.0, 0.5, 1.0], np.float32)}],
+        wrt_variables=True,
+        source=_RECOMPUTE,
+        description="tf.recompute_grad (a custom gradient that reruns the block under its own tape) of "
+                    "sin(x) * w: 1.5 cos(x) w.r.t. x, sum(sin x) w.r.t. w",
         expectations=[
             Expectation(
                 modes=["forward"], outcome="NotImplementedError", tf_versions=">=2.16",
@@ -391,12 +399,6 @@ CASES = [
                        "recompute_grad in forward mode autodiff'",
             ),
         ],
-        build=build_recompute_grad,
-        points=[{"x": np.array([0.0, 0.5, 1.0], np.float32)}],
-        wrt_variables=True,
-        source=_RECOMPUTE,
-        description="tf.recompute_grad (a custom gradient that reruns the block under its own tape) of "
-                    "sin(x) * w: 1.5 cos(x) w.r.t. x, sum(sin x) w.r.t. w",
     ),
     Case(
         id="patterns.recompute_grad_second_order",
@@ -424,6 +426,10 @@ CASES = [
     ),
     Case(
         id="patterns.grad_pass_through",
+        fn=moving_average_pass_through,
+        points=[{"x": np.array([0.1, 0.3, 0.9], np.float32)}],
+        source=_PASS_THROUGH,
+        description="tf.grad_pass_through of quantisation to quarters: [0, 0.25, 1] forward, gradient 1",
         expectations=[
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -431,10 +437,6 @@ CASES = [
                        "true derivative is 0 between its steps",
             ),
         ],
-        fn=moving_average_pass_through,
-        points=[{"x": np.array([0.1, 0.3, 0.9], np.float32)}],
-        source=_PASS_THROUGH,
-        description="tf.grad_pass_through of quantisation to quarters: [0, 0.25, 1] forward, gradient 1",
     ),
     Case(
         id="patterns.numpy_function_op",
@@ -444,12 +446,7 @@ CASES = [
         description="sinh and its derivative cosh computed by NumPy: [0.521, -1.175] and [1.128, 1.543]",
         reference=tf.sinh,
         analytic=lambda x: {0: np.sinh(x), 1: np.cosh(x)},
-        skip_modes={
-            "saved_model": "tf.numpy_function runs a Python function of this process: a SavedModel holds the "
-                           "op but not the function, so a loading process cannot run it",
-            "saved_model_nocg": "tf.numpy_function runs a Python function of this process: a SavedModel holds "
-                                "the op but not the function, so a loading process cannot run it",
-        },
+        skip_modes=dict.fromkeys(["saved_model", "saved_model_nocg"], _PYTHON_CANNOT_BE_SAVED),
         expectations=[
             Expectation(
                 modes=["xla"], outcome="InvalidArgumentError", tf_versions=">=2.16",

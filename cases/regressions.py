@@ -207,6 +207,12 @@ CASES = [
     ),
     Case(
         id="regressions.nested_none_34503",
+        fn=op_34503,
+        points=[{"x": np.float32(0.5)}],
+        order=2,
+        source=_ISSUE.format(34503),
+        description="grad itself a custom gradient of dy alone: the second derivative is None in every "
+                    "mode, and grad2 is never called",
         expectations=[
             Expectation(
                 modes=["forward"], outcome="TypeError", tf_versions=">=2.16",
@@ -215,15 +221,15 @@ CASES = [
                        "records that op",
             ),
         ],
-        fn=op_34503,
-        points=[{"x": np.float32(0.5)}],
-        order=2,
-        source=_ISSUE.format(34503),
-        description="grad itself a custom gradient of dy alone: the second derivative is None in every "
-                    "mode, and grad2 is never called",
     ),
     Case(
         id="regressions.nested_workaround_34503",
+        fn=op_34503_workaround,
+        points=[{"x": np.float32(0.5)}],
+        order=2,
+        source=_ISSUE.format(34503),
+        description="the issue's workaround, an inner custom gradient of (x, dy): second derivative 1 in "
+                    "every mode",
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
@@ -240,12 +246,6 @@ CASES = [
                        "derivative of 5x is 0",
             ),
         ],
-        fn=op_34503_workaround,
-        points=[{"x": np.float32(0.5)}],
-        order=2,
-        source=_ISSUE.format(34503),
-        description="the issue's workaround, an inner custom gradient of (x, dy): second derivative 1 in "
-                    "every mode",
     ),
     Case(
         id="regressions.silu_beta_shape_127690",

@@ -113,6 +113,11 @@ def subtract_square(x, y):
 CASES = [
     Case(
         id="seeds.log1pexp2",
+        fn=log1pexp2,
+        points=[{"x": np.float32(1.0)}, {"x": np.float32(100.0)}],
+        order=2,
+        source=_SO,
+        description="nested custom gradient: dy 0.7310586 / 1.0, ddy -1.7182817 / -inf at x = 1 / 100",
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16",
@@ -132,11 +137,6 @@ CASES = [
                        "-1.7182817 and -inf; every mode computes the case's numbers faithfully",
             ),
         ],
-        fn=log1pexp2,
-        points=[{"x": np.float32(1.0)}, {"x": np.float32(100.0)}],
-        order=2,
-        source=_SO,
-        description="nested custom gradient: dy 0.7310586 / 1.0, ddy -1.7182817 / -inf at x = 1 / 100",
     ),
     Case(
         id="seeds.docstring_nested",
@@ -165,17 +165,17 @@ CASES = [
     ),
     Case(
         id="seeds.docstring_nested_single",
-        expectations=[
-            Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
-            ),
-        ],
         fn=op_with_fused_backprop_single,
         points=[{"x": np.float32(1.0)}],
         order=2,
         source=_SO,
         description="the answer's fix: one return from the inner grad_fn, second derivative "
                     "s(x)(1-s(x)) = 0.19661193 at x = 1",
+        expectations=[
+            Expectation(
+                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+            ),
+        ],
     ),
     Case(
         id="seeds.custom_square",

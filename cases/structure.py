@@ -125,6 +125,11 @@ CASES = [
     ),
     Case(
         id="structure.none_gradient",
+        fn=scale_by,
+        points=[{"x": np.array([1.0, 2.0], np.float32), "scale": np.float32(3.0)}],
+        source=_contract("None for an input means no gradient"),
+        description="grad_fn returns None for `scale`: its gradient is None (unconnected) in every mode, "
+                    "x's is 3",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
@@ -137,11 +142,6 @@ CASES = [
                        "of scale * x with respect to scale is sum(x) = 3",
             ),
         ],
-        fn=scale_by,
-        points=[{"x": np.array([1.0, 2.0], np.float32), "scale": np.float32(3.0)}],
-        source=_contract("None for an input means no gradient"),
-        description="grad_fn returns None for `scale`: its gradient is None (unconnected) in every mode, "
-                    "x's is 3",
     ),
     Case(
         id="structure.gather_indexed_slices",
@@ -154,6 +154,11 @@ CASES = [
     ),
     Case(
         id="structure.indexed_slices_from_grad_fn",
+        fn=gather_rows,
+        points=[{"params": np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)}],
+        source=_contract("grad_fn returning tf.IndexedSlices"),
+        description="a custom gather whose grad_fn returns IndexedSlices(10 dy, [2, 0, 2]): gradient "
+                    "rows [10, 10], [0, 0], [20, 20]",
         expectations=[
             Expectation(
                 modes=["forward"], outcome="AttributeError", tf_versions=">=2.16",
@@ -166,11 +171,6 @@ CASES = [
                        "from tf.gather's own gradient",
             ),
         ],
-        fn=gather_rows,
-        points=[{"params": np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)}],
-        source=_contract("grad_fn returning tf.IndexedSlices"),
-        description="a custom gather whose grad_fn returns IndexedSlices(10 dy, [2, 0, 2]): gradient "
-                    "rows [10, 10], [0, 0], [20, 20]",
     ),
     Case(
         id="structure.int_side_output",

@@ -196,6 +196,10 @@ CASES = [
     ),
     Case(
         id="variables.cond_in_grad_fn",
+        build=build_cond_in_grad_fn,
+        points=[{"x": np.float32(5.0)}, {"x": np.float32(-5.0)}],
+        source="https://github.com/tensorflow/tensorflow/issues/50170",
+        description="a variable read under tf.cond inside grad_fn itself: gradient 2 at x = 5, 0 at x = -5",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=-5.0"], tf_versions=">=2.16",
@@ -207,9 +211,5 @@ CASES = [
                        "w * x is w = 2",
             ),
         ],
-        build=build_cond_in_grad_fn,
-        points=[{"x": np.float32(5.0)}, {"x": np.float32(-5.0)}],
-        source="https://github.com/tensorflow/tensorflow/issues/50170",
-        description="a variable read under tf.cond inside grad_fn itself: gradient 2 at x = 5, 0 at x = -5",
     ),
 ]
