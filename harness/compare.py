@@ -32,6 +32,7 @@ class Mismatch:
     where: str
     message: str
     order: Optional[int] = None  # the derivative order it is at, when it is at one
+    upstream: bool = False  # in the weighted chain (harness.upstream), not at the plain contraction
 
 
 def where(order: int, index: int, wrt_names: Sequence[str]) -> str:
@@ -126,13 +127,14 @@ def _describe_error(outcome: ModeOutcome) -> str:
     return f"raises {e.type} at {e.stage}: {e.first_line}" if e else f"ends {outcome.status.value}"
 
 
-def compare_outcomes(ref: ModeOutcome, got: ModeOutcome, *,
-                     tolerance: ToleranceOverride = None) -> list[Mismatch]:
+def compare_outcomes(ref: ModeOutcome, got: ModeOutcome, *, tolerance: ToleranceOverride = None,
+                     upstream: bool = True) -> list[Mismatch]:
     """Every disagreement between `got` and the reference outcome `ref`.
 
     Two errors agree when their exception classes are equal; an error and
     values never agree. Two sets of values are compared order by order and
-    output by output with the dtype's tolerance.
+    output by output with the dtype's tolerance; then, with `upstream`, the
+    weighted chains the same way, after the plain orders.
     """
     pair = f"{got.mode} vs {ref.mode}"
     if ref.status is not Status.OK or got.status is not Status.OK:
@@ -160,6 +162,31 @@ def compare_outcomes(ref: ModeOutcome, got: ModeOutcome, *,
             m = compare_outputs(r, g, tol, ref_mode=ref.mode, mode=got.mode, at=at)
             if m:
                 found.append(dataclasses.replace(m, order=order))
+    return found + (_compare_upstream(ref, got, tolerance) if upstream else [])
+
+
+def _compare_upstream(ref: ModeOutcome, got: ModeOutcome, tolerance: ToleranceOverride) -> list[Mismatch]:
+    """The weighted chains' disagreements; none when neither mode computed one."""
+    pair = f"{got.mode} vs {ref.mode}"
+    if ref.upstream_error or got.upstream_error:
+        r, g = ref.upstream_error, got.upstream_error
+        if r and g and r.type == g.type:
+            return []
+        side = lambda e, mode: (f"{mode} raises {e.type} at {e.stage}: {e.first_line}" if e  # noqa: E731
+                                else f"{mode} returns values")
+        stage = (g or r).stage
+        return [Mismatch("status", stage, f"with upstream weights: {pair}: {side(g, got.mode)}; {side(r, ref.mode)}",
+                         upstream=True)]
+    if not ref.upstream or not got.upstream:
+        return []
+    found = []
+    names = [s.name for s in ref.sources]
+    for order, (ref_outs, got_outs) in enumerate(zip(ref.upstream, got.upstream), start=1):
+        for index, (r, g) in enumerate(zip(ref_outs, got_outs)):
+            at = where(order, index, names) + " with upstream weights"
+            m = compare_outputs(r, g, tolerance_for(r.dtype, tolerance), ref_mode=ref.mode, mode=got.mode, at=at)
+            if m:
+                found.append(dataclasses.replace(m, order=order, upstream=True))
     return found
 
 

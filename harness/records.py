@@ -108,6 +108,11 @@ class ModeOutcome:
     `orders[0]` holds the function's outputs (flattened with tf.nest), and
     `orders[k]` one gradient per entry of `sources` (the differentiated
     arguments, then any variables).
+
+    `upstream[k - 1]` holds order k of the weighted chain (harness.upstream):
+    the same gradients with the seeded upstream weights instead of ones; empty
+    when the check is off. `upstream_error` is what the weighted chain raised
+    where the plain one did not, with the order it raised at.
     """
 
     mode: str
@@ -117,6 +122,8 @@ class ModeOutcome:
     sources: tuple[Source, ...] = ()
     note: str = ""  # why the mode was skipped, or what else is worth knowing about this run
     usage: Optional["Usage"] = None  # None: this mode cannot observe the gradient functions
+    upstream: tuple[tuple[Output, ...], ...] = ()
+    upstream_error: Optional[ErrorInfo] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,12 +153,15 @@ class RunOptions:
         seeded random directions.
       repeat: run every mode this many times; values that change between the
         runs make the verdict `flaky`.
+      upstream: also compute every order with seeded upstream weights
+        (harness.upstream), compare it across modes and check it numerically.
     """
 
     unconnected_zero: bool = False
     numeric: bool = True
     numeric_full: bool = False
     repeat: int = 1
+    upstream: bool = True
 
 
 class Verdict(enum.Enum):
@@ -180,7 +190,8 @@ class OracleOutcome:
     """What one oracle said about the agreed values at one point.
 
     Attributes:
-      name: "numeric", "reference" or "analytic".
+      name: "numeric", "upstream" (the numeric check of the weighted chain),
+        "reference" or "analytic".
       status: "match", "differ", "skip" (not checked: `note` says why) or
         "error" (the oracle itself could not be computed: `note` says why).
       orders: the orders that were checked.
@@ -212,6 +223,8 @@ class Result:
       outcomes: mode name to outcome, in run order.
       rerun: a command line that reruns just this case and point.
       oracles: oracle name to what it said, for the oracles that ran.
+      modes_disagree: some mode's outcome differs from the reference mode's
+        (declared or not), in the plain or the weighted chain.
     """
 
     case: str
@@ -223,6 +236,7 @@ class Result:
     outcomes: Mapping[str, ModeOutcome]
     rerun: str
     oracles: Mapping[str, OracleOutcome] = dataclasses.field(default_factory=dict)
+    modes_disagree: bool = False
 
     @property
     def name(self) -> str:

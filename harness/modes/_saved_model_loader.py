@@ -11,14 +11,16 @@ Protocol, one JSON line each way, arrays in pickle files (np.savez would turn
 ml_dtypes' bfloat16 into raw bytes):
 
   request on stdin: {"folder": F, "points": [i, ...], "order": K, "wrt": [argument index, ...],
-                     "unconnected_zero": bool}
+                     "unconnected_zero": bool, "upstream": null or [seed per point of the case]}
     F/model is the SavedModel: one tf.function per input signature, each returning its
     outputs as a flat list, and `sources`, the differentiated variables in order;
     F/points.pkl holds, for every point of the case, (function name, [NumPy value per argument]).
   one reply line per requested point, in order, as soon as it is done:
     {"point": i, "error": null or {"type", "bases", "message", "stage"}}
-    with F/result-i.pkl holding the orders computed (all of them, or those before the error),
-    each a list of NumPy values or None.
+    with F/result-i.pkl holding {"orders": the orders computed (all of them, or those before
+    the error), "upstream": the weighted chain's orders 1.. (harness.upstream), "upstream_error":
+    null or the error dict of what the weighted chain alone raised}, each order a list of NumPy
+    values or None.
 
 Stages: "load", "forward", "order K".
 
@@ -84,7 +86,8 @@ def serve(request: dict) -> Iterator[dict]:
 
 
 def _run_points(request: dict) -> Iterator[dict]:
-    from harness.modes._tf import Progress, error_info, tape_orders, tf  # noqa: PLC0415 - loaded in main
+    from harness import upstream  # noqa: PLC0415
+    from harness.modes._tf import Progress, error_info, tape_chains, tf  # noqa: PLC0415 - loaded in main
     from harness.records import RunOptions  # noqa: PLC0415
 
     folder = request["folder"]
@@ -101,12 +104,20 @@ def _run_points(request: dict) -> Iterator[dict]:
                 progress.stage = "load"
                 loaded = tf.saved_model.load(os.path.join(folder, "model"))
             subject = _Loaded(getattr(loaded, name), request["wrt"], loaded.sources)
-            tape_orders(subject, [tf.constant(v) for v in values], request["order"], options, progress)
+            seeds = request.get("upstream")
+            tables = None if seeds is None else tf.constant(upstream.flat_tables(seeds[index], request["order"]))
+            tape_chains(subject, [tf.constant(v) for v in values], request["order"], options, progress, tables)
         except Exception as e:  # noqa: BLE001 - TensorFlow's and the saved function's errors are results
             error = dataclasses.asdict(error_info(e, progress.stage))
+        raised = progress.upstream_error
         with open(os.path.join(folder, f"result-{index}.pkl"), "wb") as f:
-            pickle.dump([[None if t is None else t.numpy() for t in o] for o in progress.done], f)
+            pickle.dump({"orders": _values(progress.done), "upstream": _values(progress.upstream),
+                         "upstream_error": None if raised is None else dataclasses.asdict(error_info(*raised))}, f)
         yield {"point": index, "error": error}
+
+
+def _values(orders) -> list:
+    return [[None if t is None else t.numpy() for t in o] for o in orders]
 
 
 def _exit_with(parent: int) -> None:

@@ -15,12 +15,13 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from harness import probe
+from harness import probe, upstream
 from harness.case import Case, Point
 from harness.records import ErrorInfo, ModeOutcome, Output, RunOptions, Source, Status
 
 __all__ = ["tf", "Progress", "Subject", "build_subject", "build_error", "error_info", "unconnected",
-           "is_target", "flat_outputs", "tape_orders", "dense"]
+           "is_target", "flat_outputs", "tape_orders", "tape_chains", "upstream_weights", "upstream_tables",
+           "order_stage", "dense"]
 
 
 class Progress:
@@ -34,6 +35,10 @@ class Progress:
         self.stage = "forward"
         self.done: list[list[Any]] = []
         self.error: Optional[BaseException] = None  # set when building stopped early
+        # The weighted chain (harness.upstream): its orders 1.. as they finish, and
+        # (exception, stage) when it raised where the plain chain did not.
+        self.upstream: list[list[Any]] = []
+        self.upstream_error: Optional[tuple[BaseException, str]] = None
 
 
 def error_info(exc: BaseException, stage: str) -> ErrorInfo:
@@ -54,6 +59,28 @@ def flat_outputs(result: Any) -> list:
     return [tf.convert_to_tensor(t) for t in tf.nest.flatten(result)]
 
 
+def order_stage(k: int, order: int) -> str:
+    """The stage of order k's gradient on nested tapes computing up to `order`:
+    below the last order, the tapes of the orders above are recording it."""
+    if k >= order:
+        return f"order {k}"
+    above = f"order {k + 1}" if k + 1 == order else f"orders {k + 1} to {order}"
+    return f"order {k}, while recording for {above}"
+
+
+def upstream_weights(tables, order: int, index: int, target):
+    """The upstream weights (harness.upstream) for target `index` of the order - 1 outputs,
+    as a tensor shaped like `target`, from the float64 `tables` tensor (upstream.tables,
+    flattened). A target of unknown shape is served from its dynamic size, so any mode can
+    make it; the cast is exact, every weight being a multiple of 1/8."""
+    offset = ((order - 1) * upstream.TARGETS + index % upstream.TARGETS) * upstream.PERIOD
+    if target.shape.is_fully_defined():
+        picked = tf.gather(tables, offset + np.arange(target.shape.num_elements()) % upstream.PERIOD)
+        return tf.reshape(tf.cast(picked, target.dtype), target.shape.as_list())
+    picked = tf.gather(tables, offset + tf.range(tf.size(target)) % upstream.PERIOD)
+    return tf.reshape(tf.cast(picked, target.dtype), tf.shape(target))
+
+
 def tape_orders(subject: "Subject", xs: Sequence, order: int, options: RunOptions,
                 progress: Progress) -> list[list]:
     """Orders 0..order of the subject's function at xs with nested GradientTapes, eager or traced.
@@ -61,6 +88,41 @@ def tape_orders(subject: "Subject", xs: Sequence, order: int, options: RunOption
     The tape for order k is opened around everything that computes order k-1,
     so the order k-1 gradient computation is itself recorded.
     """
+    return _nest(subject, xs, order, options, progress, None)
+
+
+def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOptions, progress: Progress,
+                tables) -> tuple[list[list], list[list]]:
+    """The plain orders 0..order and, with weight `tables`, the weighted chain's orders 1..order.
+
+    Order k of the weighted chain is the gradient of its order k-1 outputs
+    (order 0: the function's outputs) with the weights as their upstream
+    gradient (`tables`: upstream.tables as a tensor, or None). Each chain has
+    its own forward and its own nest of tapes, one non-persistent tape per
+    order: one more tape, or a persistent one, would change what TensorFlow
+    does (a tf.function called under more than one tape, or a persistent one,
+    records its higher-order gradient functions: _select_forward_and_backward_functions
+    in eager/polymorphic_function/concrete_function.py), so the plain values are
+    exactly those of `tape_orders`. An exception in the weighted chain alone
+    stops it and is kept in `progress.upstream_error` with its stage.
+    """
+    orders = _nest(subject, xs, order, options, progress, None)
+    if tables is None or order == 0:  # order 0 of both chains is the function's outputs
+        return orders, []
+    chain = Progress()
+    try:
+        weighted = _nest(subject, xs, order, options, chain, tables)
+    except Exception as e:  # noqa: BLE001 - the case's code given a non-unit upstream gradient
+        progress.upstream = chain.done[1:]
+        progress.upstream_error = (e, f"{chain.stage} with upstream weights")
+        return orders, progress.upstream
+    progress.upstream = weighted[1:]
+    return orders, progress.upstream
+
+
+def _nest(subject: "Subject", xs: Sequence, order: int, options: RunOptions, progress: Progress,
+          tables) -> list[list]:
+    """One chain on nested tapes: plain (`tables` None) or weighted."""
     sources = subject.sources(xs)
 
     def upto(k: int) -> list[list]:
@@ -72,12 +134,16 @@ def tape_orders(subject: "Subject", xs: Sequence, order: int, options: RunOption
         with tf.GradientTape(persistent=False) as tape:
             tape.watch(sources)
             orders = upto(k - 1)
-        progress.stage = f"order {k}"
+        progress.stage = order_stage(k, order)
         targets = [t for t in orders[-1] if is_target(t)]
-        if targets:
+        if not targets:
+            grads = [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
+        elif tables is None:
             grads = tape.gradient(targets, sources, unconnected_gradients=unconnected(options))
         else:
-            grads = [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
+            weights = [upstream_weights(tables, k, i, t) for i, t in enumerate(targets)]
+            grads = tape.gradient(targets, sources, output_gradients=weights,
+                                  unconnected_gradients=unconnected(options))
         orders.append([dense(g) for g in grads])
         progress.done.append(orders[-1])
         return orders
@@ -115,10 +181,12 @@ class Subject:
                                           shape=tuple(v.shape.as_list()))
                                    for i, v in enumerate(self.variables))
 
-    def ok(self, mode: str, orders: Sequence[Sequence], point: Point) -> ModeOutcome:
-        """An OK outcome from NumPy values (or None) per order."""
-        return ModeOutcome(mode=mode, status=Status.OK, orders=_records(orders, self.records(point)),
-                           sources=self.records(point))
+    def ok(self, mode: str, orders: Sequence[Sequence], point: Point, weighted: Sequence[Sequence] = (),
+           weighted_error: Optional[tuple[BaseException, str]] = None) -> ModeOutcome:
+        """An OK outcome from NumPy values (or None) per order, and the weighted chain's."""
+        sources = self.records(point)
+        return ModeOutcome(mode=mode, status=Status.OK, orders=_records(orders, sources), sources=sources,
+                           upstream=_records_from(weighted, sources), upstream_error=_error_of(weighted_error))
 
     def error(self, mode: str, exc: BaseException, stage: str, point: Point,
               partial: Sequence[Sequence] = ()) -> ModeOutcome:
@@ -126,6 +194,15 @@ class Subject:
         sources = self.records(point)
         return ModeOutcome(mode=mode, status=Status.ERROR, orders=_records(partial, sources),
                            error=error_info(exc, stage), sources=sources)
+
+
+def upstream_tables(case: Case, point: Point, options: RunOptions) -> Optional[np.ndarray]:
+    """The weighted chain's tables at `point`, flat float64, or None when the upstream check is off."""
+    return upstream.flat_tables(upstream.seed(case.id, point.label), case.order) if options.upstream else None
+
+
+def _error_of(raised: Optional[tuple[BaseException, str]]) -> Optional[ErrorInfo]:
+    return None if raised is None else error_info(raised[0], raised[1])
 
 
 def build_subject(case: Case) -> Subject:
@@ -175,3 +252,8 @@ def _to_outputs(values: Sequence, like: Optional[Sequence[Source]]) -> tuple[Out
 
 def _records(orders: Sequence[Sequence], sources: Sequence[Source]) -> tuple[tuple[Output, ...], ...]:
     return tuple(_to_outputs(o, None if k == 0 else sources) for k, o in enumerate(orders))
+
+
+def _records_from(weighted: Sequence[Sequence], sources: Sequence[Source]) -> tuple[tuple[Output, ...], ...]:
+    """Orders 1.. of the weighted chain: every one is a gradient per source."""
+    return tuple(_to_outputs(o, sources) for o in weighted)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.case import Case
-from harness.modes._tf import Progress, build_error, build_subject, tape_orders, tf
+from harness.modes._tf import Progress, build_error, build_subject, tape_chains, tf, upstream_tables
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "eager"
@@ -20,12 +20,17 @@ def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
         progress = Progress()
         try:
             xs = [tf.constant(v) for v in point.values]
-            orders = tape_orders(subject, xs, case.order, options, progress)
-            outcomes.append(subject.ok(NAME, [[_numpy(t) for t in o] for o in orders], point))
+            tables = upstream_tables(case, point, options)
+            orders, weighted = tape_chains(subject, xs, case.order, options, progress,
+                                           None if tables is None else tf.constant(tables))
+            outcomes.append(subject.ok(NAME, _values(orders), point, _values(weighted), progress.upstream_error))
         except Exception as e:  # noqa: BLE001
-            partial = [[_numpy(t) for t in o] for o in progress.done]
-            outcomes.append(subject.error(NAME, e, progress.stage, point, partial))
+            outcomes.append(subject.error(NAME, e, progress.stage, point, _values(progress.done)))
     return outcomes
+
+
+def _values(orders):
+    return [[_numpy(t) for t in o] for o in orders]
 
 
 def _numpy(t):

@@ -34,8 +34,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.case import Case, Point
-from harness.modes._tf import (Progress, Subject, build_error, build_subject, flat_outputs, is_target, tape_orders,
-                               tf)
+from harness.modes._tf import (Progress, Subject, build_error, build_subject, flat_outputs, is_target, tape_chains,
+                               tf, upstream_tables, upstream_weights)
 from harness.records import ModeOutcome, RunOptions, Status
 
 NAME = "forward"
@@ -61,17 +61,28 @@ def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
         if note:
             outcomes.append(ModeOutcome(mode=NAME, status=Status.SKIP, note=note))
             continue
-        stage, orders = "forward", []
+        stage, orders, weighted, raised = "forward", [], [], None
+        tables = upstream_tables(case, point, options)
+        tables = None if tables is None else tf.constant(tables)
         try:
             xs = [tf.constant(v) for v in point.values]
             orders.append(flat_outputs(subject.fn(*xs)))
             for k in range(1, case.order + 1):
                 stage = f"order {k}"
-                orders.append([_gradient(subject, xs, s, k, options) for s in subject.sources(xs)])
-            outcomes.append(subject.ok(NAME, [[_numpy(t) for t in o] for o in orders], point))
+                pairs = [_gradient(subject, xs, s, k, options, tables if raised is None else None)
+                         for s in subject.sources(xs)]
+                orders.append([plain for plain, _, _ in pairs])
+                raised = raised or next((error for _, _, error in pairs if error is not None), None)
+                if tables is not None and raised is None:
+                    weighted.append([chain for _, chain, _ in pairs])
+            outcomes.append(subject.ok(NAME, _values(orders), point, _values(weighted), raised))
         except Exception as e:  # noqa: BLE001
-            outcomes.append(subject.error(NAME, e, stage, point, [[_numpy(t) for t in o] for o in orders]))
+            outcomes.append(subject.error(NAME, e, stage, point, _values(orders)))
     return outcomes
+
+
+def _values(orders):
+    return [[_numpy(t) for t in o] for o in orders]
 
 
 def skip_note(subject: Subject, point: Point) -> Optional[str]:
@@ -92,35 +103,63 @@ def skip_note(subject: Subject, point: Point) -> Optional[str]:
     return None
 
 
-def _gradient(subject: Subject, xs: Sequence, source, order: int, options: RunOptions):
-    """Order `order`'s gradient for `source`, one forward pass per element of it.
+def _gradient(subject: Subject, xs: Sequence, source, order: int, options: RunOptions, tables):
+    """Order `order`'s gradient for `source`, one forward pass per element of it, and with
+    weight `tables` the weighted chain's: the same passes give the JVPs of both chains' order
+    `order` - 1, and the weighted one sums them with the upstream weights.
 
-    None when no element is connected (zeros with options.unconnected_zero);
+    Returns (plain, weighted, what the weighted chain raised or None). A gradient
+    is None when no element is connected (zeros with options.unconnected_zero);
     an unconnected element of a connected source is 0, as in reverse mode.
     """
     size = int(np.prod(source.shape.as_list(), dtype=np.int64))
-    elements = []
+    plain, chain = [], []
+    raised = None
     for j in range(size):
         tangent = np.zeros(size, source.dtype.as_numpy_dtype)
         tangent[j] = 1
+        progress = Progress()
         with tf.autodiff.ForwardAccumulator(primals=source, tangents=tangent.reshape(source.shape)) as acc:
-            below = tape_orders(subject, xs, order - 1, options, Progress())[-1]
-        jvps = [_contracted(jvp, source.dtype)
-                for jvp in (acc.jvp(t) for t in below if is_target(t)) if jvp is not None]
-        elements.append(tf.add_n(jvps) if jvps else None)
+            orders, weighted = tape_chains(subject, xs, order - 1, options, progress,
+                                           tables if raised is None else None)
+        plain.append(_sum([_contracted(acc.jvp(t), source.dtype) for t in orders[-1] if is_target(t)]))
+        if tables is None or raised is not None:
+            continue
+        if progress.upstream_error is not None:
+            raised = progress.upstream_error
+            continue
+        below = ([orders[0]] + weighted)[-1]
+        targets = [t for t in below if is_target(t)]
+        chain.append(_sum([_contracted(acc.jvp(t), source.dtype, upstream_weights(tables, order, i, t))
+                           for i, t in enumerate(targets)]))
+    weighted_gradient = None if tables is None or raised is not None else _assembled(chain, source, options)
+    return _assembled(plain, source, options), weighted_gradient, raised
+
+
+def _sum(jvps: Sequence):
+    jvps = [j for j in jvps if j is not None]
+    return tf.add_n(jvps) if jvps else None
+
+
+def _assembled(elements: Sequence, source, options: RunOptions):
     if all(e is None for e in elements):
         return tf.zeros_like(source) if options.unconnected_zero else None
     zero = tf.zeros([], source.dtype)
     return tf.reshape(tf.stack([zero if e is None else e for e in elements]), source.shape)
 
 
-def _contracted(jvp, dtype):
-    """One target's JVP summed over its elements, in the source's dtype.
+def _contracted(jvp, dtype, weights=None):
+    """One target's JVP summed over its elements (times `weights` when given), in the source's dtype.
 
     A complex target of a real source keeps the real part, as reverse mode
     does: the tape's unit cotangent reaches a real input as Re(J) (the
-    gradients of tf.complex and of a cast to a real dtype take the real part).
+    gradients of tf.complex and of a cast to a real dtype take the real part);
+    the weights are real, so Re(w J) = w Re(J) as well.
     """
+    if jvp is None:
+        return None
+    if weights is not None:
+        jvp = jvp * weights
     if jvp.dtype.is_complex and not dtype.is_complex:
         jvp = tf.math.real(jvp)
     return tf.reduce_sum(tf.cast(jvp, dtype))

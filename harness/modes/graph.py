@@ -9,18 +9,22 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from harness import upstream
 from harness.case import Case, Point
 from harness.modes._tf import (Progress, Subject, build_error, build_subject, dense, flat_outputs, is_target,
-                               tf, unconnected)
+                               tf, unconnected, upstream_tables, upstream_weights)
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "graph"
 
 
-def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, progress: Progress):
+def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, progress: Progress, tables):
+    """Builds the plain orders into progress.done and, with `tables`, the weighted chain
+    (grad_ys: the upstream weights) into progress.upstream."""
     sources = subject.sources(xs)
     progress.stage = "forward"
     progress.done.append(flat_outputs(subject.fn(*xs)))
+    weighted = progress.done[0]
     for k in range(1, order + 1):
         progress.stage = f"order {k}"
         targets = [t for t in progress.done[-1] if is_target(t)]
@@ -29,6 +33,19 @@ def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, prog
         else:
             grads = [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
         progress.done.append([dense(g) for g in grads])
+        if tables is None or progress.upstream_error is not None:
+            continue
+        try:
+            targets = [t for t in weighted if is_target(t)]
+            if targets:
+                weights = [upstream_weights(tables, k, i, t) for i, t in enumerate(targets)]
+                grads = tf.gradients(targets, sources, grad_ys=weights, unconnected_gradients=unconnected(options))
+            else:
+                grads = [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
+            weighted = [dense(g) for g in grads]
+            progress.upstream.append(weighted)
+        except Exception as e:  # noqa: BLE001 - the case's grad_fn given a non-unit upstream
+            progress.upstream_error = (e, f"order {k} with upstream weights")
 
 
 def _fetch(session, orders, feed):
@@ -38,12 +55,12 @@ def _fetch(session, orders, feed):
     return [[None if t is None else next(values) for t in o] for o in orders]
 
 
-def _run_point(session, orders, placeholders, subject: Subject, point: Point, built_all: bool,
-               progress: Progress) -> ModeOutcome:
-    feed = dict(zip(placeholders, point.values))
+def _run_point(session, progress: Progress, feed, subject: Subject, point: Point, built_all: bool) -> ModeOutcome:
+    orders, chain = progress.done, progress.upstream
     if built_all:
         try:
-            return subject.ok(NAME, _fetch(session, orders, feed), point)
+            values = _fetch(session, orders + chain, feed)
+            return subject.ok(NAME, values[:len(orders)], point, values[len(orders):], progress.upstream_error)
         except Exception:  # noqa: BLE001 - found again below, with the order it belongs to
             pass
     # Either building stopped at an order, or running failed somewhere: run order
@@ -54,9 +71,17 @@ def _run_point(session, orders, placeholders, subject: Subject, point: Point, bu
             done += _fetch(session, [order], feed)
         except Exception as e:  # noqa: BLE001
             return subject.error(NAME, e, "forward" if k == 0 else f"order {k}", point, done)
-    if built_all:  # the whole fetch failed but every order ran on its own
-        return subject.ok(NAME, done, point)
-    return subject.error(NAME, progress.error, progress.stage, point, done)
+    if not built_all:
+        return subject.error(NAME, progress.error, progress.stage, point, done)
+    # Every plain order runs on its own: the weighted chain is what failed.
+    weighted, raised = [], progress.upstream_error
+    for k, order in enumerate(chain, start=1):
+        try:
+            weighted += _fetch(session, [order], feed)
+        except Exception as e:  # noqa: BLE001
+            raised = (e, f"order {k} with upstream weights")
+            break
+    return subject.ok(NAME, done, point, weighted, raised)
 
 
 def _run_signature(case: Case, points: Sequence[Point], options: RunOptions) -> list[ModeOutcome]:
@@ -65,12 +90,16 @@ def _run_signature(case: Case, points: Sequence[Point], options: RunOptions) -> 
     with graph.as_default():
         placeholders = [tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape, name=n)
                         for n, v in zip(points[0].names, points[0].values)]
+        tables = None
+        if options.upstream:
+            tables = tf.compat.v1.placeholder(tf.float64, shape=(case.order * upstream.TARGETS * upstream.PERIOD,),
+                                              name="upstream_weights")
         try:
             subject = build_subject(case)
         except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
             return build_error(case, NAME, e, points)
         try:
-            _gradient_orders(subject, placeholders, case.order, options, progress)
+            _gradient_orders(subject, placeholders, case.order, options, progress, tables)
         except Exception as e:  # noqa: BLE001
             progress.error = e
         init = tf.compat.v1.global_variables_initializer()
@@ -80,7 +109,13 @@ def _run_signature(case: Case, points: Sequence[Point], options: RunOptions) -> 
             session.run(init)
         except Exception as e:  # noqa: BLE001
             return [subject.error(NAME, e, "build", p) for p in points]
-        return [_run_point(session, progress.done, placeholders, subject, p, built_all, progress) for p in points]
+        outcomes = []
+        for p in points:
+            feed = dict(zip(placeholders, p.values))
+            if tables is not None:
+                feed[tables] = upstream_tables(case, p, options)
+            outcomes.append(_run_point(session, progress, feed, subject, p, built_all))
+        return outcomes
 
 
 def run(case: Case, options: RunOptions) -> list[ModeOutcome]:

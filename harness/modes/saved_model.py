@@ -42,6 +42,7 @@ import sys
 import tempfile
 from typing import Optional, Sequence
 
+from harness import upstream
 from harness.case import Case, Point
 from harness.modes._tf import Subject, build_error, build_subject, flat_outputs, tf
 from harness.records import ErrorInfo, ModeOutcome, RunOptions, Status
@@ -156,7 +157,8 @@ class _Mode:
             loader = _running_loader()
             request = {"folder": folder, "points": list(range(len(outcomes), len(case.points))),
                        "order": case.order, "wrt": list(case.wrt_indices),
-                       "unconnected_zero": options.unconnected_zero}
+                       "unconnected_zero": options.unconnected_zero,
+                       "upstream": [upstream.seed(case.id, p.label) for p in case.points] if options.upstream else None}
             sent = loader.send(request)
             for index in request["points"]:
                 reply = loader.receive() if sent else None
@@ -168,14 +170,18 @@ class _Mode:
 
     def _outcome(self, subject: Subject, point: Point, folder: str, reply: dict) -> ModeOutcome:
         with open(os.path.join(folder, f"result-{reply['point']}.pkl"), "rb") as f:
-            orders = pickle.load(f)
-        outcome = subject.ok(self.NAME, orders, point)
+            found = pickle.load(f)
+        outcome = subject.ok(self.NAME, found["orders"], point, found["upstream"])
+        if found["upstream_error"] is not None:
+            outcome = dataclasses.replace(outcome, upstream_error=_error(found["upstream_error"]))
         if reply["error"] is None:
             return outcome
-        error = reply["error"]
-        return dataclasses.replace(outcome, status=Status.ERROR,
-                                   error=ErrorInfo(type=error["type"], bases=tuple(error["bases"]),
-                                                   message=error["message"], stage=error["stage"]))
+        return dataclasses.replace(outcome, status=Status.ERROR, upstream=(), error=_error(reply["error"]))
+
+
+def _error(error: dict) -> ErrorInfo:
+    return ErrorInfo(type=error["type"], bases=tuple(error["bases"]), message=error["message"],
+                     stage=error["stage"])
 
 
 _loader: Optional[_Loader] = None
