@@ -36,7 +36,8 @@ _OUTCOMES = (VALUES_DIFFER, BAD_GRADIENT, GRADIENT_UNUSED)
 
 # The independent answers a case's agreed values are checked against. An
 # expectation may name them where it names modes, with outcome VALUES_DIFFER.
-ORACLES = ("numeric", "reference", "analytic")
+# "upstream" is the numeric check of the weighted chain (harness.upstream).
+ORACLES = ("numeric", "upstream", "reference", "analytic")
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _EXCEPTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -174,13 +175,19 @@ class Case:
         output (order 0) or per differentiated source (order >= 1), or a single
         array when there is one; orders left out are not checked.
       kinks: point labels (or "*" for every point) mapped to why the function
-        is not smooth there (a clip bound, a straight-through estimator's
-        step): the numeric oracle does not check those points.
+        cannot be checked by finite differences there (not smooth: a clip
+        bound, a straight-through estimator's step; or not a function of its
+        inputs: a random shuffle): the numeric and upstream oracles do not
+        check those points.
       skip_modes: mode names mapped to why the mode does not apply to this
         case (e.g. "saved_model": "reads a Python counter a SavedModel cannot
         hold"); the mode is reported as skipped with that reason.
       oracle_tolerance: overrides the numeric oracle's table
         (tolerance.NUMERIC_TOLERANCES) like `tolerance` overrides the modes'.
+      symmetric: names of arguments that are symmetric matrices (in their last
+        two axes): the numeric oracle moves them along symmetric directions
+        only, as a function of a symmetric matrix (one that reads one triangle,
+        as tf.linalg.cholesky does) is only defined there.
     """
 
     id: str
@@ -200,6 +207,7 @@ class Case:
     kinks: Mapping[str, str] = dataclasses.field(default_factory=dict)
     skip_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     oracle_tolerance: ToleranceOverride = None
+    symmetric: Sequence[str] = ()
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -214,6 +222,7 @@ class Case:
         self._validate_tolerance("tolerance", self.tolerance)
         self._validate_tolerance("oracle_tolerance", self.oracle_tolerance)
         self._validate_oracles()
+        object.__setattr__(self, "symmetric", self._validate_symmetric())
         self._validate_expectations()
         if not self.description or not self.description.strip():
             raise _fail(self.id, "description", "say in one line what the case shows")
@@ -345,6 +354,19 @@ class Case:
                     raise _fail(self.id, field, f"{key!r} needs a reason: say why")
         object.__setattr__(self, "kinks", dict(self.kinks))
         object.__setattr__(self, "skip_modes", dict(self.skip_modes))
+
+    def _validate_symmetric(self) -> tuple[str, ...]:
+        names = (self.symmetric,) if isinstance(self.symmetric, str) else tuple(self.symmetric)
+        for name in names:
+            if name not in self.wrt:
+                raise _fail(self.id, "symmetric", f"{name!r} is not a differentiated argument; differentiated: "
+                                                  f"{', '.join(self.wrt) or 'none'}")
+            for p in self.points:
+                shape = p.values[p.names.index(name)].shape
+                if len(shape) < 2 or shape[-1] != shape[-2]:
+                    raise _fail(self.id, "symmetric", f"argument {name!r} has shape {list(shape)} at {p.label}; a "
+                                                      "symmetric argument is square in its last two axes")
+        return names
 
     def _validate_expectations(self) -> None:
         for i, e in enumerate(self.expectations):

@@ -17,7 +17,7 @@ from harness import oracles, probe
 from harness.case import Case, Point
 from harness.modes._tf import error_info, tf
 from harness.records import ModeOutcome, Result, RunOptions, Status
-from harness.verdict import judge, reference_for, skipped
+from harness.verdict import judge, oracle_subject, skipped, yardstick
 
 __all__ = ["environment", "run_cases"]
 
@@ -76,11 +76,12 @@ def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: Rerun
         outcomes = {m: runs[m][0][i] for m in modes}
         repeats = {m: [again[i] for again in runs[m][1:]] for m in modes if len(runs[m]) > 1}
         active = [m for m in modes if outcomes[m].status is not Status.SKIP]
-        reference = reference_for(case, point, active, version, default)
         checks = {}
-        if active and (options.numeric or case.reference or case.analytic):
+        if active and (options.numeric or options.upstream or case.reference or case.analytic):
             on_mode("oracles")
-            checks = oracles.check(case, point, outcomes[reference], options)
+            subject, note = oracle_subject({m: outcomes[m] for m in active},
+                                           yardstick(case, point, outcomes, version, default))
+            checks = oracles.check(case, point, outcomes[subject], options, note)
         results.append(judge(case, point, outcomes, tf_version=version, reference=default,
                              rerun=rerun(case, point), strict_xpass=strict_xpass, oracles=checks,
                              repeats=repeats))

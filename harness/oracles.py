@@ -29,31 +29,87 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from harness import upstream
 from harness.case import Case, Point
 from harness.compare import compare_outcomes, compare_outputs, where
 from harness.modes import eager
-from harness.modes._tf import Progress, build_subject, error_info, is_target, tape_orders, tf
+from harness.modes._tf import Progress, build_subject, error_info, is_target, tape_chains, tf
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions, Status
 from harness.tolerance import NUMERIC_STEPS, numeric_tolerance_for, tolerance_for
 
-__all__ = ["check", "DIRECTIONS"]
+__all__ = ["check", "DIRECTIONS", "RECHECK_LIMIT"]
 
 # Random directions per order: enough to catch a wrong derivative with
 # probability one, while costing two evaluations each.
 DIRECTIONS = 2
 
 
-def check(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions) -> dict[str, OracleOutcome]:
-    """Every oracle the case has (and the numeric one unless turned off) on `agreed`."""
-    wanted = [name for name, present in (("numeric", options.numeric), ("reference", case.reference is not None),
+def check(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
+          note: str = "") -> dict[str, OracleOutcome]:
+    """Every oracle the case has (and the numeric and upstream ones unless turned off) on `agreed`.
+
+    `note` says whose values these are when they are not the reference mode's
+    (it raised): it ends every oracle's note. An exception in an oracle's own
+    code is that oracle's "error", never a quiet "not checked".
+    """
+    # Without the numeric oracle, the upstream one has something to say only when the
+    # weighted chain raised (its values are compared across modes all the same).
+    wanted = [name for name, present in (("numeric", options.numeric),
+                                         ("upstream", options.upstream and (options.numeric
+                                                                             or agreed.upstream_error is not None)),
+                                         ("reference", case.reference is not None),
                                          ("analytic", case.analytic is not None)) if present]
     if agreed.status is not Status.OK:
-        note = f"{agreed.mode} computed no values to check"
-        return {name: OracleOutcome(name=name, status="skip", note=note) for name in wanted}
-    run = {"numeric": lambda: _numeric(case, point, agreed, options),
-           "reference": lambda: _reference(case, point, agreed, options),
-           "analytic": lambda: _analytic(case, point, agreed)}
-    return {name: run[name]() for name in wanted}
+        why = f"{agreed.mode} computed no values to check"
+        return {name: OracleOutcome(name=name, status="skip", note=why) for name in wanted}
+    found: dict[str, OracleOutcome] = {}
+    for name in wanted:
+        if name in found:
+            continue
+        try:
+            if name == "numeric":
+                numeric, weighted = _numeric(case, point, agreed, options, note)
+                found["numeric"] = numeric
+                if weighted is not None:
+                    found["upstream"] = weighted
+            elif name == "upstream":  # the numeric oracle is off: only what the chain raised is seen
+                found[name] = _upstream_without_numeric(agreed)
+            elif name == "reference":
+                found[name] = _with_note(_reference(case, point, agreed, options), note)
+            else:
+                found[name] = _with_note(_analytic(case, point, agreed), note)
+        except Exception as e:  # noqa: BLE001 - a fault in the oracle's own code must not pass quietly
+            error = OracleOutcome(name=name, status="error",
+                                  note=f"the {name} oracle itself raised {type(e).__name__}: {e} (a fault in the "
+                                       "harness's oracle code, not a verdict on the case)")
+            found[name] = error
+            if name == "numeric" and "upstream" in wanted:
+                found["upstream"] = dataclasses.replace(error, name="upstream")
+    return {name: found[name] for name in wanted if name in found}
+
+
+def _upstream_without_numeric(agreed: ModeOutcome) -> OracleOutcome:
+    return _upstream_failed(agreed, "the numeric oracle is off (--nonumeric): the weighted chain is only compared "
+                                    "across modes")
+
+
+def _upstream_failed(agreed: ModeOutcome, note: str) -> OracleOutcome:
+    """The weighted chain raised where the plain one computed its values."""
+    e = agreed.upstream_error
+    if e.stage.startswith("forward"):
+        # The weighted chain runs the function again: the second run raised, not a grad_fn.
+        line = (f"the function raises {e.type} when {agreed.mode} runs it a second time (for the weighted chain): "
+                f"{e.first_line}; its first run computed its values, so it is not a pure function of its inputs")
+    else:
+        line = (f"grad_fn fails when its upstream gradient is not all ones: {agreed.mode} raises {e.type} at "
+                f"{e.stage}: {e.first_line}; at the plain contraction (every upstream gradient 1) it computes "
+                "its values")
+    return OracleOutcome(name="upstream", status="differ", orders=(), differ=(_order_of(e.stage),),
+                         details=(line,), note=note)
+
+
+def _with_note(outcome: OracleOutcome, note: str) -> OracleOutcome:
+    return dataclasses.replace(outcome, note=outcome.note + note) if note else outcome
 
 
 def _outcome(name: str, checked: Sequence[int], lines: Sequence[tuple[int, str]], note: str) -> OracleOutcome:
@@ -121,26 +177,47 @@ def _reference(case: Case, point: Point, agreed: ModeOutcome, options: RunOption
                     "ordinary autodiff of the reference implementation, eager")
 
 
-# -- numeric --------------------------------------------------------------------------------
+# -- numeric and upstream ------------------------------------------------------------------
+
+# Most source elements an order is checked again one by one after a random
+# direction failed there (each costs two evaluations), so that the message can
+# name the worst element; a point with more says which direction failed instead.
+RECHECK_LIMIT = 64
+
 
 class _NotWide(Exception):
     """The function computed in another dtype than float64: its differences would be noise."""
 
 
-class _Evaluator:
-    """The sum of a case's order-k outputs at shifted sources, in eager mode."""
+class _CaseRaised(Exception):
+    """The case's own code raised at a shifted point (or in a dtype it refuses)."""
 
-    def __init__(self, case: Case, point: Point, wide: bool):
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.info = error_info(error, "")
+
+
+class _Evaluator:
+    """Sums of a case's order-k outputs at shifted sources, in eager mode: the plain
+    sum, and the weighted chain's sum with the next order's upstream weights."""
+
+    def __init__(self, case: Case, point: Point, wide: bool, weighted: bool):
         self.case = case
         self.wide = wide
+        self.seed = upstream.seed(case.id, point.label) if weighted else None
         values = [_upcast(v) if wide else v for v in point.values]
         self.args = values
-        if wide:
-            with tf.variable_creator_scope(_upcast_variable):
+        try:
+            if wide:
+                with tf.variable_creator_scope(_upcast_variable):
+                    self.subject = build_subject(case)
+            else:
                 self.subject = build_subject(case)
-        else:
-            self.subject = build_subject(case)
+        except Exception as e:  # noqa: BLE001 - the case's builder
+            raise _CaseRaised(e) from e
         self.bases = [np.array(values[i]) for i in case.wrt_indices] + [v.numpy() for v in self.subject.variables]
+        self.tables = None if self.seed is None else tf.constant(upstream.flat_tables(self.seed, case.order))
+        self.weighted_error = ""  # what the weighted chain raised here, if it did
 
     def dtype(self) -> str:
         if self.wide:
@@ -148,25 +225,39 @@ class _Evaluator:
         # The coarsest dtype among the sources sets the step.
         return max((b.dtype.name for b in self.bases), key=lambda n: NUMERIC_STEPS.get(n, 0.0))
 
-    def total(self, order: int, shifts: Sequence[np.ndarray]) -> float:
-        """sum(order `order` outputs) with every source moved by its shift."""
+    def total(self, order: int, shifts: Sequence[np.ndarray]) -> tuple[float, Optional[float]]:
+        """(sum of the order `order` outputs, sum of the weighted chain's order `order`
+        outputs times the order `order` + 1 weights, or None) with every source moved by its shift."""
         case = self.case
         xs = list(self.args)
         for slot, i in enumerate(case.wrt_indices):
             xs[i] = (self.bases[slot] + shifts[slot]).astype(self.bases[slot].dtype)
         variables = self.subject.variables
         offset = len(case.wrt_indices)
+        progress = Progress()
         try:
             for j, v in enumerate(variables):
                 v.assign((self.bases[offset + j] + shifts[offset + j]).astype(self.bases[offset + j].dtype))
-            orders = tape_orders(self.subject, [tf.constant(x) for x in xs], order, RunOptions(), Progress())
+            orders, chain = tape_chains(self.subject, [tf.constant(x) for x in xs], order,
+                                        RunOptions(upstream=self.tables is not None), progress, self.tables)
+        except Exception as e:  # noqa: BLE001 - the case's own code, at a shifted point
+            raise _CaseRaised(e) from e
         finally:
             for j, v in enumerate(variables):
                 v.assign(self.bases[offset + j])
         targets = [t for t in orders[order] if is_target(t)]
         if self.wide and any(t.dtype != tf.float64 for t in targets):
             raise _NotWide(", ".join(sorted({t.dtype.name for t in targets})))
-        return float(sum(np.sum(t.numpy().astype(np.float64)) for t in targets))
+        plain = float(sum(np.sum(t.numpy().astype(np.float64)) for t in targets))
+        if self.tables is None or progress.upstream_error is not None:
+            if progress.upstream_error is not None:
+                info = error_info(*progress.upstream_error)
+                self.weighted_error = f"{info.type} at {info.stage}: {info.first_line}"
+            return plain, None
+        below = [t for t in ([orders[0]] + chain)[order] if is_target(t)]
+        weighted = float(sum(np.sum(t.numpy().astype(np.float64) * upstream.weights(self.seed, order + 1, i, t.shape))
+                             for i, t in enumerate(below)))
+        return plain, weighted
 
 
 def _upcast(value: np.ndarray) -> np.ndarray:
@@ -190,92 +281,206 @@ def _seed(case: Case, point: Point) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class _Direction:
-    """A unit shift of every source: one element (`element` = (source slot, flat index)) or random."""
+    """A unit shift of every source: one element (`element` = (source slot, flat index)) or random.
+
+    For a symmetric source an element direction moves (i, j) and (j, i) together:
+    `mirror` is the flat index of (j, i), or None on the diagonal."""
 
     unit: list
     element: Optional[tuple[int, int]] = None
     label: str = ""
+    mirror: Optional[int] = None
 
 
-def _directions(bases: Sequence[np.ndarray], full: bool, seed: int) -> list[_Direction]:
+def _directions(bases: Sequence[np.ndarray], full: bool, seed: int, symmetric: Sequence[bool]) -> list[_Direction]:
     """One-hot elements (with `full`, or when there are no more elements than directions),
-    else DIRECTIONS seeded random unit vectors."""
+    else DIRECTIONS seeded random unit vectors. A symmetric source is moved along
+    symmetric directions only: its element pairs, or a symmetrised random part."""
     if full or sum(b.size for b in bases) <= DIRECTIONS:
-        found = []
-        for slot, base in enumerate(bases):
-            for flat in range(base.size):
-                unit = [np.zeros(b.shape) for b in bases]
-                unit[slot].flat[flat] = 1.0
-                found.append(_Direction(unit, element=(slot, flat)))
-        return found
+        return _element_directions(bases, symmetric)
     rng = np.random.default_rng(seed)
     found = []
     for d in range(DIRECTIONS):
         parts = [rng.standard_normal(b.shape) for b in bases]
+        parts = [(p + np.swapaxes(p, -1, -2)) / 2 if sym else p for p, sym in zip(parts, symmetric)]
         norm = np.sqrt(sum(np.sum(p * p) for p in parts))
         found.append(_Direction([p / norm for p in parts], label=f"random direction {d + 1} of {DIRECTIONS}"))
     return found
 
 
-def _close(analytic: float, numeric: float, tol) -> tuple[float, float, float]:
-    """How far `analytic` is beyond `tol` from `numeric` (<= 0 when close), and the abs and rel error."""
+def _element_directions(bases: Sequence[np.ndarray], symmetric: Sequence[bool]) -> list[_Direction]:
+    found = []
+    for slot, base in enumerate(bases):
+        for flat in range(base.size):
+            unit = [np.zeros(b.shape) for b in bases]
+            mirror = None
+            if symmetric[slot]:
+                index = np.unravel_index(flat, base.shape)
+                i, j = index[-2], index[-1]
+                if i > j:
+                    continue  # moved with its mirror (j, i)
+                if i < j:
+                    mirror = int(np.ravel_multi_index(index[:-2] + (j, i), base.shape))
+                    unit[slot].flat[mirror] = 1.0
+            unit[slot].flat[flat] = 1.0
+            found.append(_Direction(unit, element=(slot, flat), mirror=mirror))
+    return found
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "None (unconnected)" if value is None else f"{value:.8g}"
+
+
+def _close(analytic: float, numeric: float, tol) -> tuple[float, str]:
+    """How far `analytic` is beyond `tol` from `numeric` (<= 0 when close), and the error in words."""
     if not np.isfinite(analytic):
-        return float("inf"), float("inf"), float("inf")
+        return float("inf"), f"the gradient is {analytic:g} where the numeric derivative is finite"
     err = abs(analytic - numeric)
-    rel = err / abs(numeric) if numeric else float("inf")
-    return err - (tol.atol + tol.rtol * abs(numeric)), err, rel
+    words = f"abs err {err:.3g}"
+    words += f" rel err {err / abs(numeric):.3g}" if numeric else " (the numeric derivative is 0)"
+    return err - (tol.atol + tol.rtol * abs(numeric)), f"{words} (rtol {tol.rtol:g}, atol {tol.atol:g})"
 
 
-def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions) -> OracleOutcome:
+@dataclasses.dataclass
+class _Check:
+    """One chain's result at one order: its worst difference and the counts."""
+
+    worst: str = ""
+    worst_excess: float = 0.0
+    failures: int = 0
+    skipped: int = 0
+    total: int = 0
+    kind: str = "directions"
+    failed: list = dataclasses.field(default_factory=list)  # (direction, analytic, numeric, plus, minus)
+    extra: str = ""  # a sentence saying what the failures mean, when the pattern says it
+    worst_slot: Optional[int] = None  # the source of the worst element, when checked by element
+
+    def line(self) -> str:
+        if not self.worst:
+            return ""
+        return f"{self.worst} ({self.failures} of {self.total} {self.kind}){self.extra}"
+
+
+def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
+             checked_note: str) -> tuple[OracleOutcome, Optional[OracleOutcome]]:
+    """The numeric oracle and, when the weighted chain was computed, the upstream one."""
+    with_upstream = options.upstream and bool(agreed.upstream or agreed.upstream_error)
+
+    def both(status: str, note: str) -> tuple[OracleOutcome, Optional[OracleOutcome]]:
+        return (OracleOutcome(name="numeric", status=status, note=note),
+                OracleOutcome(name="upstream", status=status, note=note) if options.upstream else None)
+
     why_not = _why_not_numeric(case, point, agreed)
     if why_not:
-        return OracleOutcome(name="numeric", status="skip", note=why_not)
+        return both("skip", why_not)
     evaluator, why = None, []
     for wide in (True, False):
         try:
-            candidate = _Evaluator(case, point, wide)
+            candidate = _Evaluator(case, point, wide, with_upstream)
             candidate.total(case.order - 1, [np.zeros(b.shape) for b in candidate.bases])
             evaluator = candidate
             break
         except _NotWide as e:
             why.append(f"float64 inputs give {e} outputs")
-        except Exception as e:  # noqa: BLE001 - the case's own code, at another dtype
-            info = error_info(e, "")
-            why.append(f"{'float64' if wide else 'its own dtype'}: {info.type}: {info.first_line}")
+        except _CaseRaised as e:
+            why.append(f"{'float64' if wide else 'its own dtype'}: {e.info.type}: {e.info.first_line}")
     if evaluator is None:
-        return OracleOutcome(name="numeric", status="skip",
-                             note="the function could not be evaluated for differences: " + "; ".join(why))
-    directions = _directions(evaluator.bases, options.numeric_full, _seed(case, point))
-    kind = "elements" if directions[0].element else "directions"
-    note = (f"central differences in {evaluator.dtype()} with step {NUMERIC_STEPS[evaluator.dtype()]:g}, "
-            + ("every element" if directions[0].element else f"{len(directions)} random directions"))
-    lines: list[tuple[int, str]] = []
-    unchecked: list[str] = []
-    skipped_in_all = 0
+        return both("skip", "the function could not be evaluated for differences: " + "; ".join(why))
+    symmetric = [s.name in case.symmetric for s in agreed.sources]
+    directions = _directions(evaluator.bases, options.numeric_full, _seed(case, point), symmetric)
+    step = NUMERIC_STEPS[evaluator.dtype()]
+    how = "every element" if directions[0].element else f"{len(directions)} random directions"
+    if any(symmetric):
+        how += " (symmetric for " + ", ".join(s.name for s, sym in zip(agreed.sources, symmetric) if sym) + ")"
+    note = f"central differences in {evaluator.dtype()} with step {step:g}, {how}" + checked_note
+    plain_lines: list[tuple[int, str]] = []
+    weighted_lines: list[tuple[int, str]] = []
+    both_lines: list[tuple[int, str]] = []
+    unchecked, weighted_unchecked = [], []
+    skipped_in_all = weighted_skipped = 0
     try:
         for order in range(1, case.order + 1):
-            worst, failures, skipped = _check_order(case, agreed, evaluator, order, directions)
-            if worst:
-                lines.append((order, f"{worst} ({failures} of {len(directions)} {kind})"))
-            if skipped:
-                unchecked.append(f"order {order}: {skipped} of {len(directions)} {kind}")
-                skipped_in_all += skipped
-    except Exception as e:  # noqa: BLE001 - a shifted point may leave the function's domain
-        info = error_info(e, "")
-        return OracleOutcome(name="numeric", status="skip",
-                             note=f"a shifted point raises {info.type}: {info.first_line}")
+            plain, weighted = _check_order(case, agreed, evaluator, order, directions, symmetric)
+            if plain.skipped:
+                unchecked.append(f"order {order}: {plain.skipped} of {plain.total} {plain.kind}")
+                skipped_in_all += plain.skipped
+            if plain.worst:
+                plain_lines.append((order, plain.line()))
+            if weighted is None:
+                continue
+            if weighted.skipped:
+                weighted_unchecked.append(f"order {order}: {weighted.skipped} of {weighted.total} {weighted.kind}")
+                weighted_skipped += weighted.skipped
+            if weighted.worst and plain.worst:
+                both_lines.append((order, f"with upstream weights too: {weighted.line()}"))
+            elif weighted.worst:
+                weighted_lines.append((order, _upstream_line(order, weighted, agreed, evaluator)))
+    except _CaseRaised as e:  # a shifted point may leave the function's domain
+        return both("skip", f"a shifted point raises {e.info.type}: {e.info.first_line}")
+    numeric_note = note
+    if unchecked:
+        numeric_note += "; not finite within a step of the point, so not checked: " + ", ".join(unchecked)
+    numeric = _outcome("numeric", range(1, case.order + 1), plain_lines, numeric_note)
+    if skipped_in_all == case.order * len(directions):  # nothing was checked at all
+        numeric = OracleOutcome(name="numeric", status="skip", note=numeric_note)
+    if not options.upstream:
+        return numeric, None
+    return numeric, _upstream_outcome(case, agreed, evaluator, note, weighted_lines, both_lines,
+                                      weighted_unchecked, weighted_skipped == case.order * len(directions))
+
+
+def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, note: str,
+                      lines: list[tuple[int, str]], both_lines: list[tuple[int, str]], unchecked: list[str],
+                      nothing_checked: bool) -> OracleOutcome:
+    if agreed.upstream_error is not None:
+        return _upstream_failed(agreed, note)
+    if not agreed.upstream:
+        return OracleOutcome(name="upstream", status="skip", note="the weighted chain was not computed")
+    if evaluator.weighted_error:
+        return OracleOutcome(name="upstream", status="skip",
+                             note=f"the weighted chain raises {evaluator.weighted_error} in the oracle's "
+                                  f"{evaluator.dtype()} evaluation")
+    note = f"upstream weights seeded by case and point (harness.upstream); {note}"
     if unchecked:
         note += "; not finite within a step of the point, so not checked: " + ", ".join(unchecked)
-        if skipped_in_all == case.order * len(directions):  # nothing was checked at all
-            return OracleOutcome(name="numeric", status="skip", note=note)
-    return _outcome("numeric", range(1, case.order + 1), lines, note)
+    if nothing_checked:
+        return OracleOutcome(name="upstream", status="skip", note=note)
+    if both_lines and not lines:
+        # Every weighted difference sits at an order where the plain contraction differs too:
+        # the derivative is wrong there, which says nothing about the upstream gradient's use.
+        explained = ", ".join(str(order) for order, _ in both_lines)
+        return OracleOutcome(name="upstream", status="skip",
+                             details=tuple(line for _, line in both_lines),
+                             note=f"the values with upstream weights differ from the numeric derivative only where "
+                                  f"the plain contraction does too (order {explained}), so that difference is the "
+                                  f"derivative's, not the upstream gradient's; {note}")
+    outcome = _outcome("upstream", range(1, case.order + 1), lines, note)
+    return dataclasses.replace(outcome, details=outcome.details + tuple(line for _, line in both_lines))
+
+
+def _order_of(stage: str) -> int:
+    words = stage.split()
+    return int(words[1].rstrip(",")) if len(words) > 1 and words[0] == "order" and words[1].rstrip(",").isdigit() else 0
+
+
+def _upstream_line(order: int, check: _Check, agreed: ModeOutcome, evaluator: _Evaluator) -> str:
+    below = agreed.orders[order - 1]
+    parts = [upstream.weights(evaluator.seed, order, i, o.shape).ravel()
+             for i, o in enumerate(x for x in below if x.value is not None and _floating(x.dtype))]
+    weights = upstream.describe(np.concatenate(parts)) if parts else "[]"
+    return (f"grad_fn mishandles its upstream gradient: at order {order} with upstream weights {weights}, "
+            f"{check.line()}; at the plain contraction (every upstream gradient 1) both agree")
+
+
+def _floating(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat", "complex"))
 
 
 def _why_not_numeric(case: Case, point: Point, agreed: ModeOutcome) -> str:
     """Why the numeric oracle cannot check `agreed` at `point`; empty when it can."""
     reason = case.kinks.get(point.label, case.kinks.get("*"))
     if reason:
-        return f"declared not smooth here: {reason}"
+        return f"declared not checked numerically here: {reason}"
     if any(s.dtype.startswith("complex") for s in agreed.sources):
         return ("complex sources: TensorFlow's gradient of a real function of z is the conjugate of its "
                 "Wirtinger derivative; real directions do not check it")
@@ -287,42 +492,138 @@ def _why_not_numeric(case: Case, point: Point, agreed: ModeOutcome) -> str:
     return ""
 
 
+def _gradients(outputs: Sequence[Output], bases: Sequence[np.ndarray]) -> list[Optional[np.ndarray]]:
+    return [None if o.value is None else o.value.astype(np.float64) for o, b in zip(outputs, bases)]
+
+
 def _check_order(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: int,
-                 directions: Sequence[_Direction]) -> tuple[str, int, int]:
-    """The worst difference at `order` (a line, or ""), how many directions differ, how many
-    could not be checked because the difference quotient is not finite."""
+                 directions: Sequence[_Direction], symmetric: Sequence[bool]) -> tuple[_Check, Optional[_Check]]:
+    """Both chains at `order` along `directions`; where a random direction fails and the
+    sources are small enough, again element by element, so the message names the element."""
+    plain_grads = _gradients(agreed.orders[order], evaluator.bases)
+    weighted_grads = (_gradients(agreed.upstream[order - 1], evaluator.bases)
+                      if order - 1 < len(agreed.upstream) and evaluator.tables is not None else None)
+    plain, weighted = _along(case, agreed, evaluator, order, directions, plain_grads, weighted_grads)
+    if directions[0].element is None and (plain.failures or (weighted and weighted.failures)):
+        elements = _element_directions(evaluator.bases, symmetric)
+        if len(elements) <= RECHECK_LIMIT:
+            again = _along(case, agreed, evaluator, order, elements,
+                           plain_grads if plain.failures else None,
+                           weighted_grads if weighted and weighted.failures else None)
+            if plain.failures and again[0].failures:
+                plain = again[0]
+            if weighted and weighted.failures and again[1] and again[1].failures:
+                weighted = again[1]
+    for check in (plain, weighted):
+        if check is not None and check.failures and check.worst_slot is not None:
+            check.extra = _triangle(check, agreed, evaluator, symmetric)
+    if plain.failures:
+        plain.extra += _surrogate(evaluator, order, plain, agreed.mode)
+    return plain, weighted
+
+
+def _along(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: int, directions: Sequence[_Direction],
+           plain_grads, weighted_grads) -> tuple[_Check, Optional[_Check]]:
+    """Checks the chains whose gradients are given (None: not this time) along `directions`."""
     step = NUMERIC_STEPS[evaluator.dtype()]
     names = [s.name for s in agreed.sources]
-    gradients = [np.zeros(b.shape) if o.value is None else o.value.astype(np.float64)
-                 for o, b in zip(agreed.orders[order], evaluator.bases)]
     # A random direction mixes every source: judge it with the loosest of their tolerances.
     loosest = max((s.dtype for s in agreed.sources),
                   key=lambda d: numeric_tolerance_for(d, case.oracle_tolerance).rtol)
-    worst, worst_excess, failures, skipped = "", 0.0, 0, 0
+    element = directions[0].element is not None
+    checks = [None if grads is None else _Check(kind="elements" if element else "directions", total=len(directions))
+              for grads in (plain_grads, weighted_grads)]
     for direction in directions:
-        if direction.element:
+        if element:
             slot, flat = direction.element
             h = step * max(1.0, abs(float(evaluator.bases[slot].flat[flat])))
             tol = numeric_tolerance_for(agreed.sources[slot].dtype, case.oracle_tolerance)
-            index = np.unravel_index(flat, evaluator.bases[slot].shape)
-            at = where(order, slot, names) + (f"{[int(i) for i in index]}" if len(index) else "")
+            at = where(order, slot, names) + _element_label(evaluator.bases[slot].shape, flat, direction.mirror)
         else:
             h = step * max([1.0] + [float(np.max(np.abs(b))) for b in evaluator.bases if b.size])
             tol = numeric_tolerance_for(loosest, case.oracle_tolerance)
             at = f"order {order} along {direction.label}"
         plus = evaluator.total(order - 1, [h * u for u in direction.unit])
         minus = evaluator.total(order - 1, [-h * u for u in direction.unit])
-        numeric = (plus - minus) / (2 * h)
-        if not np.isfinite(numeric):
-            skipped += 1  # the function overflows or leaves its domain within a step
-            continue
-        analytic = float(sum(np.sum(g * u) for g, u in zip(gradients, direction.unit)))
-        excess, err, rel = _close(analytic, numeric, tol)
-        if excess <= 0:
-            continue
-        failures += 1
-        if not worst or excess > worst_excess:
-            worst_excess = excess
-            worst = (f"{at}: {agreed.mode}={analytic:.8g} numeric={numeric:.8g} abs err {err:.3g} "
-                     f"rel err {rel:.3g} (rtol {tol.rtol:g}, atol {tol.atol:g})")
-    return worst, failures, skipped
+        for chain, (check, grads) in enumerate(zip(checks, (plain_grads, weighted_grads))):
+            if check is None or plus[chain] is None or minus[chain] is None:
+                continue
+            numeric = (plus[chain] - minus[chain]) / (2 * h)
+            if not np.isfinite(numeric):
+                check.skipped += 1  # the function overflows or leaves its domain within a step
+                continue
+            analytic, unconnected = _directional(grads, direction)
+            excess, error = _close(0.0 if analytic is None else analytic, numeric, tol)
+            if excess <= 0:
+                continue
+            check.failures += 1
+            check.failed.append((direction, analytic, numeric, plus[chain], minus[chain]))
+            if not check.worst or excess > check.worst_excess:
+                check.worst_excess = excess
+                check.worst_slot = direction.element[0] if element else None
+                counted = (f" (the None gradient of {', '.join(names[i] for i in unconnected)} counted as 0)"
+                           if unconnected and analytic is not None else "")
+                check.worst = f"{at}: {agreed.mode}={_fmt(analytic)} numeric={numeric:.8g} {error}{counted}"
+    for check in checks:
+        if check is not None and element and check.failed:
+            # The counts refer to the source the worst element belongs to.
+            slot = check.worst_slot
+            check.total = sum(1 for d in directions if d.element[0] == slot)
+            check.failures = sum(1 for d, *_ in check.failed if d.element[0] == slot)
+            check.kind = f"elements of {names[slot]}"
+    return checks[0], checks[1]
+
+
+def _directional(grads: Sequence[Optional[np.ndarray]], direction: _Direction) -> tuple[Optional[float], list[int]]:
+    """The gradients' derivative along `direction`: None when every gradient it moves is
+    None (unconnected), and the slots of the None gradients counted as 0."""
+    moved = [i for i, u in enumerate(direction.unit) if np.any(u)]
+    unconnected = [i for i in moved if grads[i] is None]
+    if len(unconnected) == len(moved):
+        return None, unconnected
+    return float(sum(np.sum(g * u) for g, u in zip(grads, direction.unit) if g is not None)), unconnected
+
+
+def _element_label(shape: tuple, flat: int, mirror: Optional[int]) -> str:
+    if not shape:
+        return ""
+    index = [int(i) for i in np.unravel_index(flat, shape)]
+    if mirror is None:
+        return f"{index}"
+    return f"{index} and {[int(i) for i in np.unravel_index(mirror, shape)]} together (symmetric)"
+
+
+def _triangle(check: _Check, agreed: ModeOutcome, evaluator: _Evaluator, symmetric: Sequence[bool]) -> str:
+    """A sentence when every failing element of a square source sits in one strict triangle."""
+    slots = {d.element[0] for d, *_ in check.failed}
+    if len(slots) != 1:
+        return ""
+    slot = slots.pop()
+    shape = evaluator.bases[slot].shape
+    if symmetric[slot] or len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] < 2:
+        return ""
+    rows_cols = [np.unravel_index(d.element[1], shape)[-2:] for d, *_ in check.failed]
+    name = agreed.sources[slot].name
+    for side, inside in (("upper", lambda i, j: i < j), ("lower", lambda i, j: i > j)):
+        if all(inside(int(i), int(j)) for i, j in rows_cols):
+            return (f"; every difference sits in the strict {side} triangle of {name}: the function reads "
+                    f"one triangle of it. If {name} is meant to be symmetric, declare it "
+                    f"(Case(symmetric=['{name}']), or --symmetric {name} with check), so it is moved along "
+                    "symmetric directions only")
+    return ""
+
+
+def _surrogate(evaluator: _Evaluator, order: int, check: _Check, mode: str) -> str:
+    """A sentence when the differences are zero because the order - 1 outputs do not change
+    at all within a step: the function is locally constant and its gradient is a surrogate."""
+    if not check.failed or any(numeric != 0.0 or analytic in (None, 0.0) for _, analytic, numeric, _, _ in check.failed):
+        return ""
+    base = evaluator.total(order - 1, [np.zeros(b.shape) for b in evaluator.bases])[0]
+    if any(plus != base or minus != base for *_, plus, minus in check.failed):
+        return ""
+    what = "function" if order == 1 else f"order {order - 1} gradient"
+    return (f"; the {what} is locally constant here (the same value at every shift of up to ±h checked), so "
+            f"its true derivative is 0 and the custom gradient ({mode}'s) is a surrogate, not a derivative "
+            "(a straight-through estimator's or a quantizer's). If that is intended, declare it: "
+            "Expectation(modes=('numeric',), outcome=VALUES_DIFFER, reason=...) in the case, or "
+            "--expect 'numeric:values differ' with check")

@@ -16,7 +16,7 @@ from harness.modes import LADDER
 from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, Result, Status, Verdict
 from harness.tolerance import Tol
 
-__all__ = ["applicable", "died", "judge", "reference_for", "skipped"]
+__all__ = ["applicable", "died", "judge", "oracle_subject", "skipped", "yardstick"]
 
 # Repeated runs of one mode must give the same bits.
 EXACT = Tol(rtol=0.0, atol=0.0)
@@ -49,14 +49,36 @@ def applicable(case: Case, point: Point, modes: Sequence[str],
     return by_mode
 
 
-def reference_for(case: Case, point: Point, modes: Sequence[str], tf_version: str, default: str) -> str:
-    """The mode the others are compared with at `point`, among `modes` (those not skipped):
-    `default`, unless it was skipped or an expectation declares that it deviates there."""
+def yardstick(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], tf_version: str, default: str) -> str:
+    """The mode the others are compared with at `point`: `default`, unless it was skipped or
+    an expectation declares that it deviates there; then the first selected mode with neither.
+
+    The one place this is decided: the judge compares the modes with it, and the
+    oracles check its values (see oracle_subject). A GRADIENT_UNUSED expectation
+    on a mode that cannot observe gradient use is not judged, so it does not
+    disqualify that mode.
+    """
+    active = tuple(m for m, o in outcomes.items() if o.status is not Status.SKIP)
     try:
-        expected = applicable(case, point, tuple(modes), tf_version)
+        expected = applicable(case, point, active, tf_version)
     except ValueError:
         expected = {}
-    return _yardstick(default, modes, expected)
+    expected = {m: e for m, e in expected.items()
+                if not (e.outcome == GRADIENT_UNUSED and outcomes[m].usage is None)}
+    return _yardstick(default, active, expected)
+
+
+def oracle_subject(outcomes: Mapping[str, ModeOutcome], reference: str) -> tuple[str, str]:
+    """The mode whose values the oracles check, and a note saying so when it is not `reference`:
+    the reference's, unless it computed none; then the first selected mode that did."""
+    ref = outcomes.get(reference)
+    if ref is None or ref.status is Status.OK:
+        return reference, ""
+    for mode, outcome in outcomes.items():
+        if outcome.status is Status.OK:
+            how = f"raised {ref.error.type}" if ref.error else ref.status.value
+            return mode, f"; checked on {mode}'s values, since {reference} (the reference mode) {how}"
+    return reference, ""
 
 
 def _yardstick(default: str, modes: Sequence[str], expected: Mapping[str, Expectation]) -> str:
@@ -106,12 +128,21 @@ def _fallback(outcome: ModeOutcome, order: int) -> Optional[str]:
 
 
 def _deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismatch],
-                     malformed: list[Mismatch], ref_mode: str) -> list[str]:
+                     malformed: list[Mismatch], ref_mode: str, active: Mapping[str, ModeOutcome]) -> list[str]:
     lines = [m.message for m in disagreements + malformed]
     if not lines and outcome.status is Status.ERROR:
         e = outcome.error
-        others = "every selected mode raises it too" if mode == ref_mode else f"{ref_mode} agrees"
-        lines.append(f"{mode} raises {e.type} at {e.stage}: {e.first_line} ({others}; a case must "
+        others = [m for m in active if m != mode]
+        same = [m for m in others if active[m].status is Status.ERROR and active[m].error.type == e.type]
+        if not others:
+            said = f"{mode} is the only mode selected"
+        elif len(same) == len(others):
+            said = "every selected mode raises it too"
+        elif same:
+            said = f"{', '.join(same)} raise{'s' if len(same) == 1 else ''} it too"
+        else:
+            said = "no other selected mode raises it"
+        lines.append(f"{mode} raises {e.type} at {e.stage}: {e.first_line} ({said}; a case must "
                      "compute its values, or declare the error with an Expectation)")
     return lines
 
@@ -148,11 +179,13 @@ def _ladder(outcomes: Mapping[str, ModeOutcome], tolerance) -> Optional[str]:
     return None
 
 
-_ORACLE_WORDS = {"numeric": "the numeric derivative", "reference": "the reference implementation",
-                 "analytic": "the analytic values"}
+_ORACLE_WORDS = {"numeric": "the numeric derivative", "upstream": "the numeric derivative with upstream weights",
+                 "reference": "the reference implementation", "analytic": "the analytic values"}
 
 
 def _oracle_line(o: OracleOutcome) -> str:
+    if o.name == "upstream" and o.details:
+        return o.details[0]  # says its own cause: the grad_fn's use of its upstream gradient
     orders = ", ".join(map(str, o.differ))
     first = f": {o.details[0]}" if o.details else ""
     return f"the agreed values differ from {_ORACLE_WORDS[o.name]} at order {orders}{first}"
@@ -169,9 +202,8 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
       point: the point judged.
       outcomes: mode name to outcome; must include `reference`.
       tf_version: the running TensorFlow version, for version-ranged expectations.
-      reference: the mode every other mode is compared with; when an expectation
-        declares that it deviates here, or it was skipped, the first selected
-        mode without either.
+      reference: the default reference mode; the one every other mode is
+        compared with is yardstick()'s choice from it, as for the oracles.
       rerun: the command line that reruns this case and point alone.
       strict_xpass: make an unmet expectation a failure.
       oracles: what each oracle said about the reference mode's values.
@@ -179,10 +211,12 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
     """
     oracles = dict(oracles or {})
 
+    disagree = [False]
+
     def result(verdict: Verdict, reason: str, details: Sequence[str] = ()) -> Result:
         return Result(case=case.id, point=point.label, order=case.order, verdict=verdict,
                       reason=reason, details=tuple(details), outcomes=dict(outcomes), rerun=rerun,
-                      oracles=oracles)
+                      oracles=oracles, modes_disagree=disagree[0])
 
     for verdict, status in ((Verdict.CRASH, Status.CRASH), (Verdict.TIMEOUT, Status.TIMEOUT)):
         dead = [o for o in outcomes.values() if o.status is status]
@@ -211,25 +245,31 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
             # Like an oracle that did not run: what cannot be seen is not judged.
             notes.append(f"{mode}: gradient use is not observed in this run, so '{e.describe()}' is not judged")
             del expected[mode]
-    reference = _yardstick(reference, tuple(active), expected)
+    reference = yardstick(case, point, outcomes, tf_version, reference)
     ref = active[reference]
     deviations: list[str] = []
+    # Differences only in the weighted chain come after the oracles' lines: when the
+    # upstream oracle says why (a grad_fn mishandling its upstream gradient), that leads.
+    weighted_only: list[str] = []
     met: list[tuple[str, Expectation]] = []
     unmet: list[tuple[str, Expectation]] = []
     for mode, outcome in active.items():
         disagreements = [] if mode == reference else compare_outcomes(ref, outcome, tolerance=case.tolerance)
+        disagree[0] = disagree[0] or bool(disagreements)
         malformed = check_gradients(outcome)
         fallback = _fallback(outcome, case.order)
         e = expected.get(mode)
         if e is None:
-            deviations += ([fallback] if fallback else []) + _deviation_lines(mode, outcome, disagreements,
-                                                                              malformed, reference)
+            plain = [m for m in disagreements if not m.upstream]
+            deviations += ([fallback] if fallback else []) + _deviation_lines(mode, outcome, plain, malformed,
+                                                                              reference, active)
+            weighted_only += [m.message for m in disagreements if m.upstream]
             continue
         happened = _met(e, outcome, disagreements, malformed)
         if fallback and e.outcome != GRADIENT_UNUSED:
             notes.append(fallback)
         if happened is None:
-            got = _deviation_lines(mode, outcome, disagreements, malformed, reference)
+            got = _deviation_lines(mode, outcome, disagreements, malformed, reference, active)
             deviations.append(f"{mode}: expected {e.describe()}; got instead: "
                               + " | ".join(got or [outcome.status.value]))
         else:
@@ -238,7 +278,7 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
 
     for name, o in oracles.items():
         if o.status == "error":
-            return result(Verdict.ERROR, f"the case's {name} oracle: {o.note}", [o.note])
+            return result(Verdict.ERROR, f"{name} oracle: {o.note}", [o.note])
         e = expected.get(name)
         if o.status == "skip":
             notes.append(f"{name} oracle not checked: {o.note}")
@@ -252,6 +292,9 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
             (met if o.status == "differ" else unmet).append((name, e))
             notes += [f"{name}: {line}" for line in o.details]
 
+    if weighted_only:
+        mode_deviations = True
+        deviations += weighted_only
     unexpected_build = [o for o in broken if o.mode not in dict(met)]
     if unexpected_build:
         o = unexpected_build[0]
@@ -266,6 +309,11 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
         return result(Verdict.FAIL, deviations[0], lines)
     checked = [n for n in ("numeric", "reference", "analytic") if n in judged_oracles and n not in expected]
     matched = (", and match " + " and ".join(_ORACLE_WORDS[n] for n in checked)) if checked else ""
+    if matched and "upstream" in judged_oracles and "upstream" not in expected:
+        matched += ", with and without upstream weights" if "numeric" in checked else \
+            ", and the numeric derivative with upstream weights"
+    elif not matched and "upstream" in judged_oracles and "upstream" not in expected:
+        checked, matched = ["upstream"], ", and match the numeric derivative with upstream weights"
     if not expected:
         agree = "all modes agree" if len(active) > 1 else f"{reference} computes its values"
         return result(Verdict.PASS, f"{agree}{matched}" if checked else "", notes + skipped_lines)

@@ -36,6 +36,11 @@ def render(report: Report) -> str:
     suite = ET.Element("testsuite", name="harness")
     for result in report.results:
         case = ET.SubElement(suite, "testcase", classname=result.case, name=result.point)
+        if result.oracles:
+            # What each oracle said, the upstream-gradient check among them, whatever the verdict.
+            properties = ET.SubElement(case, "properties")
+            for name, o in result.oracles.items():
+                ET.SubElement(properties, "property", name=f"oracle.{name}", value=_xml_text(o.status))
         text = _xml_text("\n".join([result.reason, *result.details, f"rerun: {result.rerun}"]))
         tag = _ELEMENT.get(result.verdict)
         if tag:
