@@ -38,7 +38,7 @@ def _points(inputs: Inputs, dtype: str) -> list[tuple[np.ndarray, ...]]:
 
 def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Sequence[str]] = "all",
           dtype: str = "float32", unconnected_zero: bool = False, strict_xpass: bool = False,
-          numeric: bool = True, numeric_full: bool = False, repeat: int = 1,
+          numeric: bool = True, numeric_full: bool = False, repeat: int = 1, upstream: bool = True,
           **case_options: Any) -> list[Result]:
     """Runs `fn` at each input point in every mode and returns one Result per point.
 
@@ -56,8 +56,10 @@ def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Seq
       numeric: check the agreed values against central finite differences.
       numeric_full: check every element instead of a few random directions.
       repeat: run every mode this many times; changing values are `flaky`.
+      upstream: also take every order with seeded upstream weights (the
+        upstream-gradient check), compare it across modes and check it numerically.
       **case_options: more Case fields: wrt, tolerance, expectations,
-        wrt_variables, reference, analytic, kinks, description, ...
+        wrt_variables, reference, analytic, kinks, symmetric, description, ...
     """
     from harness import execute  # noqa: PLC0415 - imports TensorFlow
 
@@ -66,7 +68,7 @@ def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Seq
     case = case_for(fn, name, _points(inputs, dtype), order, source=f"{getattr(fn, '__module__', '?')}.{name}",
                     **case_options)
     options = RunOptions(unconnected_zero=unconnected_zero, numeric=numeric, numeric_full=numeric_full,
-                         repeat=repeat)
+                         repeat=repeat, upstream=upstream)
     return execute.run_case(case, names, options,
                             rerun=lambda c, p: f"harness.check({name}, ...) at {p.label}",
                             strict_xpass=strict_xpass)

@@ -17,7 +17,7 @@ import numpy as np
 
 from harness.case import Case
 
-__all__ = ["CheckSpec", "InputError", "parse_inputs", "make_case", "case_for"]
+__all__ = ["CheckSpec", "InputError", "parse_inputs", "parse_expect", "make_case", "case_for"]
 
 _DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 
@@ -28,12 +28,17 @@ class InputError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class CheckSpec:
-    """What `check` was asked: a target "PATH.py:NAME", input literals, dtype and order."""
+    """What `check` was asked: a target "PATH.py:NAME", input literals, dtype and order,
+    and the Case fields the command line can give: wrt, expectations (as --expect
+    texts) and symmetric arguments."""
 
     target: str
     inputs: tuple[str, ...]
     dtype: str = "float32"
     order: int = 1
+    wrt: tuple[str, ...] = ()
+    expect: tuple[str, ...] = ()
+    symmetric: tuple[str, ...] = ()
 
     @property
     def path(self) -> str:
@@ -87,6 +92,47 @@ def parse_inputs(texts: Sequence[str], dtype: str) -> list[tuple[np.ndarray, ...
     return points
 
 
+_EXPECT_FORM = ("MODES:OUTCOME[:REASON], e.g. 'numeric:values differ:a straight-through estimator' or "
+                "'all:ValueError'")
+
+
+def parse_expect(text: str) -> tuple[tuple[str, ...], str, str]:
+    """(modes, outcome, reason) from an --expect text MODES:OUTCOME[:REASON].
+
+    MODES is a comma list of mode and oracle names, or "all" for every mode;
+    OUTCOME an exception class name or one of "values differ", "bad gradient",
+    "gradient unused". What the Case would refuse (eager values differ, say) it
+    refuses when the case is made.
+
+    Raises:
+      InputError: the text does not have that form, or names an unknown mode.
+    """
+    from harness import modes as _modes  # noqa: PLC0415
+    from harness.case import _OUTCOMES, ORACLES  # noqa: PLC0415
+
+    parts = [p.strip() for p in text.split(":", 2)]
+    if len(parts) < 2 or not parts[0] or not parts[1]:
+        raise InputError(f"--expect {text!r}: write {_EXPECT_FORM}")
+    names = [n.strip() for n in parts[0].split(",") if n.strip()]
+    modes: list[str] = []
+    for name in names:
+        if name == "all":
+            modes += [m for m in _modes.KNOWN_MODES if m not in modes]
+        elif name in _modes.KNOWN_MODES or name in ORACLES:
+            modes.append(name)
+        else:
+            raise InputError(f"--expect {text!r}: unknown mode {name!r}; use 'all', modes "
+                             f"({', '.join(_modes.KNOWN_MODES)}) or oracles ({', '.join(ORACLES)})")
+    outcome = parts[1]
+    if outcome not in _OUTCOMES and not outcome.isidentifier():
+        raise InputError(f"--expect {text!r}: {outcome!r} is neither an exception class name nor one of "
+                         f"{', '.join(repr(o) for o in _OUTCOMES)}")
+    if outcome == "values differ" and "all" in names:
+        modes = [m for m in modes if m != _modes.REFERENCE_MODE]  # every mode but the one compared with
+    reason = parts[2] if len(parts) > 2 and parts[2] else "declared on the command line with --expect"
+    return tuple(modes), outcome, reason
+
+
 def _is_builder(obj: Any) -> bool:
     try:
         parameters = inspect.signature(obj).parameters.values()
@@ -130,6 +176,8 @@ def make_case(spec: CheckSpec) -> Case:
     """
     from harness import loader  # noqa: PLC0415 - the target imports TensorFlow
 
+    from harness.case import Expectation  # noqa: PLC0415
+
     module = loader.load_module(spec.path)
     obj = getattr(module, spec.name, None)
     if obj is None or not callable(obj):
@@ -137,4 +185,13 @@ def make_case(spec: CheckSpec) -> Case:
                          and getattr(v, "__module__", None) == module.__name__)
         raise loader.LoadError(f"{spec.path} defines no function {spec.name!r}; functions there: "
                                f"{', '.join(defined) or 'none'}")
-    return case_for(obj, spec.name, parse_inputs(spec.inputs, spec.dtype), spec.order, source=spec.target)
+    options: dict[str, Any] = {}
+    if spec.wrt:
+        options["wrt"] = spec.wrt
+    if spec.symmetric:
+        options["symmetric"] = spec.symmetric
+    if spec.expect:
+        options["expectations"] = [Expectation(modes=m, outcome=o, reason=r)
+                                   for m, o, r in (parse_expect(t) for t in spec.expect)]
+    return case_for(obj, spec.name, parse_inputs(spec.inputs, spec.dtype), spec.order, source=spec.target,
+                    **options)

@@ -87,6 +87,20 @@ NUMERIC = flags.DEFINE_bool(
 NUMERIC_FULL = flags.DEFINE_bool(
     "numeric_full", False, "Numeric oracle: check every element (full Jacobians) instead of a few seeded "
     "random directions.")
+UPSTREAM = flags.DEFINE_bool(
+    "upstream", True, "Also take every order of a seeded weighted sum of the outputs (the upstream-gradient "
+    "check: a grad_fn that ignores or reduces its dy is right only at the plain contraction), compare it "
+    "across modes and check it numerically; --noupstream turns it off.")
+WRT = flags.DEFINE_list(
+    "wrt", None, "check: differentiate only these arguments (comma list of names; default: every floating "
+    "or complex argument).")
+EXPECT = flags.DEFINE_multi_string(
+    "expect", [], "check: a declared deviation, as a case's Expectation: MODES:OUTCOME[:REASON], MODES a comma "
+    "list of modes and oracles or 'all', OUTCOME an exception class or 'values differ', 'bad gradient', "
+    "'gradient unused'; e.g. --expect 'numeric:values differ:a straight-through estimator' (repeatable).")
+SYMMETRIC = flags.DEFINE_list(
+    "symmetric", None, "check: arguments that are symmetric matrices; the numeric oracle moves them along "
+    "symmetric directions only (e.g. the input of tf.linalg.cholesky).")
 REPEAT = flags.DEFINE_integer(
     "repeat", 1, "Run every mode this many times; values that change between the runs make the verdict "
     "'flaky' (never retried away).", lower_bound=1)
@@ -132,8 +146,66 @@ for _flag in (REPRO_DIR, OUT):
 
 _HELP = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
 
+_REPORTS = (JSON_OUT, JUNIT_OUT, JSONL_OUT)
+_JUDGING = (NUMERIC, NUMERIC_FULL, UPSTREAM, UNCONNECTED, STRICT_XPASS, REPEAT)
+_RUNNING = (JOBS, TIMEOUT, INPROCESS)
+# Each command: its usage line, what it does, and the flags that concern it.
+_COMMANDS = {
+    None: ("python -m harness [flags]",
+           "Runs the case library (or --case_file cases) in the selected modes and prints one line per "
+           "case and point. Commands: check (one function, no case written), repro (a standalone bug "
+           "report), merge (reports into a version matrix); 'python -m harness COMMAND --help' says more.",
+           (MODE, CASES, CASE_FILES, LIBRARY, LIST) + _REPORTS + _JUDGING + _RUNNING
+           + (REPRO_DIR, SHARD_INDEX, NUM_SHARDS)),
+    "check": ("python -m harness check PATH.py:NAME --inputs LITERAL [--inputs LITERAL ...] [flags]",
+              "Checks one function (or a zero-argument builder returning it) without writing a case: "
+              "every --inputs is one point.",
+              (INPUTS, ORDER, DTYPE, WRT, EXPECT, SYMMETRIC, MODE) + _JUDGING + _REPORTS + _RUNNING + (REPRO_DIR,)),
+    "repro": ("python -m harness repro CASE_ID|PATH.py:NAME --out DIR [flags]",
+              "Writes repro.py (needing only TensorFlow and NumPy) and ISSUE.md for one case and point.",
+              (OUT, POINT, MODE, CASE_FILES, INPUTS, ORDER, DTYPE, WRT, EXPECT, SYMMETRIC) + _JUDGING),
+    "merge": ("python -m harness merge REPORT.json [REPORT.json ...] [flags]",
+              "Merges JSON reports from several TensorFlow releases into one version matrix.",
+              (MARKDOWN_OUT, HTML_OUT, JSON_OUT)),
+}
+
+
+def _flag_help(flag) -> str:
+    import textwrap  # noqa: PLC0415 - only for help
+
+    f = flags.FLAGS[flag.name]
+    if isinstance(f, flags.BooleanFlag):
+        name = f"--[no]{f.name}"
+    else:
+        name = f"--{f.name}" + (f"={f.default_as_str.strip(chr(39))}" if f.default not in (None, [], "") else "")
+    # absl appends this to a multi flag's help; each help here says "(repeatable)" itself.
+    said = f.help.replace(";\n    repeat this option to specify a list of values", "")
+    said = " ".join(said.replace(";     repeat this option to specify a list of values", "").split())
+    text = textwrap.fill(said, width=96, initial_indent="      ", subsequent_indent="      ")
+    return f"  {name}\n{text}"
+
+
+def command_help(command: Optional[str]) -> str:
+    """The help of one command (None: the main run): usage, what it does, its flags."""
+    import textwrap  # noqa: PLC0415
+
+    usage, what, own = _COMMANDS[command]
+    lines = [f"usage: {usage}", "", textwrap.fill(what, width=100), "", "flags:"]
+    lines += [_flag_help(flag) for flag in own]
+    lines += ["", "Exit status: 0 when every verdict is pass, xfail, xpass or skip; 1 when any is fail, error, "
+                  "crash or timeout; 2 for a usage error. --helpfull lists every flag, absl's included."]
+    return "\n".join(lines)
+
 
 def _parse_flags(argv: list[str]) -> list[str]:
+    asked = [arg for arg in argv[1:] if arg in ("-h", "-?", "--help", "--helpshort")]
+    if asked:
+        command = next((arg for arg in argv[1:] if arg in _COMMANDS), None)
+        try:
+            print(command_help(command), flush=True)
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
+            sys.stderr.close()
+        sys.exit(0)
     try:
         return flags.FLAGS(argv)
     except flags.Error as e:
@@ -151,16 +223,19 @@ def _usage_exit(message: str) -> None:
 
 
 def _check_spec(target: str):
-    from harness.checking import CheckSpec, InputError, parse_inputs  # noqa: PLC0415
+    from harness.checking import CheckSpec, InputError, parse_expect, parse_inputs  # noqa: PLC0415
 
     path, colon, name = target.rpartition(":")
     if not colon or not path.endswith(".py") or not name.isidentifier():
         raise UsageError(f"{target!r} is not PATH.py:NAME; e.g. my_grads.py:log1pexp")
     try:
         parse_inputs(INPUTS.value, DTYPE.value)  # refuse bad literals before any worker starts
+        for text in EXPECT.value:
+            parse_expect(text)
     except InputError as e:
         raise UsageError(str(e)) from None
-    return CheckSpec(target=target, inputs=tuple(INPUTS.value), dtype=DTYPE.value, order=ORDER.value)
+    return CheckSpec(target=target, inputs=tuple(INPUTS.value), dtype=DTYPE.value, order=ORDER.value,
+                     wrt=tuple(WRT.value or ()), expect=tuple(EXPECT.value), symmetric=tuple(SYMMETRIC.value or ()))
 
 
 def rerun_command(case_id: str, point: str, modes: Sequence[str], check=None) -> str:
@@ -170,6 +245,11 @@ def rerun_command(case_id: str, point: str, modes: Sequence[str], check=None) ->
     if check is not None:
         parts += ["check", check.target] + [f"--inputs={i}" for i in check.inputs]
         parts += [f"--order={check.order}", f"--dtype={check.dtype}"]
+        if check.wrt:
+            parts.append(f"--wrt={','.join(check.wrt)}")
+        parts += [f"--expect={text}" for text in check.expect]
+        if check.symmetric:
+            parts.append(f"--symmetric={','.join(check.symmetric)}")
     parts += [f"--mode={mode}", f"--cases={case_id}[{point}]"]
     parts += [f"--case_file={path}" for path in CASE_FILES.value]
     if LIBRARY.value and CASE_FILES.value:
@@ -180,6 +260,8 @@ def rerun_command(case_id: str, point: str, modes: Sequence[str], check=None) ->
         parts.append("--strict_xpass")
     if not NUMERIC.value:
         parts.append("--nonumeric")
+    if not UPSTREAM.value:
+        parts.append("--noupstream")
     if NUMERIC_FULL.value:
         parts.append("--numeric_full")
     if REPEAT.value != 1:
@@ -301,6 +383,10 @@ def run(argv: Sequence[str]) -> int:
     if command == "repro" and not OUT.value:
         raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
     modes = _modes.parse_modes(MODE.value)
+    given = [f"--{f.name}" for f in (WRT, EXPECT, SYMMETRIC) if f.value]
+    if given and not (command == "check" or (command == "repro" and ".py:" in args[0])):
+        raise UsageError(f"{', '.join(given)} describe the function of check PATH.py:NAME; a case file says the "
+                         "same with Case(wrt=..., expectations=..., symmetric=...)")
     check = _check_spec(args[0]) if command == "check" or (command == "repro" and ".py:" in args[0]) else None
     patterns = CASES.value
     if command == "repro" and check is None:
@@ -331,7 +417,7 @@ def run(argv: Sequence[str]) -> int:
             _list(selected)
             return 0
         options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
-                             numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value)
+                             numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value)
         repro = bool(REPRO_DIR.value) or command == "repro"
         jobs = [Job(case_id=c.id, order=c.order, points=c.points, modes=modes, options=options,
                     strict_xpass=STRICT_XPASS.value, repro=repro,
