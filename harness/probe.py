@@ -33,7 +33,7 @@ import tensorflow as tf
 
 from harness.records import Usage
 
-__all__ = ["install", "installed", "paused", "start", "finish"]
+__all__ = ["install", "installed", "name_of", "paused", "start", "finish"]
 
 _REAL = tf.custom_gradient
 _state = {"depth": 0, "ran": {}, "called": set(), "installed": False}
@@ -68,10 +68,26 @@ def _counting(grad_fn: Callable, name: str) -> Callable:
     return counted
 
 
+def name_of(f: Callable) -> str:
+    """The user's own name for a custom-gradient function: through functools.wraps chains,
+    partials and tf.function wrappers, without AutoGraph's "tf__" prefix."""
+    seen = set()
+    while id(f) not in seen:
+        seen.add(id(f))
+        inner = (getattr(f, "python_function", None) or getattr(f, "__wrapped__", None)
+                 or (f.func if isinstance(f, functools.partial) else None))
+        if inner is None or not callable(inner):
+            break
+        f = inner
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or type(f).__name__
+    # AutoGraph converts a function into one named tf__NAME (and its locals' qualnames with it).
+    return ".".join(part[4:] if part.startswith("tf__") else part for part in name.split("."))
+
+
 def _probing_custom_gradient(f: Optional[Callable] = None):
     if f is None:  # used as @tf.custom_gradient()
         return _probing_custom_gradient
-    name = getattr(f, "__qualname__", getattr(f, "__name__", repr(f)))
+    name = name_of(f)
 
     @functools.wraps(f)
     def forward(*args, **kwargs):

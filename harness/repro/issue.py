@@ -21,9 +21,39 @@ def _outcome(outcome: ModeOutcome) -> str:
     return f"{outcome.mode}: {outcome.status.value}"
 
 
+def _disagree(result: Result) -> bool:
+    """True when some mode's outcome differs from the reference mode's, as the judge found."""
+    return result.modes_disagree
+
+
+def _headline(result: Result) -> str:
+    """What the title says happened: true for this result, whatever its verdict."""
+    names = ", ".join(result.outcomes)
+    if _disagree(result):
+        return f"{names} disagree"
+    differ = [n for n, o in result.oracles.items() if o.status == "differ"]
+    if "upstream" in differ and "numeric" not in differ:
+        return f"every mode agrees ({names}), and the values with upstream weights differ from the numeric derivative"
+    if differ:
+        words = {"numeric": "the numeric derivative", "upstream": "the numeric derivative with upstream weights",
+                 "reference": "the reference implementation", "analytic": "the analytic values"}
+        return f"every mode agrees ({names}), and the values differ from {words[differ[0]]}"
+    return f"{names} agree"
+
+
+def _behaviour(result: Result) -> str:
+    at = f"differentiated to order {result.order} at `{result.point}`"
+    if _disagree(result):
+        return (f"The same `tf.custom_gradient` function, {at}, behaves differently in eager mode, inside "
+                "`tf.function`, and in a `tf.compat.v1` graph with `tf.gradients`:")
+    if any(o.status == "differ" for o in result.oracles.values()):
+        return f"The `tf.custom_gradient` function, {at}, gives the same result in every mode, and it is wrong:"
+    return f"The `tf.custom_gradient` function, {at}, gives the same result in every mode:"
+
+
 def render(result: Result, script: str, environment: Mapping[str, str], description: str) -> str:
     """The issue text for `result`, with `script` (repro.py) as the standalone code."""
-    modes = ", ".join(result.outcomes) + (" agree" if result.verdict is Verdict.PASS else " disagree")
+    modes = _headline(result)
     observed = "\n".join(_outcome(o) for o in result.outcomes.values())
     reference = next(iter(result.outcomes.values()), None)
     expected = ("All modes return the same values (within the dtype's tolerance) and the same exceptions, "
@@ -64,8 +94,7 @@ Yes
 
 ### Current behavior?
 
-The same `tf.custom_gradient` function, differentiated to order {result.order} at `{result.point}`, behaves
-differently in eager mode, inside `tf.function`, and in a `tf.compat.v1` graph with `tf.gradients`:
+{_behaviour(result)}
 
 {result.reason}
 

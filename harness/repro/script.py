@@ -138,7 +138,10 @@ _BODY = textwrap.dedent('''
             with tf.GradientTape() as tape:
                 tape.watch(sources)
                 orders = upto(k - 1)
-            stage[0] = f"order {k}"
+            # Below the last order, the tapes of the orders above are recording this one.
+            above = "" if k == ORDER else (f", while recording for order {k + 1}" if k + 1 == ORDER
+                                           else f", while recording for orders {k + 1} to {ORDER}")
+            stage[0] = f"order {k}{above}"
             ys = targets(orders[-1])
             grads = tape.gradient(ys, sources, unconnected_gradients=UNCONNECTED) if ys else [None] * len(sources)
             return orders + [[dense(g) for g in grads]]
