@@ -42,8 +42,8 @@ def _rows(case, results) -> list[str]:
     modes = list(results[0].outcomes)
 
     def cells(r):
-        numeric = r.oracles.get("numeric")
-        return ([_outcome(r.outcomes[m]) for m in modes] + [numeric.status if numeric else "-"]
+        found = [r.oracles.get(name) for name in ("numeric", "upstream")]
+        return ([_outcome(r.outcomes[m]) for m in modes] + [o.status if o else "-" for o in found]
                 + [r.verdict.value])
 
     if all(cells(r) == cells(results[0]) for r in results):
@@ -80,16 +80,18 @@ def render(cases: Sequence, results: Sequence, modes: Sequence[str], versions: d
         "",
         "An outcome is `ok` (every order computed) or the exception class and where it was raised "
         "(forward, or the derivative order). The numeric column is the numeric oracle on the agreed "
-        "values: `match`, `differ`, or `skip` (not checked; the report says why). A verdict is `pass` "
-        "when every mode agrees with eager and the numeric derivative matches, `xfail` when the modes "
-        "or the oracle deviate as the case declares; the reasons follow each table.",
+        "values, the upstream column the same check with seeded upstream weights (the README's "
+        "upstream-gradient check): `match`, `differ`, or `skip` (not checked; the report says why). "
+        "A verdict is `pass` when every mode agrees with eager and the numeric derivative matches, "
+        "`xfail` when the modes or the oracles deviate as the case declares; the reasons follow each "
+        "table.",
         "",
         "Themes: " + ", ".join(f"[{t}](#{t})" for t in themes) + ".",
     ]
     for theme, members in themes.items():
         lines += ["", f"## {theme}", "",
-                  "| case | what it shows | source | " + " | ".join(modes) + " | numeric | verdict |",
-                  "|" + "---|" * (5 + len(modes))]
+                  "| case | what it shows | source | " + " | ".join(modes) + " | numeric | upstream | verdict |",
+                  "|" + "---|" * (6 + len(modes))]
         for case in members:
             lines += _rows(case, by_case[case.id])
         explained = [c for c in members if c.expectations]
