@@ -171,11 +171,11 @@ def test_catalogue_gives_a_row_per_point_only_when_the_points_end_differently():
     differ = [result(case.points[0], ok, Verdict.PASS), result(case.points[1], raised, Verdict.FAIL)]
     rows = [line for line in _catalogue().render([case], alike, ("eager", "graph"), versions).splitlines()
             if line.startswith("| `t.branch`")]
-    assert rows == ["| `t.branch` | a \\| b | seeds/x | ok | ok | - | pass |"]
+    assert rows == ["| `t.branch` | a \\| b | seeds/x | ok | ok | - | - | pass |"]
     rows = [line for line in _catalogue().render([case], differ, ("eager", "graph"), versions).splitlines()
             if line.startswith("| `t.branch`")]
-    assert rows == ["| `t.branch` at x=1.0 | a \\| b | seeds/x | ok | ok | - | pass |",
-                    "| `t.branch` at x=2.0 |  |  | ok | ValueError (order 1) | - | fail |"]
+    assert rows == ["| `t.branch` at x=1.0 | a \\| b | seeds/x | ok | ok | - | - | pass |",
+                    "| `t.branch` at x=2.0 |  |  | ok | ValueError (order 1) | - | - | fail |"]
 
 
 # -- the docstring's numbers ---------------------------------------------------------------

@@ -1,0 +1,109 @@
+"""Issue 11's pure logic, without TensorFlow: the weights, --expect, and explanations that must be true."""
+
+import numpy as np
+import pytest
+
+from harness import upstream
+from harness.case import Case
+from harness.checking import InputError, parse_expect
+from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Source, Status, Verdict
+from harness.repro import issue
+from harness.verdict import judge, oracle_subject, yardstick
+
+X = (Source("x", "float32", ()),)
+
+
+def test_weights_are_deterministic_nonzero_not_unit_of_both_signs_and_exact_in_bfloat16():
+    import ml_dtypes
+
+    seed = upstream.seed("tests.case", "x=[1.0,2.0]")
+    assert seed == upstream.seed("tests.case", "x=[1.0,2.0]") != upstream.seed("tests.case", "x=3.0")
+    w = upstream.weights(seed, 1, 0, (5,))
+    np.testing.assert_array_equal(w, upstream.weights(seed, 1, 0, (5,)))
+    assert np.all(w != 0) and np.all(np.abs(w) != 1)
+    assert w[0] < 0 < w[1] and len(set(w)) > 1
+    assert upstream.weights(seed, 1, 0, ()) < 0 and abs(upstream.weights(seed, 1, 0, ())) != 1
+    every = upstream.tables(seed, 3)
+    assert every.shape == (3, upstream.TARGETS, upstream.PERIOD)
+    for dtype in (np.float16, ml_dtypes.bfloat16, np.float32):
+        np.testing.assert_array_equal(every.astype(dtype).astype(np.float64), every)
+    # Orders and outputs get their own weights; a long output repeats its table.
+    assert not np.array_equal(upstream.weights(seed, 1, 0, (8,)), upstream.weights(seed, 2, 0, (8,)))
+    assert not np.array_equal(upstream.weights(seed, 1, 0, (8,)), upstream.weights(seed, 1, 1, (8,)))
+    long = upstream.weights(seed, 1, 0, (upstream.PERIOD + 3,))
+    np.testing.assert_array_equal(long[upstream.PERIOD:], long[:3])
+    assert upstream.describe(np.array([-0.625, 1.375])) == "[-0.625, 1.375]"
+
+
+def test_expect_reads_modes_outcome_and_reason():
+    assert parse_expect("numeric:values differ:a straight-through estimator") == (
+        ("numeric",), "values differ", "a straight-through estimator")
+    modes, outcome, reason = parse_expect("all:ValueError")
+    assert "eager" in modes and "graph" in modes and outcome == "ValueError"
+    assert reason == "declared on the command line with --expect"
+    modes, _, _ = parse_expect("all:values differ")
+    assert "eager" not in modes and "function" in modes  # values are compared with eager
+    for bad in ("numeric", ":ValueError", "nomode:ValueError", "graph:not a class"):
+        with pytest.raises(InputError):
+            parse_expect(bad)
+
+
+def f(x):
+    return x
+
+
+CASE = Case(id="tests.case", fn=f, points=[{"x": np.float32(1.0)}], source="tests", description="d")
+
+
+def raised(mode, type_):
+    return ModeOutcome(mode=mode, status=Status.ERROR, sources=X,
+                       error=ErrorInfo(type=type_, bases=(type_, "Exception"), message="boom", stage="order 1"))
+
+
+def ok(mode):
+    return ModeOutcome(mode=mode, status=Status.OK, sources=X,
+                       orders=((Output.of(np.float32(1.0)),), (Output.of(np.float32(2.0)),)))
+
+
+def _judge(*outcomes, oracles=None):
+    return judge(CASE, CASE.points[0], {o.mode: o for o in outcomes}, tf_version="2.21.0", reference="eager",
+                 rerun="rerun", oracles=oracles)
+
+
+def test_every_selected_mode_raises_it_too_only_when_every_one_does():
+    r = _judge(raised("eager", "ValueError"), raised("function", "ValueError"), raised("graph", "ValueError"))
+    assert "every selected mode raises it too" in r.reason
+    r = _judge(raised("eager", "ValueError"), raised("function", "ValueError"), ok("graph"))
+    line = next(d for d in r.details if d.startswith("eager raises"))
+    assert "function raises it too" in line and "every selected mode" not in line
+    r = _judge(raised("eager", "ValueError"), ok("function"), ok("graph"))
+    line = next(d for d in r.details if d.startswith("eager raises"))
+    assert "no other selected mode raises it" in line
+
+
+def test_one_yardstick_for_the_judge_and_the_oracles():
+    outcomes = {"eager": raised("eager", "ValueError"), "function": ok("function"), "graph": ok("graph")}
+    assert yardstick(CASE, CASE.points[0], outcomes, "2.21.0", "eager") == "eager"
+    mode, note = oracle_subject(outcomes, "eager")
+    assert mode == "function" and note == "; checked on function's values, since eager (the reference mode) raised ValueError"
+    assert oracle_subject({"eager": ok("eager")}, "eager") == ("eager", "")
+
+
+def _result(verdict, oracles, disagree):
+    return Result(case="tests.case", point="x=1.0", order=1, verdict=verdict, reason="why", details=(),
+                  outcomes={"eager": ok("eager"), "function": ok("function")}, rerun="rerun", oracles=oracles,
+                  modes_disagree=disagree)
+
+
+def test_issue_text_says_the_modes_disagree_only_when_they_do():
+    env = {"tensorflow": "2.21.0"}
+    numeric = {"numeric": OracleOutcome(name="numeric", status="differ", differ=(1,))}
+    text = issue.render(_result(Verdict.FAIL, numeric, False), "print(1)", env, "a case")
+    assert "disagree" not in text and "behaves differently" not in text
+    assert "every mode agrees (eager, function), and the values differ from the numeric derivative" in text
+    weighted = {"numeric": OracleOutcome(name="numeric", status="match"),
+                "upstream": OracleOutcome(name="upstream", status="differ", differ=(1,))}
+    text = issue.render(_result(Verdict.FAIL, weighted, False), "print(1)", env, "a case")
+    assert "the values with upstream weights differ from the numeric derivative" in text
+    text = issue.render(_result(Verdict.FAIL, {}, True), "print(1)", env, "a case")
+    assert "eager, function disagree" in text and "behaves differently" in text
