@@ -175,8 +175,10 @@ def _compare_upstream(ref: ModeOutcome, got: ModeOutcome, tolerance: ToleranceOv
         side = lambda e, mode: (f"{mode} raises {e.type} at {e.stage}: {e.first_line}" if e  # noqa: E731
                                 else f"{mode} returns values")
         stage = (g or r).stage
+        words = stage.replace(",", " ").split()
+        order = int(words[1]) if len(words) > 1 and words[0] == "order" and words[1].isdigit() else None
         return [Mismatch("status", stage, f"with upstream weights: {pair}: {side(g, got.mode)}; {side(r, ref.mode)}",
-                         upstream=True)]
+                         order=order, upstream=True)]
     if not ref.upstream or not got.upstream:
         return []
     found = []

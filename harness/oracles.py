@@ -354,6 +354,14 @@ class _Check:
     failed: list = dataclasses.field(default_factory=list)  # (direction, analytic, numeric, plus, minus)
     extra: str = ""  # a sentence saying what the failures mean, when the pattern says it
     worst_slot: Optional[int] = None  # the source of the worst element, when checked by element
+    count: int = 0  # the directions (or elements) tried, of every source
+    compared: int = 0  # of those, the ones whose difference quotient was finite and compared
+    seen: list = dataclasses.field(default_factory=list)  # (direction, plus, minus) of every one compared
+
+    def unchecked(self) -> str:
+        """How many could not be checked, in words, or ""."""
+        kind = "elements" if self.worst_slot is not None or self.kind.startswith("elements") else "directions"
+        return f"{self.skipped} of {self.count} {kind}" if self.skipped else ""
 
     def line(self) -> str:
         if not self.worst:
@@ -367,8 +375,13 @@ def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     with_upstream = options.upstream and bool(agreed.upstream or agreed.upstream_error)
 
     def both(status: str, note: str) -> tuple[OracleOutcome, Optional[OracleOutcome]]:
-        return (OracleOutcome(name="numeric", status=status, note=note),
-                OracleOutcome(name="upstream", status=status, note=note) if options.upstream else None)
+        note += checked_note
+        if not options.upstream:
+            return OracleOutcome(name="numeric", status=status, note=note), None
+        # What the weighted chain raised needs no differences to be seen.
+        weighted = (_upstream_failed(agreed, note) if agreed.upstream_error is not None
+                    else OracleOutcome(name="upstream", status=status, note=note))
+        return OracleOutcome(name="numeric", status=status, note=note), weighted
 
     why_not = _why_not_numeric(case, point, agreed)
     if why_not:
@@ -397,36 +410,40 @@ def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     weighted_lines: list[tuple[int, str]] = []
     both_lines: list[tuple[int, str]] = []
     unchecked, weighted_unchecked = [], []
-    skipped_in_all = weighted_skipped = 0
-    try:
-        for order in range(1, case.order + 1):
+    plain_compared = weighted_compared = 0
+    stopped = ""
+    for order in range(1, case.order + 1):
+        try:
             plain, weighted = _check_order(case, agreed, evaluator, order, directions, symmetric)
-            if plain.skipped:
-                unchecked.append(f"order {order}: {plain.skipped} of {plain.total} {plain.kind}")
-                skipped_in_all += plain.skipped
-            if plain.worst:
-                plain_lines.append((order, plain.line()))
-            if weighted is None:
-                continue
-            if weighted.skipped:
-                weighted_unchecked.append(f"order {order}: {weighted.skipped} of {weighted.total} {weighted.kind}")
-                weighted_skipped += weighted.skipped
-            if weighted.worst and plain.worst:
-                both_lines.append((order, f"with upstream weights too: {weighted.line()}"))
-            elif weighted.worst:
-                weighted_lines.append((order, _upstream_line(order, weighted, agreed, evaluator)))
-    except _CaseRaised as e:  # a shifted point may leave the function's domain
-        return both("skip", f"a shifted point raises {e.info.type}: {e.info.first_line}")
-    numeric_note = note
+        except _CaseRaised as e:  # a shifted point may leave the function's domain
+            # What the orders below found stands; this one and those above are not checked.
+            stopped = (f"; a point shifted for order {order} raises {e.info.type}: {e.info.first_line}, so orders "
+                       f"{order} to {case.order} are not checked")
+            break
+        plain_compared += plain.compared
+        if plain.skipped:
+            unchecked.append(f"order {order}: {plain.unchecked()}")
+        if plain.worst:
+            plain_lines.append((order, plain.line()))
+        if weighted is None:
+            continue
+        weighted_compared += weighted.compared
+        if weighted.skipped:
+            weighted_unchecked.append(f"order {order}: {weighted.unchecked()}")
+        if weighted.worst and plain.worst:
+            both_lines.append((order, f"with upstream weights too: {weighted.line()}"))
+        elif weighted.worst:
+            weighted_lines.append((order, _upstream_line(order, weighted, agreed, evaluator, plain)))
+    numeric_note = note + stopped
     if unchecked:
         numeric_note += "; not finite within a step of the point, so not checked: " + ", ".join(unchecked)
     numeric = _outcome("numeric", range(1, case.order + 1), plain_lines, numeric_note)
-    if skipped_in_all == case.order * len(directions):  # nothing was checked at all
+    if not plain_compared:  # nothing was checked at all
         numeric = OracleOutcome(name="numeric", status="skip", note=numeric_note)
     if not options.upstream:
         return numeric, None
-    return numeric, _upstream_outcome(case, agreed, evaluator, note, weighted_lines, both_lines,
-                                      weighted_unchecked, weighted_skipped == case.order * len(directions))
+    return numeric, _upstream_outcome(case, agreed, evaluator, note + stopped, weighted_lines, both_lines,
+                                      weighted_unchecked, not weighted_compared)
 
 
 def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, note: str,
@@ -436,24 +453,25 @@ def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, no
         return _upstream_failed(agreed, note)
     if not agreed.upstream:
         return OracleOutcome(name="upstream", status="skip", note="the weighted chain was not computed")
-    if evaluator.weighted_error:
-        return OracleOutcome(name="upstream", status="skip",
-                             note=f"the weighted chain raises {evaluator.weighted_error} in the oracle's "
-                                  f"{evaluator.dtype()} evaluation")
     note = f"upstream weights seeded by case and point (harness.upstream); {note}"
     if unchecked:
         note += "; not finite within a step of the point, so not checked: " + ", ".join(unchecked)
+    if evaluator.weighted_error:
+        note += (f"; the weighted chain raises {evaluator.weighted_error} at some shifted points in the oracle's "
+                 f"{evaluator.dtype()} evaluation, which are not checked")
     if nothing_checked:
         return OracleOutcome(name="upstream", status="skip", note=note)
     if both_lines and not lines:
-        # Every weighted difference sits at an order where the plain contraction differs too:
-        # the derivative is wrong there, which says nothing about the upstream gradient's use.
+        # Every weighted difference sits at an order where the plain contraction differs too: the
+        # numeric derivative cannot tell there whether grad_fn also mishandles its upstream gradient.
         explained = ", ".join(str(order) for order, _ in both_lines)
         return OracleOutcome(name="upstream", status="skip",
                              details=tuple(line for _, line in both_lines),
-                             note=f"the values with upstream weights differ from the numeric derivative only where "
-                                  f"the plain contraction does too (order {explained}), so that difference is the "
-                                  f"derivative's, not the upstream gradient's; {note}")
+                             note=f"cannot tell whether grad_fn handles its upstream gradient at order {explained}: "
+                                  "the values with upstream weights differ from the numeric derivative there, but "
+                                  "so do the plain ones (a surrogate or deliberately untrue gradient); a reference "
+                                  "implementation with the same intended gradient (Case(reference=...)) checks both "
+                                  f"chains; {note}")
     outcome = _outcome("upstream", range(1, case.order + 1), lines, note)
     return dataclasses.replace(outcome, details=outcome.details + tuple(line for _, line in both_lines))
 
@@ -463,13 +481,17 @@ def _order_of(stage: str) -> int:
     return int(words[1].rstrip(",")) if len(words) > 1 and words[0] == "order" and words[1].rstrip(",").isdigit() else 0
 
 
-def _upstream_line(order: int, check: _Check, agreed: ModeOutcome, evaluator: _Evaluator) -> str:
+def _upstream_line(order: int, check: _Check, agreed: ModeOutcome, evaluator: _Evaluator, plain: _Check) -> str:
     below = agreed.orders[order - 1]
     parts = [upstream.weights(evaluator.seed, order, i, o.shape).ravel()
              for i, o in enumerate(x for x in below if x.value is not None and _floating(x.dtype))]
     weights = upstream.describe(np.concatenate(parts)) if parts else "[]"
+    if plain.compared:
+        at_plain = "at the plain contraction (every upstream gradient 1) both agree"
+    else:
+        at_plain = "at the plain contraction (every upstream gradient 1) nothing could be compared at this order"
     return (f"grad_fn mishandles its upstream gradient: at order {order} with upstream weights {weights}, "
-            f"{check.line()}; at the plain contraction (every upstream gradient 1) both agree")
+            f"{check.line()}; {at_plain}")
 
 
 def _floating(dtype: str) -> bool:
@@ -507,18 +529,24 @@ def _check_order(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: 
     if directions[0].element is None and (plain.failures or (weighted and weighted.failures)):
         elements = _element_directions(evaluator.bases, symmetric)
         if len(elements) <= RECHECK_LIMIT:
-            again = _along(case, agreed, evaluator, order, elements,
-                           plain_grads if plain.failures else None,
-                           weighted_grads if weighted and weighted.failures else None)
-            if plain.failures and again[0].failures:
-                plain = again[0]
-            if weighted and weighted.failures and again[1] and again[1].failures:
-                weighted = again[1]
-    for check in (plain, weighted):
-        if check is not None and check.failures and check.worst_slot is not None:
-            check.extra = _triangle(check, agreed, evaluator, symmetric)
-    if plain.failures:
-        plain.extra += _surrogate(evaluator, order, plain, agreed.mode)
+            try:
+                again = _along(case, agreed, evaluator, order, elements,
+                               plain_grads if plain.failures else None,
+                               weighted_grads if weighted and weighted.failures else None)
+            except _CaseRaised as e:  # the random directions' finding stands
+                why = f" (not checked element by element: a shifted point raises {e.info.type})"
+                plain.extra += why if plain.failures else ""
+                if weighted is not None and weighted.failures:
+                    weighted.extra += why
+            else:
+                if plain.failures and again[0].failures:
+                    plain = again[0]
+                if weighted and weighted.failures and again[1] and again[1].failures:
+                    weighted = again[1]
+    if plain.failures and plain.worst_slot is not None:
+        plain.extra = _triangle(plain, agreed, evaluator, symmetric)
+    if plain.failures and order == 1:
+        plain.extra += _surrogate(evaluator, plain, agreed)
     return plain, weighted
 
 
@@ -531,7 +559,8 @@ def _along(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: int, d
     loosest = max((s.dtype for s in agreed.sources),
                   key=lambda d: numeric_tolerance_for(d, case.oracle_tolerance).rtol)
     element = directions[0].element is not None
-    checks = [None if grads is None else _Check(kind="elements" if element else "directions", total=len(directions))
+    checks = [None if grads is None else _Check(kind="elements" if element else "directions", total=len(directions),
+                                                count=len(directions))
               for grads in (plain_grads, weighted_grads)]
     for direction in directions:
         if element:
@@ -546,12 +575,17 @@ def _along(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: int, d
         plus = evaluator.total(order - 1, [h * u for u in direction.unit])
         minus = evaluator.total(order - 1, [-h * u for u in direction.unit])
         for chain, (check, grads) in enumerate(zip(checks, (plain_grads, weighted_grads))):
-            if check is None or plus[chain] is None or minus[chain] is None:
+            if check is None:
+                continue
+            if plus[chain] is None or minus[chain] is None:
+                check.skipped += 1  # the weighted chain raised there (evaluator.weighted_error says what)
                 continue
             numeric = (plus[chain] - minus[chain]) / (2 * h)
             if not np.isfinite(numeric):
                 check.skipped += 1  # the function overflows or leaves its domain within a step
                 continue
+            check.compared += 1
+            check.seen.append((direction, plus[chain], minus[chain]))
             analytic, unconnected = _directional(grads, direction)
             excess, error = _close(0.0 if analytic is None else analytic, numeric, tol)
             if excess <= 0:
@@ -602,10 +636,12 @@ def _triangle(check: _Check, agreed: ModeOutcome, evaluator: _Evaluator, symmetr
     shape = evaluator.bases[slot].shape
     if symmetric[slot] or len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] < 2:
         return ""
-    rows_cols = [np.unravel_index(d.element[1], shape)[-2:] for d, *_ in check.failed]
+    failed = {d.element[1] for d, *_ in check.failed}
     name = agreed.sources[slot].name
     for side, inside in (("upper", lambda i, j: i < j), ("lower", lambda i, j: i > j)):
-        if all(inside(int(i), int(j)) for i, j in rows_cols):
+        # Every element of that strict triangle differs (of every matrix in a batch), and no other.
+        triangle = {flat for flat in range(int(np.prod(shape))) if inside(*np.unravel_index(flat, shape)[-2:])}
+        if failed == triangle:
             return (f"; every difference sits in the strict {side} triangle of {name}: the function reads "
                     f"one triangle of it. If {name} is meant to be symmetric, declare it "
                     f"(Case(symmetric=['{name}']), or --symmetric {name} with check), so it is moved along "
@@ -613,17 +649,30 @@ def _triangle(check: _Check, agreed: ModeOutcome, evaluator: _Evaluator, symmetr
     return ""
 
 
-def _surrogate(evaluator: _Evaluator, order: int, check: _Check, mode: str) -> str:
-    """A sentence when the differences are zero because the order - 1 outputs do not change
-    at all within a step: the function is locally constant and its gradient is a surrogate."""
+def _surrogate(evaluator: _Evaluator, check: _Check, agreed: ModeOutcome) -> str:
+    """At order 1, a sentence when the function does not change at all within a step along every
+    direction that moves the failing sources, so its derivative there is 0 and a nonzero
+    custom gradient is a surrogate (a straight-through estimator's, a quantizer's)."""
     if not check.failed or any(numeric != 0.0 or analytic in (None, 0.0) for _, analytic, numeric, _, _ in check.failed):
         return ""
-    base = evaluator.total(order - 1, [np.zeros(b.shape) for b in evaluator.bases])[0]
-    if any(plus != base or minus != base for *_, plus, minus in check.failed):
-        return ""
-    what = "function" if order == 1 else f"order {order - 1} gradient"
-    return (f"; the {what} is locally constant here (the same value at every shift of up to ±h checked), so "
-            f"its true derivative is 0 and the custom gradient ({mode}'s) is a surrogate, not a derivative "
-            "(a straight-through estimator's or a quantizer's). If that is intended, declare it: "
-            "Expectation(modes=('numeric',), outcome=VALUES_DIFFER, reason=...) in the case, or "
-            "--expect 'numeric:values differ' with check")
+    base = evaluator.total(0, [np.zeros(b.shape) for b in evaluator.bases])[0]
+
+    def flat(plus, minus):
+        return plus == base and minus == base
+
+    names = [s.name for s in agreed.sources]
+    if check.failed[0][0].element is None:
+        # Random directions move every source: the function must be flat along each of them.
+        if not all(flat(plus, minus) for _, plus, minus in check.seen):
+            return ""
+        where_flat = "the function is locally constant here"
+    else:
+        failing = sorted({d.element[0] for d, *_ in check.failed})
+        if not all(flat(plus, minus) for d, plus, minus in check.seen if d.element[0] in failing):
+            return ""
+        where_flat = (f"the function is locally constant in {', '.join(names[i] for i in failing)} here"
+                      if len(names) > 1 else "the function is locally constant here")
+    return (f"; {where_flat} (the same value at every shift of up to ±h checked), so its true derivative is 0 "
+            f"and the custom gradient ({agreed.mode}'s) is a surrogate, not a derivative (a straight-through "
+            "estimator's or a quantizer's). If that is intended, declare it: Expectation(modes=('numeric',), "
+            "outcome=VALUES_DIFFER, reason=...) in the case, or --expect 'numeric:values differ' with check")

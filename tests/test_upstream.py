@@ -249,7 +249,8 @@ def test_a_straight_through_estimator_is_named_a_surrogate_and_can_be_declared()
     # The estimator is right about dy (it passes it through), so no upstream cause is invented:
     # the weighted values differ only where the plain ones do, and the note says why.
     assert r.oracles["upstream"].status == "skip"
-    assert "only where the plain contraction does too (order 1)" in r.oracles["upstream"].note
+    assert r.oracles["upstream"].note.startswith("cannot tell whether grad_fn handles its upstream gradient at "
+                                                 "order 1: the values with upstream weights differ")
     declared = Expectation(modes=["numeric"], outcome=VALUES_DIFFER, reason="a straight-through estimator")
     [r] = run(_case(sign_ste, points, expectations=[declared]))
     assert r.verdict is Verdict.XFAIL, r.reason
@@ -465,3 +466,36 @@ def test_check_help_lists_the_check_flags():
         assert f"\n  {flag}\n" in proc.stdout, flag
     proc = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True, text=True, timeout=60)
     assert "--[no]upstream" in proc.stdout and "--wrt" not in proc.stdout
+
+
+def test_a_weighted_chain_that_raises_is_seen_even_where_the_numeric_oracle_skips():
+    @tf.custom_gradient
+    def needs_unit_dy(x):
+        def grad(dy):
+            tf.debugging.assert_equal(dy, tf.ones_like(dy), message="dy must be ones")
+            return dy * 2.0 * x
+
+        return x * x, grad
+
+    # Declared not smooth: the numeric oracle skips, the weighted chain's error is still a failure.
+    [r] = run(_case(needs_unit_dy, [{"x": np.float32(3.0)}], kinks={"*": "a test"}), ("eager",))
+    assert r.verdict is Verdict.FAIL and r.oracles["upstream"].status == "differ"
+    assert r.reason.startswith("grad_fn fails when its upstream gradient is not all ones: eager raises "
+                               "InvalidArgumentError at order 1 with upstream weights: dy must be ones")
+
+
+def test_the_surrogate_sentence_names_only_the_flat_argument():
+    @tf.custom_gradient
+    def rounded_plus_square(x, y):
+        def grad(dy):
+            return dy, dy * 2.0 * y  # straight-through for round(x); the true derivative for y^2
+
+        return tf.round(x) + y * y, grad
+
+    [r] = run(_case(rounded_plus_square, [{"x": np.float32(0.3), "y": np.float32(1.5)}]))
+    assert r.verdict is Verdict.FAIL
+    assert "the function is locally constant in x here" in r.reason
+    # At order 2 an affine first derivative is constant too: no surrogate is claimed there.
+    [r] = run(_case(square, [{"x": np.float32(3.0)}], order=2,
+                    analytic=lambda x: {2: np.float32(2.0)}))
+    assert r.verdict is Verdict.PASS

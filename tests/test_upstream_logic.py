@@ -107,3 +107,59 @@ def test_issue_text_says_the_modes_disagree_only_when_they_do():
     assert "the values with upstream weights differ from the numeric derivative" in text
     text = issue.render(_result(Verdict.FAIL, {}, True), "print(1)", env, "a case")
     assert "eager, function disagree" in text and "behaves differently" in text
+
+
+def weighted_ok(mode, grad=2.0, weighted=-1.25):
+    return ModeOutcome(mode=mode, status=Status.OK, sources=X,
+                       orders=((Output.of(np.float32(1.0)),), (Output.of(np.float32(grad)),)),
+                       upstream=((Output.of(np.float32(weighted)),),))
+
+
+def test_a_declared_plain_deviation_is_not_met_by_a_weighted_difference_alone():
+    from harness.case import VALUES_DIFFER, Expectation
+
+    declared = Case(id="tests.case", fn=f, points=[{"x": np.float32(1.0)}], source="tests", description="d",
+                    expectations=[Expectation(modes=["function"], outcome=VALUES_DIFFER, reason="r")])
+    outcomes = {"eager": weighted_ok("eager"), "function": weighted_ok("function", weighted=3.0)}
+    r = judge(declared, declared.points[0], outcomes, tf_version="2.21.0", reference="eager", rerun="rerun")
+    assert r.verdict is Verdict.FAIL
+    assert r.reason.startswith("order 1 gradient wrt x with upstream weights: function vs eager")
+    # Where the declared plain difference happens, the weighted one is part of it.
+    outcomes["function"] = weighted_ok("function", grad=5.0, weighted=3.0)
+    r = judge(declared, declared.points[0], outcomes, tf_version="2.21.0", reference="eager", rerun="rerun")
+    assert r.verdict is Verdict.XFAIL
+
+
+def test_the_upstream_headline_blames_a_mode_when_the_reverse_modes_disagree_on_the_weighted_values():
+    line = ("grad_fn mishandles its upstream gradient: at order 1 with upstream weights [-0.625], order 1 gradient "
+            "wrt x: eager=6 numeric=-3.75 abs err 9.75 (1 of 1 elements of x); at the plain contraction (every "
+            "upstream gradient 1) both agree")
+    upstream_differs = {"numeric": OracleOutcome(name="numeric", status="match", orders=(1,)),
+                        "upstream": OracleOutcome(name="upstream", status="differ", orders=(1,), differ=(1,),
+                                                  details=(line,))}
+    agree = _judge(weighted_ok("eager", weighted=6.0), weighted_ok("graph", weighted=6.0),
+                   weighted_ok("forward", weighted=-3.75), oracles=upstream_differs)
+    assert agree.reason == line  # forward uses the body's JVP: its difference blames no mode
+    split = _judge(weighted_ok("eager", weighted=6.0), weighted_ok("graph", weighted=-3.75),
+                   oracles=upstream_differs)
+    assert split.reason.startswith("the values with upstream weights differ from the numeric derivative, and graph "
+                                   "disagree with them, so a mode rather than grad_fn may be at fault")
+
+
+def test_the_pass_reason_says_what_was_checked_with_upstream_weights():
+    match = {name: OracleOutcome(name=name, status="match", orders=(1,)) for name in ("numeric", "upstream")}
+    r = _judge(ok("eager"), ok("function"), oracles=match)
+    assert r.reason == "all modes agree, and match the numeric derivative, with and without upstream weights"
+    match["analytic"] = OracleOutcome(name="analytic", status="match", orders=(1,))
+    r = _judge(ok("eager"), ok("function"), oracles=match)
+    assert r.reason == ("all modes agree, and match the numeric derivative (with and without upstream weights) "
+                        "and the analytic values")
+
+
+def test_crash_reports_say_what_crashed_not_that_the_modes_agree():
+    died = ModeOutcome(mode="graph", status=Status.CRASH,
+                       error=ErrorInfo(type="crash", bases=(), message="killed by SIGABRT", stage="graph"))
+    r = Result(case="tests.case", point="x=1.0", order=1, verdict=Verdict.CRASH, reason="graph mode: killed",
+               details=(), outcomes={"graph": died}, rerun="rerun")
+    text = issue.render(r, "print(1)", {}, "a case")
+    assert "graph crashes" in text and "agree" not in text.split("### Issue type")[0]

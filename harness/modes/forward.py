@@ -130,8 +130,11 @@ def _gradient(subject: Subject, xs: Sequence, source, order: int, options: RunOp
             continue
         below = ([orders[0]] + weighted)[-1]
         targets = [t for t in below if is_target(t)]
-        chain.append(_sum([_contracted(acc.jvp(t), source.dtype, upstream_weights(tables, order, i, t))
-                           for i, t in enumerate(targets)]))
+        try:
+            chain.append(_sum([_contracted(acc.jvp(t), source.dtype, upstream_weights(tables, order, i, t))
+                               for i, t in enumerate(targets)]))
+        except Exception as e:  # noqa: BLE001 - the weighted chain's alone: the plain values stand
+            raised = (e, f"order {order} with upstream weights")
     weighted_gradient = None if tables is None or raised is not None else _assembled(chain, source, options)
     return _assembled(plain, source, options), weighted_gradient, raised
 

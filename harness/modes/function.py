@@ -75,8 +75,12 @@ def run_compiled(name: str, case: Case, options: RunOptions, **function_options)
                 outcomes.append(subject.ok(name, _values(orders), point))
                 continue
             both = compiled(tf.constant(upstream_tables(case, point, options)), *xs)
-            outcomes.append(subject.ok(name, _values(both["orders"]), point, _values(both["upstream"]),
-                                       progress.upstream_errors.get(_signature(xs))))
+            raised = progress.upstream_errors.get(_signature(xs))
+            if raised is None and len(both["upstream"]) != case.order:
+                # Traced under another signature than this call's: what stopped the chain was not kept.
+                raised = (RuntimeError(f"the weighted chain stopped after order {len(both['upstream'])} while "
+                                       "tracing"), "run with upstream weights")
+            outcomes.append(subject.ok(name, _values(both["orders"]), point, _values(both["upstream"]), raised))
             continue
         except Exception as e:  # noqa: BLE001
             failed, stage = e, progress.stage

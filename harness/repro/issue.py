@@ -28,11 +28,17 @@ def _disagree(result: Result) -> bool:
 
 def _headline(result: Result) -> str:
     """What the title says happened: true for this result, whatever its verdict."""
-    names = ", ".join(result.outcomes)
+    names = ", ".join(m for m, o in result.outcomes.items() if o.status is not Status.SKIP)
+    if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
+        dead = [m for m, o in result.outcomes.items() if o.status in (Status.CRASH, Status.TIMEOUT)]
+        return f"{', '.join(dead) or names} {'crashes' if result.verdict is Verdict.CRASH else 'times out'}"
     if _disagree(result):
         return f"{names} disagree"
     differ = [n for n, o in result.oracles.items() if o.status == "differ"]
     if "upstream" in differ and "numeric" not in differ:
+        o = result.oracles["upstream"]
+        if o.details and o.details[0].startswith(("grad_fn fails", "the function raises")):
+            return f"every mode agrees ({names}), and the weighted chain raises where the plain one does not"
         return f"every mode agrees ({names}), and the values with upstream weights differ from the numeric derivative"
     if differ:
         words = {"numeric": "the numeric derivative", "upstream": "the numeric derivative with upstream weights",
@@ -43,9 +49,16 @@ def _headline(result: Result) -> str:
 
 def _behaviour(result: Result) -> str:
     at = f"differentiated to order {result.order} at `{result.point}`"
+    if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
+        return f"The `tf.custom_gradient` function, {at}, {'kills the process' if result.verdict is Verdict.CRASH else 'hangs'}:"
     if _disagree(result):
         return (f"The same `tf.custom_gradient` function, {at}, behaves differently in eager mode, inside "
                 "`tf.function`, and in a `tf.compat.v1` graph with `tf.gradients`:")
+    if result.oracles.get("upstream") is not None and result.oracles["upstream"].status == "differ":
+        return (f"The `tf.custom_gradient` function, {at}, gives the same result in every mode, and it is wrong "
+                "inside any loss but the plain sum of its outputs: `repro.py` computes the plain sum only, so it "
+                "shows the modes agreeing; the harness's upstream-gradient check (the explanation below) is what "
+                "shows the difference:")
     if any(o.status == "differ" for o in result.oracles.values()):
         return f"The `tf.custom_gradient` function, {at}, gives the same result in every mode, and it is wrong:"
     return f"The `tf.custom_gradient` function, {at}, gives the same result in every mode:"
