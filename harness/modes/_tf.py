@@ -54,9 +54,22 @@ def is_target(t) -> bool:
     return t is not None and (t.dtype.is_floating or t.dtype.is_complex)
 
 
+def _numeric(dtype) -> bool:
+    return dtype.is_floating or dtype.is_complex or dtype.is_integer or dtype.is_bool
+
+
 def flat_outputs(result: Any) -> list:
-    """The function's outputs flattened with tf.nest, each as a tensor."""
-    return [tf.convert_to_tensor(t) for t in tf.nest.flatten(result)]
+    """The function's outputs flattened with tf.nest, each as a tensor.
+
+    Raises:
+      TypeError: an output is not a number (a string, say): nothing of it can
+        be compared or differentiated, so the mode's outcome is this error.
+    """
+    outputs = [tf.convert_to_tensor(t) for t in tf.nest.flatten(result)]
+    for t in outputs:
+        if not _numeric(t.dtype):
+            raise TypeError(f"the function returned a tf.{t.dtype.name} output; return numbers or tensors")
+    return outputs
 
 
 def order_stage(k: int, order: int) -> str:

@@ -1,0 +1,47 @@
+"""Hardening: bad outputs, inputs, flags and paths get a clear error, never a crash."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def harness(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO, timeout=300)
+
+
+def assert_usage_error(proc, message):
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("harness: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert message in proc.stderr, proc.stderr
+
+
+# -- 1. an output that is not a number -------------------------------------------------------
+
+def test_flat_outputs_refuses_strings():
+    from harness.modes._tf import flat_outputs, tf
+
+    for value in ("abc", b"abc", (tf.constant(1.0), "abc")):
+        with pytest.raises(TypeError, match="returned a tf.string output; return numbers or tensors"):
+            flat_outputs(value)
+    assert [t.dtype.name for t in flat_outputs((1.0, np.int32(2), True))] == ["float32", "int32", "bool"]
+
+
+def test_a_string_output_is_the_points_error_and_the_reports_are_written():
+    from harness import api
+    from harness.records import Report
+    from harness.report import json_report, junit
+
+    results = api.check(lambda x: "abc", [1.0], modes="all")
+    assert [r.verdict.value for r in results] in (["error"], ["fail"])
+    for outcome in results[0].outcomes.values():
+        assert outcome.status.value == "error" and "tf.string output" in outcome.error.message
+    report = Report(environment={}, modes=("eager", "function", "graph"), results=tuple(results))
+    assert json.loads(json_report.render(report))["results"][0]["verdict"] == results[0].verdict.value
+    assert "<testcase" in junit.render(report)
