@@ -13,6 +13,7 @@ fraction of a second.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import signal
@@ -54,7 +55,8 @@ JOBS = flags.DEFINE_integer(
     f"{8} selected cases up to the number of cores (each worker costs a TensorFlow import).",
     lower_bound=0)
 TIMEOUT = flags.DEFINE_float("timeout", 300.0, "Seconds one case may run (all its modes and points) before "
-                             "its worker is killed and the case is reported as timeout.", lower_bound=0.1)
+                             "its worker is killed and the case is reported as timeout; 'inf': no timeout.",
+                             lower_bound=0.1)
 INPROCESS = flags.DEFINE_bool(
     "inprocess", False, "Run every case in this process, without workers, crash isolation or timeouts "
     "(for debugging with pdb).")
@@ -131,6 +133,12 @@ def _output_ok(value) -> bool:
     return True
 
 
+def _timeout_ok(value) -> bool:
+    if value is not None and math.isnan(value):
+        raise flags.ValidationError("nan is not a number of seconds; give seconds, or 'inf' for no timeout")
+    return True
+
+
 def _folder_ok(value) -> bool:
     if value is not None and Path(value).exists() and not Path(value).is_dir():
         raise flags.ValidationError(f"{value} is a file; give a directory (it is created if missing)")
@@ -138,6 +146,7 @@ def _folder_ok(value) -> bool:
 
 
 flags.register_validator("mode", _mode_ok)
+flags.register_validator(TIMEOUT.name, _timeout_ok)
 for _flag in _OUTPUT_FLAGS:
     flags.register_validator(_flag.name, _output_ok)
 for _flag in (REPRO_DIR, OUT):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import math
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -115,7 +116,7 @@ class WorkerPool:
         self._context = multiprocessing.get_context("spawn")
         self._sources = sources
         self._folder = tempfile.mkdtemp(prefix="harness-workers-")
-        self._timeout = timeout
+        self._timeout = None if math.isinf(timeout) else timeout  # inf: a case may run for ever
         self._count = 0
         self._workers: list[_Worker] = []
         self._catalogue: Optional[tuple[dict, list[CaseInfo]]] = None
@@ -159,11 +160,17 @@ class WorkerPool:
         self._jobs = jobs
         while self._pending or any(w.job for w in self._workers):
             self._dispatch(on_start)
-            busy = [w.started + self._timeout - time.monotonic() for w in self._workers if w.job]
-            self._receive(max(0.0, min(busy)) if busy else None)
+            self._receive(self._wait())
             self._expire()
             while self._finished:
                 yield self._finished.pop(0)
+
+    def _wait(self) -> Optional[float]:
+        """Seconds until the first running case times out; None: wait for a message."""
+        if self._timeout is None:
+            return None
+        busy = [w.started + self._timeout - time.monotonic() for w in self._workers if w.job]
+        return max(0.0, min(busy)) if busy else None
 
     def _dispatch(self, on_start: OnStart) -> None:
         for w in self._workers:
@@ -211,6 +218,8 @@ class WorkerPool:
         self._replace(w)
 
     def _expire(self) -> None:
+        if self._timeout is None:
+            return
         now = time.monotonic()
         for w in list(self._workers):
             if w.job is not None and now - w.started >= self._timeout:

@@ -45,3 +45,36 @@ def test_a_string_output_is_the_points_error_and_the_reports_are_written():
     report = Report(environment={}, modes=("eager", "function", "graph"), results=tuple(results))
     assert json.loads(json_report.render(report))["results"][0]["verdict"] == results[0].verdict.value
     assert "<testcase" in junit.render(report)
+
+
+# -- 3. --timeout nan and inf ------------------------------------------------------------------
+
+CASE_FILE = '''
+import numpy as np
+import tensorflow as tf
+from harness import Case
+
+CASES = [Case(id="small.square", points=[{"x": np.float32(3.0)}], fn=lambda x: x * x,
+              description="a plain square", source="test_hardening")]
+'''
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """One run of a small case file with --timeout inf."""
+    folder = tmp_path_factory.mktemp("small")
+    (folder / "cases.py").write_text(CASE_FILE)
+    proc = harness(f"--case_file={folder / 'cases.py'}", "--timeout=inf", "--mode=eager",
+                   f"--json_out={folder / 'r.json'}", cwd=str(folder))
+    return folder, proc
+
+
+def test_timeout_nan_is_a_usage_error():
+    assert_usage_error(harness("--timeout=nan", "--cases=nothing.x"), "'inf' for no timeout")
+
+
+def test_timeout_inf_means_no_timeout(small_run):
+    folder, proc = small_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verdicts = [r["verdict"] for r in json.loads((folder / "r.json").read_text())["results"]]
+    assert verdicts == ["pass"]
