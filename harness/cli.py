@@ -293,6 +293,23 @@ def _jsonl_path() -> Optional[str]:
     return None
 
 
+def _distinct(outputs: Sequence[tuple[str, Optional[str]]], inputs: Sequence[str] = ()) -> None:
+    """Refuses two outputs, or an output and an input, that are one file (compared resolved)."""
+    seen = {os.path.realpath(path): f"input report {path}" for path in inputs}
+    for what, path in outputs:
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{seen[real]} and {what} are the same file {path}; give each its own path")
+        seen[real] = what
+
+
+def _check_outputs() -> None:
+    stream = "--jsonl_out" if JSONL_OUT.value else "the JSON Lines stream (--json_out with the suffix .jsonl)"
+    _distinct([("--json_out", JSON_OUT.value), ("--junit_out", JUNIT_OUT.value), (stream, _jsonl_path())])
+
+
 def _themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
     """Library modules the patterns can select from; None when any could match."""
     if not patterns:
@@ -369,6 +386,7 @@ def _merge(paths: Sequence[str]) -> int:
         raise UsageError("give the JSON reports to merge: python -m harness merge A.json B.json ...")
     if not (MARKDOWN_OUT.value or HTML_OUT.value or JSON_OUT.value):
         raise UsageError("give at least one of --markdown_out, --html_out, --json_out")
+    _distinct([(f"--{f.name}", f.value) for f in (MARKDOWN_OUT, HTML_OUT, JSON_OUT)], inputs=paths)
     try:
         return merge.main(list(paths), MARKDOWN_OUT.value, HTML_OUT.value, JSON_OUT.value)
     except merge.MergeError as e:
@@ -392,6 +410,7 @@ def run(argv: Sequence[str]) -> int:
     if command == "repro" and not OUT.value:
         raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
     modes = _modes.parse_modes(MODE.value)
+    _check_outputs()
     given = [f"--{f.name}" for f in (WRT, EXPECT, SYMMETRIC) if f.value]
     if given and not (command == "check" or (command == "repro" and ".py:" in args[0])):
         raise UsageError(f"{', '.join(given)} describe the function of check PATH.py:NAME; a case file says the "

@@ -78,3 +78,32 @@ def test_timeout_inf_means_no_timeout(small_run):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verdicts = [r["verdict"] for r in json.loads((folder / "r.json").read_text())["results"]]
     assert verdicts == ["pass"]
+
+
+# -- 5. output paths that are one file ---------------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["--json_out=r.json", "--junit_out=./sub/../r.json"], "--json_out and --junit_out are the same file"),
+    (["--json_out=r.jsonl"], "--json_out and the JSON Lines stream (--json_out with the suffix .jsonl)"),
+    (["--json_out=r.json", "--jsonl_out=r.json"], "--json_out and --jsonl_out are the same file"),
+    (["--junit_out=r.xml", "--jsonl_out=r.xml"], "--junit_out and --jsonl_out are the same file"),
+    (["merge", "a.json", "b.json", "--json_out=./b.json"], "input report b.json and --json_out are the same file"),
+    (["merge", "a.json", "--markdown_out=m.md", "--html_out=m.md"], "--markdown_out and --html_out"),
+])
+def test_colliding_paths_are_a_usage_error(tmp_path, args, message):
+    (tmp_path / "sub").mkdir()
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text("{}")
+    select = [] if args[0] == "merge" else ["--cases=nothing.x"]  # selects nothing if it ever got that far
+    assert_usage_error(harness(*args, *select, cwd=str(tmp_path)), message)
+    assert (tmp_path / "b.json").read_text() == "{}"
+
+
+def test_symlinked_outputs_collide(tmp_path):
+    from harness import cli
+
+    (tmp_path / "r.json").write_text("")
+    (tmp_path / "link.xml").symlink_to(tmp_path / "r.json")
+    with pytest.raises(cli.UsageError, match="same file"):
+        cli._distinct([("--json_out", str(tmp_path / "r.json")), ("--junit_out", str(tmp_path / "link.xml"))])
+    cli._distinct([("--json_out", str(tmp_path / "r.json")), ("--junit_out", None)])
