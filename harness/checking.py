@@ -84,6 +84,9 @@ def parse_inputs(texts: Sequence[str], dtype: str) -> list[tuple[np.ndarray, ...
                 raise InputError(f"--inputs {text!r}: {e}; nested lists must be rectangular") from None
             if array.dtype.kind not in "biufc" or array.size == 0 and array.ndim == 1:
                 raise InputError(f"--inputs {text!r}: {arg!r} is not a number or a list of numbers")
+            if array.dtype.kind == "c" and np.dtype(_numpy_dtype(dtype)).kind != "c":
+                raise InputError(f"--inputs {text!r}: {arg!r} is complex, but --dtype={dtype} would drop its "
+                                 "imaginary part; give --dtype complex64 (or complex128)")
             arrays.append(array.astype(_numpy_dtype(dtype)))
         points.append(tuple(arrays))
     if len({len(p) for p in points}) > 1:

@@ -107,3 +107,20 @@ def test_symlinked_outputs_collide(tmp_path):
     with pytest.raises(cli.UsageError, match="same file"):
         cli._distinct([("--json_out", str(tmp_path / "r.json")), ("--junit_out", str(tmp_path / "link.xml"))])
     cli._distinct([("--json_out", str(tmp_path / "r.json")), ("--junit_out", None)])
+
+
+# -- 6. a complex literal under a real dtype ---------------------------------------------------
+
+def test_complex_input_under_a_real_dtype_is_refused():
+    from harness.checking import InputError, parse_inputs
+
+    for dtype in ("float32", "float64", "bfloat16"):
+        with pytest.raises(InputError, match="is complex.*give --dtype complex64"):
+            parse_inputs(["(1.0, [1.0, 2j])"], dtype)
+    assert parse_inputs(["(1+2j)"], "complex64")[0][0] == np.complex64(1 + 2j)
+
+
+def test_check_with_a_complex_literal_suggests_a_complex_dtype(tmp_path):
+    (tmp_path / "f.py").write_text("def f(x):\n    return x * x\n")
+    proc = harness("check", "f.py:f", "--inputs=(1+2j)", cwd=str(tmp_path))
+    assert_usage_error(proc, "give --dtype complex64")
