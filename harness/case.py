@@ -143,7 +143,8 @@ class Case:
       id: a stable dotted name such as "seeds.log1pexp2".
       points: the input points: mappings from argument name to a NumPy value
         (np.float32(1.0), np.array([...], np.float64)); the names are the
-        function's positional arguments, in order.
+        function's positional arguments, bound by name: the values are passed
+        in the function's order, whatever order a point gives them in.
       fn: the function under test, called with one tensor per argument.
       build: a zero-argument callable returning the function under test. It is
         called once per mode inside that mode's graph or context, so variables
@@ -243,15 +244,17 @@ class Case:
             return tuple(self.points)
         points = []
         names = None
+        parameters = self._positional_parameters()
         for index, raw in enumerate(self.points):
             if not isinstance(raw, Mapping) or not raw:
                 raise _fail(self.id, "points", f"point {index} is {raw!r}; give {{name: NumPy value}}")
-            these = tuple(raw)
+            these = tuple(raw) if parameters is None else self._in_call_order(index, tuple(raw), *parameters)
             if names is not None and these != names:
                 raise _fail(self.id, "points", f"point {index} has arguments {these}, point 0 has {names}")
             names = these
             values = []
-            for name, value in raw.items():
+            for name in names:
+                value = raw[name]
                 if not isinstance(value, (np.ndarray, np.generic)):
                     raise _fail(
                         self.id, "points",
@@ -266,6 +269,35 @@ class Case:
         if duplicates:
             raise _fail(self.id, "points", f"two points share the label {duplicates[0]!r}")
         return tuple(points)
+
+    def _positional_parameters(self) -> Optional[tuple[tuple[str, ...], bool]]:
+        """fn's positional parameter names, and whether it takes *args; None when the
+        names are the points' own: a builder's function, or a signature that cannot be read."""
+        if self.fn is None or self.build is not None or not callable(self.fn):
+            return None
+        try:
+            parameters = inspect.signature(self.fn).parameters.values()
+        except (TypeError, ValueError):
+            return None
+        named = tuple(p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        return named, any(p.kind is p.VAR_POSITIONAL for p in parameters)
+
+    def _in_call_order(self, index: int, given: tuple[str, ...], named: tuple[str, ...],
+                       star: bool) -> tuple[str, ...]:
+        """A point's argument names in fn's positional order (the extra ones *args takes last, as given;
+        all of them as given when *args takes every one)."""
+        extra = tuple(n for n in given if n not in named)
+        if extra and not star:
+            raise _fail(self.id, "points", f"point {index} names {extra[0]!r}, which is not an argument of 'fn'; "
+                                           f"its arguments: {', '.join(named) or 'none'}")
+        ordered = tuple(n for n in named if n in given)
+        if not ordered:
+            return given
+        if ordered != named[:len(ordered)] or extra and len(ordered) < len(named):
+            missing = next(n for n in named if n not in given)
+            raise _fail(self.id, "points", f"point {index} leaves out argument {missing!r} but gives a later one; "
+                                           "the values are passed positionally, so give it too")
+        return ordered + extra
 
     def _validate_callable(self) -> None:
         if (self.fn is None) == (self.build is None):

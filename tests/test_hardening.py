@@ -124,3 +124,58 @@ def test_check_with_a_complex_literal_suggests_a_complex_dtype(tmp_path):
     (tmp_path / "f.py").write_text("def f(x):\n    return x * x\n")
     proc = harness("check", "f.py:f", "--inputs=(1+2j)", cwd=str(tmp_path))
     assert_usage_error(proc, "give --dtype complex64")
+
+
+# -- 7. point values bind by name --------------------------------------------------------------
+
+def _case(**fields):
+    from harness.case import Case
+
+    return Case(**{"id": "tests.bind", "source": "tests", "description": "binding by name", **fields})
+
+
+def _minus(x, y):
+    return x - y
+
+
+def test_points_bind_by_name_in_the_functions_order():
+    case = _case(fn=_minus, points=[{"y": np.float32(1.0), "x": np.float32(5.0)}])
+    point = case.points[0]
+    assert point.names == ("x", "y") and [float(v) for v in point.values] == [5.0, 1.0]
+    assert point.label == "x=5.0,y=1.0" and case.wrt == ("x", "y")
+    # Points giving the names in different orders are the same arguments.
+    case = _case(fn=_minus, points=[{"x": np.float32(5.0), "y": np.float32(1.0)},
+                                    {"y": np.float32(2.0), "x": np.float32(3.0)}])
+    assert [p.label for p in case.points] == ["x=5.0,y=1.0", "x=3.0,y=2.0"]
+
+
+def test_a_bound_point_computes_with_its_named_values():
+    from harness.modes import eager
+    from harness.records import RunOptions
+
+    case = _case(fn=_minus, points=[{"y": np.float32(1.0), "x": np.float32(5.0)}])
+    outcome, = eager.run(case, RunOptions(numeric=False, upstream=False))
+    assert float(outcome.orders[0][0].value) == 4.0
+    assert [s.name for s in outcome.sources] == ["x", "y"]
+
+
+@pytest.mark.parametrize("fn, point, message", [
+    (_minus, {"x": np.float32(1.0), "z": np.float32(2.0)}, "'z', which is not an argument of 'fn'; its arguments: x"),
+    (lambda x, *, y: x, {"x": np.float32(1.0), "y": np.float32(2.0)}, "'y', which is not an argument of 'fn'"),
+    (lambda x, y=1.0: x, {"y": np.float32(2.0)}, "leaves out argument 'x'"),
+])
+def test_a_point_name_the_function_cannot_take_is_refused(fn, point, message):
+    from harness.case import CaseError
+
+    with pytest.raises(CaseError, match="field 'points'") as info:
+        _case(fn=fn, points=[point])
+    assert "'tests.bind'" in str(info.value) and message in str(info.value)
+
+
+def test_names_stay_as_given_for_a_builder_and_for_star_args():
+    case = _case(build=lambda: _minus, points=[{"y": np.float32(1.0), "x": np.float32(5.0)}])
+    assert case.points[0].names == ("y", "x")
+    case = _case(fn=lambda x, *rest: x, points=[{"b": np.float32(1.0), "x": np.float32(5.0)}])
+    assert case.points[0].names == ("x", "b")
+    case = _case(fn=lambda a, *rest: a, points=[{"x1": np.float32(1.0), "x0": np.float32(5.0)}])
+    assert case.points[0].names == ("x1", "x0")  # *args takes them all, in the point's order
