@@ -12,6 +12,7 @@ fraction of a second.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -110,6 +111,9 @@ REPEAT = flags.DEFINE_integer(
 _OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 _CASES_PER_EXTRA_WORKER = 8
 _REPRO_VERDICTS = ("fail", "xpass", "crash")
+# Repro folder names: well under the 255 bytes file systems allow in one name.
+_NAME_MAX = 100
+_HASH_CHARS = 10
 
 
 class UsageError(Exception):
@@ -363,7 +367,26 @@ def _raise_interrupt(signum, frame):
 
 
 def _safe(label: str) -> str:
-    return "".join(c if c.isalnum() or c in "._=-" else "_" for c in label)
+    """A folder name for a case id or point label: readable, at most _NAME_MAX characters, and
+    one name per label (a long one keeps its start and gets a hash of the whole label)."""
+    safe = "".join(c if c.isascii() and c.isalnum() or c in "._=-" else "_" for c in label)
+    if len(safe) <= _NAME_MAX and safe.strip("."):
+        return safe
+    digest = hashlib.sha1(label.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+    return f"{safe[:_NAME_MAX - _HASH_CHARS - 1]}-{digest}" if safe.strip(".") else digest
+
+
+def _repro_folder(root: str, case: str, point: str) -> Path:
+    """The folder for one case and point's reproduction, checked to resolve inside `root`.
+
+    Raises:
+      ValueError: it resolves elsewhere (a link inside `root` points out of it).
+    """
+    folder = Path(root) / _safe(case) / _safe(point)
+    inside = os.path.realpath(root)
+    if os.path.commonpath([inside, os.path.realpath(folder)]) != inside:
+        raise ValueError(f"{folder} resolves to {os.path.realpath(folder)}, outside --repro_dir {root}")
+    return folder
 
 
 def _write_repro(folder: Path, result, scripts: dict, environment: dict, description: str) -> None:
@@ -493,8 +516,12 @@ def run(argv: Sequence[str]) -> int:
         for done in ordered:
             for r in done.results:
                 if r.verdict.value in _REPRO_VERDICTS:
-                    _write_repro(Path(REPRO_DIR.value) / r.case / _safe(r.point), r, done.scripts, environment,
-                                 descriptions[r.case])
+                    try:
+                        folder = _repro_folder(REPRO_DIR.value, r.case, r.point)
+                    except ValueError as e:
+                        logging.warning("no reproduction for %s: %s; remove the link", r.name, e)
+                        continue
+                    _write_repro(folder, r, done.scripts, environment, descriptions[r.case])
     not_run = sum(len(c.points) for c in selected) - len(report.results)
     print(text.summary(report.results, time.monotonic() - start, not_run=not_run))
     if interrupted:

@@ -47,27 +47,39 @@ def test_a_string_output_is_the_points_error_and_the_reports_are_written():
     assert "<testcase" in junit.render(report)
 
 
-# -- 3. --timeout nan and inf ------------------------------------------------------------------
+# -- one small run, for items 3 and 10 --------------------------------------------------------
 
-CASE_FILE = '''
+LONG_ID = "long." + "a" * 295  # a valid id of 300 characters
+
+CASE_FILE = f'''
 import numpy as np
 import tensorflow as tf
 from harness import Case
 
-CASES = [Case(id="small.square", points=[{"x": np.float32(3.0)}], fn=lambda x: x * x,
-              description="a plain square", source="test_hardening")]
+
+@tf.custom_gradient
+def wrong_square(x):
+    return x * x, lambda dy: dy * 3.0  # not 2 x
+
+
+CASES = [Case(id="small.square", points=[{{"x": np.float32(3.0)}}], fn=lambda x: x * x,
+              description="a plain square", source="test_hardening"),
+         Case(id="{LONG_ID}", points=[{{"x": np.float32(3.0)}}], fn=wrong_square,
+              description="a wrong gradient, with a long id", source="test_hardening")]
 '''
 
 
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
-    """One run of a small case file with --timeout inf."""
+    """One run of a small case file with --timeout inf and --repro_dir."""
     folder = tmp_path_factory.mktemp("small")
     (folder / "cases.py").write_text(CASE_FILE)
     proc = harness(f"--case_file={folder / 'cases.py'}", "--timeout=inf", "--mode=eager",
-                   f"--json_out={folder / 'r.json'}", cwd=str(folder))
+                   f"--json_out={folder / 'r.json'}", f"--repro_dir={folder / 'repro'}", cwd=str(folder))
     return folder, proc
 
+
+# -- 3. --timeout nan and inf ------------------------------------------------------------------
 
 def test_timeout_nan_is_a_usage_error():
     assert_usage_error(harness("--timeout=nan", "--cases=nothing.x"), "'inf' for no timeout")
@@ -75,9 +87,9 @@ def test_timeout_nan_is_a_usage_error():
 
 def test_timeout_inf_means_no_timeout(small_run):
     folder, proc = small_run
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     verdicts = [r["verdict"] for r in json.loads((folder / "r.json").read_text())["results"]]
-    assert verdicts == ["pass"]
+    assert verdicts == ["pass", "fail"]
 
 
 # -- 5. output paths that are one file ---------------------------------------------------------
@@ -179,3 +191,34 @@ def test_names_stay_as_given_for_a_builder_and_for_star_args():
     assert case.points[0].names == ("x", "b")
     case = _case(fn=lambda a, *rest: a, points=[{"x1": np.float32(1.0), "x0": np.float32(5.0)}])
     assert case.points[0].names == ("x1", "x0")  # *args takes them all, in the point's order
+
+
+# -- 10. repro folders for long ids ------------------------------------------------------------
+
+def test_repro_folder_names_are_bounded_readable_and_unique():
+    from harness import cli
+
+    assert cli._safe("x=1.0,y=2.0") == "x=1.0_y=2.0"  # short names are as before
+    a, b = cli._safe(LONG_ID), cli._safe(LONG_ID[:-1] + "b")
+    assert len(a) <= 100 and len(b) <= 100 and a != b and a.startswith("long.aaaa")
+    assert cli._safe("\u00e9" * 200).isascii() and len(cli._safe("\u00e9" * 200)) <= 100
+    assert cli._safe("..") not in ("", ".", "..")
+
+
+def test_repro_folder_stays_inside_repro_dir(tmp_path):
+    from harness import cli
+
+    root = tmp_path / "repro"
+    folder = cli._repro_folder(str(root), LONG_ID, "x=3.0")
+    assert folder.parent.parent == root and len(folder.parent.name) <= 100
+    root.mkdir()
+    (root / "small.square").symlink_to(tmp_path)
+    with pytest.raises(ValueError, match="outside --repro_dir"):
+        cli._repro_folder(str(root), "small.square", "x=3.0")
+
+
+def test_a_long_case_id_gets_its_repro(small_run):
+    folder, proc = small_run
+    written = list((folder / "repro").glob("*/*/repro.py"))
+    assert len(written) == 1 and written[0].parent.parent.name.startswith("long.aaa"), proc.stderr
+    assert "File name too long" not in proc.stderr
