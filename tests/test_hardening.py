@@ -222,3 +222,16 @@ def test_a_long_case_id_gets_its_repro(small_run):
     written = list((folder / "repro").glob("*/*/repro.py"))
     assert len(written) == 1 and written[0].parent.parent.name.startswith("long.aaa"), proc.stderr
     assert "File name too long" not in proc.stderr
+
+
+# -- 12. messages and flags --------------------------------------------------------------------
+
+def test_an_output_under_a_file_says_it_is_a_file(tmp_path):
+    from harness import report
+
+    (tmp_path / "afile").write_text("")
+    for path in ("afile/x.json", "afile/sub/x.json"):
+        with pytest.raises(ValueError, match="afile is a file, not a directory"):
+            report.check_writable(str(tmp_path / path))
+    with pytest.raises(ValueError, match="directory .*nodir does not exist"):
+        report.check_writable(str(tmp_path / "nodir" / "x.json"))

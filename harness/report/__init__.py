@@ -19,6 +19,10 @@ def check_writable(path: str) -> None:
     if target.is_dir():
         raise ValueError(f"{path} is a directory; give a file name")
     if not folder.is_dir():
+        # The nearest folder above that exists: a file there is the mistake, not a missing directory.
+        above = next((f for f in (folder, *folder.parents) if f.exists()), None)
+        if above is not None and not above.is_dir():
+            raise ValueError(f"cannot write {path}: {above} is a file, not a directory; give a path in a directory")
         raise ValueError(f"cannot write {path}: directory {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"cannot write {path}: directory {folder} is not writable; choose another path")
