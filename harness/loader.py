@@ -177,7 +177,8 @@ def select(catalogue: Sequence[CaseInfo], patterns: Iterable[str] | None) -> lis
 
     Raises:
       LoadError: two cases share an id, or a pattern selects nothing (the
-        message suggests near ids and themes).
+        message suggests near ids and themes, or lists the points of the
+        case an unknown "ID[POINT]" names).
     """
     _check_unique(catalogue)
     if not patterns:
@@ -186,6 +187,11 @@ def select(catalogue: Sequence[CaseInfo], patterns: Iterable[str] | None) -> lis
     chosen: dict[str, set[str]] = {}
     for pattern in patterns:
         found = _select_one(catalogue, pattern)
+        case_id, bracket, label = pattern[:-1].partition("[") if pattern.endswith("]") else ("", "", "")
+        named = next((c for c in catalogue if bracket and c.id == case_id), None)
+        if not found and named is not None:
+            raise LoadError(f"--cases pattern {pattern!r}: case {case_id} has no point {label!r}; its points: "
+                            f"{', '.join(named.points)}")
         if not found:
             near = difflib.get_close_matches(pattern.split("[")[0], candidates, n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(near)}?" if near else "; see the ids with --list"

@@ -235,3 +235,14 @@ def test_an_output_under_a_file_says_it_is_a_file(tmp_path):
             report.check_writable(str(tmp_path / path))
     with pytest.raises(ValueError, match="directory .*nodir does not exist"):
         report.check_writable(str(tmp_path / "nodir" / "x.json"))
+
+
+def test_an_unknown_point_lists_the_cases_points():
+    from harness import loader
+    from harness.records import CaseInfo
+
+    catalogue = [CaseInfo(id="seeds.sq", description="", source="", order=1, points=("x=1.0", "x=2.0"))]
+    with pytest.raises(loader.LoadError, match=r"seeds.sq has no point 'x=3.0'; its points: x=1.0, x=2.0"):
+        loader.select(catalogue, ["seeds.sq[x=3.0]"])
+    assert loader.select(catalogue, ["seeds.sq[x=2.0]"])[0].points == ("x=2.0",)
+    assert loader.select(catalogue, ["seeds.s[pq]"])[0].id == "seeds.sq"  # still a glob
