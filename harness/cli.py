@@ -297,6 +297,22 @@ def _jsonl_path() -> Optional[str]:
     return None
 
 
+# Flags of the commands, which a plain run would ignore: (the flags, the command they belong to).
+_COMMAND_FLAGS = (((INPUTS, ORDER, DTYPE), "check PATH.py:NAME (and repro PATH.py:NAME)"),
+                  ((POINT, OUT), "repro"),
+                  ((MARKDOWN_OUT, HTML_OUT), "merge"))
+
+
+def _refuse_command_flags() -> None:
+    """Refuses a command's flags given to a plain run, where they would do nothing."""
+    for own, command in _COMMAND_FLAGS:
+        given = [f"--{f.name}" for f in own if flags.FLAGS[f.name].present]
+        if given:
+            raise UsageError(f"{', '.join(given)} {'is a flag' if len(given) == 1 else 'are flags'} of "
+                             f"python -m harness {command}, not of a plain run; give the command, or drop "
+                             f"{'it' if len(given) == 1 else 'them'}")
+
+
 def _distinct(outputs: Sequence[tuple[str, Optional[str]]], inputs: Sequence[str] = ()) -> None:
     """Refuses two outputs, or an output and an input, that are one file (compared resolved)."""
     seen = {os.path.realpath(path): f"input report {path}" for path in inputs}
@@ -432,6 +448,8 @@ def run(argv: Sequence[str]) -> int:
         raise UsageError(f"{command} takes one target, got {len(args)}: {' '.join(args) or 'none'}")
     if command == "repro" and not OUT.value:
         raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
+    if command is None:
+        _refuse_command_flags()
     modes = _modes.parse_modes(MODE.value)
     _check_outputs()
     given = [f"--{f.name}" for f in (WRT, EXPECT, SYMMETRIC) if f.value]

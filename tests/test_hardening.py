@@ -246,3 +246,14 @@ def test_an_unknown_point_lists_the_cases_points():
         loader.select(catalogue, ["seeds.sq[x=3.0]"])
     assert loader.select(catalogue, ["seeds.sq[x=2.0]"])[0].points == ("x=2.0",)
     assert loader.select(catalogue, ["seeds.s[pq]"])[0].id == "seeds.sq"  # still a glob
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--order=2"], "--order is a flag of python -m harness check"),
+    (["--inputs=1.0", "--dtype=float64"], "--inputs, --dtype are flags of python -m harness check"),
+    (["--point=x=1.0"], "--point is a flag of python -m harness repro"),
+    (["--out=somewhere"], "--out is a flag of python -m harness repro"),
+    (["--markdown_out=m.md", "--html_out=m.html"], "--markdown_out, --html_out are flags of python -m harness merge"),
+])
+def test_a_commands_flags_are_refused_by_a_plain_run(tmp_path, args, message):
+    assert_usage_error(harness(*args, "--cases=nothing.x", cwd=str(tmp_path)), message)
