@@ -257,3 +257,14 @@ def test_an_unknown_point_lists_the_cases_points():
 ])
 def test_a_commands_flags_are_refused_by_a_plain_run(tmp_path, args, message):
     assert_usage_error(harness(*args, "--cases=nothing.x", cwd=str(tmp_path)), message)
+
+
+def test_every_verdict_has_its_junit_element_and_flaky_fails():
+    from harness.records import Report, Result, Verdict
+    from harness.report import junit
+
+    assert set(junit._ELEMENT) == set(Verdict)
+    flaky = Result(case="tests.case", point="x=1.0", order=1, verdict=Verdict.FLAKY, reason="values changed",
+                   details=(), outcomes={}, rerun="python -m harness --cases tests.case")
+    text = junit.render(Report(environment={}, modes=("eager",), results=(flaky,)))
+    assert 'failures="1"' in text and '<failure message="flaky: values changed" type="flaky">' in text

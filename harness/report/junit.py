@@ -1,7 +1,8 @@
 """JUnit XML: one testcase per case and point, for CI systems that show test results.
 
-fail is a <failure>; error, crash and timeout are <error>; xfail and skip are
-<skipped> with the reason; xpass passes, with its note in <system-out>.
+fail and flaky are a <failure>; error, crash and timeout are <error>; xfail and
+skip are <skipped> with the reason; xpass passes, with its note in <system-out>;
+pass is a bare testcase. _ELEMENT says it for every verdict.
 """
 
 from __future__ import annotations
@@ -13,14 +14,19 @@ from harness.records import Report, Verdict
 
 __all__ = ["render"]
 
+# The one table: every verdict's element (None: a bare, passing testcase).
 _ELEMENT = {
+    Verdict.PASS: None,
     Verdict.FAIL: "failure",
+    Verdict.FLAKY: "failure",
     Verdict.ERROR: "error",
     Verdict.CRASH: "error",
     Verdict.TIMEOUT: "error",
     Verdict.XFAIL: "skipped",
     Verdict.SKIP: "skipped",
+    Verdict.XPASS: "system-out",
 }
+_COUNTED = ("failure", "error", "skipped")
 
 
 # XML 1.0 cannot hold most control characters; exception messages (ANSI colours) can.
@@ -42,14 +48,14 @@ def render(report: Report) -> str:
             for name, o in result.oracles.items():
                 ET.SubElement(properties, "property", name=f"oracle.{name}", value=_xml_text(o.status))
         text = _xml_text("\n".join([result.reason, *result.details, f"rerun: {result.rerun}"]))
-        tag = _ELEMENT.get(result.verdict)
-        if tag:
+        tag = _ELEMENT[result.verdict]
+        if tag in _COUNTED:
             counts[tag] += 1
             element = ET.SubElement(case, tag, message=_xml_text(f"{result.verdict.value}: {result.reason}"),
                                     type=result.verdict.value)
             element.text = text
-        elif result.verdict is Verdict.XPASS:
-            ET.SubElement(case, "system-out").text = f"xpass: {text}"
+        elif tag is not None:
+            ET.SubElement(case, tag).text = f"{result.verdict.value}: {text}"
     suite.set("tests", str(len(report.results)))
     suite.set("failures", str(counts["failure"]))
     suite.set("errors", str(counts["error"]))
