@@ -53,7 +53,8 @@ JSONL_OUT = flags.DEFINE_string(
     "--json_out, with the suffix .jsonl).")
 JOBS = flags.DEFINE_integer(
     "jobs", 0, "Worker processes running cases in parallel. 0: one, plus one more per "
-    f"{8} selected cases up to the number of cores (each worker costs a TensorFlow import).",
+    f"{8} selected cases up to the number of cores (each worker costs a TensorFlow import). Never more "
+    "workers than selected cases; more than 4 per CPU is refused as a usage error.",
     lower_bound=0)
 TIMEOUT = flags.DEFINE_float("timeout", 300.0, "Seconds one case may run (all its modes and points) before "
                              "its worker is killed and the case is reported as timeout; 'inf': no timeout.",
@@ -110,6 +111,7 @@ REPEAT = flags.DEFINE_integer(
 
 _OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 _CASES_PER_EXTRA_WORKER = 8
+_JOBS_PER_CPU = 4
 _REPRO_VERDICTS = ("fail", "xpass", "crash")
 # Repro folder names: well under the 255 bytes file systems allow in one name.
 _NAME_MAX = 100
@@ -143,6 +145,14 @@ def _timeout_ok(value) -> bool:
     return True
 
 
+def _jobs_ok(value) -> bool:
+    limit = _JOBS_PER_CPU * (os.cpu_count() or 1)
+    if value is not None and value > limit:
+        raise flags.ValidationError(f"{value} workers is more than {_JOBS_PER_CPU} per CPU; give at most {limit}, "
+                                    "or 0 for one per 8 selected cases up to the cores")
+    return True
+
+
 def _folder_ok(value) -> bool:
     if value is not None and Path(value).exists() and not Path(value).is_dir():
         raise flags.ValidationError(f"{value} is a file; give a directory (it is created if missing)")
@@ -151,6 +161,7 @@ def _folder_ok(value) -> bool:
 
 flags.register_validator("mode", _mode_ok)
 flags.register_validator(TIMEOUT.name, _timeout_ok)
+flags.register_validator(JOBS.name, _jobs_ok)
 for _flag in _OUTPUT_FLAGS:
     flags.register_validator(_flag.name, _output_ok)
 for _flag in (REPRO_DIR, OUT):
@@ -348,7 +359,7 @@ def _runner(sources):
 
     if INPROCESS.value:
         return pool.InProcess(sources)
-    return pool.WorkerPool(JOBS.value or 1, TIMEOUT.value, sources)
+    return pool.WorkerPool(TIMEOUT.value, sources)
 
 
 def _pool_size(cases: int) -> int:

@@ -110,9 +110,13 @@ def _dead_results(job: worker.Job, status: Status, mode: str, how: str, output: 
 
 
 class WorkerPool:
-    """`size` worker processes that import TensorFlow once and take one case at a time."""
+    """Worker processes that import TensorFlow once and take one case at a time.
 
-    def __init__(self, size: int, timeout: float, sources: worker.Sources):
+    One starts at once, to load the cases; `run` starts the others, never
+    more than it has jobs.
+    """
+
+    def __init__(self, timeout: float, sources: worker.Sources):
         self._context = multiprocessing.get_context("spawn")
         self._sources = sources
         self._folder = tempfile.mkdtemp(prefix="harness-workers-")
@@ -123,8 +127,7 @@ class WorkerPool:
         self._jobs: Sequence[worker.Job] = ()
         self._pending: collections.deque[int] = collections.deque()
         self._finished: list[Finished] = []
-        for _ in range(max(1, size)):
-            self._spawn()
+        self._spawn()
 
     def _spawn(self) -> _Worker:
         self._count += 1

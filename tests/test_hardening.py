@@ -268,3 +268,49 @@ def test_every_verdict_has_its_junit_element_and_flaky_fails():
                    details=(), outcomes={}, rerun="python -m harness --cases tests.case")
     text = junit.render(Report(environment={}, modes=("eager",), results=(flaky,)))
     assert 'failures="1"' in text and '<failure message="flaky: values changed" type="flaky">' in text
+
+
+# -- in this process: cli.run with its flags, restored after ----------------------------------
+
+def run_here(*args):
+    """cli.run in this process (its workers are still processes); flags and SIGTERM restored after."""
+    import signal
+
+    from absl import flags
+    from absl.testing import flagsaver
+
+    from harness import cli
+
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        with flagsaver.flagsaver():
+            return cli.run(flags.FLAGS(["harness", *args]))
+    finally:
+        signal.signal(signal.SIGTERM, handler)
+
+
+# -- 2. --jobs: no more workers than cases, and a bound -----------------------------------------
+
+def test_jobs_beyond_the_selection_starts_one_worker_per_case(tmp_path, monkeypatch):
+    from harness import pool
+
+    started = []
+
+    class Counting(pool._Worker):
+        def __init__(self, *args):
+            super().__init__(*args)
+            started.append(self.process.pid)
+
+    monkeypatch.setattr(pool, "_Worker", Counting)
+    (tmp_path / "cases.py").write_text(CASE_FILE)
+    status = run_here(f"--case_file={tmp_path / 'cases.py'}", "--cases=small.square", "--jobs=6",
+                      "--mode=eager", "--nonumeric", "--noupstream")
+    assert status == 0 and len(started) == 1, started  # the worker that loaded the cases runs the one case
+
+
+def test_jobs_beyond_four_per_cpu_is_a_usage_error_saying_the_limit():
+    from harness import cli
+
+    limit = 4 * (os.cpu_count() or 1)
+    assert cli._jobs_ok(limit) and cli._jobs_ok(0)
+    assert_usage_error(harness(f"--jobs={limit + 1}", "--cases=nothing.x"), f"give at most {limit}")
