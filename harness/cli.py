@@ -12,6 +12,7 @@ fraction of a second.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -339,6 +340,30 @@ def _distinct(outputs: Sequence[tuple[str, Optional[str]]], inputs: Sequence[str
 def _check_outputs() -> None:
     stream = "--jsonl_out" if JSONL_OUT.value else "the JSON Lines stream (--json_out with the suffix .jsonl)"
     _distinct([("--json_out", JSON_OUT.value), ("--junit_out", JUNIT_OUT.value), (stream, _jsonl_path())])
+    if JSON_OUT.value and not JSONL_OUT.value:  # the flag validators checked the others
+        try:
+            _report.check_writable(_jsonl_path())
+        except ValueError as e:
+            raise UsageError(f"{stream}: {e}, or give --jsonl_out") from None
+
+
+def _write_outputs(outputs: Sequence[tuple[str, str]]) -> bool:
+    """Writes each (path, text); a failure is one line on stderr and the rest are still written.
+
+    Returns:
+      Whether every one was written.
+    """
+    written = True
+    for path, text in outputs:
+        try:
+            _report.write(path, text)
+        except OSError as e:
+            sys.stderr.write(f"harness: cannot write {path}: {e.strerror or e}; the other outputs were "
+                             "written, rerun with another path for this one\n")
+            written = False
+        else:
+            logging.info("wrote %s", path)
+    return written
 
 
 def _themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
@@ -416,17 +441,21 @@ def _repro_folder(root: str, case: str, point: str) -> Path:
     return folder
 
 
-def _write_repro(folder: Path, result, scripts: dict, environment: dict, description: str) -> None:
+def _write_repro(folder: Path, result, scripts: dict, environment: dict, description: str) -> bool:
+    """Writes one reproduction; returns False when a file could not be written (said on stderr)."""
     from harness.repro import issue  # noqa: PLC0415
 
     ok, text = scripts.get(result.point, (False, "the worker died before it could write the script"))
     if not ok:
         logging.warning("no reproduction for %s: %s", result.name, text)
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    _report.write(str(folder / "repro.py"), text)
-    _report.write(str(folder / "ISSUE.md"), issue.render(result, text, environment, description))
-    logging.info("wrote %s", folder)
+        return True
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        sys.stderr.write(f"harness: cannot write {folder}: {e.strerror or e}; choose another directory\n")
+        return False
+    return _write_outputs([(str(folder / "repro.py"), text),
+                           (str(folder / "ISSUE.md"), issue.render(result, text, environment, description))])
 
 
 def _merge(paths: Sequence[str]) -> int:
@@ -489,6 +518,7 @@ def run(argv: Sequence[str]) -> int:
     environment: dict = {}
     jsonl = None
     interrupted = False
+    written = True  # every output written so far
     try:
         runner = _runner(sources)
         environment, catalogue = runner.start()
@@ -503,15 +533,26 @@ def run(argv: Sequence[str]) -> int:
                     strict_xpass=STRICT_XPASS.value, repro=repro,
                     reruns=tuple((p, rerun_command(c.id, p, modes, check)) for p in c.points)) for c in selected]
         jsonl_path = _jsonl_path()
-        jsonl = open(jsonl_path, "w", encoding="utf-8") if jsonl_path else None
+        try:
+            jsonl = open(jsonl_path, "w", encoding="utf-8") if jsonl_path else None
+        except OSError as e:
+            raise UsageError(f"cannot write {jsonl_path}: {e.strerror or e}; choose another path") from None
         progress = Progress(total=sum(len(c.points) for c in selected))
         try:
             for done in runner.run(jobs, lambda job: progress.started(job.case_id), _pool_size(len(jobs))):
                 finished[done.index] = done
                 for result in done.results:
                     if jsonl:
-                        jsonl.write(json.dumps(json_report.result_dict(result), allow_nan=False) + "\n")
-                        jsonl.flush()
+                        try:
+                            jsonl.write(json.dumps(json_report.result_dict(result), allow_nan=False) + "\n")
+                            jsonl.flush()
+                        except OSError as e:
+                            sys.stderr.write(f"harness: cannot write {jsonl_path}: {e.strerror or e}; it holds the "
+                                             "results before this one, rerun with another path\n")
+                            written = False
+                            with contextlib.suppress(OSError):
+                                jsonl.close()
+                            jsonl = None
                 progress.finished(done.index, "\n".join(text.line(r) for r in done.results), len(done.results))
         finally:
             progress.close()
@@ -528,19 +569,20 @@ def run(argv: Sequence[str]) -> int:
         if runner is not None:
             runner.close()
         if jsonl:
-            jsonl.close()
+            with contextlib.suppress(OSError):  # a full disk: what was flushed stays
+                jsonl.close()
     ordered = [finished[i] for i in sorted(finished)]
     report = Report(environment=environment, modes=modes,
                     results=tuple(r for done in ordered for r in done.results))
-    for flag, renderer in ((JSON_OUT, json_report), (JUNIT_OUT, junit)):
-        if flag.value:
-            _report.write(flag.value, renderer.render(report))
-            logging.info("wrote %s", flag.value)
+    written = _write_outputs([(flag.value, renderer.render(report))
+                              for flag, renderer in ((JSON_OUT, json_report), (JUNIT_OUT, junit))
+                              if flag.value]) and written
     descriptions = {c.id: c.description for c in selected}
     if command == "repro" and ordered:
         done = ordered[0]
         chosen = next((r for r in done.results if r.verdict.value != "pass"), done.results[0])
-        _write_repro(Path(OUT.value), chosen, done.scripts, environment, descriptions[chosen.case])
+        written = _write_repro(Path(OUT.value), chosen, done.scripts, environment,
+                               descriptions[chosen.case]) and written
     elif REPRO_DIR.value:
         for done in ordered:
             for r in done.results:
@@ -550,13 +592,13 @@ def run(argv: Sequence[str]) -> int:
                     except ValueError as e:
                         logging.warning("no reproduction for %s: %s; remove the link", r.name, e)
                         continue
-                    _write_repro(folder, r, done.scripts, environment, descriptions[r.case])
+                    written = _write_repro(folder, r, done.scripts, environment, descriptions[r.case]) and written
     not_run = sum(len(c.points) for c in selected) - len(report.results)
     print(text.summary(report.results, time.monotonic() - start, not_run=not_run))
     if interrupted:
         sys.stderr.write(f"harness: interrupted; {not_run} case points did not run; reports hold what finished\n")
         return 130
-    return 1 if report.failed else 0
+    return 1 if report.failed or not written else 0
 
 
 def main(argv: Sequence[str]) -> int:

@@ -314,3 +314,65 @@ def test_jobs_beyond_four_per_cpu_is_a_usage_error_saying_the_limit():
     limit = 4 * (os.cpu_count() or 1)
     assert cli._jobs_ok(limit) and cli._jobs_ok(0)
     assert_usage_error(harness(f"--jobs={limit + 1}", "--cases=nothing.x"), f"give at most {limit}")
+
+
+# -- 4. output paths proven writable, and a late failure that loses nothing else ---------------
+
+@pytest.mark.parametrize("path", ["/proc/x.json", "/sys/x.json"])
+def test_an_output_where_no_file_can_be_made_is_a_usage_error(path):
+    assert_usage_error(harness(f"--json_out={path}", "--cases=nothing.x"), f"cannot write {path}")
+
+
+def test_a_derived_jsonl_path_that_is_a_directory_is_a_usage_error(tmp_path):
+    (tmp_path / "r.jsonl").mkdir()
+    assert_usage_error(harness("--json_out=r.json", "--cases=nothing.x", cwd=str(tmp_path)),
+                       "r.jsonl is a directory")
+
+
+def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from harness import cli
+
+    (tmp_path / "cases.py").write_text(CASE_FILE)
+    (tmp_path / "out").mkdir()
+    real = cli._runner
+
+    def vanish(sources):  # after the checks, before any case: the report's directory goes away
+        shutil.rmtree(tmp_path / "out")
+        return real(sources)
+
+    monkeypatch.setattr(cli, "_runner", vanish)
+    status = run_here(f"--case_file={tmp_path / 'cases.py'}", "--cases=small.square", "--mode=eager",
+                      "--nonumeric", "--noupstream", f"--json_out={tmp_path / 'out' / 'r.json'}",
+                      f"--junit_out={tmp_path / 'r.xml'}", f"--jsonl_out={tmp_path / 'r.jsonl'}")
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("harness:")]
+    assert status == 1 and len(errors) == 1, captured.err
+    assert f"cannot write {tmp_path / 'out' / 'r.json'}: No such file or directory" in errors[0]
+    assert "Traceback" not in captured.err and "1 cases at 1 points: 1 pass" in captured.out
+    assert "<testcase" in (tmp_path / "r.xml").read_text()
+    assert json.loads((tmp_path / "r.jsonl").read_text())["verdict"] == "pass"
+
+
+def test_a_merge_output_that_fails_at_the_end_is_one_line_and_the_others_are_written(tmp_path, monkeypatch,
+                                                                                     capsys):
+    from harness import report
+    from harness.matrix import merge
+
+    source = tmp_path / "r.json"
+    source.write_text(json.dumps({"schema": "harness.report/1", "environment": {"tensorflow": "2.21.0"},
+                                  "modes": ["eager"], "results": [], "summary": {}}))
+    real = report.write
+
+    def full_disk(path, text):
+        if path.endswith(".md"):
+            raise OSError(28, "No space left on device")
+        real(path, text)
+
+    monkeypatch.setattr(report, "write", full_disk)
+    status = merge.main([str(source)], markdown_out=str(tmp_path / "m.md"), json_out=str(tmp_path / "m.json"))
+    err = capsys.readouterr().err
+    assert status == 1 and err.count("\n") == 1, err
+    assert f"harness: cannot write {tmp_path / 'm.md'}: No space left on device" in err
+    assert json.loads((tmp_path / "m.json").read_text())

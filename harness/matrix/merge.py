@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import sys
 from typing import Mapping, Optional, Sequence
 
 from harness import report as _report
@@ -393,8 +394,9 @@ def main(paths: Sequence[str], markdown_out: Optional[str] = None, html_out: Opt
       failed: TensorFlow version to why it could not be installed.
 
     Returns:
-      0. Verdicts do not decide it: each run's own exit status judged them,
-      and a matrix exists to show them.
+      0, or 1 when an output could not be written at the end (said on stderr).
+      Verdicts do not decide it: each run's own exit status judged them, and
+      a matrix exists to show them.
 
     Raises:
       MergeError: no reports or no output, an output that cannot be written,
@@ -414,6 +416,12 @@ def main(paths: Sequence[str], markdown_out: Optional[str] = None, html_out: Opt
         except ValueError as e:
             raise MergeError(str(e)) from None
     matrix = merge({path: load_report(path) for path in paths}, failed)
+    status = 0
     for path, fn in outputs:
-        _report.write(path, fn(matrix))
-    return 0
+        try:
+            _report.write(path, fn(matrix))
+        except OSError as e:  # checked above, yet gone since (a full disk, a removed directory)
+            sys.stderr.write(f"harness: cannot write {path}: {e.strerror or e}; the other outputs were "
+                             "written, rerun with another path for this one\n")
+            status = 1
+    return status

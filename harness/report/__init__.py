@@ -12,7 +12,8 @@ __all__ = ["check_writable", "write"]
 def check_writable(path: str) -> None:
     """Raises ValueError, saying what to do, when `path` cannot be written.
 
-    Called before any case runs, so a typo in an output path costs seconds.
+    Called before any case runs, so a typo in an output path costs seconds:
+    it creates and removes a file beside `path`, the way `write` will.
     """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
@@ -28,6 +29,13 @@ def check_writable(path: str) -> None:
         raise ValueError(f"cannot write {path}: directory {folder} is not writable; choose another path")
     if target.exists() and not os.access(target, os.W_OK):
         raise ValueError(f"cannot write {path}: the file is read-only; choose another path")
+    try:  # root passes os.access even where no file can be made (/proc, /sys, a read-only mount)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=folder)
+    except OSError as e:
+        raise ValueError(f"cannot write {path}: no file can be made in {folder} ({e.strerror}); "
+                         "choose another path") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def write(path: str, text: str) -> None:
