@@ -20,6 +20,7 @@ import os
 import shlex
 import signal
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Optional, Sequence
@@ -196,8 +197,6 @@ _COMMANDS = {
 
 
 def _flag_help(flag) -> str:
-    import textwrap  # noqa: PLC0415 - only for help
-
     f = flags.FLAGS[flag.name]
     if isinstance(f, flags.BooleanFlag):
         name = f"--[no]{f.name}"
@@ -212,8 +211,6 @@ def _flag_help(flag) -> str:
 
 def command_help(command: Optional[str]) -> str:
     """The help of one command (None: the main run): usage, what it does, its flags."""
-    import textwrap  # noqa: PLC0415
-
     usage, what, own = _COMMANDS[command]
     lines = [f"usage: {usage}", "", textwrap.fill(what, width=100), "", "flags:"]
     lines += [_flag_help(flag) for flag in own]

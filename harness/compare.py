@@ -165,6 +165,10 @@ def compare_outcomes(ref: ModeOutcome, got: ModeOutcome, *, tolerance: Tolerance
     return found + (_compare_upstream(ref, got, tolerance) if upstream else [])
 
 
+def _side(error, mode: str) -> str:
+    return f"{mode} raises {error.type} at {error.stage}: {error.first_line}" if error else f"{mode} returns values"
+
+
 def _compare_upstream(ref: ModeOutcome, got: ModeOutcome, tolerance: ToleranceOverride) -> list[Mismatch]:
     """The weighted chains' disagreements; none when neither mode computed one."""
     pair = f"{got.mode} vs {ref.mode}"
@@ -172,13 +176,9 @@ def _compare_upstream(ref: ModeOutcome, got: ModeOutcome, tolerance: ToleranceOv
         r, g = ref.upstream_error, got.upstream_error
         if r and g and r.type == g.type:
             return []
-        side = lambda e, mode: (f"{mode} raises {e.type} at {e.stage}: {e.first_line}" if e  # noqa: E731
-                                else f"{mode} returns values")
-        stage = (g or r).stage
-        words = stage.replace(",", " ").split()
-        order = int(words[1]) if len(words) > 1 and words[0] == "order" and words[1].isdigit() else None
-        return [Mismatch("status", stage, f"with upstream weights: {pair}: {side(g, got.mode)}; {side(r, ref.mode)}",
-                         order=order, upstream=True)]
+        raised = g or r
+        return [Mismatch("status", raised.stage, f"with upstream weights: {pair}: {_side(g, got.mode)}; "
+                         f"{_side(r, ref.mode)}", order=raised.order, upstream=True)]
     if not ref.upstream or not got.upstream:
         return []
     found = []

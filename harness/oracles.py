@@ -104,7 +104,7 @@ def _upstream_failed(agreed: ModeOutcome, note: str) -> OracleOutcome:
         line = (f"grad_fn fails when its upstream gradient is not all ones: {agreed.mode} raises {e.type} at "
                 f"{e.stage}: {e.first_line}; at the plain contraction (every upstream gradient 1) it computes "
                 "its values")
-    return OracleOutcome(name="upstream", status="differ", orders=(), differ=(_order_of(e.stage),),
+    return OracleOutcome(name="upstream", status="differ", orders=(), differ=(e.order or 0,),
                          details=(line,), note=note)
 
 
@@ -360,8 +360,8 @@ class _Check:
 
     def unchecked(self) -> str:
         """How many could not be checked, in words, or ""."""
-        kind = "elements" if self.worst_slot is not None or self.kind.startswith("elements") else "directions"
-        return f"{self.skipped} of {self.count} {kind}" if self.skipped else ""
+        # Of every source, whatever source `kind` was narrowed to for the worst failure.
+        return f"{self.skipped} of {self.count} {self.kind.split()[0]}" if self.skipped else ""
 
     def line(self) -> str:
         if not self.worst:
@@ -476,11 +476,6 @@ def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, no
     return dataclasses.replace(outcome, details=outcome.details + tuple(line for _, line in both_lines))
 
 
-def _order_of(stage: str) -> int:
-    words = stage.split()
-    return int(words[1].rstrip(",")) if len(words) > 1 and words[0] == "order" and words[1].rstrip(",").isdigit() else 0
-
-
 def _upstream_line(order: int, check: _Check, agreed: ModeOutcome, evaluator: _Evaluator, plain: _Check) -> str:
     below = agreed.orders[order - 1]
     parts = [upstream.weights(evaluator.seed, order, i, o.shape).ravel()
@@ -514,16 +509,16 @@ def _why_not_numeric(case: Case, point: Point, agreed: ModeOutcome) -> str:
     return ""
 
 
-def _gradients(outputs: Sequence[Output], bases: Sequence[np.ndarray]) -> list[Optional[np.ndarray]]:
-    return [None if o.value is None else o.value.astype(np.float64) for o, b in zip(outputs, bases)]
+def _gradients(outputs: Sequence[Output]) -> list[Optional[np.ndarray]]:
+    return [None if o.value is None else o.value.astype(np.float64) for o in outputs]
 
 
 def _check_order(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: int,
                  directions: Sequence[_Direction], symmetric: Sequence[bool]) -> tuple[_Check, Optional[_Check]]:
     """Both chains at `order` along `directions`; where a random direction fails and the
     sources are small enough, again element by element, so the message names the element."""
-    plain_grads = _gradients(agreed.orders[order], evaluator.bases)
-    weighted_grads = (_gradients(agreed.upstream[order - 1], evaluator.bases)
+    plain_grads = _gradients(agreed.orders[order])
+    weighted_grads = (_gradients(agreed.upstream[order - 1])
                       if order - 1 < len(agreed.upstream) and evaluator.tables is not None else None)
     plain, weighted = _along(case, agreed, evaluator, order, directions, plain_grads, weighted_grads)
     if directions[0].element is None and (plain.failures or (weighted and weighted.failures)):

@@ -66,6 +66,13 @@ class ErrorInfo:
     def is_a(self, class_name: str) -> bool:
         return class_name == self.type or class_name in self.bases
 
+    @property
+    def order(self) -> Optional[int]:
+        """The derivative order the stage names ("order 2", "order 1, while recording for order 2",
+        "order 1 with upstream weights"), or None for the forward, the build or a whole run."""
+        words = self.stage.replace(",", " ").split()
+        return int(words[1]) if len(words) > 1 and words[0] == "order" and words[1].isdigit() else None
+
 
 @dataclasses.dataclass(frozen=True)
 class CaseInfo:

@@ -27,25 +27,24 @@ def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, prog
     weighted = progress.done[0]
     for k in range(1, order + 1):
         progress.stage = f"order {k}"
-        targets = [t for t in progress.done[-1] if is_target(t)]
-        if targets:
-            grads = tf.gradients(targets, sources, unconnected_gradients=unconnected(options))
-        else:
-            grads = [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
-        progress.done.append([dense(g) for g in grads])
+        progress.done.append(_gradients(progress.done[-1], sources, options))
         if tables is None or progress.upstream_error is not None:
             continue
         try:
-            targets = [t for t in weighted if is_target(t)]
-            if targets:
-                weights = [upstream_weights(tables, k, i, t) for i, t in enumerate(targets)]
-                grads = tf.gradients(targets, sources, grad_ys=weights, unconnected_gradients=unconnected(options))
-            else:
-                grads = [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
-            weighted = [dense(g) for g in grads]
+            weighted = _gradients(weighted, sources, options, lambda i, t: upstream_weights(tables, k, i, t))
             progress.upstream.append(weighted)
         except Exception as e:  # noqa: BLE001 - the case's grad_fn given a non-unit upstream
             progress.upstream_error = (e, f"order {k} with upstream weights")
+
+
+def _gradients(outputs, sources, options: RunOptions, weight=None) -> list:
+    """tf.gradients of the target outputs, with grad_ys weight(i, target) when given."""
+    targets = [t for t in outputs if is_target(t)]
+    if not targets:
+        return [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
+    grad_ys = None if weight is None else [weight(i, t) for i, t in enumerate(targets)]
+    return [dense(g) for g in tf.gradients(targets, sources, grad_ys=grad_ys,
+                                           unconnected_gradients=unconnected(options))]
 
 
 def _fetch(session, orders, feed):

@@ -21,18 +21,13 @@ def _outcome(outcome: ModeOutcome) -> str:
     return f"{outcome.mode}: {outcome.status.value}"
 
 
-def _disagree(result: Result) -> bool:
-    """True when some mode's outcome differs from the reference mode's, as the judge found."""
-    return result.modes_disagree
-
-
 def _headline(result: Result) -> str:
     """What the title says happened: true for this result, whatever its verdict."""
     names = ", ".join(m for m, o in result.outcomes.items() if o.status is not Status.SKIP)
     if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
         dead = [m for m, o in result.outcomes.items() if o.status in (Status.CRASH, Status.TIMEOUT)]
         return f"{', '.join(dead) or names} {'crashes' if result.verdict is Verdict.CRASH else 'times out'}"
-    if _disagree(result):
+    if result.modes_disagree:
         return f"{names} disagree"
     differ = [n for n, o in result.oracles.items() if o.status == "differ"]
     if "upstream" in differ and "numeric" not in differ:
@@ -51,7 +46,7 @@ def _behaviour(result: Result) -> str:
     at = f"differentiated to order {result.order} at `{result.point}`"
     if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
         return f"The `tf.custom_gradient` function, {at}, {'kills the process' if result.verdict is Verdict.CRASH else 'hangs'}:"
-    if _disagree(result):
+    if result.modes_disagree:
         return (f"The same `tf.custom_gradient` function, {at}, behaves differently in eager mode, inside "
                 "`tf.function`, and in a `tf.compat.v1` graph with `tf.gradients`:")
     if result.oracles.get("upstream") is not None and result.oracles["upstream"].status == "differ":
