@@ -1,7 +1,9 @@
-"""Running selected cases in the selected modes and judging each point.
+"""Running selected cases in the selected modes and checking the oracles at each point.
 
 This is where TensorFlow is first imported on a normal run (through the mode
-runners), and the only place that joins the runners with the verdict rules.
+runners). `measure` is what a worker runs; `run_case` also judges, for the
+in-process uses (harness.check, --noworkers, tests) with the same rules the
+main process applies to a worker's measurements.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from harness import modes as _modes
-from harness import oracles, probe
+from harness import loader, oracles, probe
 from harness.case import Case, Point
 from harness.modes._tf import error_info, tf
-from harness.records import ModeOutcome, Result, RunOptions, Status
-from harness.verdict import judge, oracle_subject, skipped, yardstick
+from harness.records import Measured, ModeOutcome, Result, RunOptions, Status
+from harness.verdict import judge_measured, oracle_subject, yardstick
 
-__all__ = ["environment", "run_cases"]
+__all__ = ["environment", "measure", "run_case", "run_cases"]
 
 # Rerun command for one case and point, given by the caller (it knows the flags).
 RerunFn = Callable[[Case, Point], str]
@@ -53,39 +55,44 @@ def _run_mode(mode: str, case: Case, options: RunOptions) -> list[ModeOutcome]:
     return outcomes
 
 
-def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: RerunFn,
-             strict_xpass: bool = False, on_mode: Callable[[str], None] = lambda mode: None) -> list[Result]:
-    """Runs `case` in every mode (`options.repeat` times), checks the oracles and
-    judges each of its points.
+def measure(case: Case, modes: Sequence[str], options: RunOptions,
+            on_mode: Callable[[str], None] = lambda mode: None) -> list[Measured]:
+    """Runs `case` in every mode (`options.repeat` times) and checks the oracles at each point.
 
-    `on_mode` is called as each mode starts, so a supervisor knows where a
-    case was when its process died.
+    Plain records come back, judged by no one yet (verdict.judge_measured does
+    that, in the main process on a normal run). `on_mode` is called as each
+    mode starts, so a supervisor knows where a case was when its process died.
     """
-    version = tf.version.VERSION
-    if not case.runs_on(version):
-        reason = f"the case needs TensorFlow {case.tf_versions}; this is {version}"
-        return [skipped(case, p, reason, rerun(case, p)) for p in case.points]
+    if not case.runs_on(tf.version.VERSION):
+        return []  # not measured here; the judge says why
     runs: dict[str, list[list[ModeOutcome]]] = {}
     for mode in modes:
         for _ in range(max(1, options.repeat)):
             on_mode(mode)
             runs.setdefault(mode, []).append(_run_mode(mode, case, options))
     default = _modes.reference_of(tuple(modes))
-    results = []
+    measured = []
     for i, point in enumerate(case.points):
         outcomes = {m: runs[m][0][i] for m in modes}
-        repeats = {m: [again[i] for again in runs[m][1:]] for m in modes if len(runs[m]) > 1}
+        repeats = {m: tuple(again[i] for again in runs[m][1:]) for m in modes if len(runs[m]) > 1}
         active = [m for m in modes if outcomes[m].status is not Status.SKIP]
         checks = {}
         if active and (options.numeric or options.upstream or case.reference or case.analytic):
             on_mode("oracles")
             subject, note = oracle_subject({m: outcomes[m] for m in active},
-                                           yardstick(case, point, outcomes, version, default))
+                                           yardstick(case, point.label, outcomes, tf.version.VERSION, default))
             checks = oracles.check(case, point, outcomes[subject], options, note)
-        results.append(judge(case, point, outcomes, tf_version=version, reference=default,
-                             rerun=rerun(case, point), strict_xpass=strict_xpass, oracles=checks,
-                             repeats=repeats))
-    return results
+        measured.append(Measured(point=point.label, outcomes=outcomes, repeats=repeats, oracles=checks))
+    return measured
+
+
+def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: RerunFn,
+             strict_xpass: bool = False) -> list[Result]:
+    """Measures `case` and judges each of its points, all in this process (harness.check, tests)."""
+    return judge_measured(loader.info(case), measure(case, modes, options), points=[p.label for p in case.points],
+                          modes=modes, options=options, tf_version=tf.version.VERSION,
+                          reference=_modes.reference_of(tuple(modes)),
+                          reruns={p.label: rerun(case, p) for p in case.points}, strict_xpass=strict_xpass)
 
 
 def run_cases(cases: Sequence[Case], modes: Sequence[str], options: RunOptions, rerun: RerunFn,

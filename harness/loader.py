@@ -159,7 +159,9 @@ def _check_unique(cases: Sequence[Case | CaseInfo]) -> None:
 def info(case: Case) -> CaseInfo:
     """What the main process needs to know of a case without importing it."""
     return CaseInfo(id=case.id, description=case.description, source=case.source, order=case.order,
-                    points=tuple(p.label for p in case.points))
+                    points=tuple(p.label for p in case.points), expectations=tuple(case.expectations),
+                    tolerance=case.tolerance, tf_versions=case.tf_versions,
+                    oracles=tuple(name for name in ("reference", "analytic") if getattr(case, name) is not None))
 
 
 def _select_one(catalogue: Sequence[CaseInfo], pattern: str) -> list[CaseInfo]:

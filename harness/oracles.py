@@ -35,6 +35,7 @@ from harness.compare import compare_outcomes, compare_outputs, where
 from harness.modes import eager
 from harness.modes._tf import Progress, build_subject, error_info, is_target, tape_chains, tf
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions, Status
+from harness.verdict import required_oracles
 from harness.tolerance import NUMERIC_STEPS, numeric_tolerance_for, tolerance_for
 
 __all__ = ["check", "DIRECTIONS", "RECHECK_LIMIT"]
@@ -54,11 +55,10 @@ def check(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     """
     # Without the numeric oracle, the upstream one has something to say only when the
     # weighted chain raised (its values are compared across modes all the same).
-    wanted = [name for name, present in (("numeric", options.numeric),
-                                         ("upstream", options.upstream and (options.numeric
-                                                                             or agreed.upstream_error is not None)),
-                                         ("reference", case.reference is not None),
-                                         ("analytic", case.analytic is not None)) if present]
+    own = [name for name in ("reference", "analytic") if getattr(case, name) is not None]
+    wanted = list(required_oracles(options, own))
+    if options.upstream and not options.numeric and agreed.upstream_error is not None:
+        wanted.insert(0, "upstream")
     if agreed.status is not Status.OK:
         why = f"{agreed.mode} computed no values to check"
         return {name: OracleOutcome(name=name, status="skip", note=why) for name in wanted}

@@ -21,9 +21,10 @@ import tempfile
 import time
 from typing import Callable, Iterator, Optional, Sequence
 
-from harness import loader, worker
-from harness.records import CaseInfo, Result, Status
-from harness.verdict import died
+from harness import lifetime, loader, worker
+from harness import modes as _modes
+from harness.records import CaseInfo, Measured, Result, Status
+from harness.verdict import died, judge_measured
 
 __all__ = ["Finished", "InProcess", "PoolError", "WorkerPool"]
 
@@ -92,16 +93,29 @@ class _Worker:
         self.index, self.job = None, None
 
     def kill(self) -> None:
+        """Kills the worker and everything its case started (its process group)."""
+        self.end_group()
         if self.process.is_alive():
             self.process.kill()
         self.process.join(5)
         self.conn.close()
+
+    def end_group(self) -> None:
+        lifetime.end_group(self.process.pid)
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):  # already dead: kill() below tidies up
             self.conn.send(("stop",))
         self.process.join(5)
         self.kill()
+
+
+def _judge(infos: dict, environment: dict, job: worker.Job, measured: Sequence[Measured],
+           changed: Sequence[str]) -> list[Result]:
+    """The verdicts on what a worker measured for `job`, decided here, in the main process."""
+    return judge_measured(infos[job.case_id], measured, points=job.points, modes=job.modes, options=job.options,
+                          tf_version=environment["tensorflow"], reference=_modes.reference_of(job.modes),
+                          reruns=dict(job.reruns), strict_xpass=job.strict_xpass, changed=changed)
 
 
 def _dead_results(job: worker.Job, status: Status, mode: str, how: str, output: str) -> list[Result]:
@@ -124,6 +138,7 @@ class WorkerPool:
         self._count = 0
         self._workers: list[_Worker] = []
         self._catalogue: Optional[tuple[dict, list[CaseInfo]]] = None
+        self._infos: dict[str, CaseInfo] = {}
         self._jobs: Sequence[worker.Job] = ()
         self._pending: collections.deque[int] = collections.deque()
         self._finished: list[Finished] = []
@@ -196,6 +211,7 @@ class WorkerPool:
                 w.ready, w.mode = True, "idle"
                 if self._catalogue is None:
                     self._catalogue = (message[1], message[2])
+                    self._infos = {c.id: c for c in message[2]}
             elif kind == "load_error":
                 self.kill()
                 raise loader.LoadError(message[1])
@@ -204,12 +220,14 @@ class WorkerPool:
             elif kind == "scripts":
                 w.scripts = message[1]
             elif kind == "done":
-                self._finished.append(Finished(w.index, message[1], w.scripts))
+                self._finished.append(Finished(w.index, _judge(self._infos, self._catalogue[0], w.job, message[1],
+                                                               message[2]), w.scripts))
                 w.release()
                 if message[2]:  # it changed global state and has exited
                     self._replace(w)
 
     def _died(self, w: _Worker) -> None:
+        w.end_group()  # what its case started must not outlive it
         w.process.join(5)
         how, output = _how(w.process.exitcode), _tail(w.output)
         if not w.ready:
@@ -261,6 +279,7 @@ class InProcess:
 
     def __init__(self, sources: worker.Sources):
         self._loaded = worker.load(sources)
+        self._infos = {c.id: loader.info(c) for c in self._loaded.cases.values()}
 
     def start(self) -> tuple[dict, list[CaseInfo]]:
         return self._loaded.environment, [loader.info(c) for c in self._loaded.cases.values()]
@@ -276,10 +295,10 @@ class InProcess:
                 if kind == "scripts":
                     scripts.update(payload)
 
-            results, changed = worker.run_job(self._loaded, job, notify)
+            measured, changed = worker.run_job(self._loaded, job, notify)
             if changed:  # blame only this case for it
                 self._loaded = worker.Loaded(self._loaded.cases, self._loaded.environment, state.snapshot())
-            yield Finished(index, results, scripts)
+            yield Finished(index, _judge(self._infos, self._loaded.environment, job, measured, changed), scripts)
 
     def close(self) -> None:
         pass

@@ -12,8 +12,10 @@ from typing import Mapping, Optional
 
 import numpy as np
 
+from harness.versions import parse_range
+
 __all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Source", "RunOptions", "Usage",
-           "OracleOutcome", "Verdict", "Result", "Report"]
+           "OracleOutcome", "Measured", "Verdict", "Result", "Report"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,13 +78,26 @@ class ErrorInfo:
 
 @dataclasses.dataclass(frozen=True)
 class CaseInfo:
-    """A case as the main process sees it: no function, so no TensorFlow needed."""
+    """A case as the main process sees it: no function, so no TensorFlow needed.
+
+    It holds everything the verdict rules read (harness.verdict), so the main
+    process judges what a worker measured without trusting code in the
+    worker's process. `oracles` names the case's own oracles ("reference",
+    "analytic").
+    """
 
     id: str
     description: str
     source: str
     order: int
     points: tuple[str, ...]
+    expectations: tuple = ()  # harness.case.Expectation
+    tolerance: object = None  # harness.tolerance.ToleranceOverride
+    tf_versions: Optional[str] = None
+    oracles: tuple[str, ...] = ()
+
+    def runs_on(self, tf_version: str) -> bool:
+        return self.tf_versions is None or parse_range(self.tf_versions).contains(tf_version)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,6 +228,23 @@ class OracleOutcome:
     differ: tuple[int, ...] = ()
     details: tuple[str, ...] = ()
     note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """What a worker measured at one point, before any judgement: plain data.
+
+    Attributes:
+      point: the point's label.
+      outcomes: mode name to outcome, in run order.
+      repeats: mode name to its later runs, when modes ran more than once.
+      oracles: oracle name to what it said about the agreed values.
+    """
+
+    point: str
+    outcomes: Mapping[str, ModeOutcome]
+    repeats: Mapping[str, tuple[ModeOutcome, ...]] = dataclasses.field(default_factory=dict)
+    oracles: Mapping[str, OracleOutcome] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

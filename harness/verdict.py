@@ -2,21 +2,31 @@
 
 Working out which expectations apply (`applicable`) is kept apart from
 deciding what happened (`judge`), which is the one place an outcome becomes a
-verdict.
+verdict. A run judges in the main process, which never imports TensorFlow or
+the user's code: workers send plain `Measured` records and `judge_measured`
+turns them into Results, so nothing a case file does to the harness inside
+its own process can change a verdict.
+
+`case` here is anything carrying the rules a verdict reads: a Case, or the
+CaseInfo the main process holds (id, order, expectations, tolerance).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, Union
 
-from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectation, Point
+from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectation
 from harness.compare import Mismatch, check_gradients, compare_outcomes
 from harness.modes import LADDER
-from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, Result, Status, Verdict
+from harness.records import (CaseInfo, ErrorInfo, Measured, ModeOutcome, OracleOutcome, Result, RunOptions,
+                             Status, Verdict)
 from harness.tolerance import Tol
 
-__all__ = ["applicable", "died", "judge", "oracle_subject", "skipped", "yardstick"]
+__all__ = ["applicable", "died", "judge", "judge_measured", "oracle_subject", "required_oracles", "skipped",
+           "yardstick"]
+
+Rules = Union[Case, CaseInfo]
 
 # Repeated runs of one mode must give the same bits.
 EXACT = Tol(rtol=0.0, atol=0.0)
@@ -26,7 +36,7 @@ EXACT = Tol(rtol=0.0, atol=0.0)
 _CASE_STAGES = frozenset({"build", "harness"})
 
 
-def applicable(case: Case, point: Point, modes: Sequence[str],
+def applicable(case: Rules, point: str, modes: Sequence[str],
                tf_version: str) -> dict[str, Expectation]:
     """The expectation covering each selected mode at `point` on `tf_version`.
 
@@ -35,21 +45,21 @@ def applicable(case: Case, point: Point, modes: Sequence[str],
     """
     by_mode: dict[str, Expectation] = {}
     for e in case.expectations:
-        if not e.applies(tf_version, point.label):
+        if not e.applies(tf_version, point):
             continue
         for mode in e.modes:
             if mode not in modes:
                 continue
             if mode in by_mode:
                 raise ValueError(
-                    f"two expectations cover mode {mode!r} at {point.label} on TensorFlow {tf_version}: "
+                    f"two expectations cover mode {mode!r} at {point} on TensorFlow {tf_version}: "
                     f"{by_mode[mode].describe()!r} and {e.describe()!r}; narrow their points or tf_versions"
                 )
             by_mode[mode] = e
     return by_mode
 
 
-def yardstick(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], tf_version: str, default: str) -> str:
+def yardstick(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], tf_version: str, default: str) -> str:
     """The mode the others are compared with at `point`: `default`, unless it was skipped or
     an expectation declares that it deviates there; then the first selected mode with neither.
 
@@ -202,7 +212,7 @@ def _oracle_line(o: OracleOutcome, weighted_disagree: Sequence[str] = ()) -> str
     return f"the agreed values differ from {_ORACLE_WORDS[o.name]} at order {orders}{first}"
 
 
-def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_version: str,
+def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_version: str,
           reference: str, rerun: str, strict_xpass: bool = False,
           oracles: Optional[Mapping[str, OracleOutcome]] = None,
           repeats: Optional[Mapping[str, Sequence[ModeOutcome]]] = None) -> Result:
@@ -210,7 +220,7 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
 
     Args:
       case: the case.
-      point: the point judged.
+      point: the label of the point judged.
       outcomes: mode name to outcome; must include `reference`.
       tf_version: the running TensorFlow version, for version-ranged expectations.
       reference: the default reference mode; the one every other mode is
@@ -225,7 +235,7 @@ def judge(case: Case, point: Point, outcomes: Mapping[str, ModeOutcome], *, tf_v
     disagree = [False]
 
     def result(verdict: Verdict, reason: str, details: Sequence[str] = ()) -> Result:
-        return Result(case=case.id, point=point.label, order=case.order, verdict=verdict,
+        return Result(case=case.id, point=point, order=case.order, verdict=verdict,
                       reason=reason, details=tuple(details), outcomes=dict(outcomes), rerun=rerun,
                       oracles=oracles, modes_disagree=disagree[0])
 
@@ -360,9 +370,9 @@ def _modes_of(e: Expectation, pairs: list[tuple[str, Expectation]]) -> str:
     return "/".join(m for m, f in pairs if f is e)
 
 
-def skipped(case: Case, point: Point, reason: str, rerun: str) -> Result:
+def skipped(case: Rules, point: str, reason: str, rerun: str) -> Result:
     """A Result for a point that was not run."""
-    return Result(case=case.id, point=point.label, order=case.order, verdict=Verdict.SKIP,
+    return Result(case=case.id, point=point, order=case.order, verdict=Verdict.SKIP,
                   reason=reason, details=(), outcomes={}, rerun=rerun)
 
 
@@ -382,3 +392,63 @@ def died(case_id: str, point: str, order: int, status: Status, mode: str, how: s
     lines = [line for line in output.splitlines() if line.strip()]
     return Result(case=case_id, point=point, order=order, verdict=verdict, reason=f"{mode} mode: {how}",
                   details=tuple(f"output: {line}" for line in lines), outcomes={mode: outcome}, rerun=rerun)
+
+
+def required_oracles(options: RunOptions, case_oracles: Sequence[str]) -> tuple[str, ...]:
+    """The oracles every point with a mode that ran must come back with: the numeric one (with the
+    upstream one when that check is on) unless turned off, and the case's own ("reference",
+    "analytic"). The one place this is decided: the oracles run these, the judge demands them."""
+    numeric = ("numeric",) + (("upstream",) if options.upstream else ()) if options.numeric else ()
+    return numeric + tuple(name for name in ("reference", "analytic") if name in case_oracles)
+
+
+def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequence[str], modes: Sequence[str],
+                   options: RunOptions, tf_version: str, reference: str, reruns: Mapping[str, str],
+                   strict_xpass: bool = False, changed: Sequence[str] = ()) -> list[Result]:
+    """Judges what a worker measured for `case` at `points`: one Result per point.
+
+    A measurement that is not what was asked for (a point, a mode or a
+    required oracle missing) is an `error`, as code in the case's process
+    must have replaced the harness's own; so is a case that `changed` global
+    TensorFlow state (each entry says what), as its values were computed
+    under, or left behind, a different TensorFlow.
+    """
+    if not case.runs_on(tf_version):
+        reason = f"the case needs TensorFlow {case.tf_versions}; this is {tf_version}"
+        return [skipped(case, p, reason, reruns[p]) for p in points]
+    by_point = {m.point: m for m in measured}
+    wanted = required_oracles(options, case.oracles)
+    results = []
+    for label in points:
+        m = by_point.get(label)
+        broken = _malformed(m, modes, wanted)
+        if broken:
+            results.append(Result(case=case.id, point=label, order=case.order, verdict=Verdict.ERROR,
+                                  reason=f"{broken}: code in the case's process must have replaced or broken the "
+                                         "harness's own, so nothing measured here can be trusted",
+                                  details=(), outcomes=dict(m.outcomes) if m else {}, rerun=reruns[label],
+                                  oracles=dict(m.oracles) if m else {}))
+            continue
+        results.append(judge(case, label, m.outcomes, tf_version=tf_version, reference=reference,
+                             rerun=reruns[label], strict_xpass=strict_xpass, oracles=m.oracles, repeats=m.repeats))
+    if changed:
+        reason = f"the case changed global TensorFlow state: {'; '.join(changed)}"
+        results = [dataclasses.replace(r, verdict=Verdict.ERROR, reason=reason,
+                                       details=(f"verdict before the check: {r.verdict.value}",) + r.details)
+                   for r in results]
+    return results
+
+
+def _malformed(m: Optional[Measured], modes: Sequence[str], wanted: Sequence[str]) -> str:
+    """What is missing from a measurement, or "" when it is complete."""
+    if m is None:
+        return "the worker sent no measurement for this point"
+    missing = [mode for mode in modes if mode not in m.outcomes]
+    if missing or len(m.outcomes) != len(modes):
+        return (f"the worker sent outcomes for {', '.join(m.outcomes) or 'no mode'} where the modes run were "
+                f"{', '.join(modes)}")
+    ran = any(o.status is not Status.SKIP for o in m.outcomes.values())
+    absent = [name for name in wanted if name not in m.oracles] if ran else []
+    if absent:
+        return f"the worker sent no result for the {' and '.join(absent)} oracle{'s' if len(absent) > 1 else ''}"
+    return ""

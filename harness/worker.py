@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import signal
 import sys
 from typing import Callable, Optional
 
+from harness import lifetime
 from harness.checking import CheckSpec
-from harness.records import Result, RunOptions, Verdict
+from harness.records import Measured, RunOptions
 
 __all__ = ["Job", "Loaded", "Sources", "load", "run_job", "serve"]
 
@@ -98,28 +100,25 @@ def _scripts(case, job: Job) -> dict[str, tuple[bool, str]]:
     return found
 
 
-def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Result], list[str]]:
-    """Runs `job`; returns its results and the global settings the case changed.
+def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], list[str]]:
+    """Runs `job`; returns what it measured at each point and the global settings the case changed.
 
-    When the case changed a setting, its results become `error` verdicts that
-    say what changed: its values were computed under, or left behind, a
-    different TensorFlow.
+    Nothing here judges: the main process does (verdict.judge_measured), so no
+    code the case runs in this process can change a verdict.
     """
     from harness import execute, loader, state  # noqa: PLC0415
 
-    reruns = dict(job.reruns)
     case = loader.narrow(loaded.cases[job.case_id], job.points)
     if job.repro:
         notify("scripts", _scripts(case, job))  # before running: a crash must not lose them
-    results = execute.run_case(case, job.modes, job.options, lambda c, p: reruns[p.label],
-                               job.strict_xpass, lambda mode: notify("mode", mode))
-    changed = state.changes(loaded.baseline, state.snapshot())
-    if changed:
-        reason = f"the case changed global TensorFlow state: {'; '.join(changed)}"
-        results = [dataclasses.replace(r, verdict=Verdict.ERROR, reason=reason,
-                                       details=(f"verdict before the check: {r.verdict.value}",) + r.details)
-                   for r in results]
-    return results, changed
+    measured = execute.measure(case, job.modes, job.options, lambda mode: notify("mode", mode))
+    return measured, state.changes(loaded.baseline, state.snapshot())
+
+
+def _end_strays() -> None:
+    """Ends every process the case started (the SavedModel loader is the harness's own)."""
+    saved_model = sys.modules.get("harness.modes.saved_model")
+    lifetime.end_strays(keep=saved_model.helper_pids() if saved_model else ())
 
 
 def _redirect_output(path: str) -> None:
@@ -137,10 +136,16 @@ def serve(conn, sources: Sources, output_path: str) -> None:
     """The worker process's main loop.
 
     Sends ("ready", environment, catalogue) or ("load_error", message); then for
-    each ("run", job) sends what `run_job` notifies, then ("done", results, changed). Exits on ("stop",), or after a case that
-    changed global state.
+    each ("run", job) sends what `run_job` notifies, then ("done", measured, changed). Exits on
+    ("stop",), or after a case that changed global state.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
+    # What a case starts stays in this process's group, to be ended after the case; and when the
+    # supervisor is gone (even killed with SIGKILL), this process ends what it started, removes the
+    # supervisor's folder of worker files and exits, busy in a case or not.
+    lifetime.lead_group()
+    lifetime.exit_with_parent(lambda: (shutil.rmtree(os.path.dirname(output_path), ignore_errors=True),
+                                       lifetime.end_strays()))
     _redirect_output(output_path)
     from harness import loader  # noqa: PLC0415
 
@@ -155,7 +160,8 @@ def serve(conn, sources: Sources, output_path: str) -> None:
         if message[0] == "stop":
             return
         job: Job = message[1]
-        results, changed = run_job(loaded, job, lambda kind, payload: conn.send((kind, payload)))
-        conn.send(("done", results, changed))
+        measured, changed = run_job(loaded, job, lambda kind, payload: conn.send((kind, payload)))
+        _end_strays()
+        conn.send(("done", measured, changed))
         if changed:
             return  # a fresh worker takes the next case

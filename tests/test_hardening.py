@@ -1,5 +1,6 @@
 """Hardening: bad outputs, inputs, flags and paths get a clear error, never a crash."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -376,3 +377,230 @@ def test_a_merge_output_that_fails_at_the_end_is_one_line_and_the_others_are_wri
     assert status == 1 and err.count("\n") == 1, err
     assert f"harness: cannot write {tmp_path / 'm.md'}: No space left on device" in err
     assert json.loads((tmp_path / "m.json").read_text())
+
+
+# -- 8. a supervisor killed with SIGKILL leaves nothing behind ---------------------------------
+
+def _state(pid):
+    """The process's state letter ("R", "S", "Z", ...), or "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return ""
+    return stat[stat.rfind(")") + 2:].split()[0]
+
+
+def _alive(pid):
+    return _state(pid) not in ("", "Z", "X")
+
+
+def _descendants(root):
+    children = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            children.setdefault(int(stat[stat.rfind(")") + 2:].split()[1]), []).append(int(name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _wait_for(condition, seconds):
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+BUSY_CASE_FILE = '''
+import os, subprocess, time
+import numpy as np
+from harness import Case
+
+
+def busy(x):
+    child = subprocess.Popen(["sleep", "600"])
+    with open(os.environ["MARKER"] + ".tmp", "w") as f:
+        f.write(f"{os.getpid()} {child.pid}")
+    os.replace(os.environ["MARKER"] + ".tmp", os.environ["MARKER"])
+    time.sleep(600)
+    return x
+
+
+CASES = [Case(id="busy.sleeper", points=[{"x": np.float32(1.0)}], fn=busy, description="sleeps in its case",
+              source="test_hardening")]
+'''
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
+def test_a_killed_supervisor_leaves_no_worker_child_or_folder(tmp_path):
+    import signal
+
+    (tmp_path / "cases.py").write_text(BUSY_CASE_FILE)
+    (tmp_path / "tmp").mkdir()
+    marker = tmp_path / "marker"
+    env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), MARKER=str(marker))
+    main = subprocess.Popen([sys.executable, "-m", "harness", f"--case_file={tmp_path / 'cases.py'}",
+                             "--mode=eager", "--timeout=inf", "--nonumeric", "--noupstream"],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _wait_for(marker.exists, 240), "the case never started"
+        worker, child = map(int, marker.read_text().split())
+        left = _descendants(main.pid)
+        assert worker in left and child in left and os.listdir(tmp_path / "tmp")
+        main.kill()  # SIGKILL: the supervisor runs no clean-up
+        main.wait()
+        assert _wait_for(lambda: not any(_alive(pid) for pid in left), 20), \
+            [(pid, _state(pid)) for pid in left if _alive(pid)]
+        assert os.listdir(tmp_path / "tmp") == []  # the workers' folder is gone too
+    finally:
+        main.kill()
+        for pid in _descendants(main.pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+# -- 9. what a case starts ends with the case --------------------------------------------------
+
+SPAWNING_CASE_FILE = '''
+import os, subprocess
+import numpy as np
+from harness import Case
+
+FOLDER = os.environ["PIDS"]
+
+
+def spawns(x):
+    child = subprocess.Popen(["sleep", "600"])
+    # A grandchild whose parent exits at once: init adopts it, and only its process group knows it.
+    orphan = subprocess.run(["sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!"], capture_output=True,
+                            text=True).stdout.strip()
+    with open(os.path.join(FOLDER, "started"), "w") as f:
+        f.write(f"{child.pid} {orphan}")
+    return x
+
+
+def looks(x):
+    pids = open(os.path.join(FOLDER, "started")).read().split()
+    alive = []
+    for pid in pids:
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            continue
+        if stat[stat.rfind(")") + 2:].split()[0] not in "ZX":
+            alive.append(pid)
+    with open(os.path.join(FOLDER, "alive during the next case"), "w") as f:
+        f.write(" ".join(alive))
+    return x
+
+
+CASES = [Case(id="spawn.a", points=[{"x": np.float32(1.0)}], fn=spawns, description="starts processes",
+              source="test_hardening"),
+         Case(id="spawn.b", points=[{"x": np.float32(1.0)}], fn=looks, description="looks for them",
+              source="test_hardening")]
+'''
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
+def test_processes_a_case_starts_end_with_the_case(tmp_path):
+    (tmp_path / "cases.py").write_text(SPAWNING_CASE_FILE)
+    env = dict(os.environ, PIDS=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "harness", f"--case_file={tmp_path / 'cases.py'}",
+                           "--mode=eager", "--nonumeric", "--noupstream", "--jobs=1"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    started = [int(pid) for pid in (tmp_path / "started").read_text().split()]
+    try:
+        assert proc.returncode == 0 and "2 cases at 2 points: 2 pass" in proc.stdout, proc.stdout + proc.stderr
+        assert len(started) == 2
+        assert (tmp_path / "alive during the next case").read_text() == ""
+        assert not any(_alive(pid) for pid in started)
+    finally:
+        for pid in started:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+
+
+# -- 11. judging happens in the main process, out of the case's reach ------------------------
+
+TAMPERING_CASE_FILE = '''
+import dataclasses
+import numpy as np
+import tensorflow as tf
+import harness.execute
+import harness.oracles
+import harness.verdict
+from harness import Case
+from harness.records import Verdict
+
+TAMPER = {tamper!r}
+
+
+def forged(real):
+    def judge(*args, **kwargs):
+        found = real(*args, **kwargs)
+        passed = lambda r: dataclasses.replace(r, verdict=Verdict.PASS, reason="", details=())
+        return [passed(r) for r in found] if isinstance(found, list) else passed(found)
+    return judge
+
+
+if TAMPER == "judge":  # every judging function the worker's process can reach
+    for module in (harness.execute, harness.verdict):
+        for name in ("judge", "judge_measured", "run_case"):
+            if hasattr(module, name):
+                setattr(module, name, forged(getattr(module, name)))
+else:  # the oracles come back with nothing to say
+    harness.oracles.check = lambda *args, **kwargs: {{}}
+
+
+@tf.custom_gradient
+def wrong_square(x):
+    return x * x, lambda dy: dy * 3.0  # not 2 x: every mode agrees, the numeric derivative does not
+
+
+CASES = [Case(id="tamper.square", points=[{{"x": np.float32(3.0)}}], fn=wrong_square,
+              description="a wrong gradient in a case file that tampers with the harness", source="test_hardening")]
+'''
+
+
+@pytest.mark.parametrize("tamper, verdict, words", [
+    ("judge", "fail", "differ from the numeric derivative"),
+    ("oracles", "error", "the worker sent no result for the numeric and upstream oracles"),
+])
+def test_a_case_file_cannot_change_its_own_verdict(tmp_path, tamper, verdict, words):
+    (tmp_path / "cases.py").write_text(TAMPERING_CASE_FILE.format(tamper=tamper))
+    proc = harness(f"--case_file={tmp_path / 'cases.py'}", "--mode=eager,graph", f"--json_out={tmp_path / 'r.json'}")
+    result = json.loads((tmp_path / "r.json").read_text())["results"][0]
+    assert proc.returncode == 1 and result["verdict"] == verdict, proc.stdout + proc.stderr
+    assert words in result["reason"], result["reason"]
+
+
+def test_a_measurement_missing_a_mode_or_point_is_an_error():
+    from harness.case import Case
+    from harness.loader import info
+    from harness.records import Measured, ModeOutcome, OracleOutcome, Output, RunOptions, Status
+    from harness.verdict import judge_measured
+
+    case = info(Case(id="t.sq", fn=lambda x: x * x, points=[{"x": np.float32(1.0)}, {"x": np.float32(2.0)}],
+                     description="d", source="s"))
+    ok = ModeOutcome(mode="eager", status=Status.OK, orders=((Output.of(np.float32(1.0)),),))
+    oracles = {"numeric": OracleOutcome(name="numeric", status="match")}
+    measured = [Measured(point="x=1.0", outcomes={"eager": ok}, oracles=oracles)]
+    results = judge_measured(case, measured, points=case.points, modes=("eager", "graph"),
+                             options=RunOptions(upstream=False), tf_version="2.21.0", reference="eager",
+                             reruns={p: "rerun" for p in case.points})
+    assert [r.verdict.value for r in results] == ["error", "error"]
+    assert results[0].reason.startswith("the worker sent outcomes for eager where the modes run were eager, graph")
+    assert results[1].reason.startswith("the worker sent no measurement for this point")

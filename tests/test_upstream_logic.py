@@ -66,7 +66,7 @@ def ok(mode):
 
 
 def _judge(*outcomes, oracles=None):
-    return judge(CASE, CASE.points[0], {o.mode: o for o in outcomes}, tf_version="2.21.0", reference="eager",
+    return judge(CASE, CASE.points[0].label, {o.mode: o for o in outcomes}, tf_version="2.21.0", reference="eager",
                  rerun="rerun", oracles=oracles)
 
 
@@ -83,7 +83,7 @@ def test_every_selected_mode_raises_it_too_only_when_every_one_does():
 
 def test_one_yardstick_for_the_judge_and_the_oracles():
     outcomes = {"eager": raised("eager", "ValueError"), "function": ok("function"), "graph": ok("graph")}
-    assert yardstick(CASE, CASE.points[0], outcomes, "2.21.0", "eager") == "eager"
+    assert yardstick(CASE, CASE.points[0].label, outcomes, "2.21.0", "eager") == "eager"
     mode, note = oracle_subject(outcomes, "eager")
     assert mode == "function" and note == "; checked on function's values, since eager (the reference mode) raised ValueError"
     assert oracle_subject({"eager": ok("eager")}, "eager") == ("eager", "")
@@ -121,12 +121,12 @@ def test_a_declared_plain_deviation_is_not_met_by_a_weighted_difference_alone():
     declared = Case(id="tests.case", fn=f, points=[{"x": np.float32(1.0)}], source="tests", description="d",
                     expectations=[Expectation(modes=["function"], outcome=VALUES_DIFFER, reason="r")])
     outcomes = {"eager": weighted_ok("eager"), "function": weighted_ok("function", weighted=3.0)}
-    r = judge(declared, declared.points[0], outcomes, tf_version="2.21.0", reference="eager", rerun="rerun")
+    r = judge(declared, declared.points[0].label, outcomes, tf_version="2.21.0", reference="eager", rerun="rerun")
     assert r.verdict is Verdict.FAIL
     assert r.reason.startswith("order 1 gradient wrt x with upstream weights: function vs eager")
     # Where the declared plain difference happens, the weighted one is part of it.
     outcomes["function"] = weighted_ok("function", grad=5.0, weighted=3.0)
-    r = judge(declared, declared.points[0], outcomes, tf_version="2.21.0", reference="eager", rerun="rerun")
+    r = judge(declared, declared.points[0].label, outcomes, tf_version="2.21.0", reference="eager", rerun="rerun")
     assert r.verdict is Verdict.XFAIL
 
 

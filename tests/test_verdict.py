@@ -42,7 +42,7 @@ def raised(mode, type_, bases=None, stage="forward", message="it failed"):
 
 def run(case, *outcomes, point=0, tf_version=TF, strict_xpass=False):
     by_mode = {o.mode: o for o in outcomes}
-    return judge(case, case.points[point], by_mode, tf_version=tf_version, reference="eager",
+    return judge(case, case.points[point].label, by_mode, tf_version=tf_version, reference="eager",
                  rerun=RERUN, strict_xpass=strict_xpass)
 
 
@@ -217,9 +217,9 @@ def test_applicable_maps_each_selected_mode_to_its_expectation():
     a = Expectation(modes=["function"], outcome="InternalError", reason="r", tf_versions="<2.16")
     b = Expectation(modes=["function", "graph"], outcome="ValueError", reason="s", tf_versions=">=2.16")
     case = make_case(a, b)
-    assert applicable(case, case.points[0], MODES, "2.15.1") == {"function": a}
-    assert applicable(case, case.points[0], MODES, "2.16.2") == {"function": b, "graph": b}
-    assert applicable(case, case.points[0], ("eager", "graph"), "2.16.2") == {"graph": b}
+    assert applicable(case, case.points[0].label, MODES, "2.15.1") == {"function": a}
+    assert applicable(case, case.points[0].label, MODES, "2.16.2") == {"function": b, "graph": b}
+    assert applicable(case, case.points[0].label, ("eager", "graph"), "2.16.2") == {"graph": b}
 
 
 # -- VALUES_DIFFER and BAD_GRADIENT ----------------------------------------------------
@@ -312,7 +312,7 @@ def test_harness_stage_error_gives_error():
 
 def test_skipped_result_carries_the_reason():
     case = make_case()
-    r = skipped(case, case.points[0], "needs TensorFlow >=2.16", RERUN)
+    r = skipped(case, case.points[0].label, "needs TensorFlow >=2.16", RERUN)
     assert r.verdict is Verdict.SKIP
     assert r.reason == "needs TensorFlow >=2.16"
     assert r.name == "tests.case[x=1.0]"

@@ -13,7 +13,7 @@ from tests.test_verdict import RERUN, TF, make_case, ok, raised
 
 
 def run(case, *outcomes, oracles=None, repeats=None, point=0):
-    return judge(case, case.points[point], {o.mode: o for o in outcomes}, tf_version=TF, reference="eager",
+    return judge(case, case.points[point].label, {o.mode: o for o in outcomes}, tf_version=TF, reference="eager",
                  rerun=RERUN, oracles=oracles, repeats=repeats)
 
 

@@ -46,8 +46,6 @@ import json
 import os
 import pickle
 import sys
-import threading
-import time
 from typing import Iterator, Sequence
 
 __all__ = ["main", "serve"]
@@ -120,19 +118,14 @@ def _values(orders) -> list:
     return [[None if t is None else t.numpy() for t in o] for o in orders]
 
 
-def _exit_with(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(1)
-    os._exit(1)
-
-
 def main() -> None:
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import harness.modes._tf  # noqa: F401, PLC0415 - TensorFlow comes in here, before the first request
+    from harness import lifetime  # noqa: PLC0415
 
-    threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
+    lifetime.exit_with_parent()
     for line in sys.stdin:
         for reply in serve(json.loads(line)):
             replies.write(json.dumps(reply) + "\n")

@@ -187,6 +187,11 @@ def _error(error: dict) -> ErrorInfo:
 _loader: Optional[_Loader] = None
 
 
+def helper_pids() -> tuple[int, ...]:
+    """The processes this module keeps running between cases (the loader): not a case's strays."""
+    return (_loader.process.pid,) if _loader is not None and _loader.alive else ()
+
+
 def _running_loader() -> _Loader:
     """The running loader; a new one if there is none or it died between cases
     (nothing of this case has run in it yet, so the death is not this case's)."""

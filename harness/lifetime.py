@@ -1,0 +1,118 @@
+"""Process lifetimes: a worker leaves nothing behind, whoever ends first.
+
+Each worker leads its own process group, so everything a case starts (a
+child process, and its children, even one whose parent exited) can be found
+and ended: after every case by the worker, and by the supervisor when it kills
+a worker. A worker, and the SavedModel loader a worker starts, exit as soon as
+their parent is gone, even in the middle of a case: a supervisor killed with
+SIGKILL runs no clean-up of its own.
+
+POSIX only (where TensorFlow's workers run); elsewhere these do nothing.
+Plain standard library: no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from typing import Callable, Collection
+
+__all__ = ["exit_with_parent", "end_strays", "end_group", "group_members", "lead_group"]
+
+# How often a child looks for its parent. Cheap: one system call per tick.
+_POLL_S = 0.25
+
+
+def lead_group() -> None:
+    """Makes this process the leader of a new session and process group, so what it starts can be found."""
+    if hasattr(os, "setsid") and os.getpgrp() != os.getpid():
+        os.setsid()
+
+
+def exit_with_parent(on_death: Callable[[], None] = lambda: None) -> None:
+    """Starts a daemon thread that calls `on_death`, then ends this process, once its parent is gone.
+
+    The thread runs even while the main thread is inside a case's C++ code,
+    and `os._exit` needs nothing from it.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_POLL_S)
+        with contextlib.suppress(Exception):  # whatever happens, the process must end
+            on_death()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="harness-exit-with-parent", daemon=True).start()
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes in process group `pgid` (zombies, already ended, are left out)."""
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return _members_from_ps(pgid)
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read().decode("ascii", "replace")
+        except OSError:  # it ended while we looked
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses; it ends at the last ")".
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(name))
+    return found
+
+
+def _members_from_ps(pgid: int) -> list[int]:
+    try:
+        out = subprocess.run(["ps", "-A", "-o", "pid=,pgid=,stat="], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == str(pgid) and not parts[2].startswith("Z"):
+            found.append(int(parts[0]))
+    return found
+
+
+def end_strays(keep: Collection[int] = ()) -> list[int]:
+    """Kills every other process in this process's group but `keep`; returns their ids.
+
+    Only for a group leader (see lead_group): anywhere else the group is
+    someone else's. Children of this process are reaped, so none is left a zombie.
+    """
+    me = os.getpid()
+    if not hasattr(os, "killpg") or os.getpgrp() != me:
+        return []
+    strays = [pid for pid in group_members(me) if pid != me and pid not in keep]
+    for pid in strays:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in strays:
+        with contextlib.suppress(ChildProcessError, OSError):  # not our child: its own parent or init reaps it
+            os.waitpid(pid, 0)
+    return strays
+
+
+def end_group(leader: int) -> None:
+    """Kills every process in the group that `leader` leads, `leader` too.
+
+    Call it before `leader` is reaped, so its id cannot have been reused; a
+    process that never came to lead a group leaves none by its id, and this
+    does nothing.
+    """
+    with contextlib.suppress(OSError):
+        if hasattr(os, "killpg"):
+            os.killpg(leader, signal.SIGKILL)
