@@ -569,8 +569,10 @@ def run(argv: Sequence[str]) -> int:
             with contextlib.suppress(OSError):  # a full disk: what was flushed stays
                 jsonl.close()
     ordered = [finished[i] for i in sorted(finished)]
+    seconds = time.monotonic() - start  # the start's wall-clock time from it, so both agree
     report = Report(environment=environment, modes=modes,
-                    results=tuple(r for done in ordered for r in done.results))
+                    results=tuple(r for done in ordered for r in done.results),
+                    started=time.time() - seconds, seconds=seconds)
     written = _write_outputs([(flag.value, renderer.render(report))
                               for flag, renderer in ((JSON_OUT, json_report), (JUNIT_OUT, junit))
                               if flag.value]) and written

@@ -4,6 +4,11 @@ The supervisor never imports TensorFlow: workers load the cases and send back
 a catalogue, the CLI selects from it, and each job is one case. A worker that
 dies makes its case `crash`; one that runs past the timeout is killed and its
 case is `timeout`; either way a fresh worker takes over and the run goes on.
+
+Each job is timed on the wall clock, from when it is assigned (a worker takes
+it, or InProcess starts it) to when its results are ready: "done" judged here,
+or the crash or timeout seen. A job's points run together (the modes batch
+them), so each point's Result gets the job's time divided by its points.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ __all__ = ["Finished", "InProcess", "PoolError", "WorkerPool"]
 _TAIL_LINES = 12
 
 OnStart = Callable[[worker.Job], None]
+
+# The one clock for timeouts and job times; tests replace it.
+_clock = time.monotonic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +93,7 @@ class _Worker:
         self.scripts: dict = {}
 
     def assign(self, index: int, job: worker.Job) -> None:
-        self.index, self.job, self.started, self.mode = index, job, time.monotonic(), "setup"
+        self.index, self.job, self.started, self.mode = index, job, _clock(), "setup"
         self.scripts = {}
         self.conn.send(("run", job))
 
@@ -121,6 +129,13 @@ def _judge(infos: dict, environment: dict, job: worker.Job, measured: Sequence[M
 def _dead_results(job: worker.Job, status: Status, mode: str, how: str, output: str) -> list[Result]:
     reruns = dict(job.reruns)
     return [died(job.case_id, label, job.order, status, mode, how, output, reruns[label]) for label in job.points]
+
+
+def _timed(results: Sequence[Result], seconds: float) -> list[Result]:
+    """`results` of one job that took `seconds`, each point given an equal share: the points ran
+    together, so no point's own time can be told apart."""
+    share = max(0.0, seconds) / len(results) if results else 0.0
+    return [dataclasses.replace(r, seconds=share) for r in results]
 
 
 class WorkerPool:
@@ -187,7 +202,7 @@ class WorkerPool:
         """Seconds until the first running case times out; None: wait for a message."""
         if self._timeout is None:
             return None
-        busy = [w.started + self._timeout - time.monotonic() for w in self._workers if w.job]
+        busy = [w.started + self._timeout - _clock() for w in self._workers if w.job]
         return max(0.0, min(busy)) if busy else None
 
     def _dispatch(self, on_start: OnStart) -> None:
@@ -220,13 +235,14 @@ class WorkerPool:
             elif kind == "scripts":
                 w.scripts = message[1]
             elif kind == "done":
-                self._finished.append(Finished(w.index, _judge(self._infos, self._catalogue[0], w.job, message[1],
-                                                               message[2]), w.scripts))
+                results = _judge(self._infos, self._catalogue[0], w.job, message[1], message[2])
+                self._finished.append(Finished(w.index, _timed(results, _clock() - w.started), w.scripts))
                 w.release()
                 if message[2]:  # it changed global state and has exited
                     self._replace(w)
 
     def _died(self, w: _Worker) -> None:
+        seen = _clock()  # the job's time ends with its worker, not with the tidying up below
         w.end_group()  # what its case started must not outlive it
         w.process.join(5)
         how, output = _how(w.process.exitcode), _tail(w.output)
@@ -234,20 +250,20 @@ class WorkerPool:
             self.close()
             raise PoolError(f"a worker {how} while importing TensorFlow and the cases; its last output:\n{output}")
         if w.job is not None:
-            self._finished.append(Finished(w.index, _dead_results(w.job, Status.CRASH, w.mode, how, output),
-                                           w.scripts))
+            results = _dead_results(w.job, Status.CRASH, w.mode, how, output)
+            self._finished.append(Finished(w.index, _timed(results, seen - w.started), w.scripts))
         self._replace(w)
 
     def _expire(self) -> None:
         if self._timeout is None:
             return
-        now = time.monotonic()
+        now = _clock()
         for w in list(self._workers):
             if w.job is not None and now - w.started >= self._timeout:
                 how = f"ran past the {self._timeout:g} s timeout; its worker was killed"
                 w.kill()
-                self._finished.append(Finished(w.index, _dead_results(w.job, Status.TIMEOUT, w.mode, how,
-                                                                      _tail(w.output)), w.scripts))
+                results = _dead_results(w.job, Status.TIMEOUT, w.mode, how, _tail(w.output))
+                self._finished.append(Finished(w.index, _timed(results, now - w.started), w.scripts))
                 self._replace(w)
 
     def _replace(self, w: _Worker) -> None:
@@ -289,6 +305,7 @@ class InProcess:
 
         for index, job in enumerate(jobs):
             on_start(job)
+            started = _clock()
             scripts = {}
 
             def notify(kind, payload, scripts=scripts):
@@ -298,7 +315,8 @@ class InProcess:
             measured, changed = worker.run_job(self._loaded, job, notify)
             if changed:  # blame only this case for it
                 self._loaded = worker.Loaded(self._loaded.cases, self._loaded.environment, state.snapshot())
-            yield Finished(index, _judge(self._infos, self._loaded.environment, job, measured, changed), scripts)
+            results = _judge(self._infos, self._loaded.environment, job, measured, changed)
+            yield Finished(index, _timed(results, _clock() - started), scripts)
 
     def close(self) -> None:
         pass

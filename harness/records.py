@@ -264,6 +264,10 @@ class Result:
       oracles: oracle name to what it said, for the oracles that ran.
       modes_disagree: some mode's outcome differs from the reference mode's
         (declared or not), in the plain or the weighted chain.
+      seconds: wall time of this point: its job's (one case, all its points,
+        as the modes batch them) divided by the job's number of points, since
+        a point's own time cannot be told apart (harness.pool); 0.0 when not
+        measured.
     """
 
     case: str
@@ -276,6 +280,7 @@ class Result:
     rerun: str
     oracles: Mapping[str, OracleOutcome] = dataclasses.field(default_factory=dict)
     modes_disagree: bool = False
+    seconds: float = 0.0
 
     @property
     def name(self) -> str:
@@ -284,11 +289,19 @@ class Result:
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    """Everything one run produced: what every reporter renders."""
+    """Everything one run produced: what every reporter renders.
+
+    Attributes:
+      started: when the run started, in seconds since the Unix epoch
+        (time.time()); None when not known.
+      seconds: the run's total wall time; 0.0 when not measured.
+    """
 
     environment: Mapping[str, str]
     modes: tuple[str, ...]
     results: tuple[Result, ...]
+    started: Optional[float] = None
+    seconds: float = 0.0
 
     @property
     def summary(self) -> dict[str, int]:

@@ -1,0 +1,138 @@
+"""Reports carry time: pool times each job on the wall clock and spreads it over the job's points.
+
+Pure: no TensorFlow, no worker processes, no real clock (a fake one stands in for pool's).
+"""
+
+import collections
+import multiprocessing
+import sys
+import types
+
+import harness
+from harness import pool, worker
+from harness.records import Result, RunOptions, Verdict
+
+
+class FakeClock:
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def result(point="x=1.0", verdict=Verdict.PASS, reason="", details=(), seconds=0.0, case="tests.case"):
+    return Result(case=case, point=point, order=1, verdict=verdict, reason=reason, details=tuple(details),
+                  outcomes={}, rerun=f"python -m harness --cases {case} --point {point}", seconds=seconds)
+
+
+def job(*points, case="tests.case"):
+    return worker.Job(case_id=case, order=1, points=tuple(points), modes=("eager",), options=RunOptions(),
+                      strict_xpass=False, reruns=tuple((p, f"rerun {p}") for p in points))
+
+
+def judged(infos, environment, job_, measured, changed):
+    return [result(point=p, case=job_.case_id) for p in job_.points]
+
+
+# -- pool: a job's wall time, spread over its points ---------------------------------------------
+
+
+class FakeProcess:
+    pid = -1  # never used: end_group is replaced
+    exitcode = -9
+
+    def is_alive(self):
+        return False
+
+    def join(self, timeout=None):
+        pass
+
+    def kill(self):
+        pass
+
+
+def fake_pool(monkeypatch, clock, timeout=None):
+    """A WorkerPool with one ready worker on a real pipe and a fake process; returns it and the
+    worker's end of the pipe."""
+    monkeypatch.setattr(pool, "_clock", clock)
+    monkeypatch.setattr(pool, "_judge", judged)
+    here, there = multiprocessing.Pipe()
+    w = pool._Worker.__new__(pool._Worker)
+    w.conn, w.process, w.output = here, FakeProcess(), "/nonexistent/worker.log"
+    w.ready, w.index, w.job, w.started, w.mode, w.scripts = True, None, None, 0.0, "idle", {}
+    w.end_group = lambda: None
+    w.exited = lambda timeout: None  # a real one waits on the process id
+    p = pool.WorkerPool.__new__(pool.WorkerPool)
+    p._timeout, p._workers, p._finished, p._pending = timeout, [w], [], collections.deque()
+    p._catalogue, p._infos, p._jobs, p._count = ({"tensorflow": "2.17.1"}, []), {}, (), 1
+    return p, w, there
+
+
+def test_a_two_point_job_that_took_4_s_gives_each_point_2_s(monkeypatch):
+    clock = FakeClock()
+    p, w, there = fake_pool(monkeypatch, clock)
+    w.assign(0, job("x=1.0", "x=2.0"))
+    assert there.recv()[0] == "run"
+    clock.now += 4.0
+    there.send(("done", [], []))
+    p._receive(5)
+    [done] = p._finished
+    assert [(r.point, r.seconds) for r in done.results] == [("x=1.0", 2.0), ("x=2.0", 2.0)]
+
+
+def test_a_crashed_job_counts_up_to_its_workers_death(monkeypatch):
+    clock = FakeClock()
+    p, w, there = fake_pool(monkeypatch, clock)
+    w.assign(3, job("a", "b", "c"))
+    clock.now += 3.0
+    there.close()  # the worker died
+    p._receive(5)
+    [done] = p._finished
+    assert done.index == 3
+    assert [r.verdict for r in done.results] == [Verdict.CRASH] * 3
+    assert [r.seconds for r in done.results] == [1.0, 1.0, 1.0]
+
+
+def test_a_timed_out_job_counts_up_to_the_kill(monkeypatch):
+    clock = FakeClock()
+    p, w, there = fake_pool(monkeypatch, clock, timeout=10.0)
+    w.assign(0, job("a", "b"))
+    clock.now += 9.0
+    p._expire()
+    assert p._finished == []  # not yet
+    clock.now += 3.0
+    p._expire()
+    [done] = p._finished
+    assert [r.verdict for r in done.results] == [Verdict.TIMEOUT] * 2
+    assert [r.seconds for r in done.results] == [6.0, 6.0]
+
+
+def test_in_process_times_each_job_from_its_start_to_its_verdicts(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(pool, "_clock", clock)
+    monkeypatch.setattr(pool, "_judge", judged)
+    took = {"one": 5.0, "two": 1.5}
+
+    def run_job(loaded, job_, notify):
+        clock.now += took[job_.case_id]
+        return [], []
+
+    monkeypatch.setattr(worker, "run_job", run_job)
+    # InProcess.run imports harness.state, which imports TensorFlow; nothing here changes state.
+    fake_state = types.ModuleType("harness.state")
+    monkeypatch.setitem(sys.modules, "harness.state", fake_state)
+    monkeypatch.setattr(harness, "state", fake_state, raising=False)
+    runner = pool.InProcess.__new__(pool.InProcess)
+    runner._loaded, runner._infos = worker.Loaded({}, {"tensorflow": "2.17.1"}, {}), {}
+    clock_at_start = []
+    done = list(runner.run([job("a", "b", case="one"), job("c", case="two")],
+                           lambda j: clock_at_start.append(clock.now)))
+    assert [[r.seconds for r in d.results] for d in done] == [[2.5, 2.5], [1.5]]
+    assert clock_at_start == [1000.0, 1005.0]
+
+
+def test_timed_spreads_evenly_and_an_empty_job_is_fine():
+    assert [r.seconds for r in pool._timed([result("a"), result("b"), result("c"), result("d")], 1.0)] == [0.25] * 4
+    assert pool._timed([], 3.0) == []
+    assert [r.seconds for r in pool._timed([result("a")], -0.5)] == [0.0]  # a clock never runs backwards here
