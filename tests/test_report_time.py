@@ -1,16 +1,23 @@
-"""Reports carry time: pool times each job on the wall clock and spreads it over the job's points.
+"""Reports carry time: each job's wall time spread over its points, and the run's start and total in the
+JSON and JUnit reports.
 
 Pure: no TensorFlow, no worker processes, no real clock (a fake one stands in for pool's).
 """
 
 import collections
+import datetime
+import json
 import multiprocessing
+import socket
 import sys
 import types
+import xml.etree.ElementTree as ET
 
 import harness
 from harness import pool, worker
-from harness.records import Result, RunOptions, Verdict
+from harness.matrix import merge
+from harness.records import Report, Result, RunOptions, Verdict
+from harness.report import json_report, junit
 
 
 class FakeClock:
@@ -136,3 +143,71 @@ def test_timed_spreads_evenly_and_an_empty_job_is_fine():
     assert [r.seconds for r in pool._timed([result("a"), result("b"), result("c"), result("d")], 1.0)] == [0.25] * 4
     assert pool._timed([], 3.0) == []
     assert [r.seconds for r in pool._timed([result("a")], -0.5)] == [0.0]  # a clock never runs backwards here
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+STARTED = datetime.datetime(2025, 1, 31, 12, 30, 15, 250000, tzinfo=datetime.timezone.utc).timestamp()
+
+
+def timed_report(*results, seconds=12.3456):
+    return Report(environment={"tensorflow": "2.17.1"}, modes=("eager",), results=tuple(results),
+                  started=STARTED, seconds=seconds)
+
+
+def test_json_has_the_runs_start_and_total_and_each_results_seconds():
+    data = json.loads(json_report.render(timed_report(result("a", seconds=2.0), result("b", seconds=1 / 3))))
+    assert data["schema"] == "harness.report/1"
+    started = datetime.datetime.fromisoformat(data["started"])
+    assert started == datetime.datetime(2025, 1, 31, 12, 30, 15, 250000, tzinfo=datetime.timezone.utc)
+    assert started.utcoffset() == datetime.timedelta(0)
+    assert data["seconds"] == 12.346
+    assert [r["seconds"] for r in data["results"]] == [2.0, 0.333]
+
+
+def test_json_of_a_report_without_times_says_so():
+    data = json.loads(json_report.render(Report(environment={}, modes=(), results=(result(),))))
+    assert data["started"] is None and data["seconds"] == 0.0 and data["results"][0]["seconds"] == 0.0
+
+
+def test_the_jsonl_line_carries_the_results_seconds():
+    assert json_report.result_dict(result(seconds=0.12345))["seconds"] == 0.123
+
+
+def test_merge_loads_a_report_with_times_and_an_old_one_without(tmp_path):
+    new = json_report.to_dict(timed_report(result("a", seconds=2.0)))
+    old = json.loads(json.dumps(new))
+    del old["started"], old["seconds"], old["results"][0]["seconds"]
+    for name, data in (("new.json", new), ("old.json", old)):
+        (tmp_path / name).write_text(json.dumps(data))
+        assert merge.load_report(str(tmp_path / name))["results"][0]["case"] == "tests.case"
+    matrix = merge.merge({"new.json": merge.load_report(str(tmp_path / "new.json"))})
+    assert matrix.versions == ("2.17.1",)
+
+
+# -- JUnit -------------------------------------------------------------------------------------
+
+
+def parse(report):
+    root = ET.fromstring(junit.render(report).encode("utf-8"))
+    [suite] = list(root)
+    return root, suite
+
+
+def test_junit_testcase_time_is_the_results_seconds():
+    _, suite = parse(timed_report(result("a", seconds=2.0), result("b", seconds=0.1234)))
+    assert [float(c.get("time")) for c in suite.findall("testcase")] == [2.0, 0.123]
+
+
+def test_junit_suite_has_the_runs_time_timestamp_and_hostname():
+    root, suite = parse(timed_report(result("a", seconds=2.0), seconds=65.4321))
+    assert float(suite.get("time")) == 65.432 and float(root.get("time")) == 65.432
+    stamp = datetime.datetime.fromisoformat(suite.get("timestamp"))
+    assert stamp.tzinfo is None  # junit-10.xsd's timestamp has no offset; it is UTC
+    assert stamp == datetime.datetime(2025, 1, 31, 12, 30, 15)
+    assert suite.get("hostname") == socket.gethostname() and suite.get("hostname")
+
+
+def test_junit_without_a_start_has_no_timestamp():
+    _, suite = parse(Report(environment={}, modes=(), results=(result(),)))
+    assert suite.get("timestamp") is None and suite.get("time") == "0.000"

@@ -5,10 +5,20 @@ Values are nested lists; NaN, +Inf and -Inf are the strings "nan", "inf" and
 (unconnected) gradient is null. A mode's "upstream" holds the weighted chain's
 orders 1.. (harness.upstream), and the "upstream" oracle its numeric check. Floats are written with the shortest digits
 that read back to the same value in their own dtype (1.3132616 for float32).
+
+Times are wall-clock seconds, rounded to milliseconds. The top level has
+"started", the run's start as an ISO 8601 UTC timestamp
+("2025-01-31T12:00:00.000+00:00", null when unknown), and "seconds", the run's
+total. Each result has "seconds": a case's points run together (the modes
+batch them), so a point's own time cannot be measured, and each point gets its
+case's time divided by its number of points; a crash or timeout counts up to
+the worker's death or kill. These fields were added within schema 1: a reader
+must not require them (older reports lack them).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 from typing import Any, Optional
@@ -20,6 +30,18 @@ from harness.records import ModeOutcome, OracleOutcome, Output, Report, Result
 __all__ = ["SCHEMA", "render", "to_dict"]
 
 SCHEMA = "harness.report/1"
+
+
+def _seconds(value: float) -> float:
+    """A duration as the reports write it: seconds, rounded to milliseconds."""
+    return round(float(value), 3)
+
+
+def _timestamp(started: Optional[float]) -> Optional[str]:
+    """`started` (seconds since the Unix epoch) as ISO 8601 in UTC, to the millisecond; None stays None."""
+    if started is None:
+        return None
+    return datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _number(x: Any) -> Any:
@@ -85,6 +107,7 @@ def result_dict(result: Result) -> dict:
         "reason": result.reason,
         "details": list(result.details),
         "rerun": result.rerun,
+        "seconds": _seconds(result.seconds),
         "modes": {mode: _mode(o) for mode, o in result.outcomes.items()},
         "oracles": {name: _oracle(o) for name, o in result.oracles.items()},
     }
@@ -93,6 +116,8 @@ def result_dict(result: Result) -> dict:
 def to_dict(report: Report) -> dict:
     return {
         "schema": SCHEMA,
+        "started": _timestamp(report.started),
+        "seconds": _seconds(report.seconds),
         "environment": dict(report.environment),
         "modes": list(report.modes),
         "results": [result_dict(r) for r in report.results],

@@ -3,11 +3,19 @@
 fail and flaky are a <failure>; error, crash and timeout are <error>; xfail and
 skip are <skipped> with the reason; xpass passes, with its note in <system-out>;
 pass is a bare testcase. _ELEMENT says it for every verdict.
+
+Times: each testcase's `time` is its point's seconds (the case's wall time
+divided by its points, which run together: harness.pool); the testsuite has
+`time` (the run's total, as has <testsuites>), `timestamp` (the run's start in
+UTC, ISO 8601 to the second without an offset, as Jenkins' junit-10.xsd
+wants) and `hostname`.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
+import socket
 import xml.etree.ElementTree as ET
 
 from harness.records import Report, Verdict
@@ -37,11 +45,16 @@ def _xml_text(text: str) -> str:
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+def _time(seconds: float) -> str:
+    return f"{max(0.0, seconds):.3f}"
+
+
 def render(report: Report) -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     suite = ET.Element("testsuite", name="harness")
     for result in report.results:
-        case = ET.SubElement(suite, "testcase", classname=result.case, name=result.point)
+        case = ET.SubElement(suite, "testcase", classname=result.case, name=result.point,
+                             time=_time(result.seconds))
         if result.oracles:
             # What each oracle said, the upstream-gradient check among them, whatever the verdict.
             properties = ET.SubElement(case, "properties")
@@ -60,11 +73,16 @@ def render(report: Report) -> str:
     suite.set("failures", str(counts["failure"]))
     suite.set("errors", str(counts["error"]))
     suite.set("skipped", str(counts["skipped"]))
+    suite.set("time", _time(report.seconds))
+    if report.started is not None:
+        start = datetime.datetime.fromtimestamp(report.started, datetime.timezone.utc)
+        suite.set("timestamp", start.replace(tzinfo=None).isoformat(timespec="seconds"))
+    suite.set("hostname", socket.gethostname())
     props = ET.Element("properties")
     for key, value in report.environment.items():
         ET.SubElement(props, "property", name=key, value=value)
     suite.insert(0, props)
-    root = ET.Element("testsuites")
+    root = ET.Element("testsuites", time=_time(report.seconds))
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
