@@ -1,5 +1,5 @@
-"""Reports carry time: each job's wall time spread over its points, and the run's start and total in the
-JSON and JUnit reports.
+"""Reports carry time: each job's wall time spread over its points, the run's start and total in the
+JSON and JUnit reports, and a JUnit failure body that says each line once.
 
 Pure: no TensorFlow, no worker processes, no real clock (a fake one stands in for pool's).
 """
@@ -12,6 +12,8 @@ import socket
 import sys
 import types
 import xml.etree.ElementTree as ET
+
+import pytest
 
 import harness
 from harness import pool, worker
@@ -211,3 +213,31 @@ def test_junit_suite_has_the_runs_time_timestamp_and_hostname():
 def test_junit_without_a_start_has_no_timestamp():
     _, suite = parse(Report(environment={}, modes=(), results=(result(),)))
     assert suite.get("timestamp") is None and suite.get("time") == "0.000"
+
+
+REASON = "function vs eager: order 1 differs, worst at (0,)"
+
+
+@pytest.mark.parametrize("verdict,tag", [(Verdict.FAIL, "failure"), (Verdict.CRASH, "error"),
+                                         (Verdict.XFAIL, "skipped"), (Verdict.XPASS, "system-out")])
+def test_a_junit_body_does_not_repeat_a_line(verdict, tag):
+    details = [REASON, "ladder: eager = graph | function", "numeric: matches", "ladder: eager = graph | function",
+               "numeric: matches"]
+    _, suite = parse(timed_report(result(verdict=verdict, reason=REASON, details=details)))
+    [element] = suite.findall(f"testcase/{tag}")
+    lines = element.text.splitlines()
+    assert len(lines) == len(set(lines)), lines
+    assert lines[-1] == "rerun: python -m harness --cases tests.case --point x=1.0"
+    if tag == "system-out":  # no message attribute: the body says the reason, once
+        assert lines[0] == f"xpass: {REASON}" and REASON not in lines
+        lines = lines[1:]
+    else:
+        assert element.get("message") == f"{verdict.value}: {REASON}"
+        assert REASON not in element.text
+    assert lines == ["ladder: eager = graph | function", "numeric: matches",
+                     "rerun: python -m harness --cases tests.case --point x=1.0"]
+
+
+def test_a_failure_without_details_has_just_the_rerun_line():
+    _, suite = parse(timed_report(result(verdict=Verdict.FAIL, reason="values changed")))
+    assert suite.find("testcase/failure").text == "rerun: python -m harness --cases tests.case --point x=1.0"

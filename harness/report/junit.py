@@ -4,6 +4,10 @@ fail and flaky are a <failure>; error, crash and timeout are <error>; xfail and
 skip are <skipped> with the reason; xpass passes, with its note in <system-out>;
 pass is a bare testcase. _ELEMENT says it for every verdict.
 
+A failure, error or skipped element says "{verdict}: {reason}" in its message
+and, in its body, the details that are not that reason, each line once, then
+the rerun line; xpass's <system-out> starts with "xpass: {reason}" instead.
+
 Times: each testcase's `time` is its point's seconds (the case's wall time
 divided by its points, which run together: harness.pool); the testsuite has
 `time` (the run's total, as has <testsuites>), `timestamp` (the run's start in
@@ -17,8 +21,9 @@ import datetime
 import re
 import socket
 import xml.etree.ElementTree as ET
+from typing import Iterable
 
-from harness.records import Report, Verdict
+from harness.records import Report, Result, Verdict
 
 __all__ = ["render"]
 
@@ -49,6 +54,24 @@ def _time(seconds: float) -> str:
     return f"{max(0.0, seconds):.3f}"
 
 
+def _once(lines: Iterable[str], without: str = "") -> list[str]:
+    """The non-blank lines of `lines` in order, each once, leaving out any equal to `without`."""
+    seen = {without.strip()}
+    kept = []
+    for text in lines:
+        for line in text.splitlines():
+            if line.strip() and line.strip() not in seen:
+                seen.add(line.strip())
+                kept.append(line)
+    return kept
+
+
+def _body(result: Result, first: str = "") -> str:
+    """`first` (when given), the details that are not the reason, each line once, and the rerun line."""
+    lines = _once([*result.details, f"rerun: {result.rerun}"], without=result.reason)
+    return _xml_text("\n".join([first, *lines] if first else lines))
+
+
 def render(report: Report) -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     suite = ET.Element("testsuite", name="harness")
@@ -60,15 +83,14 @@ def render(report: Report) -> str:
             properties = ET.SubElement(case, "properties")
             for name, o in result.oracles.items():
                 ET.SubElement(properties, "property", name=f"oracle.{name}", value=_xml_text(o.status))
-        text = _xml_text("\n".join([result.reason, *result.details, f"rerun: {result.rerun}"]))
         tag = _ELEMENT[result.verdict]
         if tag in _COUNTED:
             counts[tag] += 1
             element = ET.SubElement(case, tag, message=_xml_text(f"{result.verdict.value}: {result.reason}"),
                                     type=result.verdict.value)
-            element.text = text
+            element.text = _body(result)  # the message says the reason
         elif tag is not None:
-            ET.SubElement(case, tag).text = f"{result.verdict.value}: {text}"
+            ET.SubElement(case, tag).text = _body(result, first=f"{result.verdict.value}: {result.reason}")
     suite.set("tests", str(len(report.results)))
     suite.set("failures", str(counts["failure"]))
     suite.set("errors", str(counts["error"]))
