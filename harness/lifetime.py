@@ -21,7 +21,8 @@ import threading
 import time
 from typing import Callable, Collection
 
-__all__ = ["exit_with_parent", "end_strays", "end_group", "group_members", "lead_group"]
+__all__ = ["exit_with_parent", "end_strays", "end_group", "group_members", "lead_group",
+           "wait_unreaped"]
 
 # How often a child looks for its parent. Cheap: one system call per tick.
 _POLL_S = 0.25
@@ -116,3 +117,23 @@ def end_group(leader: int) -> None:
     with contextlib.suppress(OSError):
         if hasattr(os, "killpg"):
             os.killpg(leader, signal.SIGKILL)
+
+
+def wait_unreaped(pid: int, timeout: float) -> bool:
+    """Waits up to `timeout` s for child `pid` to end, leaving it unreaped; True once it has ended.
+
+    Unreaped, its id cannot be reused, so its process group can still be ended
+    safely after it (end_group); its exit status stays for whoever reaps it.
+    """
+    if not hasattr(os, "waitid"):
+        return False
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
+                return True
+        except ChildProcessError:  # already reaped: nothing left to wait for
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)

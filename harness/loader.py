@@ -80,6 +80,9 @@ def builtin_cases(themes: Optional[Sequence[str]] = None) -> list[Case]:
             module = importlib.import_module(name)
         except CaseError as e:
             raise LoadError(f"{name}: {e}") from e
+        except Exception as e:  # noqa: BLE001 - e.g. a module the installed TensorFlow lacks
+            raise LoadError(f"the library module {name} cannot be imported under this TensorFlow: "
+                            f"{type(e).__name__}: {e}") from e
         cases += cases_of_module(module, name)
     _check_unique(cases)
     return cases

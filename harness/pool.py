@@ -111,6 +111,10 @@ class _Worker:
     def end_group(self) -> None:
         lifetime.end_group(self.process.pid)
 
+    def exited(self, timeout: float) -> None:
+        """Waits up to `timeout` s for the worker to end, without reaping it (so its id stays its own)."""
+        lifetime.wait_unreaped(self.process.pid, timeout)
+
     def stop(self) -> None:
         with contextlib.suppress(OSError):  # already dead: kill() below tidies up
             self.conn.send(("stop",))
@@ -243,6 +247,7 @@ class WorkerPool:
 
     def _died(self, w: _Worker) -> None:
         seen = _clock()  # the job's time ends with its worker, not with the tidying up below
+        w.exited(5)  # so its status says how it ended, not that end_group killed it
         w.end_group()  # what its case started must not outlive it
         w.process.join(5)
         how, output = _how(w.process.exitcode), _tail(w.output)

@@ -604,3 +604,12 @@ def test_a_measurement_missing_a_mode_or_point_is_an_error():
     assert [r.verdict.value for r in results] == ["error", "error"]
     assert results[0].reason.startswith("the worker sent outcomes for eager where the modes run were eager, graph")
     assert results[1].reason.startswith("the worker sent no measurement for this point")
+
+
+def test_a_worker_that_exits_on_its_own_is_not_reported_as_killed(tmp_path):
+    # Ending a dead worker's process group must not overwrite how it ended: this one closes its
+    # pipe (the supervisor sees end-of-file) a second before it ends with status 3.
+    (tmp_path / "cases.py").write_text("import atexit, time\natexit.register(time.sleep, 1)\nraise SystemExit(3)\n")
+    proc = harness(f"--case_file={tmp_path / 'cases.py'}", "--mode=eager")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "a worker exited with status 3 while importing TensorFlow and the cases" in proc.stderr, proc.stderr
