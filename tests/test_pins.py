@@ -1,6 +1,7 @@
 """The TensorFlow pin table, and the CI workflow that runs the matrix with it. No TensorFlow."""
 
 import inspect
+import json
 import re
 import subprocess
 import sys
@@ -132,27 +133,41 @@ def run_lines():
 def test_workflow_parses_as_yaml_with_the_expected_jobs():
     yaml = pytest.importorskip("yaml", reason="PyYAML is not installed; the structural tests below still run")
     data = yaml.safe_load(workflow_text())
-    assert set(data["jobs"]) == {"run", "merge"}
-    assert data["jobs"]["merge"]["needs"] == "run"
-    include = data["jobs"]["run"]["strategy"]["matrix"]["include"]
-    assert [i["tensorflow"] for i in include] == ["2.15.1", "2.16.2", "2.21.0"]
-    assert True in data or "on" in data  # YAML 1.1 reads the bare key `on` as True
+    assert set(data["jobs"]) == {"versions", "run", "merge"}
+    assert data["jobs"]["run"]["needs"] == "versions" and data["jobs"]["merge"]["needs"] == "run"
+    # The job matrix is the pin table's, read by the first job: no release is written twice.
+    matrix = data["jobs"]["run"]["strategy"]["matrix"]
+    assert matrix["tensorflow"] == "${{ fromJSON(needs.versions.outputs.versions) }}"
+    assert matrix["python"] == ["3.11"], "FACTS measured these releases on Python 3.11"
+    steps = data["jobs"]["versions"]["steps"]
+    assert any("python harness/matrix/pins.py --list" in step.get("run", "") for step in steps)
+    triggers = data.get(True, data.get("on"))  # YAML 1.1 reads the bare key `on` as True
+    assert set(triggers) == {"workflow_dispatch", "schedule"}, "weekly and by hand"
+
+
+def test_pins_list_is_every_release_as_json():
+    done = subprocess.run([sys.executable, "-S", "-I", str(ROOT / "harness" / "matrix" / "pins.py"), "--list"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == pins.versions() == list(MEASURED)
+
+
+def test_workflow_caches_the_downloads_per_release():
+    text = workflow_text()
+    assert "uses: actions/cache@v4" in text and "path: ~/.cache/pip" in text
+    key = re.search(r"\n\s*key: (.+)", text).group(1)
+    assert "${{ matrix.tensorflow }}" in key and "hashFiles('harness/matrix/pins.py')" in key
 
 
 def test_workflow_uses_the_pinned_action_versions():
     uses = set(re.findall(r"uses:\s*(\S+)", workflow_text()))
-    assert uses == {"actions/checkout@v4", "actions/setup-python@v5", "actions/upload-artifact@v4",
-                    "actions/download-artifact@v4"}
+    assert uses == {"actions/checkout@v4", "actions/setup-python@v5", "actions/cache@v4",
+                    "actions/upload-artifact@v4", "actions/download-artifact@v4"}
 
 
-def test_workflow_versions_all_have_pins_and_a_supported_python():
-    text = workflow_text()
-    entries = re.findall(r'- tensorflow: "([\d.]+)"\s*\n\s*python: "([\d.]+)"', text)
-    assert [v for v, _ in entries] == ["2.15.1", "2.16.2", "2.21.0"]
-    for version, python in entries:
-        pins.requirements(version)
-        assert python == "3.11", "FACTS measured these releases on Python 3.11"
-    assert "python harness/matrix/pins.py" in text, "the pins must come from the one table, not be copied"
+def test_workflow_installs_each_release_from_the_pin_table():
+    assert 'python harness/matrix/pins.py "${{ matrix.tensorflow }}"' in workflow_text(), \
+        "the pins must come from the one table, not be copied"
 
 
 def test_workflow_runs_the_documented_harness_commands():

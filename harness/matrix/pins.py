@@ -9,11 +9,13 @@ Only the standard library is imported, so CI can read the table before
 anything is installed:
 
     python harness/matrix/pins.py 2.16.2   # one requirement a line
+    python harness/matrix/pins.py --list   # every release, a JSON list (the CI job matrix)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from typing import Optional
 
@@ -38,12 +40,12 @@ class Pin:
     numpy: str
 
 
-# Keyed by the exact TensorFlow release to install. Every row is a measured
-# install (FACTS.md); add a release only after installing it.
+# Keyed by the exact TensorFlow release to install: the newest patch of each
+# minor release, as the matrix runs every row (2.12.0 and 2.13.0 were dropped:
+# their .1 releases supersede them). Every row is a measured install and a
+# matrix run (docs/matrix.md); add a release only after both.
 PINS: dict[str, Pin] = {
-    "2.12.0": Pin(tf_keras=None, numpy="<2"),
     "2.12.1": Pin(tf_keras=None, numpy="<2"),
-    "2.13.0": Pin(tf_keras=None, numpy="<2"),
     "2.13.1": Pin(tf_keras=None, numpy="<2"),
     "2.14.1": Pin(tf_keras="2.14.1", numpy="<2"),
     "2.15.1": Pin(tf_keras="2.15.1", numpy="<2"),
@@ -87,10 +89,18 @@ def requirements(version: str) -> list[str]:
     return found
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: python {sys.argv[0]} TENSORFLOW_VERSION   (known: {', '.join(versions())})")
+def _main(argv: list[str]) -> int:
+    if argv == ["--list"]:  # the CI workflow's job matrix: every release, as JSON
+        print(json.dumps(versions()))
+        return 0
+    if len(argv) != 1 or argv[0].startswith("-"):
+        sys.exit(f"usage: python harness/matrix/pins.py TENSORFLOW_VERSION | --list   (known: {', '.join(versions())})")
     try:
-        print("\n".join(requirements(sys.argv[1])))
+        print("\n".join(requirements(argv[0])))
     except PinError as e:
         sys.exit(f"pins: {e}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
