@@ -42,7 +42,12 @@ def write(tmp_path, name, data):
     return str(path)
 
 
-def merged(*reports, failed=None):
+def merged(*reports, failed=None, modes=None):
+    if modes is not None:
+        for r in reports:
+            r["modes"] = list(modes)
+            for res in r["results"]:
+                res["modes"] = {m: res["modes"].get(m, ok()) for m in modes}
     return merge.merge({f"r{i}.json": r for i, r in enumerate(reports)}, failed)
 
 
@@ -177,6 +182,50 @@ def test_a_mode_without_an_outcome_is_not_run():
         f"{NOT_RUN} · crash", f"{NOT_RUN} · crash", "crash · crash"]
     assert row(matrix, "a[x=1.0]", "graph").cells[0].error == "killed by SIGABRT"
     assert row(matrix, "b[x=1.0]", "eager").cells[0].explanation == "skip: needs TensorFlow >=2.17"
+
+
+def test_points_fold_the_modes_of_a_case_and_point_and_changed_points_come_first():
+    old = report("2.15.1", result("a.same"), result("b.forward"), result("b.forward", point="x=2.0"))
+    new = report("2.16.2", result("a.same"), result("b.forward", verdict="fail", forward=raised("ValueError", "v")),
+                 result("b.forward", point="x=2.0"))
+    matrix = merged(old, new, modes=("eager", "function", "graph", "forward"))
+    assert [(p.name, p.changed) for p in matrix.points] == [
+        ("b.forward[x=1.0]", True), ("a.same[x=1.0]", False), ("b.forward[x=2.0]", False)]
+    point = matrix.points[0]
+    assert point.modes == ("eager", "function", "graph", "forward")
+    assert point.theme == "b"
+    assert [c.status for c in point.cells(1)] == ["ok", "ok", "ok", "ValueError"]
+    (step,) = point.steps
+    assert (step.column, step.version, step.label, step.verdicts) == (1, "2.16.2", "2.16", ("pass", "fail"))
+    assert step.modes == (("forward", "ok", "ValueError"),)
+    assert step.text == "forward: ok → ValueError; verdict pass → fail"
+    assert point.change == "From 2.16: forward: ok → ValueError; verdict pass → fail."
+    assert point.step_at(1) is step and point.step_at(0) is None
+
+
+def test_a_step_says_every_mode_the_others_and_where_a_mode_came_from():
+    everything = {m: raised("TypeError", "t") for m in MODES}
+    matrix = merged(report("2.15.1", result("a", graph=raised("LookupError", "l"))),
+                    report("2.16.2", result("a", verdict="error", **everything)),
+                    report("2.17.1", result("a", verdict="error", eager=raised("ValueError", "v"), function=ok(),
+                                            graph=ok())))
+    first, second = matrix.points[0].steps
+    assert first.every_mode
+    assert first.text == "every mode: ok → TypeError (graph was LookupError); verdict pass → error"
+    assert second.text == "eager: TypeError → ValueError; function, graph: TypeError → ok"
+    crashed = result("b", verdict="crash")
+    crashed["modes"] = {"graph": {"status": "crash", "error_message": "killed by SIGABRT", "stage": "graph"}}
+    matrix = merged(report("2.15.1", result("b", function=raised("ValueError", "v"))), report("2.16.2", crashed))
+    assert matrix.points[0].steps[0].text == ("graph: ok → crash; the others: ok → not run (function was ValueError); "
+                                              "verdict pass → crash")
+
+
+def test_a_step_is_measured_across_a_version_where_the_point_is_absent_or_not_installed():
+    matrix = merged(report("2.15.1", result("a")), report("2.16.2", result("other")),
+                    report("2.21.0", result("a", function=raised("TypeError", "t"))), failed={"2.17.1": "no wheel"})
+    point = [p for p in matrix.points if p.case == "a"][0]
+    assert [(s.version, s.text) for s in point.steps] == [("2.21.0", "function: ok → TypeError")]
+    assert not [p for p in matrix.points if p.case == "other"][0].changed
 
 
 def test_shards_of_one_version_are_unioned():

@@ -9,6 +9,10 @@ same version are shards of one run and are unioned. A cell holds what the mode
 did (ok, the exception class, crash, timeout) and the verdict on that case and
 point, with the explanation. A row that a version's reports do not have is
 "absent" there: reports from different case sets merge without error.
+
+`Matrix.points` folds the modes of each case and point into one `Point`, with
+each `Step` where its behaviour changed between versions: the shape the
+Markdown and HTML pages show.
 """
 
 from __future__ import annotations
@@ -31,9 +35,11 @@ __all__ = [
     "MergeError",
     "NOT_INSTALLED",
     "NOT_RUN",
+    "Point",
     "REPORT_SCHEMA",
     "Row",
     "SCHEMA",
+    "Step",
     "load_report",
     "main",
     "merge",
@@ -153,6 +159,111 @@ class Row:
 
 
 @dataclasses.dataclass(frozen=True)
+class Step:
+    """One change of a case and point between two versions that ran it.
+
+    Attributes:
+      column: the index of the first column that behaves the new way.
+      version: its version.
+      label: its short name in the matrix ("2.16", or "2.16.2" where two
+        columns share 2.16).
+      verdicts: the verdict before and after.
+      modes: (mode, status before, status after) for each mode whose status
+        changed, in the matrix's mode order.
+      every_mode: whether `modes` holds every mode of the case and point.
+    """
+
+    column: int
+    version: str
+    label: str
+    verdicts: tuple[str, str]
+    modes: tuple[tuple[str, str, str], ...] = ()
+    every_mode: bool = False
+
+    @property
+    def text(self) -> str:
+        """What changed: "forward: ok → ValueError; verdict xfail → fail".
+
+        Modes that ended the same way are one group, "every mode" when they
+        are all of them and "the others" when they are the rest of them; a
+        mode of the group that came from elsewhere says so in brackets:
+        "every mode: ok → TypeError (saved_model was LookupError)".
+        """
+        groups: dict[str, list[tuple[str, str]]] = {}
+        for mode, before, after in self.modes:
+            groups.setdefault(after, []).append((mode, before))
+        rest = max(groups, key=lambda after: len(groups[after])) if len(groups) > 1 else None
+        if rest is not None and (not self.every_mode or len(groups[rest]) < (2 if rest == NOT_RUN else 3)):
+            rest = None  # naming two modes is as short as "the others", unless they only stopped running
+        parts = []
+        # Stable: in mode order, but what stopped running and "the others" last.
+        for after, members in sorted(groups.items(), key=lambda item: (item[0] == rest, item[0] == NOT_RUN)):
+            befores = [before for _, before in members]
+            common = max(befores, key=befores.count)  # the most common; the first of equals
+            if after == rest:
+                who = "the others"
+            elif self.every_mode and len(groups) == 1:
+                who = "every mode"
+            else:
+                who = ", ".join(mode for mode, _ in members)
+            others: dict[str, list[str]] = {}
+            for mode, before in members:
+                if before != common:
+                    others.setdefault(before, []).append(mode)
+            note = "; ".join(f"{', '.join(modes)} was {before}" for before, modes in others.items())
+            parts.append(f"{who}: {common} → {after}" + (f" ({note})" if note else ""))
+        if self.verdicts[0] != self.verdicts[1]:
+            parts.append(f"verdict {self.verdicts[0]} → {self.verdicts[1]}")
+        return "; ".join(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One case and point across every version, its modes folded in.
+
+    Attributes:
+      rows: one per mode, in the matrix's mode order; row.cells[i] is what the
+        mode did under column i.
+      steps: each change between versions that ran the point, in column order.
+    """
+
+    case: str
+    point: str
+    rows: tuple[Row, ...]
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.case}[{self.point}]"
+
+    @property
+    def theme(self) -> str:
+        """The case id's prefix before its first dot: "seeds" for "seeds.nested"."""
+        return self.case.split(".", 1)[0]
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return tuple(r.mode for r in self.rows)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.steps)
+
+    @property
+    def change(self) -> str:
+        """Every step: "From 2.16: forward: ok → ValueError. From 2.19: forward: ValueError → ok."."""
+        return " ".join(f"From {s.label}: {s.text}." for s in self.steps)
+
+    def cells(self, index: int) -> tuple[Cell, ...]:
+        """What each mode did under column `index`, in mode order."""
+        return tuple(r.cells[index] for r in self.rows)
+
+    def step_at(self, index: int) -> Optional[Step]:
+        """The step whose new behaviour starts at column `index`, or None."""
+        return next((s for s in self.steps if s.column == index), None)
+
+
+@dataclasses.dataclass(frozen=True)
 class Matrix:
     """The merged reports: rows that changed between versions first."""
 
@@ -167,6 +278,20 @@ class Matrix:
     @property
     def changed(self) -> tuple[Row, ...]:
         return tuple(r for r in self.rows if r.changed)
+
+    @property
+    def points(self) -> tuple[Point, ...]:
+        """One per case and point, the modes folded in: those that changed first, then by case id."""
+        grouped: dict[tuple[str, str], list[Row]] = {}
+        for row in self.rows:  # changed rows first, each group by case: first seen is the order wanted
+            grouped.setdefault((row.case, row.point), []).append(row)
+        order = {mode: i for i, mode in enumerate(self.modes)}
+        points = []
+        for (case, point), rows in grouped.items():
+            rows.sort(key=lambda r: order.get(r.mode, len(order)))
+            points.append(Point(case=case, point=point, rows=tuple(rows), steps=_steps(self.columns, rows)))
+        points.sort(key=lambda p: not p.changed)  # stable
+        return tuple(points)
 
 
 def _fail(name: str, what: str) -> MergeError:
@@ -289,6 +414,22 @@ def _change(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
         if what:
             changes.append(f"{', '.join(what)} from {labels[column.version]}")
     return "; ".join(changes)
+
+
+def _steps(columns: Sequence[Column], rows: Sequence[Row]) -> tuple[Step, ...]:
+    """Where a case and point (its rows, one per mode) changed between versions that ran it."""
+    labels = _short_labels([c.version for c in columns])
+    seen = [i for i in range(len(columns)) if rows and rows[0].cells[i].observed]
+    steps = []
+    for before, after in zip(seen, seen[1:]):
+        modes = tuple((r.mode, r.cells[before].status, r.cells[after].status) for r in rows
+                      if r.cells[before].status != r.cells[after].status)
+        verdicts = (rows[0].cells[before].verdict, rows[0].cells[after].verdict)
+        if modes or verdicts[0] != verdicts[1]:
+            version = columns[after].version
+            steps.append(Step(column=after, version=version, label=labels[version], verdicts=verdicts, modes=modes,
+                              every_mode=len(modes) == len(rows) > 1))
+    return tuple(steps)
 
 
 def _union_environment(environments: Sequence[Mapping[str, str]]) -> dict[str, str]:
