@@ -216,8 +216,8 @@ def test_a_step_says_every_mode_the_others_and_where_a_mode_came_from():
     crashed = result("b", verdict="crash")
     crashed["modes"] = {"graph": {"status": "crash", "error_message": "killed by SIGABRT", "stage": "graph"}}
     matrix = merged(report("2.15.1", result("b", function=raised("ValueError", "v"))), report("2.16.2", crashed))
-    assert matrix.points[0].steps[0].text == ("graph: ok → crash; the others: ok → not run (function was ValueError); "
-                                              "verdict pass → crash")
+    assert matrix.points[0].steps[0].text == (
+        "graph: ok → crash; the others: ok → not run (function was ValueError); verdict pass → crash")
 
 
 def test_a_step_is_measured_across_a_version_where_the_point_is_absent_or_not_installed():
@@ -285,7 +285,7 @@ def test_main_writes_every_output(tmp_path):
     outs = [str(tmp_path / n) for n in ("m.md", "m.html", "m.json")]
     assert merge.main(paths, *outs) == 0
     markdown_text, page, data = (Path(out).read_text(encoding="utf-8") for out in outs)
-    assert "raises ValueError from 2.21" in markdown_text
+    assert "function: ok → ValueError" in markdown_text
     assert "<table" in page
     assert json.loads(data)["schema"] == "harness.matrix/1"
 
@@ -325,29 +325,61 @@ def sample():
     return merged(old, new, failed={"2.15.1": "tensorflow==2.15.1: no matching distribution <found>"})
 
 
+FULL = ("eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model")
+
+
+def forward_alone():
+    """Two releases; from the second, forward alone raises at one point and every mode raises at another."""
+    everything = {m: raised("TypeError", "every <mode> broke") for m in FULL}
+    old = report("2.16.2", result("seeds.nested", verdict="xfail"), result("seeds.nested", point="x=2.0"),
+                 result("docs.broken"), result("patterns.same"))
+    deviates = raised("ValueError", "forward <script>x</script> went wrong", stage="order 1")
+    new = report("2.17.1", result("seeds.nested", verdict="fail", reason="forward raises <script>", forward=deviates),
+                 result("seeds.nested", point="x=2.0"), result("docs.broken", verdict="error", **everything),
+                 result("patterns.same"))
+    return merged(old, new, modes=FULL)
+
+
 class _Page(html.parser.HTMLParser):
     """Collects tags, attributes and text, and checks that elements nest and close."""
 
-    VOID = {"meta", "input", "br", "hr", "img", "link"}
+    VOID = {"meta", "input", "br", "hr", "img", "link", "wbr"}
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.stack, self.tags, self.titles, self.data, self.text = [], [], [], [], []
+        self.rows = []  # per <tr class="p">: (its attributes, [(cell attrs, [(mark attrs, mark text)], cell text)])
+        self._in = None  # what the next text belongs to
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         self.tags.append((tag, attrs))
+        classes = attrs.get("class", "").split()
         if "title" in attrs and tag == "td":
             self.titles.append(attrs["title"])
+        if tag == "tr" and "p" in classes:
+            self.rows.append((attrs, []))
+        elif tag == "td" and "c" in classes and self.rows:
+            self.rows[-1][1].append((attrs, [], []))
+        elif tag == "span" and "mk" in classes and self.rows and self.rows[-1][1]:
+            self.rows[-1][1][-1][1].append([attrs, ""])
+            self._in = "mark"
+        elif tag == "span" and "v" in classes and self.rows and self.rows[-1][1]:
+            self._in = "verdict"
         if tag not in self.VOID:
             self.stack.append(tag)
 
     def handle_endtag(self, tag):
         assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
         self.stack.pop()
+        self._in = None
 
     def handle_data(self, data):
         self.text.append(data)
+        if self._in == "mark":
+            self.rows[-1][1][-1][1][-1][1] += data
+        elif self._in == "verdict":
+            self.rows[-1][1][-1][2].append(data)
 
 
 def parse(page):
@@ -356,6 +388,18 @@ def parse(page):
     parser.close()
     assert parser.stack == [], f"unclosed elements {parser.stack}"
     return parser
+
+
+def grid(page):
+    """{case[point]: [(cell classes, verdict word, {mark: (status class, title)}), one per version]}."""
+    table = {}
+    for attrs, cells in parse(page).rows:
+        table[attrs["data-name"]] = [
+            (set(cell["class"].split()), "".join(word),
+             {text: (next(c for c in mark["class"].split() if c.startswith("m-")), mark["title"])
+              for mark, text in marks})
+            for cell, marks, word in cells]
+    return table
 
 
 def test_html_is_self_contained():
@@ -368,56 +412,178 @@ def test_html_is_self_contained():
     assert scripts and all("src" not in attrs for attrs in scripts)
 
 
-def test_html_parses_and_has_a_legend_and_one_cell_per_row_and_version():
+def test_html_is_one_row_per_case_and_point_and_one_cell_per_version():
     matrix = sample()
     page = parse(render.html(matrix))
-    cells = [attrs for tag, attrs in page.tags if tag == "td" and "c" in attrs.get("class", "").split()]
-    assert len(cells) == len(matrix.rows) * len(matrix.columns)
+    assert [attrs["data-name"] for attrs, _ in page.rows] == [p.name for p in matrix.points] == [
+        "a.changed[x=1.0]", "b.same[x=1.0]", "c.old[x=1.0]", "d.new[x=[1, 2]]"]
+    assert all(len(cells) == len(matrix.columns) for _, cells in page.rows)
     text = "".join(page.text)
     for word in ("pass", "fail", "xfail", "xpass", "crash", "timeout", "absent", "not installed"):
         assert word in text
     assert "no matching distribution <found>" in text
 
 
+def test_a_point_where_forward_alone_deviates_shows_one_deviating_mark_and_the_rest_ok():
+    table = grid(render.html(forward_alone()))
+    before, after = table["seeds.nested[x=1.0]"]
+    assert (before[1], after[1]) == ("xfail", "fail")
+    assert {"fail", "differs"} <= after[0] and "differs" not in before[0]
+    assert list(after[2]) == ["e", "na", "f", "x", "g", "fw", "sm"]
+    assert {mark: status for mark, (status, _) in after[2].items()} == {
+        "e": "m-ok", "na": "m-ok", "f": "m-ok", "x": "m-ok", "g": "m-ok", "fw": "m-exc", "sm": "m-ok"}
+    assert after[2]["fw"][1] == "forward: ValueError at order 1: forward <script>x</script> went wrong"
+    assert after[2]["e"][1] == "eager: ok"
+    assert all(status == "m-ok" for status, _ in before[2].values())
+    # Where every mode raises, every mark says so: the two rows look different at a glance.
+    every = table["docs.broken[x=1.0]"][1]
+    assert every[1] == "error" and {status for status, _ in every[2].values()} == {"m-exc"}
+    assert {"m-ok"} == {status for _, _, marks in table["patterns.same[x=1.0]"] for status, _ in marks.values()}
+
+
+def test_a_mark_that_changed_from_the_version_before_is_marked_moved():
+    page = parse(render.html(forward_alone()))
+    _, cells = next(r for r in page.rows if r[0]["data-name"] == "seeds.nested[x=1.0]")
+    moved = [(text, i) for i, (_, marks, _) in enumerate(cells) for attrs, text in marks
+             if "moved" in attrs["class"].split()]
+    assert moved == [("fw", 1)]
+
+
+def test_html_cell_details_name_every_modes_status_and_what_changed():
+    page = parse(render.html(forward_alone()))
+    _, cells = next(r for r in page.rows if r[0]["data-name"] == "seeds.nested[x=1.0]")
+    data = cells[1][0]
+    assert data["data-head"] == "seeds.nested[x=1.0] · TensorFlow 2.17.1"
+    assert data["data-modes"].splitlines() == [
+        "eager: ok", "no_autograph: ok", "function: ok", "xla: ok", "graph: ok",
+        "forward: ValueError at order 1: forward <script>x</script> went wrong", "saved_model: ok"]
+    assert data["data-change"] == "since 2.16.2: forward: ok → ValueError; verdict xfail → fail"
+    assert data["data-reason"] == "forward raises <script>"
+    assert "data-change" not in cells[0][0]
+    names = {attrs["data-name"]: attrs for attrs, _ in page.rows}
+    assert "From 2.17: forward: ok → ValueError; verdict xfail → fail." in "".join(page.text)
+    assert names["seeds.nested[x=1.0]"]["class"].split() == ["p", "changed"]
+    assert names["patterns.same[x=1.0]"]["class"].split() == ["p", "same"]
+
+
 def test_html_carries_every_cells_explanation_escaped():
     matrix = sample()
     raw = render.html(matrix)
     page = parse(raw)
-    for r in matrix.rows:
-        for cell in r.cells:
-            assert (cell.explanation or cell.text) in page.titles
+    titles = iter(page.titles)
+    for point in matrix.points:
+        for i in range(len(matrix.columns)):
+            first = point.cells(i)[0]
+            assert next(titles).startswith(first.explanation if first.observed else first.reason)
     assert "<script>alert" not in raw and "<b>bold" not in raw
     details = [attrs.get("data-details") for tag, attrs in page.tags if tag == "td" and attrs.get("data-details")]
     assert "- as declared: <b>bold</b>" in details
+    raw = render.html(forward_alone())
+    assert "<script>x" not in raw and "&lt;script&gt;x&lt;/script&gt;" in raw
 
 
 def test_html_marks_cells_that_differ_from_the_version_before():
     page = parse(render.html(sample()))
     differs = [attrs["title"] for tag, attrs in page.tags if tag == "td" and "differs" in attrs.get("class", "")]
-    assert differs and all(title.startswith("xpass") for title in differs)
+    assert len(differs) == 1 and differs[0].startswith("xpass")
+    assert differs[0].endswith("changed: function: ValueError → InternalError; verdict xfail → xpass")
+
+
+def test_the_theme_filter_lists_exactly_the_themes_present_and_rows_carry_theirs():
+    page = parse(render.html(forward_alone()))
+    options = [attrs["value"] for tag, attrs in page.tags if tag == "option"]
+    assert options == ["", "docs", "patterns", "seeds"]
+    assert {attrs["data-name"]: attrs["data-theme"] for attrs, _ in page.rows} == {
+        "seeds.nested[x=1.0]": "seeds", "docs.broken[x=1.0]": "docs", "seeds.nested[x=2.0]": "seeds",
+        "patterns.same[x=1.0]": "patterns"}
+    ids = {attrs.get("id") for _, attrs in page.tags}
+    assert {"only-changed", "theme", "search", "grid", "panel"} <= ids
+
+
+def test_html_legend_explains_verdict_colours_and_mode_marks():
+    text = " ".join(parse(render.html(forward_alone())).text)
+    for meaning in ("the declared deviation happened", "raised an exception", "crashed", "timed out",
+                    "not run or skipped", "status differs from the version before"):
+        assert meaning in text
+    for mode in FULL:
+        assert mode in text
+
+
+def test_html_first_column_and_header_stay_and_ten_versions_fit_in_1400_pixels():
+    page = render.html(sample())
+    css = page[page.index("<style>"):page.index("</style>")]
+    rule = re.search(r"th\.name, td\.name \{([^}]*)\}", css).group(1)
+    assert "position: sticky" in rule and "left: 0" in rule
+    assert re.search(r"thead th \{[^}]*position: sticky; top: 0", css)
+    assert re.search(r"\.wrap \{[^}]*overflow: auto", css)
+    cell = int(re.search(r"td\.c \{[^}]*\bwidth: (\d+)px", css).group(1))
+    name = re.search(r"td\.name \{[^}]*\bwidth: (\d+)em;[^}]*font-size: (\d+)px", css)
+    margin = 2 * 1.2 * 14 + 2 + 17  # body margins, the container's border and a scrollbar
+    assert int(name.group(1)) * int(name.group(2)) + 10 * (cell + 1) + margin <= 1400
 
 
 def _columns(line):
     return len(re.split(r"(?<!\\)\|", line.strip())) - 2
 
 
-def test_markdown_is_one_table_with_a_column_per_version_and_changed_rows_first():
+def test_markdown_opens_with_what_changed_then_one_row_per_case_and_point():
     matrix = sample()
     text = render.markdown(matrix)
-    table = [line for line in text.splitlines() if line.startswith("|")]
-    assert len(table) == 2 + len(matrix.rows)
-    assert {_columns(line) for line in table} == {3 + len(matrix.columns)}
-    assert table[0] == "| case[point] | mode | where it changed | 2.15.1 (not installed) | 2.16.2 | 2.21.0 |"
-    assert table[2].startswith("| a.changed[x=1.0] | eager | verdict xfail→xpass from 2.21 | not installed |")
-    assert "raises InternalError, verdict xfail→xpass from 2.21" in table[3]
-    assert "**InternalError · xpass**" in table[3]
-    assert "not installed: tensorflow==2.15.1: no matching distribution &lt;found&gt;" in text
-    assert "| d.new[x=[1, 2]] | eager |  | not installed | absent | ok · pass |" in text
+    lines = text.splitlines()
+    assert lines[0] == "## TensorFlow version matrix"
+    assert lines[2].startswith("**2.15.1**: not installed: tensorflow==2.15.1: no matching distribution &lt;found&gt;")
+    assert lines[4] == "### What changed between releases"
+    assert lines[6] == ("- **a.changed[x=1.0]**: From 2.21: function: ValueError → InternalError; "
+                        "verdict xfail → xpass.")
+    assert lines[7] == ""
+    table = [line for line in lines if line.startswith("|")]
+    assert len(table) == 2 + len(matrix.points) == 2 + 4
+    assert {_columns(line) for line in table} == {1 + len(matrix.columns)}
+    assert table[0] == "| case[point] | 2.15.1 (not installed) | 2.16.2 | 2.21.0 |"
+    assert table[2] == "| a.changed[x=1.0] | not installed | xfail · ValueError: f | **xpass · InternalError: f** |"
+    assert "| d.new[x=[1, 2]] | not installed | absent | pass |" in text
+    assert "e eager, f function, g graph" in text
+
+
+def test_markdown_names_the_point_the_change_and_the_release_it_started():
+    lines = render.markdown(forward_alone()).splitlines()
+    changed = lines[lines.index("### What changed between releases") + 2:]
+    changed = changed[:changed.index("")]
+    assert changed == [
+        "- **docs.broken[x=1.0]**: From 2.17: every mode: ok → TypeError; verdict pass → error.",
+        "- **seeds.nested[x=1.0]**: From 2.17: forward: ok → ValueError; verdict xfail → fail."]
+    table = [line for line in lines if line.startswith("| ")]
+    assert table[1:] == [
+        "| docs.broken[x=1.0] | pass | **error · TypeError: all** |",
+        "| seeds.nested[x=1.0] | xfail | **fail · ValueError: fw** |",
+        "| patterns.same[x=1.0] | pass | pass |",
+        "| seeds.nested[x=2.0] | pass | pass |"]
+
+
+def test_markdown_folds_a_crash_and_the_modes_it_stopped():
+    crashed = result("a", verdict="crash")
+    crashed["modes"] = {"graph": {"status": "crash", "error_message": "killed", "stage": "graph"}}
+    text = render.markdown(merged(report("2.16.2", result("a", **{m: ok() for m in FULL}), modes=FULL),
+                                  report("2.21.0", crashed, modes=FULL)))
+    assert "| a[x=1.0] | pass | **crash: g; not run: rest** |" in text
+    assert "From 2.21: graph: ok → crash; the others: ok → not run; verdict pass → crash." in text
+    few = render.markdown(merged(report("2.16.2", result("a")), report("2.21.0", crashed)))
+    assert "| a[x=1.0] | pass | **crash: g; not run: e f** |" in few, "two modes are as short by their marks"
+
+
+def test_markdown_says_only_the_verdict_where_no_mode_ran():
+    skipped = result("a", verdict="skip", reason="needs TensorFlow >=2.17")
+    skipped["modes"] = {}
+    text = render.markdown(merged(report("2.16.2", skipped), report("2.21.0", result("a"))))
+    assert "| a[x=1.0] | skip | **pass** |" in text
+    assert "From 2.21: every mode: not run → ok; verdict skip → pass." in text
 
 
 def test_markdown_says_when_nothing_changed():
-    matrix = merged(report("2.16.2", result("a")), report("2.21.0", result("a")))
-    assert "No row of 3 changed" in render.markdown(matrix)
+    text = render.markdown(merged(report("2.16.2", result("a")), report("2.21.0", result("a"))))
+    assert "Nothing: each of the 1 case points behaves the same" in text
+    assert "No case point of 1 changed" in text
+    assert "nothing to compare" in render.markdown(merged(report("2.21.0", result("a"))))
 
 
 def test_json_is_strict_and_keyed_by_version():
@@ -432,3 +598,4 @@ def test_json_is_strict_and_keyed_by_version():
     assert (first["case"], first["mode"], first["change"]) == ("a.changed", "eager", "verdict xfail→xpass from 2.21")
     assert first["cells"]["2.16.2"]["reason"] == HOSTILE
     assert first["cells"]["2.15.1"]["status"] == "not installed"
+    assert len(data["rows"]) == 4 * 3, "a row per case, point and mode"

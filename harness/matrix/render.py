@@ -1,16 +1,20 @@
 """Renders a merged matrix: Markdown, one self-contained HTML page, and JSON.
 
 Each renderer is a pure `fn(matrix) -> str`; `merge.main` writes the files.
+The Markdown and HTML show one row per case and point (`Matrix.points`), the
+modes folded into each cell; the JSON keeps a row per case, point and mode.
 """
 
 from __future__ import annotations
 
 import html as _html
 import json
+import re
+from typing import Optional
 
-from harness.matrix.merge import ABSENT, NOT_INSTALLED, SCHEMA, Cell, Column, Matrix, Row
+from harness.matrix.merge import ABSENT, NOT_INSTALLED, NOT_RUN, SCHEMA, Cell, Column, Matrix, Point
 
-__all__ = ["html", "json_text", "markdown"]
+__all__ = ["MODE_MARKS", "html", "json_text", "markdown"]
 
 # One display row per verdict and per kind of missing cell: (css class, colour, text colour, meaning).
 _LEGEND = (
@@ -28,6 +32,33 @@ _LEGEND = (
 )
 _KNOWN = {name for name, *_ in _LEGEND}
 
+# The mark of each mode inside a cell, and in the Markdown's cells.
+MODE_MARKS = {"eager": "e", "no_autograph": "na", "function": "f", "xla": "x", "graph": "g", "forward": "fw",
+              "saved_model": "sm", "saved_model_nocg": "nc"}
+
+# A mode's status as its mark shows it: (css class, what the legend says).
+_MARK_LEGEND = (
+    ("m-ok", "ok"),
+    ("m-exc", "raised an exception (its class on hover)"),
+    ("m-crash", "crashed"),
+    ("m-timeout", "timed out"),
+    ("m-none", "not run or skipped"),
+)
+
+
+def _mark(mode: str) -> str:
+    return MODE_MARKS.get(mode, mode[:2])
+
+
+def _mark_class(status: str) -> str:
+    if status == "ok":
+        return "m-ok"
+    if status in ("crash", "timeout"):
+        return f"m-{status}"
+    if status in (NOT_RUN, "skip"):
+        return "m-none"
+    return "m-exc"
+
 
 def _env_line(column: Column) -> str:
     if column.not_installed is not None:
@@ -37,22 +68,20 @@ def _env_line(column: Column) -> str:
     return ", ".join(parts)
 
 
-def _summary(matrix: Matrix) -> str:
-    changed, total = len(matrix.changed), len(matrix.rows)
+def _summary(matrix: Matrix, points: tuple[Point, ...]) -> str:
+    changed, total = sum(p.changed for p in points), len(points)
     if len(matrix.columns) < 2:
-        return f"{total} rows from one TensorFlow version; nothing to compare."
+        return f"{total} case points from one TensorFlow version; nothing to compare."
     if not changed:
-        return f"No row of {total} changed between versions."
-    return f"{changed} of {total} rows changed between versions; they come first."
+        return f"No case point of {total} changed between versions."
+    return f"{changed} of {total} case points changed between versions; they come first."
 
 
-def _differs(row: Row, index: int) -> bool:
-    """Whether cell `index` behaves differently from the nearest earlier version that ran the row."""
-    cell = row.cells[index]
-    if not cell.observed:
-        return False
-    earlier = [c for c in row.cells[:index] if c.observed]
-    return bool(earlier) and earlier[-1].behaviour != cell.behaviour
+def _mode_line(mode: str, cell: Cell) -> str:
+    """"forward: ValueError at order 2: the message", or "eager: ok"."""
+    where = f" at {cell.stage}" if cell.stage and cell.status != "ok" else ""
+    error = f": {cell.error}" if cell.error else ""
+    return f"{mode}: {cell.status}{where}{error}"
 
 
 # --- Markdown --------------------------------------------------------------------------------------
@@ -63,59 +92,134 @@ def _md(text: str) -> str:
     return _html.escape(text, quote=False)
 
 
-def markdown(matrix: Matrix) -> str:
-    """A compact GitHub table: changed rows first, each saying where it changed.
+def _md_cell(point: Point, index: int) -> str:
+    """The verdict, then only the modes that are not ok: "xfail · ValueError: g fw".
 
-    A cell that differs from the version before it is in bold; a version that
-    could not be installed is listed under the table with the reason.
+    "all" stands for every mode, and "rest" for the modes not run beside the
+    one that crashed or timed out: "crash: g; not run: rest".
     """
+    cells = point.cells(index)
+    first = cells[0]
+    if not first.observed:
+        return first.status
+    groups: dict[str, list[str]] = {}
+    for mode, cell in zip(point.modes, cells):
+        if cell.status != "ok":
+            groups.setdefault(cell.status, []).append(_mark(mode))
+    quiet = (NOT_RUN, "skip")
+    if all(status in quiet for status in groups):  # nothing ran (a skipped point), or everything was ok
+        return first.verdict
+    ordered = sorted(groups.items(), key=lambda item: item[0] in quiet)  # stable: what ran first
+    stopped = not any(c.status == "ok" for c in cells) and ordered[0][0] not in quiet
+    parts = []
+    for status, marks in ordered:
+        if len(marks) == len(cells) > 1:
+            who = "all"
+        elif status == NOT_RUN and stopped and len(marks) >= 3:
+            who = "rest"
+        else:
+            who = " ".join(marks)
+        parts.append(f"{status}: {who}")
+    head = "" if ordered[0][0] == first.verdict else f"{first.verdict} · "
+    return head + "; ".join(parts)
+
+
+def markdown(matrix: Matrix) -> str:
+    """What changed between releases, then a table: a row per case and point, a column per version.
+
+    Each cell is the verdict and the modes that were not ok, by their marks
+    (`MODE_MARKS`, listed under the table); a cell that differs from the
+    version before it is in bold. A version that could not be installed says
+    why on the versions line.
+    """
+    points = matrix.points
     versions = [f"{_md(c.version)}{' (not installed)' if c.not_installed is not None else ''}"
                 for c in matrix.columns]
     lines = ["## TensorFlow version matrix", "",
              "; ".join(f"**{_md(c.version)}**: {_md(_env_line(c))}" if _env_line(c) else f"**{_md(c.version)}**"
                        for c in matrix.columns),
-             "", _summary(matrix), "",
-             "| case[point] | mode | where it changed | " + " | ".join(versions) + " |",
-             "|---|---|---|" + "---|" * len(versions)]
-    for row in matrix.rows:
-        cells = [f"**{_md(c.text)}**" if _differs(row, i) else _md(c.text) for i, c in enumerate(row.cells)]
-        lines.append(f"| {_md(row.name)} | {_md(row.mode)} | {_md(row.change)} | " + " | ".join(cells) + " |")
+             "", "### What changed between releases", ""]
+    changed = [p for p in points if p.changed]
+    if len(matrix.columns) < 2:
+        lines.append("One TensorFlow version: nothing to compare.")
+    elif not changed:
+        lines.append(f"Nothing: each of the {len(points)} case points behaves the same in every version that ran it.")
+    for point in changed:
+        lines.append(f"- **{_md(point.name)}**: " + " ".join(f"From {_md(s.label)}: {_md(s.text)}."
+                                                               for s in point.steps))
+    lines += ["", "### Every case point", "", _summary(matrix, points), "",
+              "| case[point] | " + " | ".join(versions) + " |",
+              "|---|" + "---|" * len(versions)]
+    for point in points:
+        cells = [f"**{_md(_md_cell(point, i))}**" if point.step_at(i) else _md(_md_cell(point, i))
+                 for i in range(len(matrix.columns))]
+        lines.append(f"| {_md(point.name)} | " + " | ".join(cells) + " |")
+    lines += ["", "Modes, in each cell only where not ok: "
+              + ", ".join(f"{_mark(m)} {_md(m)}" for m in matrix.modes) + "."]
     return "\n".join(lines) + "\n"
 
 
 # --- HTML ------------------------------------------------------------------------------------------
 
+# Sizes are in px where they decide whether ten release columns fit in a 1400-pixel window: the case
+# column is at most 22em of 12px, and a cell is about 92px: four 19px marks a line.
 _CSS = """
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em 2em; color: #1f2328; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1em 1.2em; color: #1f2328; }
 h1 { font-size: 1.4em; margin: 0 0 .3em; }
 p.meta { margin: .2em 0; color: #444c56; }
-.legend { display: flex; flex-wrap: wrap; gap: .4em 1.2em; margin: .9em 0; padding: .6em .8em;
-          border: 1px solid #d0d7de; border-radius: 6px; background: #f6f8fa; max-width: 88em; }
+.legend { display: flex; flex-wrap: wrap; gap: .3em 1.1em; margin: .6em 0; padding: .5em .8em;
+          border: 1px solid #d0d7de; border-radius: 6px; background: #f6f8fa; font-size: 12.5px; }
+.legend .row { flex-basis: 100%; display: flex; flex-wrap: wrap; gap: .3em 1.1em; }
+.legend .row b { min-width: 7.5em; }
 .legend span.key { display: inline-block; min-width: 4.5em; padding: 0 .5em; margin-right: .35em;
                    border: 1px solid #c2c9d1; border-radius: 3px; text-align: center; }
-.legend .item { white-space: nowrap; font-size: 12.5px; }
-label.filter { display: inline-block; margin: .2em 0 .7em; cursor: pointer; }
-table { border-collapse: collapse; }
-th, td { border: 1px solid #d0d7de; padding: 3px 9px; text-align: left; vertical-align: top; }
-thead th { position: sticky; top: 0; background: #f6f8fa; z-index: 1; }
-thead th.version { min-width: 10em; }
-thead th small { display: block; font-weight: normal; color: #57606a; max-width: 16em; white-space: normal; }
-td.name { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12.5px; white-space: nowrap; }
-td.mode { white-space: nowrap; }
-td.change { min-width: 12em; max-width: 22em; color: #9a3412; font-size: 12.5px; }
-td.c { cursor: pointer; white-space: nowrap; font-size: 12.5px; }
+.legend .item { white-space: nowrap; }
+.legend .mk { margin-right: .3em; }
+.controls { display: flex; flex-wrap: wrap; align-items: center; gap: .4em 1.2em; margin: .5em 0; }
+.controls label { cursor: pointer; }
+.controls input[type=search] { width: 16em; }
+#shown { color: #57606a; font-size: 12.5px; }
+.wrap { overflow: auto; max-height: calc(100vh - 1em); border: 1px solid #d0d7de; border-radius: 4px; }
+table { border-collapse: separate; border-spacing: 0; }
+th, td { border: 0 solid #d0d7de; border-width: 0 1px 1px 0; padding: 3px 4px; text-align: left;
+         vertical-align: top; }
+thead th { position: sticky; top: 0; background: #f6f8fa; z-index: 2; font-size: 12.5px; }
+thead th.version { width: 92px; min-width: 92px; }
+thead th small { display: block; font-weight: normal; color: #57606a; font-size: 10.5px; line-height: 1.25; }
+th.name, td.name { position: sticky; left: 0; background: #fff; z-index: 1; width: 22em; min-width: 18em;
+                   max-width: 22em; font-size: 12px; }
+thead th.name { z-index: 3; background: #f6f8fa; }
+td.name code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; overflow-wrap: break-word; }
+td.name .change { display: block; color: #9a3412; font-size: 11px; line-height: 1.3; overflow-wrap: anywhere; }
+td.c { cursor: pointer; width: 92px; min-width: 92px; max-width: 92px; font-size: 11px; line-height: 1.2; }
 td.c:hover, td.c:focus { outline: 2px solid #0969da; outline-offset: -2px; }
 td.c.selected { outline: 3px solid #0969da; outline-offset: -3px; }
-td.c.differs { box-shadow: inset 4px 0 0 #d4380d; font-weight: 600; }
-tr.group th { background: #fff; text-align: left; padding-top: .9em; font-size: 13px; border-left: 0; border-right: 0; }
-body.only-changed tr.same { display: none; }
-td.absent { font-style: italic; }
+td.c.differs { box-shadow: inset 4px 0 0 #d4380d; }
+td.c.differs .v { font-weight: 700; }
+td.c .v { display: block; margin: 0 0 2px 1px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+td.c.differs .v { padding-left: 3px; }
+.marks { display: flex; flex-wrap: wrap; gap: 2px; }
+.mk { display: inline-block; width: 19px; height: 15px; line-height: 13px; font-size: 10px; font-weight: 600;
+      text-align: center; border: 1px solid; border-radius: 3px; font-family: ui-monospace, SFMono-Regular, Menlo,
+      monospace; }
+.mk.m-ok { background: #ffffff; color: #1a7f37; border-color: #8ccf9f; }
+.mk.m-exc { background: #cf222e; color: #ffffff; border-color: #a40e26; }
+.mk.m-crash { background: #000000; color: #ffffff; border-color: #000000; }
+.mk.m-timeout { background: #bc4c00; color: #ffffff; border-color: #8a3600; }
+.mk.m-none { background: rgba(255,255,255,.6); color: #57606a; border: 1px dashed #57606a; font-weight: 400; }
+.mk.moved { box-shadow: 0 0 0 2px #d4380d; }
+tr.group th { background: #fff; text-align: left; padding-top: .8em; font-size: 13px; }
+tr.group th span { position: sticky; left: .4em; }
+td.absent .v { font-style: italic; }
 td.noinst, span.noinst { background: repeating-linear-gradient(45deg, #eeeeee 0 6px, #e0e0e0 6px 12px); }
-#panel { position: fixed; right: 1.2em; bottom: 1.2em; width: 34em; max-width: calc(100vw - 3em);
-         max-height: 50vh; overflow: auto; background: #fff; border: 1px solid #8c959f; border-radius: 6px;
-         box-shadow: 0 4px 16px rgba(0,0,0,.18); padding: .7em .9em; z-index: 2; }
+td.noinst .v { white-space: normal; }
+#panel { position: fixed; right: 1.2em; bottom: 1.2em; width: 36em; max-width: calc(100vw - 2.4em);
+         max-height: 55vh; overflow: auto; background: #fff; border: 1px solid #8c959f; border-radius: 6px;
+         box-shadow: 0 4px 16px rgba(0,0,0,.18); padding: .7em .9em; z-index: 4; }
 #panel[hidden] { display: none; }
-#panel h2 { font-size: 1em; margin: 0 1.8em .4em 0; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
+#panel h2 { font-size: 1em; margin: 0 1.8em .4em 0; font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
+            overflow-wrap: anywhere; }
 #panel dl { margin: 0; display: grid; grid-template-columns: max-content 1fr; gap: .15em .8em; }
 #panel dt { color: #57606a; }
 #panel dd { margin: 0; white-space: pre-wrap; word-break: break-word; }
@@ -128,7 +232,7 @@ td.noinst, span.noinst { background: repeating-linear-gradient(45deg, #eeeeee 0 
 _JS = """
 (function () {
   var panel = document.getElementById('panel');
-  var fields = ['status', 'verdict', 'stage', 'reason', 'error', 'details', 'rerun'];
+  var fields = ['verdict', 'reason', 'change', 'modes', 'details', 'rerun'];
   var selected = null;
   function show(td) {
     if (selected) selected.classList.remove('selected');
@@ -142,11 +246,12 @@ _JS = """
     });
     panel.hidden = false;
   }
-  document.getElementById('grid').addEventListener('click', function (e) {
+  var grid = document.getElementById('grid');
+  grid.addEventListener('click', function (e) {
     var td = e.target.closest('td.c');
     if (td) show(td);
   });
-  document.getElementById('grid').addEventListener('keydown', function (e) {
+  grid.addEventListener('keydown', function (e) {
     var td = e.target.closest('td.c');
     if (td && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); show(td); }
   });
@@ -156,15 +261,41 @@ _JS = """
   }
   document.getElementById('p-close').addEventListener('click', hide);
   document.addEventListener('keydown', function (e) { if (e.key === 'Escape') hide(); });
-  document.getElementById('only-changed').addEventListener('change', function (e) {
-    document.body.classList.toggle('only-changed', e.target.checked);
-  });
+  var rows = Array.prototype.slice.call(grid.querySelectorAll('tbody tr.p'));
+  var groups = Array.prototype.slice.call(grid.querySelectorAll('tbody tr.group'));
+  var only = document.getElementById('only-changed'), theme = document.getElementById('theme'),
+      search = document.getElementById('search');
+  function filter() {
+    var q = search.value.trim().toLowerCase(), shown = 0;
+    rows.forEach(function (tr) {
+      var keep = (!only.checked || tr.classList.contains('changed')) &&
+                 (!theme.value || tr.dataset.theme === theme.value) &&
+                 (!q || tr.dataset.name.toLowerCase().indexOf(q) >= 0);
+      tr.hidden = !keep;
+      if (keep) shown++;
+    });
+    groups.forEach(function (g) {
+      g.hidden = !rows.some(function (tr) { return !tr.hidden && tr.classList.contains(g.dataset.kind); });
+    });
+    document.getElementById('shown').textContent = shown + ' of ' + rows.length + ' case points shown';
+  }
+  [only, theme].forEach(function (el) { el.addEventListener('change', filter); });
+  search.addEventListener('input', filter);
+  filter();
 })();
 """
 
 
 def _e(text: object) -> str:
     return _html.escape(str(text), quote=True)
+
+
+def _breakable(name: str) -> str:
+    """The escaped case[point], free to wrap at a word's "." or "_", after "," and before "[".
+
+    Escaping makes none of these characters, so no break lands in an entity.
+    """
+    return re.sub(r"(?<=[._])(?=[A-Za-z])|(?<=,)|(?=\[)", "<wbr>", _e(name))
 
 
 def _css_class(cell: Cell) -> str:
@@ -180,15 +311,42 @@ def _legend_css() -> str:
                      for name, bg, fg, _ in _LEGEND)
 
 
-def _html_cell(row: Row, column: Column, index: int) -> str:
-    cell = row.cells[index]
-    classes = ["c", _css_class(cell)] + (["differs"] if _differs(row, index) else [])
-    data = {"head": f"{row.name} · {row.mode} · TensorFlow {column.version}", "status": cell.status,
-            "verdict": cell.verdict, "stage": cell.stage, "reason": cell.reason, "error": cell.error,
-            "details": "\n".join(cell.details), "rerun": cell.rerun}
+def _observed_before(point: Point, index: int) -> Optional[int]:
+    """The nearest column before `index` that ran the point, or None."""
+    return next((i for i in range(index - 1, -1, -1) if point.rows[0].cells[i].observed), None)
+
+
+def _html_marks(point: Point, index: int) -> str:
+    before = _observed_before(point, index)
+    marks = []
+    for row in point.rows:
+        cell = row.cells[index]
+        classes = ["mk", _mark_class(cell.status)]
+        if before is not None and row.cells[before].status != cell.status:
+            classes.append("moved")
+        marks.append(f'<span class="{" ".join(classes)}" title="{_e(_mode_line(row.mode, cell))}">'
+                     f'{_e(_mark(row.mode))}</span>')
+    return f'<span class="marks">{"".join(marks)}</span>'
+
+
+def _html_cell(point: Point, columns: tuple[Column, ...], index: int) -> str:
+    column, cells = columns[index], point.cells(index)
+    first = cells[0]
+    step = point.step_at(index)  # a step has a column before it that ran the point
+    classes = ["c", _css_class(first)] + (["differs"] if step else [])
+    data = {"head": f"{point.name} · TensorFlow {column.version}", "verdict": first.verdict or first.status,
+            "reason": first.reason,
+            "change": f"since {columns[_observed_before(point, index)].version}: {step.text}" if step else "",
+            "modes": "\n".join(_mode_line(m, c) for m, c in zip(point.modes, cells)) if first.observed else "",
+            "details": "\n".join(first.details), "rerun": first.rerun}
     attributes = " ".join(f'data-{key}="{_e(value)}"' for key, value in data.items() if value)
-    title = cell.explanation or cell.text
-    return f'<td class="{" ".join(classes)}" tabindex="0" title="{_e(title)}" {attributes}>{_e(cell.text)}</td>'
+    title = first.explanation if first.observed else first.reason or first.status
+    if step:
+        title += f"\nchanged: {step.text}"
+    word = first.verdict if first.observed else NOT_INSTALLED if first.status == NOT_INSTALLED else first.status
+    marks = _html_marks(point, index) if first.observed else ""
+    return (f'<td class="{" ".join(classes)}" tabindex="0" title="{_e(title)}" {attributes}>'
+            f'<span class="v">{_e(word)}</span>{marks}</td>')
 
 
 def _html_head(column: Column) -> str:
@@ -200,33 +358,62 @@ def _html_head(column: Column) -> str:
     return f'<th class="{classes}" title="{_e(column.label)}">{_e(column.version)}{small}</th>'
 
 
-def html(matrix: Matrix) -> str:
-    """One self-contained page: the matrix as a colour grid with a legend.
+def _html_legend(matrix: Matrix) -> str:
+    verdicts = "".join(f'<span class="item"><span class="key {name}">'
+                       f'{_e("not installed" if name == "noinst" else name)}</span>{_e(meaning)}</span>'
+                       for name, _, _, meaning in _LEGEND)
+    verdicts += ('<span class="item"><span class="key" style="box-shadow: inset 4px 0 0 #d4380d; font-weight: 700">'
+                 'bar</span>differs from the version before it</span>')
+    modes = "".join(f'<span class="item"><span class="mk m-ok">{_e(_mark(m))}</span>{_e(m)}</span>'
+                    for m in matrix.modes)
+    statuses = "".join(f'<span class="item"><span class="mk {cls}">e</span>{_e(meaning)}</span>'
+                       for cls, meaning in _MARK_LEGEND)
+    statuses += '<span class="item"><span class="mk m-ok moved">e</span>status differs from the version before</span>'
+    return (f'<div class="legend"><div class="row"><b>cell: verdict</b>{verdicts}</div>'
+            f'<div class="row"><b>marks: modes</b>{modes}</div>'
+            f'<div class="row"><b>mark: status</b>{statuses}</div></div>')
 
-    Inline CSS and JavaScript only; every text from a report is escaped. A
-    cell's explanation shows on hover (its title) and, on click, in a details
-    panel with the error, the result's details and the rerun command.
+
+def html(matrix: Matrix) -> str:
+    """One self-contained page: a row per case and point, a column per version.
+
+    Each cell has its verdict's colour and one mark per mode, coloured by what
+    the mode did. Inline CSS and JavaScript only; every text from a report is
+    escaped. A cell's explanation, and each mark's status, show on hover (the
+    title); a click on a cell shows the details panel: the reason, what changed,
+    every mode's status and error, the result's details and the rerun command.
+    The rows can be filtered to those that changed, by theme (the case id's
+    prefix) and by a search of case[point].
     """
-    width = 3 + len(matrix.columns)
+    points = matrix.points
+    width = 1 + len(matrix.columns)
+    changed = [p for p in points if p.changed]
     body = []
-    groups = ((f"Changed between versions ({len(matrix.changed)})", "changed", [r for r in matrix.rows if r.changed]),
-              (f"Same in every version that ran it ({len(matrix.rows) - len(matrix.changed)})", "same",
-               [r for r in matrix.rows if not r.changed]))
-    for title, kind, rows in groups:
-        if not rows:
+    groups = ((f"Changed between versions ({len(changed)})", "changed", changed),
+              (f"Same in every version that ran it ({len(points) - len(changed)})", "same",
+               [p for p in points if not p.changed]))
+    for title, kind, group in groups:
+        if not group:
             continue
-        body.append(f'<tr class="group {kind}"><th colspan="{width}">{_e(title)}</th></tr>')
-        for row in rows:
-            cells = "".join(_html_cell(row, column, i) for i, column in enumerate(matrix.columns))
-            body.append(f'<tr class="{kind}"><td class="name">{_e(row.name)}</td><td class="mode">{_e(row.mode)}</td>'
-                        f'<td class="change">{_e(row.change)}</td>{cells}</tr>')
-    legend = "".join(f'<span class="item"><span class="key {name}">{_e("not installed" if name == "noinst" else name)}'
-                     f'</span>{_e(meaning)}</span>' for name, _, _, meaning in _LEGEND)
-    legend += ('<span class="item"><span class="key" style="box-shadow: inset 4px 0 0 #d4380d; font-weight: 600">bold</span>'
-               'differs from the version before it</span>')
-    versions = ", ".join(f"{c.version} ({_env_line(c)})" if _env_line(c) else c.version for c in matrix.columns)
-    fields = "".join(f'<dt>{_e(name)}</dt><dd id="p-{name}"{" class=code" if name in ("rerun", "details") else ""}>'
-                     '</dd>' for name in ("status", "verdict", "stage", "reason", "error", "details", "rerun"))
+        body.append(f'<tr class="group" data-kind="{kind}"><th colspan="{width}"><span>{_e(title)}</span></th></tr>')
+        for point in group:
+            cells = "".join(_html_cell(point, matrix.columns, i) for i in range(len(matrix.columns)))
+            change = f'<span class="change">{_e(point.change)}</span>' if point.change else ""
+            body.append(f'<tr class="p {kind}" data-name="{_e(point.name)}" data-theme="{_e(point.theme)}">'
+                        f'<td class="name"><code>{_breakable(point.name)}</code>{change}</td>{cells}</tr>')
+    themes = sorted({p.theme for p in points})
+    counts = {t: sum(p.theme == t for p in points) for t in themes}
+    options = "".join(f'<option value="{_e(t)}">{_e(t)} ({counts[t]})</option>' for t in themes)
+    installed = [c.version for c in matrix.columns if c.not_installed is None]
+    versions = (f"{len(matrix.columns)} versions, {matrix.columns[0].version} to {matrix.columns[-1].version}"
+                if len(matrix.columns) > 1 else matrix.columns[0].version)
+    versions += "; each column names its NumPy and Python." if installed else "."
+    versions += "".join(f" {c.version} is not installed: {c.not_installed}." for c in matrix.columns
+                        if c.not_installed is not None)
+    names = ("verdict", "reason", "change", "modes", "details", "rerun")
+    code = ("modes", "details", "rerun")
+    fields = "".join(f'<dt>{_e(name)}</dt><dd id="p-{name}"{" class=code" if name in code else ""}></dd>'
+                     for name in names)
     heads = "".join(_html_head(c) for c in matrix.columns)
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -240,15 +427,23 @@ def html(matrix: Matrix) -> str:
 <body>
 <h1>TensorFlow version matrix</h1>
 <p class="meta">TensorFlow {_e(versions)}</p>
-<p class="meta">{_e(_summary(matrix))} Hover over a cell for its explanation; click it for the details.</p>
-<div class="legend">{legend}</div>
-<label class="filter"><input type="checkbox" id="only-changed"> only rows that changed</label>
+<p class="meta">{_e(_summary(matrix, points))} Hover over a cell or a mark for its explanation; click a cell for the
+details.</p>
+{_html_legend(matrix)}
+<div class="controls">
+<label><input type="checkbox" id="only-changed"> only rows that changed</label>
+<label>theme <select id="theme"><option value="">all ({len(points)})</option>{options}</select></label>
+<label>search <input type="search" id="search" placeholder="case[point]"></label>
+<span id="shown"></span>
+</div>
+<div class="wrap">
 <table id="grid">
-<thead><tr><th>case[point]</th><th>mode</th><th>where it changed</th>{heads}</tr></thead>
+<thead><tr><th class="name">case[point]</th>{heads}</tr></thead>
 <tbody>
 {chr(10).join(body)}
 </tbody>
 </table>
+</div>
 <div id="panel" hidden><button id="p-close" title="close" aria-label="close">&times;</button>
 <h2 id="p-head"></h2><dl>{fields}</dl></div>
 <script>{_JS}</script>
