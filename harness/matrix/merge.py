@@ -210,7 +210,8 @@ class Step:
             for mode, before in members:
                 if before != common:
                     others.setdefault(before, []).append(mode)
-            note = "; ".join(f"{', '.join(modes)} was {before}" for before, modes in others.items())
+            note = "; ".join(f"{', '.join(modes)} {'were' if len(modes) > 1 else 'was'} {before}"
+                            for before, modes in others.items())
             parts.append(f"{who}: {common} → {after}" + (f" ({note})" if note else ""))
         if self.verdicts[0] != self.verdicts[1]:
             parts.append(f"verdict {self.verdicts[0]} → {self.verdicts[1]}")
