@@ -213,9 +213,12 @@ def test_a_step_says_every_mode_the_others_and_where_a_mode_came_from():
     assert first.every_mode
     assert first.text == "every mode: ok → TypeError (graph was LookupError); verdict pass → error"
     assert second.text == "eager: TypeError → ValueError; function, graph: TypeError → ok"
-    matrix = merged(report("2.15.1", result("a", graph=raised("LookupError", "l"), function=raised("LookupError", "l"))),
-                    report("2.16.2", result("a", verdict="error", **everything)))
-    assert matrix.points[0].steps[0].text.startswith("every mode: ok → TypeError (function, graph were LookupError)")
+    lookup = raised("LookupError", "l")
+    matrix = merged(report("2.15.1", result("a", graph=lookup, function=lookup)),
+                    report("2.16.2", result("a", verdict="error", **{m: raised("TypeError", "t") for m in FULL})),
+                    modes=FULL)
+    assert matrix.points[0].steps[0].text == ("every mode: ok → TypeError (function, graph were LookupError); "
+                                              "verdict pass → error")
     crashed = result("b", verdict="crash")
     crashed["modes"] = {"graph": {"status": "crash", "error_message": "killed by SIGABRT", "stage": "graph"}}
     matrix = merged(report("2.15.1", result("b", function=raised("ValueError", "v"))), report("2.16.2", crashed))
