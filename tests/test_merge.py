@@ -248,6 +248,11 @@ def test_a_point_in_two_shards_is_accepted_when_identical():
     assert len(matrix.rows) == 6
 
 
+def test_a_point_in_two_shards_is_identical_whatever_each_took():
+    matrix = merged(report("2.21.0", dict(result("b"), seconds=1.5)), report("2.21.0", dict(result("b"), seconds=2.0)))
+    assert [r.case for r in matrix.rows] == ["b"] * 3
+
+
 def test_a_point_in_two_shards_with_different_results_is_an_error_naming_both():
     with pytest.raises(MergeError, match=r"b\[x=1.0\] is in two reports of TensorFlow 2.21.0, r0.json and r1.json"):
         merged(report("2.21.0", result("b")), report("2.21.0", result("b", verdict="fail")))
