@@ -5,14 +5,29 @@ them at once, so the three modes start from identical weights, and the v1
 graph mode gets the model built inside its own tf.Graph (what tf-keras, not
 Keras 3, supports). Gradients are taken with respect to the inputs and every
 trainable weight.
+
+Keras 2 is what these cases need: the tf-keras package from TensorFlow 2.14
+on, and before 2.16 also `tf.keras` itself (2.12 and 2.13 have no tf-keras:
+Keras 2 ships inside TensorFlow). From 2.16 `tf.keras` is Keras 3, so without
+tf-keras (`pip install 'harness[keras]'`) every mode skips these cases, saying why.
 """
 
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from harness import VALUES_DIFFER, Case, Expectation
 from harness.cases import FORWARD_USES_THE_BODY
+from harness.modes import KNOWN_MODES
+
+try:
+    import tf_keras
+except ImportError:
+    tf_keras = tf.keras if tuple(int(p) for p in tf.version.VERSION.split(".")[:2]) < (2, 16) else None
+
+_SKIP = {} if tf_keras is not None else {
+    mode: "needs Keras 2: install tf-keras (pip install 'harness[keras]'); from TensorFlow 2.16 tf.keras is "
+          "Keras 3, whose layers these cases do not build" for mode in KNOWN_MODES}
+_Layer = tf_keras.layers.Layer if tf_keras is not None else object
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 _KERNEL_3x2 = np.array([[0.5, -1.0], [1.5, 0.25], [-0.75, 2.0]], np.float32)
@@ -34,7 +49,7 @@ def _dense(kernel, bias=None, activation=None):
                                  bias_initializer=_constant(bias))
 
 
-class RoundSTE(tf_keras.layers.Layer):
+class RoundSTE(_Layer):
     """Rounds to quarters forward, passes the gradient straight through."""
 
     def call(self, x):
@@ -48,7 +63,7 @@ class RoundSTE(tf_keras.layers.Layer):
         return quantise(x)
 
 
-class GradientReversal(tf_keras.layers.Layer):
+class GradientReversal(_Layer):
     """Domain-adversarial training's gradient reversal, with a fixed factor."""
 
     def __init__(self, factor, **kwargs):
@@ -66,7 +81,7 @@ class GradientReversal(tf_keras.layers.Layer):
         return reverse(x)
 
 
-class SoftplusDense(tf_keras.layers.Layer):
+class SoftplusDense(_Layer):
     """softplus(x W + b) with the whole layer's gradient written by hand, weights included."""
 
     def __init__(self, kernel, bias, **kwargs):
@@ -125,12 +140,13 @@ CASES = [
         build=build_ste_model,
         points=[_BATCH],
         wrt_variables=True,
+        skip_modes=_SKIP,
         source=f"{_DOCS} (pattern: a straight-through quantiser layer in tf_keras.Sequential)",
         description="Dense, a round-to-quarters straight-through layer, Dense: gradients w.r.t. the inputs "
                     "and all three weights as if the rounding were the identity",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="a straight-through estimator by design: identity backward through round, whose true "
                        "derivative is 0 wherever it is defined",
             ),
@@ -141,16 +157,17 @@ CASES = [
         build=build_reversal_model,
         points=[_BATCH],
         wrt_variables=True,
+        skip_modes=_SKIP,
         source=f"{_DOCS} (pattern: gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495)",
         description="a functional model whose shared head sees the features directly and through a "
                     "gradient reversal layer (factor 0.5): the feature weights get 1 - 0.5 of the gradient",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the layer's tf.identity gives +1 where grad_fn reverses the sign",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="gradient reversal by design: -dy backward through an identity, whose true derivative is 1",
             ),
         ],
@@ -161,6 +178,7 @@ CASES = [
         points=[_BATCH],
         order=2,
         wrt_variables=True,
+        skip_modes=_SKIP,
         source=f"{_DOCS} (a layer whose custom gradient covers its own weights through `variables`)",
         description="a layer computing softplus(x W + b) with grad_fn(dy, variables) giving the kernel and "
                     "bias gradients, then Dense: orders 1 and 2 w.r.t. inputs and weights",

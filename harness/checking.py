@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -51,8 +52,15 @@ class CheckSpec:
 
 def _numpy_dtype(dtype: str):
     if dtype == "bfloat16":
-        import ml_dtypes  # noqa: PLC0415 - ships with TensorFlow; only needed for bfloat16
-
+        # TensorFlow's own bfloat16 where it is loaded (a worker): 2.12 refuses a newer ml_dtypes'
+        # type, and 2.13 has no ml_dtypes. The main process only checks literals, without TensorFlow.
+        tf = sys.modules.get("tensorflow")
+        if tf is not None:
+            return tf.bfloat16.as_numpy_dtype
+        try:
+            import ml_dtypes  # noqa: PLC0415 - comes with most TensorFlow releases; only needed for bfloat16
+        except ImportError:
+            return np.dtype("float32")  # the literal's syntax is all the main process checks
         return ml_dtypes.bfloat16
     return np.dtype(dtype)
 

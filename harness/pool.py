@@ -123,11 +123,11 @@ class _Worker:
 
 
 def _judge(infos: dict, environment: dict, job: worker.Job, measured: Sequence[Measured],
-           changed: Sequence[str]) -> list[Result]:
+           changed: Sequence[str], lost: str = "") -> list[Result]:
     """The verdicts on what a worker measured for `job`, decided here, in the main process."""
     return judge_measured(infos[job.case_id], measured, points=job.points, modes=job.modes, options=job.options,
                           tf_version=environment["tensorflow"], reference=_modes.reference_of(job.modes),
-                          reruns=dict(job.reruns), strict_xpass=job.strict_xpass, changed=changed)
+                          reruns=dict(job.reruns), strict_xpass=job.strict_xpass, changed=changed, lost=lost)
 
 
 def _dead_results(job: worker.Job, status: Status, mode: str, how: str, output: str) -> list[Result]:
@@ -239,7 +239,7 @@ class WorkerPool:
             elif kind == "scripts":
                 w.scripts = message[1]
             elif kind == "done":
-                results = _judge(self._infos, self._catalogue[0], w.job, message[1], message[2])
+                results = _judge(self._infos, self._catalogue[0], w.job, message[1], message[2], message[3])
                 self._finished.append(Finished(w.index, _timed(results, _clock() - w.started), w.scripts))
                 w.release()
                 if message[2]:  # it changed global state and has exited

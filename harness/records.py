@@ -26,6 +26,14 @@ class Output:
     dtype: str
     shape: tuple[int, ...]
 
+    def portable(self) -> "Output":
+        """This output with a value any process can unpickle: bfloat16 values become float32
+        (exactly: every bfloat16 is a float32), the dtype staying "bfloat16". TensorFlow 2.12 and
+        2.13 have a bfloat16 NumPy type of their own that pickle cannot find."""
+        if self.value is None or self.dtype != "bfloat16":
+            return self
+        return dataclasses.replace(self, value=np.asarray(self.value, dtype=np.float32))
+
     @classmethod
     def of(cls, value: Optional[np.ndarray], dtype: str = "", shape: tuple[int, ...] = ()) -> "Output":
         """An Output for `value`; for None, the dtype and shape of what it stands for."""
@@ -147,6 +155,11 @@ class ModeOutcome:
     upstream: tuple[tuple[Output, ...], ...] = ()
     upstream_error: Optional[ErrorInfo] = None
 
+    def portable(self) -> "ModeOutcome":
+        """This outcome with every value portable (Output.portable), to send to another process."""
+        return dataclasses.replace(self, orders=tuple(tuple(o.portable() for o in order) for order in self.orders),
+                                   upstream=tuple(tuple(o.portable() for o in order) for order in self.upstream))
+
 
 @dataclasses.dataclass(frozen=True)
 class Usage:
@@ -245,6 +258,11 @@ class Measured:
     outcomes: Mapping[str, ModeOutcome]
     repeats: Mapping[str, tuple[ModeOutcome, ...]] = dataclasses.field(default_factory=dict)
     oracles: Mapping[str, OracleOutcome] = dataclasses.field(default_factory=dict)
+
+    def portable(self) -> "Measured":
+        """This measurement with every value portable (Output.portable), to send to another process."""
+        return dataclasses.replace(self, outcomes={m: o.portable() for m, o in self.outcomes.items()},
+                                   repeats={m: tuple(o.portable() for o in again) for m, again in self.repeats.items()})
 
 
 @dataclasses.dataclass(frozen=True)

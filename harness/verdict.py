@@ -404,14 +404,15 @@ def required_oracles(options: RunOptions, case_oracles: Sequence[str]) -> tuple[
 
 def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequence[str], modes: Sequence[str],
                    options: RunOptions, tf_version: str, reference: str, reruns: Mapping[str, str],
-                   strict_xpass: bool = False, changed: Sequence[str] = ()) -> list[Result]:
+                   strict_xpass: bool = False, changed: Sequence[str] = (), lost: str = "") -> list[Result]:
     """Judges what a worker measured for `case` at `points`: one Result per point.
 
     A measurement that is not what was asked for (a point, a mode or a
     required oracle missing) is an `error`, as code in the case's process
     must have replaced the harness's own; so is a case that `changed` global
     TensorFlow state (each entry says what), as its values were computed
-    under, or left behind, a different TensorFlow.
+    under, or left behind, a different TensorFlow. `lost` says why the worker
+    could send none of its measurement, when it could not.
     """
     if not case.runs_on(tf_version):
         reason = f"the case needs TensorFlow {case.tf_versions}; this is {tf_version}"
@@ -422,6 +423,10 @@ def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequ
     for label in points:
         m = by_point.get(label)
         broken = _malformed(m, modes, wanted)
+        if lost:
+            results.append(Result(case=case.id, point=label, order=case.order, verdict=Verdict.ERROR,
+                                  reason=lost, details=(), outcomes={}, rerun=reruns[label]))
+            continue
         if broken:
             results.append(Result(case=case.id, point=label, order=case.order, verdict=Verdict.ERROR,
                                   reason=f"{broken}: code in the case's process must have replaced or broken the "

@@ -136,7 +136,8 @@ def serve(conn, sources: Sources, output_path: str) -> None:
     """The worker process's main loop.
 
     Sends ("ready", environment, catalogue) or ("load_error", message); then for
-    each ("run", job) sends what `run_job` notifies, then ("done", measured, changed). Exits on
+    each ("run", job) sends what `run_job` notifies, then ("done", measured, changed, lost), `lost`
+    saying why nothing measured could be sent ("" when it was). Exits on
     ("stop",), or after a case that changed global state.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
@@ -162,6 +163,9 @@ def serve(conn, sources: Sources, output_path: str) -> None:
         job: Job = message[1]
         measured, changed = run_job(loaded, job, lambda kind, payload: conn.send((kind, payload)))
         _end_strays()
-        conn.send(("done", measured, changed))
+        try:
+            conn.send(("done", [m.portable() for m in measured], changed, ""))
+        except Exception as e:  # noqa: BLE001 - pickling fails before anything is written: say so instead
+            conn.send(("done", [], changed, f"the worker could not send what it measured: {type(e).__name__}: {e}"))
         if changed:
             return  # a fresh worker takes the next case

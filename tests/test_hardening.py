@@ -613,3 +613,22 @@ def test_a_worker_that_exits_on_its_own_is_not_reported_as_killed(tmp_path):
     proc = harness(f"--case_file={tmp_path / 'cases.py'}", "--mode=eager")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "a worker exited with status 3 while importing TensorFlow and the cases" in proc.stderr, proc.stderr
+
+
+def test_measurements_travel_as_portable_values_and_a_lost_one_is_each_points_error():
+    import ml_dtypes
+
+    from harness.case import Case
+    from harness.loader import info
+    from harness.records import ModeOutcome, Output, RunOptions, Status
+    from harness.verdict import judge_measured
+
+    value = np.array([1.5, -0.0078125, 3.0e38], dtype=ml_dtypes.bfloat16)
+    out = ModeOutcome(mode="eager", status=Status.OK, orders=((Output.of(value),),)).portable().orders[0][0]
+    assert out.dtype == "bfloat16" and out.value.dtype == np.float32
+    np.testing.assert_array_equal(out.value, value.astype(np.float64))  # exact: every bfloat16 is a float32
+    case = info(Case(id="t.sq", fn=lambda x: x * x, points=[{"x": np.float32(1.0)}], description="d", source="s"))
+    lost = "the worker could not send what it measured: PicklingError: Can't pickle <class 'bfloat16'>"
+    (result,) = judge_measured(case, [], points=case.points, modes=("eager",), options=RunOptions(),
+                               tf_version="2.13.1", reference="eager", reruns={"x=1.0": "rerun"}, lost=lost)
+    assert result.verdict.value == "error" and result.reason == lost

@@ -40,7 +40,7 @@ def job(*points, case="tests.case"):
                       strict_xpass=False, reruns=tuple((p, f"rerun {p}") for p in points))
 
 
-def judged(infos, environment, job_, measured, changed):
+def judged(infos, environment, job_, measured, changed, lost=""):
     return [result(point=p, case=job_.case_id) for p in job_.points]
 
 
@@ -84,7 +84,7 @@ def test_a_two_point_job_that_took_4_s_gives_each_point_2_s(monkeypatch):
     w.assign(0, job("x=1.0", "x=2.0"))
     assert there.recv()[0] == "run"
     clock.now += 4.0
-    there.send(("done", [], []))
+    there.send(("done", [], [], ""))
     p._receive(5)
     [done] = p._finished
     assert [(r.point, r.seconds) for r in done.results] == [("x=1.0", 2.0), ("x=2.0", 2.0)]

@@ -85,12 +85,12 @@ def serve(request: dict) -> Iterator[dict]:
 
 def _run_points(request: dict) -> Iterator[dict]:
     from harness import upstream  # noqa: PLC0415
-    from harness.modes._tf import Progress, error_info, tape_chains, tf  # noqa: PLC0415 - loaded in main
+    from harness.modes._tf import Progress, error_info, portable, restored, tape_chains, tf  # noqa: PLC0415 - loaded in main
     from harness.records import RunOptions  # noqa: PLC0415
 
     folder = request["folder"]
     with open(os.path.join(folder, "points.pkl"), "rb") as f:
-        points = pickle.load(f)
+        points = restored(pickle.load(f))
     options = RunOptions(unconnected_zero=request["unconnected_zero"])
     loaded = None
     for index in request["points"]:
@@ -109,8 +109,9 @@ def _run_points(request: dict) -> Iterator[dict]:
             error = dataclasses.asdict(error_info(e, progress.stage))
         raised = progress.upstream_error
         with open(os.path.join(folder, f"result-{index}.pkl"), "wb") as f:
-            pickle.dump({"orders": _values(progress.done), "upstream": _values(progress.upstream),
-                         "upstream_error": None if raised is None else dataclasses.asdict(error_info(*raised))}, f)
+            pickle.dump(portable({"orders": _values(progress.done), "upstream": _values(progress.upstream),
+                                  "upstream_error": None if raised is None else dataclasses.asdict(error_info(*raised))}),
+                        f)
         yield {"point": index, "error": error}
 
 

@@ -19,7 +19,7 @@ from harness import probe, upstream
 from harness.case import Case, Point
 from harness.records import ErrorInfo, ModeOutcome, Output, RunOptions, Source, Status
 
-__all__ = ["tf", "Progress", "Subject", "build_subject", "build_error", "error_info", "unconnected",
+__all__ = ["tf", "Progress", "Subject", "build_subject", "build_error", "error_info", "portable", "restored", "unconnected",
            "is_target", "flat_outputs", "tape_orders", "tape_chains", "upstream_weights", "upstream_tables",
            "order_stage", "dense"]
 
@@ -39,6 +39,33 @@ class Progress:
         # (exception, stage) when it raised where the plain chain did not.
         self.upstream: list[list[Any]] = []
         self.upstream_error: Optional[tuple[BaseException, str]] = None
+
+
+_BF16_TAG = "harness:bfloat16-as-float32"
+
+
+def portable(obj: Any) -> Any:
+    """`obj` (lists, tuples and dicts of NumPy values) with every bfloat16 value tagged and held as
+    float32 (exactly), for pickle: the bfloat16 NumPy type TensorFlow 2.12 and 2.13 define
+    cannot be pickled, as pickle cannot find the class. `restored` undoes it."""
+    if isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.name == "bfloat16":
+        return (_BF16_TAG, np.asarray(obj, dtype=np.float32))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(portable(o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: portable(v) for k, v in obj.items()}
+    return obj
+
+
+def restored(obj: Any) -> Any:
+    """What `portable` was given, with this TensorFlow's own bfloat16 type."""
+    if isinstance(obj, tuple) and len(obj) == 2 and obj[0] == _BF16_TAG:
+        return obj[1].astype(tf.bfloat16.as_numpy_dtype)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(restored(o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: restored(v) for k, v in obj.items()}
+    return obj
 
 
 def error_info(exc: BaseException, stage: str) -> ErrorInfo:

@@ -44,7 +44,7 @@ from typing import Optional, Sequence
 
 from harness import upstream
 from harness.case import Case, Point
-from harness.modes._tf import Subject, build_error, build_subject, flat_outputs, tf
+from harness.modes._tf import Subject, build_error, build_subject, flat_outputs, portable, restored, tf
 from harness.records import ErrorInfo, ModeOutcome, RunOptions, Status
 
 __all__ = ["OBSERVES_GRADIENTS", "runner_for"]
@@ -144,7 +144,7 @@ class _Mode:
             except Exception as e:  # noqa: BLE001 - tracing runs the case's code; saving may refuse it
                 return [subject.error(self.NAME, e, "save", p) for p in case.points]
             with open(os.path.join(folder, "points.pkl"), "wb") as f:
-                pickle.dump([(n, list(p.values)) for n, p in zip(names, case.points)], f)
+                pickle.dump(portable([(n, list(p.values)) for n, p in zip(names, case.points)]), f)
             return self._load_and_run(subject, case, folder, options)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -170,7 +170,7 @@ class _Mode:
 
     def _outcome(self, subject: Subject, point: Point, folder: str, reply: dict) -> ModeOutcome:
         with open(os.path.join(folder, f"result-{reply['point']}.pkl"), "rb") as f:
-            found = pickle.load(f)
+            found = restored(pickle.load(f))
         outcome = subject.ok(self.NAME, found["orders"], point, found["upstream"])
         if found["upstream_error"] is not None:
             outcome = dataclasses.replace(outcome, upstream_error=_error(found["upstream_error"]))
