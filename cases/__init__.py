@@ -3,10 +3,10 @@
 Each module is one theme and defines CASES, a list of harness.Case; a case id
 starts with its module's name (seeds.log1pexp2 lives in seeds.py).
 
-An expectation's tf_versions is where the behaviour was seen: ">=2.16" means
-identical outcomes on 2.16.2 (the first release with Keras 3 as tf.keras) and
-2.21.0 in the version matrix (scripts/matrix.py, run by CI); ">=2.12" adds
-2.12.1, where the same behaviour was recorded by hand.
+An expectation holds on every release of the pin table (harness/matrix/pins.py,
+2.12.1 to 2.21.0) unless it says otherwise: a tf_versions range appears only
+where the version matrix over all of them (docs/matrix.md, `python
+scripts/matrix.py --versions all`) shows a behaviour that depends on the release.
 """
 
 # The one reason behind most forward-mode deviations, shared by the themes.

@@ -174,7 +174,7 @@ CASES = [
                     "every mode",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, points=["x=100.0"], tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER, points=["x=100.0"],
                 reason="the docstring's point: exp(100) overflows float32, so the naive gradient is inf / inf = NaN "
                        "where the true derivative is 1; this is why the docstring writes the custom gradient",
             ),
@@ -188,7 +188,7 @@ CASES = [
         description="the stable custom gradient 1 - 1 / (1 + e^x): 0.5 at x = 0 and 1.0 at x = 100",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, points=["x=100.0"], tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=100.0"],
                 reason=FORWARD_USES_THE_BODY + ": the body log(1 + e) overflows at x = 100, so its derivative is "
                        "inf / inf = NaN where grad_fn gives 1",
             ),
@@ -211,10 +211,10 @@ CASES = [
                     "(-sin x), the graph modes give None (unconnected)",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+                modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla", "graph"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla", "graph"], outcome=VALUES_DIFFER,
                 reason="the eager decorator records grad_fn with its inputs only (dy), and the order-2 tape "
                        "does not watch dy, so tape.h's ShouldRecord drops the record and the tape keeps the "
                        "ordinary ops of the body, dy * cos(x), whose derivative is -sin(x); the graph "
@@ -233,18 +233,18 @@ CASES = [
                     "two gradients for one input",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16",
+                modes=["saved_model"], outcome="LookupError",
                 reason=SAVED_MODEL_DROPS_INNER + "; the inner grad_fn with the wrong gradient count is never reached",
             ),
             Expectation(
-                modes=["eager", "graph", "forward"], outcome="ValueError", tf_versions=">=2.12",
+                modes=["eager", "graph", "forward"], outcome="ValueError",
                 reason="first_order_custom has one input but second_order_and_transpose returns two "
                        "gradients; the eager decorator counts them (custom_gradient.py: 'expected to "
                        "return 1 gradients, but returned 2') and tf.gradients' _VerifyGeneratedGradients "
                        "rejects the IdentityN gradient count",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla"], outcome="InternalError", tf_versions=">=2.12",
+                modes=["no_autograph", "function", "xla"], outcome="InternalError",
                 reason="the graph-mode decorator used inside tf.function does not count the gradients; "
                        "the tape's C++ check in pywrap_tfe_src.cc does, and reports any mismatch as "
                        "InternalError 'returned too few gradients'",
@@ -261,7 +261,7 @@ CASES = [
                     "at x = 0.5",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+                modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
             ),
         ],
     ),
@@ -275,7 +275,7 @@ CASES = [
                     "two returns (for x and for dy) are right: sin, cos, -sin at x = 0.5",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+                modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
             ),
         ],
     ),
@@ -289,12 +289,12 @@ CASES = [
                     "w.r.t. x and [6, 3] w.r.t. the weights",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the body w1 * x + w0 gives the true variable gradient [3, 6], not "
                        "grad_fn's swapped [6, 3]",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="the docstring's grad_fn returns tf.stack([x ** 1, x ** 0]) summed, [sum(x), n] = [6, 3], "
                        "for weights [w0, w1]; poly = w1 * x + w0 has gradient [n, sum(x)] = [3, 6]: the docstring "
                        "swaps the two entries of the variable gradient (x's gradient w1 is right)",
@@ -311,7 +311,7 @@ CASES = [
                     "inside a custom gradient: the custom gradient [1, 1] in every mode",
         expectations=[
             Expectation(
-                modes=["xla"], outcome="FailedPreconditionError", tf_versions=">=2.16",
+                modes=["xla"], outcome="FailedPreconditionError",
                 reason="XLA cannot compile tf.random.shuffle of a float vector: legalize_tf.cc's "
                        "ConvertRandomShuffleOp sorts s32 random keys with createSortOp, which marks the "
                        "comparator TOTALORDER because the shuffled values are float, and hlo_verifier.cc's "
@@ -329,7 +329,7 @@ CASES = [
                     "every mode returns the custom gradient [1, 1]",
         expectations=[
             Expectation(
-                modes=["xla"], outcome="FailedPreconditionError", tf_versions=">=2.16",
+                modes=["xla"], outcome="FailedPreconditionError",
                 reason="as in docs.stop_gradient_shuffle: XLA's lowering of tf.random.shuffle of a float vector sorts "
                        "s32 keys with a TOTALORDER comparator, which the HLO verifier rejects",
             ),

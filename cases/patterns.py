@@ -213,11 +213,11 @@ CASES = [
         description="identity forward, -0.5 * dy backward: gradient -0.5 everywhere",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the body tf.identity gives 1 where grad_fn gives -0.5",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="gradient reversal by design: -0.5 dy backward through an identity, whose true derivative is 1",
             ),
         ],
@@ -230,7 +230,7 @@ CASES = [
         description="round forward, identity backward: gradient 1 where round's own gradient is 0",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="a straight-through estimator by design: identity backward through round, whose true "
                        "derivative is 0 away from the half-integers",
             ),
@@ -245,7 +245,7 @@ CASES = [
         description="sign forward, dy * (|x| <= 1) backward: gradient 0 at x = -2 and 1.7, 1 elsewhere",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="a straight-through estimator by design: dy * (|x| <= 1) backward through sign, whose true "
                        "derivative is 0 except at its jump at 0, where the difference quotient is 1 / step",
             ),
@@ -259,11 +259,11 @@ CASES = [
         description="(3 * id(x))**2 with the upstream 18x clipped to [-1, 1]: gradient clip(18x, -1, 1)",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the body tf.identity passes 18x through unclipped",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="the upstream gradient is clipped to [-1, 1] by design; the true derivative of (3x)**2 is 18x",
             ),
         ],
@@ -276,11 +276,11 @@ CASES = [
         description="(3 * id(x))**2 with the upstream 18x rescaled to norm 1: gradient x / ||x||",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the body tf.identity passes 18x through unscaled",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="the upstream gradient is rescaled to norm 1 by design; the true derivative of (3x)**2 is 18x",
             ),
         ],
@@ -293,11 +293,11 @@ CASES = [
         description="(3 * id(x))**2 with the upstream 18x scaled by 0.1: gradient 1.8x instead of 18x",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the body tf.identity gives 18x, not grad_fn's 1.8x",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="the upstream gradient is scaled by 0.1 by design; the true derivative of (3x)**2 is 18x",
             ),
         ],
@@ -310,7 +310,7 @@ CASES = [
         description="sqrt with gradient 0 at x = 0 (tf.sqrt's own is inf), 1 and 0.25 at x = 0.25 and 4",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": tf.sqrt's derivative is inf at x = 0, and 0 * inf = NaN spreads to "
                        "the other elements through the sum over outputs",
             ),
@@ -325,7 +325,7 @@ CASES = [
                     "is NaN), [0.6, 0.8, 0] at [3, 4, 0]",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, points=["x=[0.0,0.0,0.0]"], tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=[0.0,0.0,0.0]"],
                 reason=FORWARD_USES_THE_BODY + ": tf.norm's sqrt has derivative 0 * inf = NaN at 0, where grad_fn "
                        "gives 0",
             ),
@@ -351,7 +351,7 @@ CASES = [
                     "s(x)(1 - s(x)), finite at |x| = 100",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": at x = 0 the body's Maximum sends the tie to x and Abs's derivative "
                        "is sign(0) = 0, giving 1 where grad_fn gives sigmoid(0) = 0.5",
             ),
@@ -366,7 +366,7 @@ CASES = [
         description="tanh with custom derivatives 1 - t^2 and -2t(1 - t^2), right at order 2",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+                modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
             ),
         ],
     ),
@@ -379,7 +379,7 @@ CASES = [
         description="sin with custom cos, -sin and -cos: 0.4794255, 0.8775826, -0.4794255, -0.8775826",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+                modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
             ),
         ],
     ),
@@ -393,7 +393,7 @@ CASES = [
                     "sin(x) * w: 1.5 cos(x) w.r.t. x, sum(sin x) w.r.t. w",
         expectations=[
             Expectation(
-                modes=["forward"], outcome="NotImplementedError", tf_versions=">=2.16",
+                modes=["forward"], outcome="NotImplementedError",
                 reason="recompute_grad runs its body with recording stopped, so forward mode needs grad_fn transposed, "
                        "and recompute_grad's transpose (custom_gradient.py) refuses: 'Consider not using "
                        "recompute_grad in forward mode autodiff'",
@@ -411,13 +411,12 @@ CASES = [
                     "NotImplementedError in every mode",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16",
+                modes=["saved_model"], outcome="LookupError",
                 reason="tf.recompute_grad's grad_wrapper is itself a custom gradient (inner_recompute_grad in "
                        "custom_gradient.py), and " + SAVED_MODEL_DROPS_INNER + ", here already at the forward call",
             ),
             Expectation(
                 modes=["eager", "no_autograph", "function", "xla", "graph", "forward"], outcome="NotImplementedError",
-                tf_versions=">=2.16",
                 reason="recompute_grad returns its gradients from an inner custom gradient whose own "
                        "gradient function, `transpose`, raises NotImplementedError ('recompute_grad tried "
                        "to transpose grad of ...'; custom_gradient.py), so order 2 fails in every mode",
@@ -432,7 +431,7 @@ CASES = [
         description="tf.grad_pass_through of quantisation to quarters: [0, 0.25, 1] forward, gradient 1",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="tf.grad_pass_through's documented purpose: an identity gradient through a quantiser whose "
                        "true derivative is 0 between its steps",
             ),
@@ -449,7 +448,7 @@ CASES = [
         skip_modes=dict.fromkeys(["saved_model", "saved_model_nocg"], _PYTHON_CANNOT_BE_SAVED),
         expectations=[
             Expectation(
-                modes=["xla"], outcome="InvalidArgumentError", tf_versions=">=2.16",
+                modes=["xla"], outcome="InvalidArgumentError",
                 reason="XLA cannot compile Python: there is no XLA kernel for the PyFuncStateless op "
                        "('Detected unsupported operations when trying to compile graph')",
             ),
@@ -465,12 +464,12 @@ CASES = [
         reference=lambda x: tf.math.softplus(tf.abs(x)),
         expectations=[
             Expectation(
-                modes=["no_autograph", "graph"], outcome="OperatorNotAllowedInGraphError", tf_versions=">=2.16",
+                modes=["no_autograph", "graph"], outcome="OperatorNotAllowedInGraphError",
                 reason="a Python `if` on a symbolic tensor needs AutoGraph to become tf.cond; "
                        "tf.function(autograph=False) and a plain tf.Graph have none",
             ),
             Expectation(
-                modes=["saved_model"], outcome="AssertionError", tf_versions=">=2.16",
+                modes=["saved_model"], outcome="AssertionError",
                 reason="after the round trip, the If op's gradient meets the saved custom gradient function's "
                        "captures, which live in neither the branch graph nor its outer graph, and "
                        "cond_v2._resolve_grad_inputs asserts t.graph == cond_graph; the same cond with plain "

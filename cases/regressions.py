@@ -124,7 +124,7 @@ CASES = [
                     "autodiff (2(x - y)/3), the graph modes raise ValueError",
         expectations=[
             Expectation(
-                modes=["eager"], outcome=GRADIENT_UNUSED, tf_versions=">=2.16",
+                modes=["eager"], outcome=GRADIENT_UNUSED,
                 reason="the issue's silent fallback: the eager decorator records the custom op with the "
                        "positional inputs only (none here), tape.h's ShouldRecord drops a record with no "
                        "watched input, and the tape differentiates the body: grad is never called, so x's "
@@ -132,7 +132,6 @@ CASES = [
             ),
             Expectation(
                 modes=["no_autograph", "function", "xla", "graph", "saved_model"], outcome="ValueError",
-                tf_versions=">=2.16",
                 reason="the graph-mode decorator refuses keyword arguments ('The custom_gradient "
                        "decorator currently supports keywords arguments only when eager execution is "
                        "enabled'); the eager one accepts them but records the custom op with the "
@@ -150,14 +149,13 @@ CASES = [
                     "gradient is taken (grad returns 2 gradients for 1 positional input)",
         expectations=[
             Expectation(
-                modes=["eager", "forward"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["eager", "forward"], outcome="ValueError",
                 reason="the eager decorator counts only positional arguments as inputs, so grad's two "
                        "gradients fail its check 'expected to return 1 gradients, but returned 2' at "
                        "order 1 (tensorflow/tensorflow#77559 reports the same)",
             ),
             Expectation(
                 modes=["no_autograph", "function", "xla", "graph", "saved_model"], outcome="ValueError",
-                tf_versions=">=2.16",
                 reason="the graph-mode decorator refuses any keyword argument at the call",
             ),
         ],
@@ -171,13 +169,13 @@ CASES = [
                     "graph, InternalError in tf.function; no mode aborts",
         expectations=[
             Expectation(
-                modes=["eager", "graph", "forward", "saved_model"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["eager", "graph", "forward", "saved_model"], outcome="ValueError",
                 reason="the eager decorator now counts the gradients ('expected to return 1 gradients, "
                        "but returned 0'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
                        "gradient count",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla"], outcome="InternalError", tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla"], outcome="InternalError",
                 reason="the graph-mode decorator inside tf.function does not count the gradients; the "
                        "tape's C++ check (pywrap_tfe_src.cc) reports the mismatch as InternalError "
                        "'returned too few gradients'",
@@ -193,13 +191,13 @@ CASES = [
                     "ValueError in eager and graph, InternalError in tf.function",
         expectations=[
             Expectation(
-                modes=["eager", "graph", "forward", "saved_model"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["eager", "graph", "forward", "saved_model"], outcome="ValueError",
                 reason="the eager decorator counts the gradients ('expected to return 1 gradients, but "
                        "returned 2'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
                        "gradient count",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla"], outcome="InternalError", tf_versions=">=2.16",
+                modes=["no_autograph", "function", "xla"], outcome="InternalError",
                 reason="the tape's C++ count check reports it, with the message 'returned too few "
                        "gradients. Expected 2 but received 3' although there are too many",
             ),
@@ -215,7 +213,7 @@ CASES = [
                     "mode, and grad2 is never called",
         expectations=[
             Expectation(
-                modes=["forward"], outcome="TypeError", tf_versions=">=2.16",
+                modes=["forward"], outcome="TypeError",
                 reason="ForwardpropFromTape watches the ones it passes as dy, so the inner custom function of dy is "
                        "recorded, and transposing it calls grad2(dx, ddy) with one argument; reverse mode never "
                        "records that op",
@@ -232,21 +230,21 @@ CASES = [
                     "every mode",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+                modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
             ),
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason="the inner body (ones_like) has no JVP, so ForwardpropFromTape differentiates grad2 with "
                        "respect to its upstream dx2; grad2 returns constants that ignore it, so order 2 is None "
                        "(unconnected) where reverse mode reads grad2's 1",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, orders=[2], tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER, orders=[2],
                 reason="grad2 returns 1 for x by construction, the value the issue expects to see; the true second "
                        "derivative of 5x is 0",
             ),
             Expectation(
-                modes=["upstream"], outcome=VALUES_DIFFER, orders=[1], tf_versions=">=2.16",
+                modes=["upstream"], outcome=VALUES_DIFFER, orders=[1],
                 reason="the workaround's first derivative ignores its upstream gradient: grad_34503_workaround "
                        "returns 5 * ones_like(x) whatever dy is, where the derivative of 5x times dy is 5 dy, so "
                        "inside any loss but the plain sum (3 * op(x), a weighted sum) the gradient is wrong",
@@ -262,18 +260,18 @@ CASES = [
                     "0.679 = the sum of the right [0.603, 0.076]; tf.gradients rejects its shape",
         expectations=[
             Expectation(
-                modes=["forward"], outcome="InvalidArgumentError", tf_versions=">=2.16",
+                modes=["forward"], outcome="InvalidArgumentError",
                 reason="transposing grad_fn feeds beta's (2,) tangent as the upstream gradient of the () beta "
                        "gradient that nn_impl.swish's grad_fn reduces to, and _SumGrad's reshape fails",
             ),
             Expectation(
-                modes=["eager", "no_autograph", "function", "xla"], outcome=BAD_GRADIENT, tf_versions=">=2.16",
+                modes=["eager", "no_autograph", "function", "xla"], outcome=BAD_GRADIENT,
                 reason="silu's grad_fn reduces the beta gradient with an unconditional reduce_sum "
                        "(nn_impl.swish), and a GradientTape passes a gradient on without checking its "
                        "shape against the input's",
             ),
             Expectation(
-                modes=["graph", "saved_model"], outcome="ValueError", tf_versions=">=2.16",
+                modes=["graph", "saved_model"], outcome="ValueError",
                 reason="tf.gradients sets each input gradient's shape to its input's "
                        "(gradients_util._GradientsHelper) and raises 'Incompatible shapes between op "
                        "input and calculated input gradient' for the () gradient of the (2,) beta",
@@ -289,12 +287,12 @@ CASES = [
                     "its Python: 0.5 and 1.0 with the saved gradient function, LookupError without it",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, points=["x=100.0"], tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=100.0"],
                 reason=FORWARD_USES_THE_BODY + ": the body log(1 + e) overflows at x = 100, so its derivative is "
                        "inf / inf = NaN where grad_fn gives 1",
             ),
             Expectation(
-                modes=["saved_model_nocg"], outcome="LookupError", tf_versions=">=2.16",
+                modes=["saved_model_nocg"], outcome="LookupError",
                 reason="saved with SaveOptions(experimental_custom_gradients=False), the IdentityN op keeps "
                        "its _gradient_op_type 'CustomGradient-N' but no gradient function is traced for it "
                        "(save.py's _trace_gradient_functions is skipped); loading keeps the name "

@@ -120,18 +120,18 @@ CASES = [
         description="nested custom gradient: dy 0.7310586 / 1.0, ddy -1.7182817 / -inf at x = 1 / 100",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16",
+                modes=["saved_model"], outcome="LookupError",
                 reason=SAVED_MODEL_DROPS_INNER + ": the seed's second_order_gradient is lost, and the order 2 tape "
                        "makes order 1 fail too",
             ),
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the inner custom op's body returns the x_grad it captured, so "
                        "order 2 is the true 0.19661194 at x = 1 instead of 1 - e, and at x = 100 the overflowing "
                        "body gives NaN at orders 1 and 2",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, orders=[2], tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER, orders=[2],
                 reason="the answer defines the second derivative as 1 - e 'to make our life easier': the true one "
                        "is sigmoid(x)(1 - sigmoid(x)), 0.19661193 at x = 1 and 0 at x = 100, where 1 - e gives "
                        "-1.7182817 and -inf; every mode computes the case's numbers faithfully",
@@ -148,16 +148,16 @@ CASES = [
                     "for one input",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16",
+                modes=["saved_model"], outcome="LookupError",
                 reason=SAVED_MODEL_DROPS_INNER + "; the inner grad_fn with the wrong gradient count is never reached",
             ),
             Expectation(
-                modes=["eager", "graph", "forward"], outcome="ValueError", tf_versions=">=2.12",
+                modes=["eager", "graph", "forward"], outcome="ValueError",
                 reason="the innermost grad_fn returns 2 gradients for 1 input; the tape and "
                        "tf.gradients both check the count and raise ValueError",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla"], outcome="InternalError", tf_versions=">=2.12",
+                modes=["no_autograph", "function", "xla"], outcome="InternalError",
                 reason="inside tf.function the same wrong count reaches the runtime and surfaces "
                        "as InternalError instead of ValueError",
             ),
@@ -173,7 +173,7 @@ CASES = [
                     "s(x)(1-s(x)) = 0.19661193 at x = 1",
         expectations=[
             Expectation(
-                modes=["saved_model"], outcome="LookupError", tf_versions=">=2.16", reason=SAVED_MODEL_DROPS_INNER,
+                modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
             ),
         ],
     ),
@@ -205,7 +205,6 @@ CASES = [
             Expectation(
                 modes=["no_autograph", "function", "xla", "graph", "saved_model"],
                 outcome="OperatorNotAllowedInGraphError",
-                tf_versions=">=2.12",
                 reason="a Python `if` on a symbolic tensor cannot be traced, and autograph does not "
                        "convert the function inside the tf.custom_gradient wrapper",
             ),

@@ -132,12 +132,12 @@ CASES = [
                     "x's is 3",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the body x * scale connects scale, so its gradient is sum(x) = 3 "
                        "where grad_fn's None says unconnected",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="grad_fn returns None for scale on purpose (the contract under test); the true derivative "
                        "of scale * x with respect to scale is sum(x) = 3",
             ),
@@ -161,12 +161,12 @@ CASES = [
                     "rows [10, 10], [0, 0], [20, 20]",
         expectations=[
             Expectation(
-                modes=["forward"], outcome="AttributeError", tf_versions=">=2.16",
+                modes=["forward"], outcome="AttributeError",
                 reason="ForwardpropFromTape treats grad_fn's outputs as tensors with tape ids, and an IndexedSlices "
                        "has none ('IndexedSlices' object has no attribute '_id')",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="grad_fn scales dy by 10 on purpose, so that the IndexedSlices it returns are easy to tell "
                        "from tf.gather's own gradient",
             ),

@@ -168,7 +168,6 @@ CASES = [
             Expectation(
                 modes=["eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model"],
                 outcome="TypeError",
-                tf_versions=">=2.16",
                 reason="both decorators check grad_fn's signature when the function reads a variable "
                        "and raise '@tf.custom_gradient grad_fn must accept keyword argument "
                        "'variables''; the docstring makes it a requirement",
@@ -185,12 +184,19 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["no_autograph", "function", "xla", "saved_model"], outcome="AttributeError",
-                tf_versions=">=2.16",
                 reason="the variable is created eagerly, so grad_fn's read inside the If op's gradient "
                        "branch captures its handle, an EagerTensor, directly; cond_v2._resolve_grad_inputs "
                        "asks every external capture for .graph, which an EagerTensor does not have. The v1 "
                        "graph builds the variable in the graph (a graph handle), and eager runs the branch "
                        "without an If op. The issue reported the same code failing on 2.5",
+                tf_versions=">=2.13",
+            ),
+            Expectation(
+                modes=["no_autograph", "function", "xla", "saved_model"], outcome="TypeError", tf_versions="<2.13",
+                reason="the same capture of the variable's EagerTensor handle fails one step earlier: 2.12's "
+                       "FuncGraph.capture passes a shape to _capture_helper(tensor, name, shape) for a resource "
+                       "EagerTensor, and _CondGradFuncGraph._capture_helper(self, tensor, name) takes none "
+                       "('takes 3 positional arguments but 4 were given'); 2.13's capture no longer passes it",
             ),
         ],
     ),
@@ -202,11 +208,11 @@ CASES = [
         description="a variable read under tf.cond inside grad_fn itself: gradient 2 at x = 5, 0 at x = -5",
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER, points=["x=-5.0"], tf_versions=">=2.16",
+                modes=["forward"], outcome=VALUES_DIFFER, points=["x=-5.0"],
                 reason=FORWARD_USES_THE_BODY + ": the body w * x gives w = 2 where grad_fn's tf.cond gives 0",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER, points=["x=-5.0"], tf_versions=">=2.16",
+                modes=["numeric"], outcome=VALUES_DIFFER, points=["x=-5.0"],
                 reason="grad_fn returns 0 for negative x by design (its tf.cond on x > 0), where the derivative of "
                        "w * x is w = 2",
             ),
