@@ -1,9 +1,12 @@
 """The command line: flags, their checks, the subcommands and the run loop.
 
-    python -m harness [flags]                      run the library (or --case_file)
+    python -m harness [run] [flags]                run the library (or --case_file)
     python -m harness check PATH.py:NAME --inputs LITERAL ...
     python -m harness repro CASE_ID|PATH.py:NAME [--point P] --out DIR
     python -m harness merge REPORT.json ... --markdown_out M --html_out H --json_out J
+
+Every flag is in _FLAG_TABLE with its --help group and the commands that take it; a command
+given a flag it does not take refuses it, naming the commands it belongs to.
 
 This process never imports TensorFlow unless --inprocess is given: workers
 load the cases and run them, so `--help` and every usage error answer in a
@@ -17,6 +20,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shlex
 import signal
 import sys
@@ -34,81 +38,85 @@ from harness.records import CaseInfo, RunOptions
 
 __all__ = ["main", "run"]
 
+# Each help starts with one short sentence: `python -m harness --help` shows that sentence, and
+# --helpfull and COMMAND --help the whole text.
 MODE = flags.DEFINE_string(
-    "mode", "all", f"'all' (= {','.join(_modes.CORE_MODES)}), 'full' (= {','.join(_modes.FULL_MODES)}), or a "
-    f"comma list of modes to run, from {','.join(_modes.KNOWN_MODES)}.")
+    "mode", "all", f"The modes to run: 'all', 'full', or a comma list of modes. With 'all' they are "
+    f"{', '.join(_modes.CORE_MODES)}; with 'full' {', '.join(_modes.FULL_MODES)}; the modes are "
+    f"{', '.join(_modes.KNOWN_MODES)}.")
 CASES = flags.DEFINE_list(
-    "cases", None, "Comma list of globs on case ids (e.g. 'seeds.*'), or CASE_ID[POINT] for one point. "
-    "Default: every case.")
+    "cases", None, "Comma list of globs on case ids, or CASE_ID[POINT] for one point. For example 'seeds.*'; "
+    "default: every case.")
 CASE_FILES = flags.DEFINE_multi_string(
     "case_file", [], "A Python file defining CASES with the harness case API (repeatable). Its cases "
     "run instead of the built-in library, unless --library is given.")
 LIBRARY = flags.DEFINE_bool(
-    "library", None, "Include the built-in case library (default: yes, unless --case_file is given).")
+    "library", None, "Include the built-in cases (default: unless --case_file is given).")
 LIST = flags.DEFINE_bool("list", False, "List the selected cases with their descriptions, and exit.")
 JSON_OUT = flags.DEFINE_string("json_out", None, "Write the JSON report (schema harness.report/1) here.")
 JUNIT_OUT = flags.DEFINE_string("junit_out", None, "Write a JUnit XML report here.")
 STRICT_XPASS = flags.DEFINE_bool(
-    "strict_xpass", False, "Count an xpass (a declared deviation that did not happen) as a failure.")
+    "strict_xpass", False, "Count an xpass as a failure. An xpass is a declared deviation that did not happen.")
 JSONL_OUT = flags.DEFINE_string(
-    "jsonl_out", None, "Append each result to this JSON Lines file as it finishes (default: next to "
-    "--json_out, with the suffix .jsonl).")
+    "jsonl_out", None, "Append each result to this JSON Lines file as it finishes. Default: next to "
+    "--json_out, with the suffix .jsonl.")
 JOBS = flags.DEFINE_integer(
-    "jobs", 0, "Worker processes running cases in parallel. 0: one, plus one more per "
+    "jobs", 0, "Worker processes running cases in parallel. With 0: one, plus one more per "
     f"{8} selected cases up to the number of cores (each worker costs a TensorFlow import). Never more "
     "workers than selected cases; more than 4 per CPU is refused as a usage error.",
     lower_bound=0)
-TIMEOUT = flags.DEFINE_float("timeout", 300.0, "Seconds one case may run (all its modes and points) before "
-                             "its worker is killed and the case is reported as timeout; 'inf': no timeout.",
-                             lower_bound=0.1)
+TIMEOUT = flags.DEFINE_float("timeout", 300.0, "Seconds a case may run before its worker is killed ('inf': "
+                             "never). The time covers all its modes and points; a killed case is "
+                             "reported as timeout.", lower_bound=0.1)
 INPROCESS = flags.DEFINE_bool(
-    "inprocess", False, "Run every case in this process, without workers, crash isolation or timeouts "
-    "(for debugging with pdb).")
+    "inprocess", False, "Run every case in this process, for debugging with pdb. There are no workers, so "
+    "no crash isolation and no timeouts.")
 REPRO_DIR = flags.DEFINE_string(
-    "repro_dir", None, "Write repro.py and ISSUE.md for every fail, xpass and crash here, one folder per "
+    "repro_dir", None, "Write repro.py and ISSUE.md for every fail, xpass and crash here. One folder per "
     "case and point.")
 INPUTS = flags.DEFINE_multi_string(
     "inputs", [], "check/repro PATH.py:NAME: one input point as a Python literal; a tuple gives one value "
     "per argument, e.g. --inputs '1.0' --inputs '(5.0, [1.0, 2.0])' (repeatable).")
-ORDER = flags.DEFINE_integer("order", 1, "check: the derivative order.", lower_bound=1)
-DTYPE = flags.DEFINE_string("dtype", "float32", "check: the dtype of every input.")
+ORDER = flags.DEFINE_integer("order", 1, "check/repro PATH.py:NAME: the derivative order.", lower_bound=1)
+DTYPE = flags.DEFINE_string("dtype", "float32", "check/repro PATH.py:NAME: the dtype of every input.")
 POINT = flags.DEFINE_string("point", None, "repro: the point label (default: the first point that does "
                                            "not pass, else the first).")
 OUT = flags.DEFINE_string("out", None, "repro: the directory to write repro.py and ISSUE.md into.")
 SHARD_INDEX = flags.DEFINE_integer(
-    "shard_index", None, "Run only this shard of the selected cases (0-based; default: $TEST_SHARD_INDEX).",
-    lower_bound=0)
+    "shard_index", None, "Run only this shard of the selected cases (0-based). Default: $TEST_SHARD_INDEX, "
+    "else 0.", lower_bound=0)
 NUM_SHARDS = flags.DEFINE_integer(
-    "num_shards", None, "Split the selected cases into this many shards (default: $TEST_TOTAL_SHARDS, else 1); "
+    "num_shards", None, "Split the selected cases into this many shards. Default: $TEST_TOTAL_SHARDS, else 1; "
     "merging every shard's report gives the report of one run.", lower_bound=1)
 MARKDOWN_OUT = flags.DEFINE_string("markdown_out", None, "merge: write the Markdown table here.")
 HTML_OUT = flags.DEFINE_string("html_out", None, "merge: write the HTML page here.")
 UNCONNECTED = flags.DEFINE_enum(
     "unconnected_gradients", "none", ["none", "zero"],
-    "What an unconnected gradient is in every mode: None (kept apart from zeros) or zeros.")
+    "Unconnected gradients are None or zeros, in every mode. None is kept apart from zeros.")
 
 NUMERIC = flags.DEFINE_bool(
-    "numeric", True, "Check the agreed values against central finite differences (the numeric oracle); "
-    "--nonumeric turns it off.")
+    "numeric", True, "Check the agreed values against central finite differences. This is the numeric "
+    "oracle; --nonumeric turns it off.")
 NUMERIC_FULL = flags.DEFINE_bool(
-    "numeric_full", False, "Numeric oracle: check every element (full Jacobians) instead of a few seeded "
-    "random directions.")
+    "numeric_full", False, "Numeric oracle: check every element (full Jacobians). Without it, the oracle "
+    "checks a few seeded random directions.")
 UPSTREAM = flags.DEFINE_bool(
-    "upstream", True, "Also take every order of a seeded weighted sum of the outputs (the upstream-gradient "
-    "check: a grad_fn that ignores or reduces its dy is right only at the plain contraction), compare it "
-    "across modes and check it numerically; --noupstream turns it off.")
+    "upstream", True, "Also take the gradients of a seeded weighted sum of the outputs. This is the "
+    "upstream-gradient check: every order of it is taken, compared across modes and checked numerically; a "
+    "grad_fn that ignores or reduces its dy is right only at the plain contraction. --noupstream turns it off.")
 WRT = flags.DEFINE_list(
-    "wrt", None, "check: differentiate only these arguments (comma list of names; default: every floating "
-    "or complex argument).")
+    "wrt", None, "check/repro PATH.py:NAME: differentiate only these arguments (comma list of names; "
+    "default: every floating or complex argument).")
 EXPECT = flags.DEFINE_multi_string(
-    "expect", [], "check: a declared deviation, as a case's Expectation: MODES:OUTCOME[:REASON], MODES a comma "
-    "list of modes and oracles or 'all', OUTCOME an exception class or 'values differ', 'bad gradient', "
-    "'gradient unused'; e.g. --expect 'numeric:values differ:a straight-through estimator' (repeatable).")
+    "expect", [], "check/repro PATH.py:NAME: a declared deviation, as a case's Expectation: "
+    "MODES:OUTCOME[:REASON], MODES a comma list of modes and oracles or 'all', OUTCOME an exception class or "
+    "'values differ', 'bad gradient', 'gradient unused'; e.g. --expect 'numeric:values differ:a "
+    "straight-through estimator' (repeatable).")
 SYMMETRIC = flags.DEFINE_list(
-    "symmetric", None, "check: arguments that are symmetric matrices; the numeric oracle moves them along "
-    "symmetric directions only (e.g. the input of tf.linalg.cholesky).")
+    "symmetric", None, "check/repro PATH.py:NAME: arguments that are symmetric matrices; the numeric oracle "
+    "moves them along symmetric directions only (e.g. the input of tf.linalg.cholesky).")
 REPEAT = flags.DEFINE_integer(
-    "repeat", 1, "Run every mode this many times; values that change between the runs make the verdict "
+    "repeat", 1, "Run every mode this many times. Values that change between the runs make the verdict "
     "'flaky' (never retried away).", lower_bound=1)
 
 _OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
@@ -172,50 +180,165 @@ for _flag in (REPRO_DIR, OUT):
 
 _HELP = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
 
-_REPORTS = (JSON_OUT, JUNIT_OUT, JSONL_OUT)
-_JUDGING = (NUMERIC, NUMERIC_FULL, UPSTREAM, UNCONNECTED, STRICT_XPASS, REPEAT)
-_RUNNING = (JOBS, TIMEOUT, INPROCESS)
-# Each command: its usage line, what it does, and the flags that concern it.
+_RUN, _CHECK, _REPRO, _MERGE = "run", "check", "repro", "merge"
+_RUNS_CASES = (_RUN, _CHECK, _REPRO)
+_SELECTION, _JUDGING, _REPORTS, _EXECUTION = "Selection", "Modes and oracles", "Reports", "Execution"
+_GROUPS = (_SELECTION, _JUDGING, _REPORTS, _EXECUTION)
+
+# Every flag of the harness, once: the group `--help` shows it in (None: one command's own flag,
+# shown in that command's --help only) and the commands that take it. The help and the refusal of
+# a flag given to a command that does not take it both read this table, so they cannot drift.
+_FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
+    (CASES, _SELECTION, (_RUN, _CHECK)),
+    (CASE_FILES, _SELECTION, _RUNS_CASES),
+    (LIBRARY, _SELECTION, _RUNS_CASES),
+    (LIST, _SELECTION, (_RUN, _CHECK)),
+    (SHARD_INDEX, _SELECTION, (_RUN, _CHECK)),
+    (NUM_SHARDS, _SELECTION, (_RUN, _CHECK)),
+    (MODE, _JUDGING, _RUNS_CASES),
+    (NUMERIC, _JUDGING, _RUNS_CASES),
+    (NUMERIC_FULL, _JUDGING, _RUNS_CASES),
+    (UPSTREAM, _JUDGING, _RUNS_CASES),
+    (UNCONNECTED, _JUDGING, _RUNS_CASES),
+    (REPEAT, _JUDGING, _RUNS_CASES),
+    (STRICT_XPASS, _JUDGING, _RUNS_CASES),
+    (JSON_OUT, _REPORTS, _RUNS_CASES + (_MERGE,)),
+    (JUNIT_OUT, _REPORTS, _RUNS_CASES),
+    (JSONL_OUT, _REPORTS, _RUNS_CASES),
+    (REPRO_DIR, _REPORTS, (_RUN, _CHECK)),  # repro writes into --out
+    (JOBS, _EXECUTION, _RUNS_CASES),
+    (TIMEOUT, _EXECUTION, _RUNS_CASES),
+    (INPROCESS, _EXECUTION, _RUNS_CASES),
+    (INPUTS, None, (_CHECK, _REPRO)),
+    (ORDER, None, (_CHECK, _REPRO)),
+    (DTYPE, None, (_CHECK, _REPRO)),
+    (WRT, None, (_CHECK, _REPRO)),
+    (EXPECT, None, (_CHECK, _REPRO)),
+    (SYMMETRIC, None, (_CHECK, _REPRO)),
+    (POINT, None, (_REPRO,)),
+    (OUT, None, (_REPRO,)),
+    (MARKDOWN_OUT, None, (_MERGE,)),
+    (HTML_OUT, None, (_MERGE,)),
+)}
+
+_VERDICT_EXIT = ("Exit status: 0 when every verdict is pass, xfail, xpass or skip; 1 when any is fail, error, "
+                 "crash or timeout; 2 for a usage error.")
+# Each command: its usage line, one line for --help, what it does, an example that works as written
+# (from the checkout's root), and its exit status.
 _COMMANDS = {
-    None: ("python -m harness [flags]",
-           "Runs the case library (or --case_file cases) in the selected modes and prints one line per "
-           "case and point. Commands: check (one function, no case written), repro (a standalone bug "
-           "report), merge (reports into a version matrix); 'python -m harness COMMAND --help' says more.",
-           (MODE, CASES, CASE_FILES, LIBRARY, LIST) + _REPORTS + _JUDGING + _RUNNING
-           + (REPRO_DIR, SHARD_INDEX, NUM_SHARDS)),
-    "check": ("python -m harness check PATH.py:NAME --inputs LITERAL [--inputs LITERAL ...] [flags]",
-              "Checks one function (or a zero-argument builder returning it) without writing a case: "
-              "every --inputs is one point.",
-              (INPUTS, ORDER, DTYPE, WRT, EXPECT, SYMMETRIC, MODE) + _JUDGING + _REPORTS + _RUNNING + (REPRO_DIR,)),
-    "repro": ("python -m harness repro CASE_ID|PATH.py:NAME --out DIR [flags]",
-              "Writes repro.py (needing only TensorFlow and NumPy) and ISSUE.md for one case and point.",
-              (OUT, POINT, MODE, CASE_FILES, INPUTS, ORDER, DTYPE, WRT, EXPECT, SYMMETRIC) + _JUDGING),
-    "merge": ("python -m harness merge REPORT.json [REPORT.json ...] [flags]",
-              "Merges JSON reports from several TensorFlow releases into one version matrix.",
-              (MARKDOWN_OUT, HTML_OUT, JSON_OUT)),
+    _RUN: ("python -m harness [run] [flags]",
+           "the default: run the case library, or the --case_file cases",
+           "Runs the case library (or the --case_file cases) in the selected modes and prints one line per "
+           "case and point. The command name may be left out: python -m harness [flags] is the same run.",
+           ("python -m harness --mode all --cases 'seeds.*' --json_out report.json",),
+           _VERDICT_EXIT),
+    _CHECK: ("python -m harness check PATH.py:NAME --inputs LITERAL [--inputs LITERAL ...] [flags]",
+             "check one function at the --inputs points, with no case written",
+             "Checks one function (or a zero-argument builder returning it) without writing a case: "
+             "every --inputs is one point.",
+             ("python -m harness check cases/seeds.py:custom_square --inputs=3.0 --order=2",),
+             _VERDICT_EXIT),
+    _REPRO: ("python -m harness repro CASE_ID|PATH.py:NAME --out DIR [flags]",
+             "write repro.py and ISSUE.md for one case and point into --out DIR",
+             "Writes repro.py (needing only TensorFlow and NumPy) and ISSUE.md for one case and point. "
+             "A PATH.py:NAME target is described by the same flags as for check.",
+             ("python -m harness repro seeds.docstring_nested --out repro_out",),
+             _VERDICT_EXIT),
+    _MERGE: ("python -m harness merge REPORT.json [REPORT.json ...] [flags]",
+             "merge reports from several TensorFlow releases into a version matrix",
+             "Merges JSON reports from several TensorFlow releases into one version matrix, written as "
+             "Markdown (--markdown_out), HTML (--html_out) or JSON (--json_out, schema harness.matrix/1).",
+             ("python -m harness --cases 'seeds.*' --json_out report.json",
+              "python -m harness merge report.json --markdown_out matrix.md --html_out matrix.html"),
+             "Exit status: 0 when every output was written; 1 when one could not be (said on stderr); "
+             "2 for a usage error."),
 }
+_WIDTH = 100
 
 
-def _flag_help(flag) -> str:
-    f = flags.FLAGS[flag.name]
+def _flags_of(command: str, *, own: bool) -> list:
+    """The flags `command` takes: its own ones (no group), else the shared ones, in table order."""
+    return [flags.FLAGS[name] for name, (group, commands) in _FLAG_TABLE.items()
+            if command in commands and (group is None) == own]
+
+
+def _written(f) -> str:
+    """A flag as it is written: --[no]numeric, --mode=all (the default), --cases (none)."""
     if isinstance(f, flags.BooleanFlag):
-        name = f"--[no]{f.name}"
-    else:
-        name = f"--{f.name}" + (f"={f.default_as_str.strip(chr(39))}" if f.default not in (None, [], "") else "")
+        return f"--[no]{f.name}"
+    return f"--{f.name}" + (f"={f.default_as_str.strip(chr(39))}" if f.default not in (None, [], "") else "")
+
+
+def _said(f) -> str:
+    """A flag's help on one line."""
     # absl appends this to a multi flag's help; each help here says "(repeatable)" itself.
-    said = f.help.replace(";\n    repeat this option to specify a list of values", "")
-    said = " ".join(said.replace(";     repeat this option to specify a list of values", "").split())
-    text = textwrap.fill(said, width=96, initial_indent="      ", subsequent_indent="      ")
-    return f"  {name}\n{text}"
+    return " ".join(f.help.replace("repeat this option to specify a list of values", "").split()).rstrip(";")
+
+
+def first_sentence(text: str) -> str:
+    """A help's first sentence: up to the first full stop before a capital letter."""
+    return re.split(r"(?<=\.)\s+(?=[A-Z])", text, maxsplit=1)[0]
+
+
+def _flag_help(f) -> str:
+    """A flag's whole help, for COMMAND --help: without the "check/repro PATH.py:NAME: " that says in
+    --helpfull which command takes it."""
+    said = re.sub(r"^(check/repro PATH\.py:NAME|repro|merge): (.)", lambda m: m[2].upper(), _said(f))
+    text = textwrap.fill(said, width=96, initial_indent="      ", subsequent_indent="      ",
+                         break_on_hyphens=False)
+    return f"  {_written(f)}\n{text}"
+
+
+def _main_help() -> str:
+    """`python -m harness --help`: the commands, then the main flags by group with one line each."""
+    grouped = {group: [flags.FLAGS[name] for name, (g, _) in _FLAG_TABLE.items() if g == group]
+               for group in _GROUPS}
+
+    def name(f) -> str:
+        if isinstance(f, flags.BooleanFlag) and f.default is not None:
+            return f"{_written(f)} ({'on' if f.default else 'off'})"
+        return _written(f)
+
+    width = max(len(name(f)) for fs in grouped.values() for f in fs)
+    targets = {_RUN: "", _CHECK: " PATH.py:NAME", _REPRO: " CASE_ID|PATH.py:NAME", _MERGE: " REPORT.json..."}
+    commands = [(command + targets[command], _COMMANDS[command][1]) for command in _COMMANDS]
+    commands.append(("list", "python -m harness --list: the selected cases with their descriptions"))
+    left = max(len(c) for c, _ in commands)
+    lines = [f"usage: python -m harness [{'|'.join(_COMMANDS)}] [ARGS] [flags]", "",
+             "Runs TensorFlow custom-gradient cases in several modes and judges whether they agree.", "",
+             "Commands:"]
+    lines += [f"  {c:<{left}}  {what}" for c, what in commands]
+    for group, fs in grouped.items():
+        lines += ["", f"{group}:"]
+        lines += [textwrap.fill(first_sentence(_said(f)), width=_WIDTH, initial_indent=f"  {name(f):<{width}}  ",
+                                subsequent_indent=" " * (width + 4)) for f in fs]
+    lines += ["", textwrap.fill(_VERDICT_EXIT, width=_WIDTH),
+              "More: python -m harness COMMAND --help (its flags, an example); --helpfull (every flag, "
+              "absl's too)."]
+    return "\n".join(lines)
 
 
 def command_help(command: Optional[str]) -> str:
-    """The help of one command (None: the main run): usage, what it does, its flags."""
-    usage, what, own = _COMMANDS[command]
-    lines = [f"usage: {usage}", "", textwrap.fill(what, width=100), "", "flags:"]
-    lines += [_flag_help(flag) for flag in own]
-    lines += ["", "Exit status: 0 when every verdict is pass, xfail, xpass or skip; 1 when any is fail, error, "
-                  "crash or timeout; 2 for a usage error. --helpfull lists every flag, absl's included."]
+    """The help of one command (None: `python -m harness --help`): usage, what it does, its flags,
+    an example."""
+    if command is None:
+        return _main_help()
+    usage, _, what, example, exit_status = _COMMANDS[command]
+    lines = [f"usage: {usage}", "", textwrap.fill(what, width=_WIDTH), ""]
+    shared = _flags_of(command, own=False)
+    if command == _RUN:  # a run has only the shared flags: each said in full
+        for group in _GROUPS:
+            lines += [f"{group}:"] + [_flag_help(f) for f in shared if _FLAG_TABLE[f.name][0] == group] + [""]
+    else:
+        lines += [f"{command} flags:"] + [_flag_help(f) for f in _flags_of(command, own=True)] + [""]
+        lines.append("Shared flags it takes (python -m harness --help says what each does):")
+        for group in _GROUPS:
+            names = [f"  {_written(f)}" for f in shared if _FLAG_TABLE[f.name][0] == group]
+            lines += ([f"{group}:"] + names) if names else []
+        lines.append("")
+    lines += ["Example:"] + [f"  {line}" for line in example]
+    lines += ["", textwrap.fill(exit_status, width=_WIDTH),
+              "--helpfull lists every flag, absl's included."]
     return "\n".join(lines)
 
 
@@ -306,20 +429,46 @@ def _jsonl_path() -> Optional[str]:
     return None
 
 
-# Flags of the commands, which a plain run would ignore: (the flags, the command they belong to).
-_COMMAND_FLAGS = (((INPUTS, ORDER, DTYPE), "check PATH.py:NAME (and repro PATH.py:NAME)"),
-                  ((POINT, OUT), "repro"),
-                  ((MARKDOWN_OUT, HTML_OUT), "merge"))
+def _split(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """(the command, its arguments) from the arguments absl left; `run` and no command are one run."""
+    if len(argv) < 2:
+        return _RUN, []
+    command, args = argv[1], list(argv[2:])
+    if command not in _COMMANDS:
+        hint = "; the cases are listed with --list" if command == "list" else ""
+        raise UsageError(f"unknown command {command!r}; commands: {', '.join(_COMMANDS)} (select cases with "
+                         f"--cases){hint}")
+    if command == _RUN and args:
+        raise UsageError(f"run takes no arguments, got {' '.join(args)}; select cases with --cases")
+    if command in (_CHECK, _REPRO) and len(args) != 1:
+        raise UsageError(f"{command} takes one target, got {len(args)}: {' '.join(args) or 'none'}")
+    return command, args
 
 
-def _refuse_command_flags() -> None:
-    """Refuses a command's flags given to a plain run, where they would do nothing."""
-    for own, command in _COMMAND_FLAGS:
-        given = [f"--{f.name}" for f in own if flags.FLAGS[f.name].present]
-        if given:
-            raise UsageError(f"{', '.join(given)} {'is a flag' if len(given) == 1 else 'are flags'} of "
-                             f"python -m harness {command}, not of a plain run; give the command, or drop "
-                             f"{'it' if len(given) == 1 else 'them'}")
+def _and(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _refuse_other_flags(command: str, args: Sequence[str]) -> None:
+    """Refuses a flag given to a command that does not take it (where it would do nothing), naming
+    the commands it belongs to."""
+    if command == _RUN or (command == _REPRO and ".py:" not in args[0]):
+        given = [f"--{f.name}" for f in (WRT, EXPECT, SYMMETRIC) if flags.FLAGS[f.name].present]
+        if given:  # more than "not here": what says the same for a case
+            raise UsageError(f"{', '.join(given)} describe the function of check PATH.py:NAME; a case file says "
+                             "the same with Case(wrt=..., expectations=..., symmetric=...)")
+    belong: dict[tuple[str, ...], list[str]] = {}
+    for name, (_, commands) in _FLAG_TABLE.items():
+        if command not in commands and flags.FLAGS[name].present:
+            belong.setdefault(commands, []).append(f"--{name}")
+    if not belong:
+        return
+    one = sum(len(given) for given in belong.values()) == 1
+    parts = [f"{', '.join(given)} {'is a flag' if len(given) == 1 else 'are flags'} of python -m harness "
+             f"{_and(commands)}" for commands, given in belong.items()]
+    here = "a plain run" if command == _RUN else command
+    raise UsageError(f"{'; '.join(parts)}, not of {here}; give the command {'it belongs' if one else 'they belong'} "
+                     f"to, or drop {'it' if one else 'them'}")
 
 
 def _distinct(outputs: Sequence[tuple[str, Optional[str]]], inputs: Sequence[str] = ()) -> None:
@@ -476,23 +625,14 @@ def run(argv: Sequence[str]) -> int:
     from harness.report import json_report, junit, text  # noqa: PLC0415
     from harness.worker import Job, Sources  # noqa: PLC0415
 
-    command, args = (argv[1], list(argv[2:])) if len(argv) > 1 else (None, [])
+    command, args = _split(argv)
+    _refuse_other_flags(command, args)
     if command == "merge":
         return _merge(args)
-    if command not in (None, "check", "repro"):
-        raise UsageError(f"unknown command {command!r}; commands: check, repro, merge (select cases with --cases)")
-    if command and len(args) != 1:
-        raise UsageError(f"{command} takes one target, got {len(args)}: {' '.join(args) or 'none'}")
     if command == "repro" and not OUT.value:
         raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
-    if command is None:
-        _refuse_command_flags()
     modes = _modes.parse_modes(MODE.value)
     _check_outputs()
-    given = [f"--{f.name}" for f in (WRT, EXPECT, SYMMETRIC) if f.value]
-    if given and not (command == "check" or (command == "repro" and ".py:" in args[0])):
-        raise UsageError(f"{', '.join(given)} describe the function of check PATH.py:NAME; a case file says the "
-                         "same with Case(wrt=..., expectations=..., symmetric=...)")
     check = _check_spec(args[0]) if command == "check" or (command == "repro" and ".py:" in args[0]) else None
     patterns = CASES.value
     if command == "repro" and check is None:

@@ -1,0 +1,270 @@
+"""`--help`, each command's `--help`, and the refusal of another command's flags: pure and fast.
+
+Nothing here runs a case. The subprocesses find a stand-in `tensorflow` first on their path that
+refuses to be imported, so a refusal that ever stopped refusing fails here at once instead of
+starting workers that load TensorFlow.
+"""
+
+import ast
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+from absl import flags
+from absl.testing import flagsaver
+
+from harness import cli
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMMANDS = ("run", "check", "repro", "merge")
+
+
+@pytest.fixture(scope="module")
+def no_tensorflow(tmp_path_factory):
+    """An environment whose `import tensorflow` fails (this checkout's harness first on the path)."""
+    guard = tmp_path_factory.mktemp("guard")
+    (guard / "tensorflow").mkdir()
+    (guard / "tensorflow" / "__init__.py").write_text("raise ImportError('help tests import no TensorFlow')\n")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(guard)]))
+
+
+def harness(env, *args, cwd=REPO, python=()):
+    return subprocess.run([sys.executable, *python, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=60)
+
+
+def imported(proc):
+    """The modules a `python -X importtime` run imported."""
+    return [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
+
+
+def section(text, heading):
+    """The lines after `heading` up to the next blank line."""
+    lines = text.splitlines()
+    start = lines.index(heading) + 1
+    end = lines.index("", start) if "" in lines[start:] else len(lines)
+    return lines[start:end]
+
+
+def grouped(group):
+    return [flags.FLAGS[name] for name, (g, _) in cli._FLAG_TABLE.items() if g == group]
+
+
+# -- the table ----------------------------------------------------------------------------------
+
+def test_every_flag_of_the_harness_is_in_the_table_once_with_a_known_group_and_commands():
+    defined = {f.name for f in flags.FLAGS.flags_by_module_dict()["harness.cli"]}
+    assert defined == set(cli._FLAG_TABLE)
+    for name, (group, commands) in cli._FLAG_TABLE.items():
+        assert group in cli._GROUPS + (None,), name
+        assert commands and set(commands) <= set(cli._COMMANDS), name
+        if group is None:  # a command's own flag: shown in that command's help only
+            assert cli._RUN not in commands, name
+
+
+# -- python -m harness --help --------------------------------------------------------------------
+
+def test_top_help_lists_the_commands_and_the_four_groups_within_60_lines_of_100_columns():
+    text = cli.command_help(None)
+    lines = text.splitlines()
+    assert lines[0].startswith("usage: python -m harness ")
+    assert len(lines) <= 60 and max(map(len, lines)) <= 100, (len(lines), max(map(len, lines)))
+    commands = section(text, "Commands:")
+    for command in ("run", "check PATH.py:NAME", "repro CASE_ID|PATH.py:NAME", "merge REPORT.json...", "list"):
+        assert sum(line.startswith(f"  {command} ") for line in commands) == 1, command
+    assert "python -m harness --list" in next(line for line in commands if line.startswith("  list "))
+    for heading in ("Selection:", "Modes and oracles:", "Reports:", "Execution:"):
+        assert heading in lines
+    assert "python -m harness COMMAND --help" in lines[-1] and "--helpfull" in lines[-1]
+
+
+@pytest.mark.parametrize("group", cli._GROUPS)
+def test_top_help_shows_every_flag_of_a_group_in_it_on_one_line_with_its_first_sentence_and_default(group):
+    shown = section(cli.command_help(None), f"{group}:")
+    assert len(shown) == len(grouped(group))
+    for f, line in zip(grouped(group), shown):
+        written = cli._written(f)
+        assert line.startswith(f"  {written}"), (f.name, line)
+        if f.default not in (None, [], "") and not isinstance(f, flags.BooleanFlag):
+            assert f"--{f.name}={f.default_as_str.strip(chr(39))}" in line
+        if isinstance(f, flags.BooleanFlag) and f.default is not None:
+            assert line.startswith(f"  {written} ({'on' if f.default else 'off'})"), line
+        summary = cli.first_sentence(cli._said(f))
+        assert line.endswith(f"  {summary}"), (f.name, line)  # one line: nothing wrapped
+        assert summary.endswith("."), f.name
+
+
+def test_a_summary_is_the_help_s_first_sentence():
+    assert cli.first_sentence("Comma list of globs, e.g. 'seeds.*'. Default: every case.") == \
+        "Comma list of globs, e.g. 'seeds.*'."
+    assert cli.first_sentence("Numeric oracle: check every element. Without it, a few.") == \
+        "Numeric oracle: check every element."
+    assert cli.first_sentence("One sentence only.") == "One sentence only."
+
+
+def test_top_help_shows_no_command_s_own_flag():
+    lines = cli.command_help(None).splitlines()
+    for name, (group, _) in cli._FLAG_TABLE.items():
+        if group is None:
+            assert not [line for line in lines if line.startswith(f"  {cli._written(flags.FLAGS[name])}")], name
+
+
+# -- COMMAND --help -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command, no_tensorflow):
+    proc = harness(no_tensorflow, command, "--help", python=("-X", "importtime"))
+    assert proc.returncode == 0 and "absl.flags" in imported(proc), proc.stderr
+    assert not [m for m in imported(proc) if m.startswith("tensorflow")]
+    text = proc.stdout
+    assert text == cli.command_help(command) + "\n"
+    lines = text.splitlines()
+    assert lines[0] == f"usage: {cli._COMMANDS[command][0]}"
+    assert max(map(len, lines)) <= 100
+    own, shared = cli._flags_of(command, own=True), cli._flags_of(command, own=False)
+    for f in own + shared:
+        assert f"\n  {cli._written(f)}\n" in text, f.name
+    if command != "run":
+        assert f"{command} flags:" in lines and own
+        assert "Shared flags it takes (python -m harness --help says what each does):" in lines
+    said = text[:text.index("\nExample:\n")].replace("python -m harness --help", "")
+    for name, (_, commands) in cli._FLAG_TABLE.items():
+        if command not in commands:  # another command's flag is not shown (the example may give a run's)
+            assert f"--{name}" not in said and cli._written(flags.FLAGS[name]) not in said, (command, name)
+    example = section(text, "Example:")
+    assert example and all(line.startswith("  python -m harness ") for line in example)
+    if command != "run":
+        assert example[-1].startswith(f"  python -m harness {command} ")
+
+
+def test_check_help_says_the_check_flags_in_full_and_names_the_shared_ones(no_tensorflow):
+    text = harness(no_tensorflow, "check", "--help").stdout
+    assert text.startswith("usage: python -m harness check PATH.py:NAME --inputs LITERAL")
+    assert "\n  --order=1\n      The derivative order.\n" in text
+    assert "\n  --[no]upstream\n" in text and "\n  --[no]numeric\n" in text
+    assert "Also take the gradients" not in text  # the top help says what the shared ones do
+
+
+def target_exists(target):
+    path, name = target.rsplit(":", 1)
+    tree = ast.parse(open(os.path.join(REPO, path), encoding="utf-8").read())
+    return any(isinstance(node, ast.FunctionDef) and node.name == name for node in tree.body)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_example_passes_the_command_line_checks_and_names_what_exists(command):
+    for line in cli._COMMANDS[command][3]:
+        argv = shlex.split(line)
+        assert argv[:3] == ["python", "-m", "harness"]
+        with flagsaver.flagsaver():
+            rest = flags.FLAGS(["harness", *argv[3:]])
+            name, args = cli._split(rest)
+            cli._refuse_other_flags(name, args)  # raises UsageError for a flag of another command
+            if name == "check":
+                cli._check_spec(args[0])
+                assert target_exists(args[0]), args[0]
+            if name == "repro":
+                assert cli.OUT.value
+                assert f'id="{args[0]}"' in open(os.path.join(REPO, "cases", "seeds.py"), encoding="utf-8").read()
+            if name == "merge":  # the report the line before writes
+                assert args == [shlex.split(cli._COMMANDS[command][3][0])[-1].split("=")[-1]]
+
+
+def test_help_imports_no_tensorflow():  # COMMAND --help: in the test above
+    code = ("import sys\nfrom harness import cli\n"
+            "for c in (None, *cli._COMMANDS):\n    cli.command_help(c)\n"
+            "assert 'tensorflow' not in sys.modules, sorted(m for m in sys.modules if 'tensorflow' in m)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    proc = harness(os.environ, "--help", python=("-X", "importtime"))  # each COMMAND --help: above
+    assert proc.returncode == 0 and proc.stdout == cli.command_help(None) + "\n"
+    assert "absl.flags" in imported(proc) and not [m for m in imported(proc) if m.startswith("tensorflow")]
+
+
+# -- another command's flag ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["merge", "--inputs", "x"], "--inputs is a flag of python -m harness check and repro, not of merge"),
+    (["merge", "a.json", "--markdown_out=m.md", "--mode=eager"],
+     "--mode is a flag of python -m harness run, check and repro, not of merge"),
+    (["check", "f.py:f", "--inputs=1.0", "--markdown_out=m.md"], "--markdown_out is a flag of python -m harness merge, "
+                                                                 "not of check"),
+    (["check", "f.py:f", "--inputs=1.0", "--point=x=1.0", "--out=o"],
+     "--point, --out are flags of python -m harness repro, not of check"),
+    (["repro", "seeds.custom_square", "--out=o", "--repro_dir=d"],
+     "--repro_dir is a flag of python -m harness run and check, not of repro"),
+    (["--order=2"], "--order is a flag of python -m harness check and repro, not of a plain run"),
+    (["run", "--out=o"], "--out is a flag of python -m harness repro, not of a plain run"),
+])
+def test_a_flag_of_another_command_exits_2_with_one_line_naming_its_command(args, message, no_tensorflow, tmp_path):
+    proc = harness(no_tensorflow, *args, cwd=str(tmp_path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("harness: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_refusal_follows_the_table_for_every_flag_and_command():
+    for name, (_, commands) in cli._FLAG_TABLE.items():
+        for command in COMMANDS:
+            target = {"run": [], "merge": ["a.json"]}.get(command, ["f.py:f"])
+            with flagsaver.flagsaver():
+                flags.FLAGS[name].present = 1
+                if command in commands:
+                    cli._refuse_other_flags(command, target)
+                else:
+                    with pytest.raises(cli.UsageError) as raised:
+                        cli._refuse_other_flags(command, target)
+                    said = str(raised.value)
+                    assert (f"--{name} is a flag of python -m harness {cli._and(commands)}, not of "
+                            f"{'a plain run' if command == 'run' else command};" in said
+                            or (command == "run" and said.startswith(f"--{name} describe the function of check "
+                                                                     "PATH.py:NAME"))), said
+
+
+def test_flags_of_two_other_commands_are_named_in_one_line():
+    with flagsaver.flagsaver():
+        for name in ("inputs", "mode"):
+            flags.FLAGS[name].present = 1
+        with pytest.raises(cli.UsageError, match=r"^--mode is a flag of python -m harness run, check and repro; "
+                                                 r"--inputs is a flag of python -m harness check and repro, not of "
+                                                 r"merge; give the command they belong to, or drop them$"):
+            cli._refuse_other_flags("merge", ["a.json"])
+
+
+# -- run is the plain run ---------------------------------------------------------------------------
+
+def test_run_is_the_plain_run():
+    assert cli._split(["harness"]) == cli._split(["harness", "run"]) == ("run", [])
+    with pytest.raises(cli.UsageError, match="run takes no arguments, got extra"):
+        cli._split(["harness", "run", "extra"])
+    with pytest.raises(cli.UsageError, match="unknown command 'list'.*listed with --list"):
+        cli._split(["harness", "list"])
+
+
+def test_run_and_no_command_answer_alike(no_tensorflow, tmp_path):
+    for args in (["--order=2"], ["--markdown_out=m.md", "--cases=nothing.x"]):
+        plain = harness(no_tensorflow, *args, cwd=str(tmp_path))
+        run = harness(no_tensorflow, "run", *args, cwd=str(tmp_path))
+        assert (plain.returncode, plain.stdout, plain.stderr) == (run.returncode, run.stdout, run.stderr) and \
+            plain.returncode == 2
+    assert harness(no_tensorflow, "run", "--help").stdout.startswith("usage: python -m harness [run] [flags]\n")
+
+
+def test_the_rerun_commands_the_harness_prints_pass_the_refusal():
+    from harness.checking import CheckSpec
+
+    check = CheckSpec(target="f.py:f", inputs=("1.0",), dtype="float64", order=2, wrt=("x",),
+                      expect=("numeric:values differ",), symmetric=("x",))
+    with flagsaver.flagsaver():  # every flag a rerun carries over
+        flags.FLAGS(["harness", "--case_file=mine.py", "--library", "--unconnected_gradients=zero", "--strict_xpass",
+                     "--nonumeric", "--noupstream", "--numeric_full", "--repeat=3"])
+        lines = [cli.rerun_command("check.f", "x=1.0", ("eager",), check),
+                 cli.rerun_command("a.b", "x=1.0", ("eager",))]
+    assert lines[0].startswith("python -m harness check f.py:f ") and "--nonumeric" in lines[1]
+    for line in lines:
+        with flagsaver.flagsaver():
+            command, args = cli._split(flags.FLAGS(["harness", *shlex.split(line)[3:]]))
+            cli._refuse_other_flags(command, args)
