@@ -2,7 +2,7 @@
 
 This is where TensorFlow is first imported on a normal run (through the mode
 runners). `measure` is what a worker runs; `run_case` also judges, for the
-in-process uses (harness.check, --noworkers, tests) with the same rules the
+in-process uses (harness.check, --inprocess, tests) with the same rules the
 main process applies to a worker's measurements.
 """
 

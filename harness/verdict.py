@@ -408,8 +408,8 @@ def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequ
     """Judges what a worker measured for `case` at `points`: one Result per point.
 
     A measurement that is not what was asked for (a point, a mode or a
-    required oracle missing) is an `error`, as code in the case's process
-    must have replaced the harness's own; so is a case that `changed` global
+    required oracle missing) is an `error`: something in the process that
+    ran the case broke or replaced the harness's measuring; so is a case that `changed` global
     TensorFlow state (each entry says what), as its values were computed
     under, or left behind, a different TensorFlow. `lost` says why the worker
     could send none of its measurement, when it could not.
@@ -421,16 +421,18 @@ def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequ
     wanted = required_oracles(options, case.oracles)
     results = []
     for label in points:
-        m = by_point.get(label)
-        broken = _malformed(m, modes, wanted)
         if lost:
             results.append(Result(case=case.id, point=label, order=case.order, verdict=Verdict.ERROR,
                                   reason=lost, details=(), outcomes={}, rerun=reruns[label]))
             continue
+        m = by_point.get(label)
+        broken = _malformed(m, modes, wanted)
         if broken:
+            # Whether the case's code or a fault of the harness did it cannot be told from here.
             results.append(Result(case=case.id, point=label, order=case.order, verdict=Verdict.ERROR,
-                                  reason=f"{broken}: code in the case's process must have replaced or broken the "
-                                         "harness's own, so nothing measured here can be trusted",
+                                  reason=f"{broken}: something in the process that ran the case (its code, or a "
+                                         "fault in the harness) broke or replaced the harness's measuring, so "
+                                         "nothing measured here is judged",
                                   details=(), outcomes=dict(m.outcomes) if m else {}, rerun=reruns[label],
                                   oracles=dict(m.oracles) if m else {}))
             continue
@@ -448,8 +450,7 @@ def _malformed(m: Optional[Measured], modes: Sequence[str], wanted: Sequence[str
     """What is missing from a measurement, or "" when it is complete."""
     if m is None:
         return "the worker sent no measurement for this point"
-    missing = [mode for mode in modes if mode not in m.outcomes]
-    if missing or len(m.outcomes) != len(modes):
+    if set(m.outcomes) != set(modes):
         return (f"the worker sent outcomes for {', '.join(m.outcomes) or 'no mode'} where the modes run were "
                 f"{', '.join(modes)}")
     ran = any(o.status is not Status.SKIP for o in m.outcomes.values())
