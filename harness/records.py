@@ -282,6 +282,9 @@ class Result:
       oracles: oracle name to what it said, for the oracles that ran.
       modes_disagree: some mode's outcome differs from the reference mode's
         (declared or not), in the plain or the weighted chain.
+      yardstick: the mode every other mode was compared with (harness.verdict.yardstick's
+        choice); empty when the judging stopped before choosing it (a crash, flaky values,
+        every mode skipped).
       seconds: wall time of this point: its job's (one case, all its points,
         as the modes batch them) divided by the job's number of points, since
         a point's own time cannot be told apart (harness.pool); 0.0 when not
@@ -299,6 +302,7 @@ class Result:
     oracles: Mapping[str, OracleOutcome] = dataclasses.field(default_factory=dict)
     modes_disagree: bool = False
     seconds: float = 0.0
+    yardstick: str = ""
 
     @property
     def name(self) -> str:

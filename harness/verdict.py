@@ -233,11 +233,12 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
     oracles = dict(oracles or {})
 
     disagree = [False]
+    chosen = [""]  # the yardstick, once chosen
 
     def result(verdict: Verdict, reason: str, details: Sequence[str] = ()) -> Result:
         return Result(case=case.id, point=point, order=case.order, verdict=verdict,
                       reason=reason, details=tuple(details), outcomes=dict(outcomes), rerun=rerun,
-                      oracles=oracles, modes_disagree=disagree[0])
+                      oracles=oracles, modes_disagree=disagree[0], yardstick=chosen[0])
 
     for verdict, status in ((Verdict.CRASH, Status.CRASH), (Verdict.TIMEOUT, Status.TIMEOUT)):
         dead = [o for o in outcomes.values() if o.status is status]
@@ -266,7 +267,7 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
             # Like an oracle that did not run: what cannot be seen is not judged.
             notes.append(f"{mode}: gradient use is not observed in this run, so '{e.describe()}' is not judged")
             del expected[mode]
-    reference = yardstick(case, point, outcomes, tf_version, reference)
+    reference = chosen[0] = yardstick(case, point, outcomes, tf_version, reference)
     ref = active[reference]
     deviations: list[str] = []
     # Differences only in the weighted chain come after the oracles' lines: when the
