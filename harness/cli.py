@@ -119,12 +119,31 @@ REPEAT = flags.DEFINE_integer(
     "repeat", 1, "Run every mode this many times. Values that change between the runs make the verdict "
     "'flaky' (never retried away).", lower_bound=1)
 
+FULL = flags.DEFINE_bool(
+    "full", False, "Write the complete repro.py instead of the short one. The complete script runs every mode "
+    "it can write out, with generic helpers, a tolerance table and --json output; the short one is "
+    "straight-line code for the yardstick mode and the modes that deviate.")
+
+MINIMIZE = flags.DEFINE_bool(
+    "minimize", False, "Shrink each short repro.py while the same deviation holds. The function, what it uses, "
+    "the input values and the driving code are reduced with pysource-minimize (pip install "
+    "'harness[minimize]'), each candidate run in a worker process under --timeout.")
+MINIMIZE_SECONDS = flags.DEFINE_float(
+    "minimize_seconds", 300.0, "The time budget of --minimize, per reproduction. At the budget it keeps the "
+    "smallest script found so far.", lower_bound=1.0)
+
+MATRIX_JSON = flags.DEFINE_string(
+    "matrix_json", None, "A version matrix (merge --json_out, schema harness.matrix/1). ISSUE.md then names the "
+    "TensorFlow releases where the same outcome was seen.")
+
 _OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 _CASES_PER_EXTRA_WORKER = 8
 _JOBS_PER_CPU = 4
 _REPRO_VERDICTS = ("fail", "xpass", "crash")
 # Repro folder names: well under the 255 bytes file systems allow in one name.
 _NAME_MAX = 100
+# The longest a reproduction script may run when it is checked.
+_SCRIPT_SECONDS = 120.0
 _HASH_CHARS = 10
 
 
@@ -206,6 +225,10 @@ _FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
     (JUNIT_OUT, _REPORTS, _RUNS_CASES),
     (JSONL_OUT, _REPORTS, _RUNS_CASES),
     (REPRO_DIR, _REPORTS, (_RUN, _CHECK)),  # repro writes into --out
+    (FULL, _REPORTS, _RUNS_CASES),
+    (MINIMIZE, _REPORTS, _RUNS_CASES),
+    (MINIMIZE_SECONDS, _REPORTS, _RUNS_CASES),
+    (MATRIX_JSON, _REPORTS, _RUNS_CASES),
     (JOBS, _EXECUTION, _RUNS_CASES),
     (TIMEOUT, _EXECUTION, _RUNS_CASES),
     (INPROCESS, _EXECUTION, _RUNS_CASES),
@@ -587,21 +610,143 @@ def _repro_folder(root: str, case: str, point: str) -> Path:
     return folder
 
 
-def _write_repro(folder: Path, result, scripts: dict, environment: dict, description: str) -> bool:
-    """Writes one reproduction; returns False when a file could not be written (said on stderr)."""
-    from harness.repro import issue  # noqa: PLC0415
+def _reproduction(result, parts, tolerance):
+    """(the repro.py text, what running it must show, a sentence for ISSUE.md on the script)."""
+    from harness.repro import short  # noqa: PLC0415
 
-    ok, text = scripts.get(result.point, (False, "the worker died before it could write the script"))
+    note = ""
+    if not FULL.value:
+        try:
+            made = short.render(parts, result, tolerance)
+            return made.text, made.expected, ""
+        except short.NotShort as e:
+            note = f"This is the harness's complete script: the short one cannot show this ({e})."
+    expected = short.full_expected(result, tolerance)
+    if expected.exit == 0 and any(o.status == "differ" for o in result.oracles.values()):
+        note += (" The script shows the modes agreeing; that the agreed values are wrong is the harness's "
+                 "oracle finding, above.")
+    return parts.full, expected, note.strip()
+
+
+def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: CaseInfo,
+                 matrix: Optional[dict] = None) -> bool:
+    """Writes one reproduction, after running it in a fresh process: ISSUE.md only when the script
+    shows what the harness saw. Returns False when something could not be written, or the script
+    does not show it (said on stderr)."""
+    from harness.repro import issue, short, verify  # noqa: PLC0415
+
+    ok, parts = scripts.get(result.point, (False, "the worker died before it could send the script's source"))
     if not ok:
-        logging.warning("no reproduction for %s: %s", result.name, text)
+        logging.warning("no reproduction for %s: %s", result.name, parts)
         return True
+    try:
+        text, expected, note = _reproduction(result, parts, info.tolerance)
+    except short.NotShort as e:
+        logging.warning("no reproduction for %s: %s", result.name, e)
+        return True
+    if MINIMIZE.value and note:
+        logging.warning("repro.py for %s is not minimised: %s", result.name, note)
+    elif MINIMIZE.value:
+        text, note = _minimized(result, text, expected)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         sys.stderr.write(f"harness: cannot write {folder}: {e.strerror or e}; choose another directory\n")
         return False
-    return _write_outputs([(str(folder / "repro.py"), text),
-                           (str(folder / "ISSUE.md"), issue.render(result, text, environment, description))])
+    if not _write_outputs([(str(folder / "repro.py"), text)]):
+        return False
+    ran = verify.run(text, timeout=min(TIMEOUT.value, _SCRIPT_SECONDS))
+    why = verify.shows(ran, expected)
+    if why:
+        sys.stderr.write(f"harness: {folder / 'repro.py'} does not show what the harness saw for {result.name}: "
+                         f"{why}. ISSUE.md is not written; run the script to see what it does\n")
+        return False
+    output = ran.stdout if ran.exit is not None and ran.exit >= 0 else (
+        ran.stdout + f"(the process was killed by signal {-ran.exit})\n")
+    return _write_outputs([(str(folder / "ISSUE.md"),
+                            issue.render(result, text, environment, info.description, output, note=note,
+                                         seen=_seen(matrix, result, expected)))])
+
+
+def _minimized(result, text: str, expected) -> tuple[str, str]:
+    """The short script `text` shrunk by harness.repro.minimize, and a sentence saying so
+    (the unshrunk script and no sentence when it cannot be shrunk)."""
+    from harness.repro import minimize  # noqa: PLC0415
+
+    live = sys.stderr.isatty()
+
+    def progress(tried: int, size: int) -> None:
+        if live:
+            sys.stderr.write(f"\rminimise {result.name}: {tried} candidates, smallest {size} characters ")
+            sys.stderr.flush()
+        elif tried % 50 == 0:
+            logging.info("minimise %s: %d candidates, smallest %d characters", result.name, tried, size)
+
+    docstring = '"""' + textwrap.fill(
+        f"Minimised from the harness case {result.case} at {result.point}: {expected.what}. Needs only "
+        f"TensorFlow and NumPy; " + ("the process dies while that shows." if expected.exit is None else
+                                     f"exits {expected.exit} while that shows."), width=_WIDTH - 3) + '"""\n'
+
+    try:
+        made = minimize.minimize(text, expected, budget=MINIMIZE_SECONDS.value, timeout=TIMEOUT.value,
+                                 progress=progress, docstring=docstring)
+    except ValueError as e:
+        logging.warning("repro.py for %s is not minimised: %s", result.name, e)
+        return text, ""
+    finally:
+        if live:
+            sys.stderr.write("\n")
+    summary = made.summary()
+    print(f"{result.name}: {summary}", flush=True)
+    return made.text, f"Minimised by the harness ({summary})."
+
+
+def _read_matrix(path: str) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--matrix_json {path}: cannot read it as JSON ({e}); give the file merge --json_out "
+                         "wrote") from None
+    if not isinstance(data, dict) or data.get("schema") != "harness.matrix/1" or not isinstance(data.get("rows"), list):
+        raise UsageError(f"--matrix_json {path}: not a version matrix (schema harness.matrix/1); make one with "
+                         "python -m harness merge REPORT.json ... --json_out matrix.json")
+    return data
+
+
+def _seen(matrix: Optional[dict], result, expected) -> str:
+    """The releases in `matrix` where every mode the script shows ended as it did here, with
+    the same verdict; "" without a matrix."""
+    if not matrix:
+        return ""
+    rows = {r.get("mode"): r.get("cells", {}) for r in matrix["rows"]
+            if r.get("case") == result.case and r.get("point") == result.point}
+    versions = [v.get("version") for v in matrix.get("versions", []) if isinstance(v, dict)]
+    if not rows or not expected.outcomes:
+        return ""
+
+    def same(version: str) -> bool:
+        cells = [rows.get(mode, {}).get(version, {}) for mode in expected.outcomes]
+        return all(c.get("status") == want and c.get("verdict") == result.verdict.value
+                   for c, want in zip(cells, expected.outcomes.values()))
+
+    seen = [v for v in versions if same(v)]
+    other = [v for v in versions if v not in seen]
+    if not seen:
+        return f"None of the version matrix's releases ({', '.join(versions)}) shows the same outcome."
+    return (f"Seen on TensorFlow {', '.join(seen)}" + (f"; not on {', '.join(other)}" if other else "")
+            + " (from a version matrix: the same outcome in every mode shown, and the same verdict).")
+
+
+def _write_repros(wanted: Sequence[tuple[Path, object, dict, CaseInfo]], environment: dict,
+                  matrix: Optional[dict]) -> bool:
+    """Writes each reproduction; their scripts run in parallel, one per core."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    if not wanted:
+        return True
+    with ThreadPoolExecutor(max_workers=max(1, min(len(wanted), os.cpu_count() or 1))) as threads:
+        done = list(threads.map(lambda w: _write_repro(w[0], w[1], w[2], environment, w[3], matrix), wanted))
+    return all(done)
 
 
 def _merge(paths: Sequence[str]) -> int:
@@ -633,6 +778,19 @@ def run(argv: Sequence[str]) -> int:
         raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
     modes = _modes.parse_modes(MODE.value)
     _check_outputs()
+    matrix = _read_matrix(MATRIX_JSON.value) if MATRIX_JSON.value else None
+    if MINIMIZE.value:
+        from harness.repro import minimize  # noqa: PLC0415
+
+        if FULL.value:
+            raise UsageError("--minimize shrinks the short script; drop --full")
+        if command == _RUN or command == _CHECK:
+            if not REPRO_DIR.value:
+                raise UsageError("--minimize shrinks the scripts --repro_dir writes; give --repro_dir DIR")
+        try:
+            minimize.require()
+        except minimize.MissingReducer as e:
+            raise UsageError(str(e)) from None
     check = _check_spec(args[0]) if command == "check" or (command == "repro" and ".py:" in args[0]) else None
     patterns = CASES.value
     if command == "repro" and check is None:
@@ -716,12 +874,12 @@ def run(argv: Sequence[str]) -> int:
     written = _write_outputs([(flag.value, renderer.render(report))
                               for flag, renderer in ((JSON_OUT, json_report), (JUNIT_OUT, junit))
                               if flag.value]) and written
-    descriptions = {c.id: c.description for c in selected}
+    infos = {c.id: c for c in selected}
+    wanted = []
     if command == "repro" and ordered:
         done = ordered[0]
         chosen = next((r for r in done.results if r.verdict.value != "pass"), done.results[0])
-        written = _write_repro(Path(OUT.value), chosen, done.scripts, environment,
-                               descriptions[chosen.case]) and written
+        wanted.append((Path(OUT.value), chosen, done.scripts, infos[chosen.case]))
     elif REPRO_DIR.value:
         for done in ordered:
             for r in done.results:
@@ -731,7 +889,8 @@ def run(argv: Sequence[str]) -> int:
                     except ValueError as e:
                         logging.warning("no reproduction for %s: %s; remove the link", r.name, e)
                         continue
-                    written = _write_repro(folder, r, done.scripts, environment, descriptions[r.case]) and written
+                    wanted.append((folder, r, done.scripts, infos[r.case]))
+    written = _write_repros(wanted, environment, matrix) and written
     not_run = sum(len(c.points) for c in selected) - len(report.results)
     print(text.summary(report.results, time.monotonic() - start, not_run=not_run))
     if interrupted:

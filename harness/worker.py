@@ -22,7 +22,8 @@ from harness.records import Measured, RunOptions
 __all__ = ["Job", "Loaded", "Sources", "load", "run_job", "serve"]
 
 # How a worker reports progress: notify("mode", name) as each mode starts, and
-# notify("scripts", {point: (ok, text)}) before running when reproductions are wanted.
+# notify("scripts", {point: (ok, ScriptParts or why there are none)}) before running when
+# reproductions are wanted.
 Notify = Callable[[str, object], None]
 
 
@@ -83,7 +84,7 @@ def load(sources: Sources) -> Loaded:
                   baseline=state.snapshot())
 
 
-def _scripts(case, job: Job) -> dict[str, tuple[bool, str]]:
+def _scripts(case, job: Job) -> dict[str, tuple[bool, object]]:
     from harness import loader  # noqa: PLC0415
     from harness.repro import script  # noqa: PLC0415
     from harness.repro.source import ReproError  # noqa: PLC0415
@@ -92,9 +93,8 @@ def _scripts(case, job: Job) -> dict[str, tuple[bool, str]]:
     found = {}
     for point in case.points:
         try:
-            text = script.render(loader.narrow(case, [point.label]), point, job.modes,
-                                 job.options.unconnected_zero, reruns[point.label])
-            found[point.label] = (True, text)
+            found[point.label] = (True, script.parts(loader.narrow(case, [point.label]), point, job.modes,
+                                                     job.options.unconnected_zero, reruns[point.label]))
         except ReproError as e:
             found[point.label] = (False, str(e))
     return found

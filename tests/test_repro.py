@@ -75,7 +75,8 @@ def test_repro_command_writes_script_and_issue(tmp_path):
     for heading in ("### TensorFlow version", "### Current behavior?", "### Standalone code to reproduce the issue",
                     "### Relevant log output"):
         assert heading in issue
-    assert "function: InternalError at order 2" in issue and "eager: ValueError at order 2" in issue
+    # The short script's output, as running it printed it.
+    assert "function: InternalError: Recorded operation" in issue and "eager: ValueError: custom_gradient" in issue
     assert "python -m harness --mode=all '--cases=seeds.docstring_nested[x=1.0]'" in issue
     assert (out / "repro.py").read_text() in issue
 
@@ -107,9 +108,10 @@ def test_repro_dir_writes_one_folder_per_failing_point(tmp_path):
     folder = tmp_path / "r" / "mine.doubled" / "x=4.0"
     run = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True,
                          cwd=str(tmp_path), env=_without_harness(tmp_path), timeout=300)
-    assert run.returncode == 1 and "DISAGREE" in run.stdout
-    # 2 * 4**2 = 32 in eager; 2.5 * 4**2 = 40 traced.
-    assert "  order 0: [32.0]" in run.stdout and "  order 0: [40.0]" in run.stdout
+    assert run.returncode == 1 and "DIFFERS: function, graph differ from eager" in run.stdout
+    # 2 * 4**2 = 32 and its gradient 16 in eager; 2.5 * 4**2 = 40 and 20 traced.
+    assert "eager: ok 32.0 16.0" in run.stdout and "function: ok 40.0 20.0" in run.stdout
+    assert "graph: ok 40.0 20.0" in run.stdout
 
 
 VARIABLES = """

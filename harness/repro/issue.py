@@ -4,21 +4,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from harness.records import ModeOutcome, Result, Status, Verdict
+from harness.records import Result, Status, Verdict
 
 __all__ = ["render"]
-
-
-def _outcome(outcome: ModeOutcome) -> str:
-    if outcome.status is Status.OK:
-        lines = [f"{outcome.mode}: ok"]
-        for k, order in enumerate(outcome.orders):
-            values = [None if o.value is None else o.value.tolist() for o in order]
-            lines.append(f"  order {k}: {values}")
-        return "\n".join(lines)
-    if outcome.error is not None:
-        return f"{outcome.mode}: {outcome.error.type} at {outcome.error.stage}: {outcome.error.first_line}"
-    return f"{outcome.mode}: {outcome.status.value}"
 
 
 def _headline(result: Result) -> str:
@@ -42,13 +30,32 @@ def _headline(result: Result) -> str:
     return f"{names} agree"
 
 
+def _how(result: Result) -> str:
+    """What each mode did, modes that did the same together: "eager and graph raise ValueError;
+    function raises InternalError"."""
+    groups: dict[str, list[str]] = {}
+    for mode, o in result.outcomes.items():
+        if o.status is not Status.SKIP:
+            key = f"raise{{}} {o.error.type}" if o.status is Status.ERROR and o.error else (
+                "return{} values" if o.status is Status.OK else f"end{{}} {o.status.value}")
+            groups.setdefault(key, []).append(mode)
+    if len(groups) == 1:  # the same kind everywhere: values that differ
+        ref = result.yardstick or next(iter(result.outcomes))
+        others = [m for m in next(iter(groups.values())) if m != ref]
+        return f"{' and '.join(others)} return{'s' if len(others) == 1 else ''} other values than {ref}"
+    parts = []
+    for key, modes in groups.items():
+        verb = key.format("s" if len(modes) == 1 else "")
+        parts.append(f"{', '.join(modes[:-1]) + ' and ' if len(modes) > 1 else ''}{modes[-1]} {verb}")
+    return "; ".join(parts)
+
+
 def _behaviour(result: Result) -> str:
     at = f"differentiated to order {result.order} at `{result.point}`"
     if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
         return f"The `tf.custom_gradient` function, {at}, {'kills the process' if result.verdict is Verdict.CRASH else 'hangs'}:"
     if result.modes_disagree:
-        return (f"The same `tf.custom_gradient` function, {at}, behaves differently in eager mode, inside "
-                "`tf.function`, and in a `tf.compat.v1` graph with `tf.gradients`:")
+        return f"The same `tf.custom_gradient` function, {at}, does not do the same in every mode: {_how(result)}."
     if result.oracles.get("upstream") is not None and result.oracles["upstream"].status == "differ":
         return (f"The `tf.custom_gradient` function, {at}, gives the same result in every mode, and it is wrong "
                 "inside any loss but the plain sum of its outputs: `repro.py` computes the plain sum only, so it "
@@ -59,18 +66,23 @@ def _behaviour(result: Result) -> str:
     return f"The `tf.custom_gradient` function, {at}, gives the same result in every mode:"
 
 
-def render(result: Result, script: str, environment: Mapping[str, str], description: str) -> str:
-    """The issue text for `result`, with `script` (repro.py) as the standalone code."""
-    modes = _headline(result)
-    observed = "\n".join(_outcome(o) for o in result.outcomes.values())
-    reference = next(iter(result.outcomes.values()), None)
-    expected = ("All modes return the same values (within the dtype's tolerance) and the same exceptions, "
-                "and every gradient has the shape and dtype of its input.")
-    if reference is not None and reference.status is Status.OK:
-        expected += f" Eager mode returns:\n\n```\n{_outcome(reference)}\n```"
-    details = "\n".join(f"- {d}" for d in result.details) or "- (none)"
+def render(result: Result, script: str, environment: Mapping[str, str], description: str, output: str,
+           seen: str = "", note: str = "") -> str:
+    """The issue text for `result`: the template's headings, the environment, the explanation,
+    `script` (repro.py) and `output`, what running it printed.
+
+    Args:
+      seen: a sentence naming the TensorFlow releases where this was seen (from a version
+        matrix), if known.
+      note: a sentence on the script, e.g. why it is the complete one.
+    """
+    details = "".join(f"\n- {d}" for d in result.details[:_DETAILS])
+    if len(result.details) > _DETAILS:
+        details += f"\n- ({len(result.details) - _DETAILS} more lines: run the harness command below)"
+    seen_line = f"\n\n{seen}" if seen else ""
+    note_line = f"\n\n{note}" if note else ""
     return f"""\
-# tf.custom_gradient: {description} ({modes})
+# tf.custom_gradient: {description} ({_headline(result)})
 
 ### Issue type
 
@@ -86,7 +98,7 @@ binary
 
 ### TensorFlow version
 
-{environment.get("tensorflow", "?")} ({environment.get("tensorflow_git", "?")})
+{environment.get("tensorflow", "?")} ({environment.get("tensorflow_git", "?")}){seen_line}
 
 ### Custom code
 
@@ -102,33 +114,22 @@ Yes
 
 ### Current behavior?
 
-{_behaviour(result)}
-
-{result.reason}
-
-{details}
-
-What each mode returned:
-
-```
-{observed}
-```
-
-Expected: {expected}
+{_behaviour(result)} {result.reason}{details}
 
 ### Standalone code to reproduce the issue
 
 ```python
 {script.rstrip()}
-```
+```{note_line}
 
 ### Relevant log output
 
 ```
-{observed}
+{output.rstrip()}
 ```
 
-Found by the harness case `{result.case}` at `{result.point}` (verdict `{result.verdict.value}`):
-
-    {result.rerun}
+Found by the harness case `{result.case}` at `{result.point}` (verdict `{result.verdict.value}`): `{result.rerun}`
 """
+
+
+_DETAILS = 4

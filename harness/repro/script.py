@@ -8,6 +8,7 @@ it prints the same as one JSON object, encoded like the harness report.
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from typing import Sequence
 
@@ -17,7 +18,7 @@ from harness.case import Case, Point
 from harness.repro.source import extract
 from harness.tolerance import tolerance_for
 
-__all__ = ["render"]
+__all__ = ["ScriptParts", "parts", "render"]
 
 _HEADER_IMPORTS = ("import json", "import platform", "import sys", "", "import numpy as np",
                    "import tensorflow as tf")
@@ -42,6 +43,68 @@ def _literal(value: np.ndarray) -> str:
 # second process or a pass per element, more than a bug report's script should
 # carry; a report on them names the harness command instead.
 WRITTEN_OUT = ("eager", "no_autograph", "function", "xla", "graph")
+
+
+@dataclasses.dataclass(frozen=True)
+class ScriptParts:
+    """What a reproduction of one case at one point is made of, as plain text.
+
+    The worker, which has the case's code, writes these; the main process, which
+    has the verdict, puts the short script together from them (harness.repro.short).
+
+    Attributes:
+      case, point, order, description, source: the case, the point's label, and what
+        the case says about itself.
+      imports: the import lines the function needs, beyond `import numpy as np` and
+        `import tensorflow as tf`.
+      definitions: the source of the function and of what it uses.
+      expression: the expression naming the function under test (or its builder).
+      builder: whether `expression` names a zero-argument builder, not the function.
+      names: the argument names, in call order.
+      inputs: each argument's value as a NumPy literal.
+      dtypes, shapes: each argument's dtype name and shape.
+      wrt: indices of the differentiated arguments.
+      unconnected_zero: unconnected gradients are zeros, not None.
+      command: the harness command line that reruns this case and point.
+      full: the complete script (render()).
+    """
+
+    case: str
+    point: str
+    order: int
+    description: str
+    source: str
+    imports: str
+    definitions: str
+    expression: str
+    builder: bool
+    names: tuple[str, ...]
+    inputs: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    wrt: tuple[int, ...]
+    unconnected_zero: bool
+    command: str
+    full: str
+
+
+def parts(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool, command: str) -> ScriptParts:
+    """The pieces of a reproduction of `case` at `point`, the complete script among them.
+
+    Raises:
+      ReproError: the function's source cannot be recovered.
+    """
+    target = case.fn if case.fn is not None else case.build
+    code = extract(target)
+    # The short script imports numpy and tensorflow itself, and nothing else.
+    imports = [line for line in code.imports.splitlines() if line not in ("import numpy as np", "import tensorflow as tf")]
+    return ScriptParts(
+        case=case.id, point=point.label, order=case.order, description=case.description, source=case.source,
+        imports="\n".join(imports), definitions=code.definitions, expression=code.expression,
+        builder=case.fn is None, names=tuple(point.names), inputs=tuple(_literal(v) for v in point.values),
+        dtypes=tuple(v.dtype.name for v in point.values), shapes=tuple(tuple(v.shape) for v in point.values),
+        wrt=tuple(case.wrt_indices), unconnected_zero=unconnected_zero, command=command,
+        full=render(case, point, modes, unconnected_zero, command))
 
 
 def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool, command: str) -> str:

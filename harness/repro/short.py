@@ -1,0 +1,363 @@
+"""The short reproduction: straight-line code for the yardstick mode and the modes that deviate.
+
+What a TensorFlow maintainer would write by hand to show one deviation: the
+imports, the function and what it uses, the input values, the nested tapes
+(run as they are, then inside `tf.function`) or a `tf.Graph` with
+`tf.gradients` and a `Session`, for the yardstick mode and each mode that
+deviates only; each prints its values or its exception, and a last line says
+what differs. The script exits 1 while the deviation shows, 0 when it does not.
+
+Which deviation it shows is decided here, from the verdict, in the main
+process; the worker sent the pieces (harness.repro.script.ScriptParts). A
+deviation the short form cannot show raises NotShort, and the caller writes the
+complete script instead, saying why.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+import textwrap
+from typing import Optional
+
+from harness.compare import check_gradients, compare_outcomes
+from harness.records import ModeOutcome, Result, Status
+from harness.repro.script import ScriptParts
+from harness.tolerance import NUMERIC_STEPS, ToleranceOverride, numeric_tolerance_for, tolerance_for
+
+__all__ = ["NotShort", "Expected", "Short", "deviation", "render"]
+
+# What the short script can write out: the tapes as they are, inside tf.function with its
+# options, and a v1 graph.
+_FUNCTION_OPTIONS = {"function": "", "no_autograph": "autograph=False", "xla": "jit_compile=True"}
+WRITTEN_OUT = ("eager",) + tuple(_FUNCTION_OPTIONS) + ("graph",)
+
+
+class NotShort(ValueError):
+    """The short script cannot show this result's deviation; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Expected:
+    """What running a reproduction must show for it to show what the harness saw.
+
+    Attributes:
+      exit: the exit status: 1 while a deviation shows, 0 when the modes agree; None for a
+        process that must die of a signal (a crash).
+      outcomes: mode to what it printed: an exception class name, or "ok" for values.
+      what: the deviation in words, for messages.
+    """
+
+    exit: Optional[int]
+    outcomes: dict
+    what: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Short:
+    text: str
+    expected: Expected
+
+
+@dataclasses.dataclass(frozen=True)
+class _Deviation:
+    kind: str  # "errors", "values", "gradient", "numeric", "crash", "none"
+    yardstick: str
+    modes: tuple[str, ...]  # the deviating modes (for "none": the modes shown)
+    what: str
+
+
+def _shown(outcome: ModeOutcome) -> str:
+    return outcome.error.type if outcome.status is Status.ERROR and outcome.error else (
+        "ok" if outcome.status is Status.OK else outcome.status.value)
+
+
+def deviation(result: Result, tolerance: ToleranceOverride = None) -> _Deviation:
+    """The one deviation a short script shows for `result`.
+
+    Raises:
+      NotShort: the deviation is of a kind, or in a mode, the short form cannot show.
+    """
+    active = {m: o for m, o in result.outcomes.items() if o.status is not Status.SKIP}
+    dead = [m for m, o in active.items() if o.status in (Status.CRASH, Status.TIMEOUT)]
+    if dead:
+        if any(active[m].status is Status.TIMEOUT for m in dead):
+            raise NotShort(f"{dead[0]} timed out: a script that hangs shows nothing on its own")
+        if dead[0] not in WRITTEN_OUT:
+            raise NotShort(f"{dead[0]} crashed, and the short script writes out {', '.join(WRITTEN_OUT)} only")
+        return _Deviation("crash", dead[0], (dead[0],), f"{dead[0]} kills the process")
+    yardstick = result.yardstick or next(iter(active), "")
+    if yardstick not in active:
+        raise NotShort("no mode ran to compare the others with")
+    if yardstick not in WRITTEN_OUT:
+        raise NotShort(f"the modes are compared with {yardstick}, which the short script does not write out")
+    ref = active[yardstick]
+    errors, values = [], []
+    for mode, outcome in active.items():
+        if mode == yardstick:
+            continue
+        found = compare_outcomes(ref, outcome, tolerance=tolerance, upstream=False)
+        if any(m.kind in ("error_type", "status") for m in found):
+            errors.append(mode)
+        elif found:
+            values.append(mode)
+    unwritten = [m for m in errors + values if m not in WRITTEN_OUT]
+    if errors:
+        if unwritten and len(unwritten) == len(errors):
+            raise NotShort(f"only {', '.join(unwritten)} deviate, which the short script does not write out")
+        modes = tuple(m for m in errors if m in WRITTEN_OUT)
+        said = "; ".join(f"{m} {_said(active[m])}" for m in (yardstick,) + modes)
+        return _Deviation("errors", yardstick, modes, said)
+    if values:
+        modes = tuple(m for m in values if m in WRITTEN_OUT)
+        if not modes:
+            raise NotShort(f"only {', '.join(unwritten)} deviate, which the short script does not write out")
+        return _Deviation("values", yardstick, modes, f"{', '.join(modes)} return other values than {yardstick}")
+    malformed = [m for m, o in active.items() if m in WRITTEN_OUT and o.status is Status.OK and check_gradients(o)]
+    if malformed:
+        first = check_gradients(active[malformed[0]])[0].message
+        return _Deviation("gradient", malformed[0], tuple(malformed[1:]), first)
+    differ = [name for name, o in result.oracles.items() if o.status == "differ"]
+    if "numeric" in differ:
+        return _Deviation("numeric", yardstick, (), "the values differ from the numeric derivative")
+    if differ:
+        raise NotShort(f"the modes agree and the {differ[0]} oracle says the values are wrong; the short script "
+                       "shows mode differences, malformed gradients and the numeric derivative only")
+    shown = tuple(m for m in active if m != yardstick and m in WRITTEN_OUT)
+    return _Deviation("none", yardstick, shown, "every mode agrees")
+
+
+def _said(outcome: ModeOutcome) -> str:
+    if outcome.status is Status.OK:
+        return "returns values"
+    return f"raises {outcome.error.type}" if outcome.error else outcome.status.value
+
+
+def _variable(name: str, taken: set[str]) -> str:
+    while name in taken or name in ("tf", "np", "sys", "found", "mode", "run", "graph", "session"):
+        name += "_"
+    return name
+
+
+def _check_supported(parts: ScriptParts, ref: ModeOutcome) -> None:
+    if parts.builder:
+        raise NotShort("the case builds its function (variables or layers); the short script takes a plain "
+                       "function")
+    if not parts.wrt:
+        raise NotShort("nothing is differentiated")
+    if ref.status is Status.OK:
+        if any(o.value is None for order in ref.orders[1:-1] for o in order):
+            raise NotShort("an unconnected gradient below the last order: the plain tapes cannot take it further")
+        if any(not (o.dtype.startswith(("float", "complex", "bfloat"))) for o in ref.orders[0]):
+            raise NotShort("the function has outputs that are not floating point")
+
+
+def _orders_code(fn: str, names: list[str], wrt: list[str], order: int, unconnected: str) -> list[str]:
+    """def gradients(...): the nested tapes, order `order` innermost last."""
+    sources = wrt[0] if len(wrt) == 1 else f"[{', '.join(wrt)}]"
+    results = ["y"] + [f"d{k}y" if k > 1 else "dy" for k in range(1, order + 1)]
+    lines = [f"def gradients({', '.join(names)}):"]
+    if order > 1:
+        lines.append(f'    """Orders 0 to {order}: each the gradient of the sum of the one before."""')
+    for k in range(order, 0, -1):
+        pad = "    " * (order - k + 1)
+        lines += [f"{pad}with tf.GradientTape() as tape{k}:", f"{pad}    tape{k}.watch({sources})"]
+    lines.append(f"{'    ' * (order + 1)}y = {fn}({', '.join(names)})")
+    for k in range(1, order + 1):
+        pad = "    " * (order - k + 1)
+        lines.append(f"{pad}{results[k]} = tape{k}.gradient({results[k - 1]}, {sources}{unconnected})")
+    lines.append(f"    return tf.nest.flatten([{', '.join(results)}])")
+    return lines
+
+
+def _graph_code(fn: str, names: list[str], constants: list[str], parts: ScriptParts, wrt: list[str],
+                order: int, unconnected: str, keep: bool) -> list[str]:
+    sources = wrt[0] if len(wrt) == 1 else f"[{', '.join(wrt)}]"
+    results = ["y"] + [f"d{k}y" if k > 1 else "dy" for k in range(1, order + 1)]
+    lines = ["# graph: a tf.compat.v1 graph, tf.gradients and a Session.", "try:", "    graph = tf.Graph()",
+             "    with graph.as_default():"]
+    for name, dtype, shape in zip(names, parts.dtypes, parts.shapes):
+        lines.append(f"        {name} = tf.compat.v1.placeholder(tf.{dtype}, shape={list(shape)})")
+    lines.append(f"        y = {fn}({', '.join(names)})")
+    for k in range(1, order + 1):
+        lines.append(f"        {results[k]} = tf.gradients({results[k - 1]}, {sources}{unconnected})")
+    feed = ", ".join(f"{n}: {c}" for n, c in zip(names, constants))
+    fetch = f"session.run(tf.nest.flatten([{', '.join(results)}]), feed_dict={{{feed}}})"
+    lines += ["    with tf.compat.v1.Session(graph=graph) as session:"]
+    lines += ([f"        found['graph'] = {fetch}", "    print('graph: ok', *found['graph'])"] if keep else
+              [f"        print('graph: ok', *{fetch})", "    found['graph'] = 'ok'"])
+    lines += [
+              "except Exception as e:",
+              "    found['graph'] = type(e).__name__",
+              "    said = (str(e).strip().splitlines() or [''])[0]",
+              "    print(f'graph: {said}' if said.startswith(type(e).__name__) else f'graph: {type(e).__name__}: {said}')",
+              ""]
+    return lines
+
+
+def _docstring(parts: ScriptParts, dev: _Deviation) -> str:
+    shows = {"numeric": f"{dev.yardstick}'s values differ from the numeric derivative",
+             "none": "every mode agrees"}.get(dev.kind, dev.what)
+    ends = ("the process dies while that shows" if dev.kind == "crash" else
+            "exits 1 while that shows, 0 when it does not" if dev.kind != "none" else
+            "exits 0 while they agree, 1 when they do not")
+    head = parts.description.rstrip(".")
+    body = (f"Harness case {parts.case} at {parts.point}, order {parts.order}: {shows}. Needs only TensorFlow "
+            f"and NumPy; {ends}.")
+    return "\n".join(['"""' + textwrap.fill(head + ".", width=97), "", textwrap.fill(body, width=100), '"""'])
+
+
+def _top_names(parts: ScriptParts) -> set[str]:
+    """Names the definitions bind or read at the top level: a constant of the script must not
+    take one."""
+    try:
+        tree = ast.parse(parts.imports + "\n" + parts.definitions)
+    except SyntaxError:
+        return set(re.findall(r"[A-Za-z_]\w*", parts.definitions + " " + parts.imports))
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        getattr(n, "name", "") for n in tree.body} | {
+        (a.asname or a.name).split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names}
+
+
+def render(parts: ScriptParts, result: Result, tolerance: ToleranceOverride = None) -> Short:
+    """The short repro.py for `result`, and what running it must show.
+
+    Raises:
+      NotShort: the short form cannot show this result's deviation.
+    """
+    dev = deviation(result, tolerance)
+    active = {m: o for m, o in result.outcomes.items() if o.status is not Status.SKIP}
+    ref = active[dev.yardstick]
+    _check_supported(parts, ref)
+    taken = _top_names(parts)
+    names = [_variable(n, {parts.expression}) for n in parts.names]
+    constants = [_variable(n.upper() if n.upper() != n else n + "_value", taken | set(names)) for n in parts.names]
+    wrt = [names[i] for i in parts.wrt]
+    unconnected = ", unconnected_gradients=tf.UnconnectedGradients.ZERO" if parts.unconnected_zero else ""
+    shown = (dev.yardstick,) + tuple(m for m in dev.modes if m != dev.yardstick)
+    lines = [_docstring(parts, dev), "import numpy as np", "import tensorflow as tf"]
+    if parts.imports:
+        lines.append(parts.imports)
+    lines += ["", ""]
+    if parts.definitions:
+        lines += [parts.definitions, "", ""]
+    expression = parts.expression
+    tape_modes = [m for m in shown if m != "graph"]
+    if tape_modes or dev.kind == "numeric":
+        lines += _orders_code(expression, names, wrt, parts.order, unconnected) + ["", ""]
+    lines += [f"{c} = {v}" for c, v in zip(constants, parts.inputs)]
+    lines += ["print('TensorFlow', tf.version.VERSION)", "found = {}"]
+    keep = dev.kind != "errors" and dev.kind != "crash"  # the values are compared
+    if tape_modes:
+        runs = ", ".join(f"({m!r}, gradients)" if m == "eager" else
+                         f"({m!r}, tf.function(gradients{', ' + _FUNCTION_OPTIONS[m] if _FUNCTION_OPTIONS[m] else ''}))"
+                         for m in tape_modes)
+        call = ", ".join(f"tf.constant({c})" for c in constants)
+        lines += [f"for mode, run in [{runs}]:", "    try:"]
+        lines += ([f"        found[mode] = [t.numpy() for t in run({call})]",
+                   "        print(mode + ': ok', *found[mode])"] if keep else
+                  [f"        print(mode + ': ok', *[t.numpy() for t in run({call})])",
+                   "        found[mode] = 'ok'"])
+        lines += ["    except Exception as e:",
+                  "        found[mode] = type(e).__name__",
+                  "        said = str(e).strip().splitlines() or ['']  # tf.function's start 'in user code:'",
+                  "        said = (said[-1] if said[0] == 'in user code:' else said[0]).strip()",
+                  "        print(f'{mode}: {said}' if said.startswith(type(e).__name__) else "
+                  "f'{mode}: {type(e).__name__}: {said}')"]
+    if "graph" in shown:
+        lines += [""] + _graph_code(expression, names, constants, parts, wrt, parts.order, unconnected, keep)
+    lines += _verdict_code(dev, parts, ref, constants, tolerance, result)
+    expected = Expected(exit=None if dev.kind == "crash" else 0 if dev.kind == "none" else 1,
+                        outcomes={m: _shown(active[m]) for m in shown}, what=dev.what)
+    return Short(text="\n".join(lines) + "\n", expected=expected)
+
+
+def _verdict_code(dev: _Deviation, parts: ScriptParts, ref: ModeOutcome, constants: list[str],
+                  tolerance: ToleranceOverride, result: Result) -> list[str]:
+    y = dev.yardstick
+    others = [m for m in dev.modes if m != y]
+    kind = "kind = {m: v if isinstance(v, str) else 'ok' for m, v in found.items()}"
+    if dev.kind in ("errors", "crash"):
+        # A mode that did not raise is 'ok', even once shrinking has dropped the line saying so.
+        return [f"differs = [m for m in {others!r} if found.get(m, 'ok') != found.get({y!r}, 'ok')]",
+                "print('DIFFERS:' if differs else 'SAME:', ', '.join(f'{m} {found[m]}' for m in found))",
+                "raise SystemExit(1 if differs else 0)"]
+    if dev.kind in ("values", "none"):
+        dtype = next((o.dtype for o in ref.orders[0]), parts.dtypes[0]) if ref.status is Status.OK else parts.dtypes[0]
+        tol = tolerance_for(dtype, tolerance)
+        return [kind,
+                f"# {dtype} tolerance: |a - b| <= atol + rtol * |b|.",
+                f"differs = [m for m in {others!r} if kind[m] != kind[{y!r}] or kind[m] == 'ok' and not all(",
+                f"    a.shape == b.shape and np.allclose(a, b, rtol={tol.rtol:g}, atol={tol.atol:g}, equal_nan=True)",
+                f"    for a, b in zip(found[m], found[{y!r}]))]",
+                "print('DIFFERS: ' + ', '.join(m if kind[m] == 'ok' else f'{m} ({kind[m]})' for m in differs) + "
+                f"' differ from {y}' if differs else 'SAME: every mode within the {dtype} tolerance of {y}')",
+                "raise SystemExit(1 if differs else 0)"]
+    outputs = len(ref.orders[0])
+    if dev.kind == "gradient":
+        sources = ", ".join(constants[i] for i in parts.wrt)
+        return [f"# Every gradient must have its input's shape and dtype (the first {outputs} values are the "
+                "function's).",
+                f"sources = [{sources}] * {parts.order}",
+                "bad = [f'{m}: {g.dtype}{list(g.shape)} for a {x.dtype}{list(x.shape)} input' for m, v in found.items()",
+                f"       if not isinstance(v, str) for g, x in zip(v[{outputs}:], sources)",
+                "       if g is not None and (g.shape != x.shape or g.dtype != x.dtype)]",
+                "print('DIFFERS: ' + '; '.join(bad) if bad else 'SAME: every gradient has its input\\'s shape and dtype')",
+                "raise SystemExit(1 if bad else 0)"]
+    return _numeric_code(parts, ref, constants, tolerance, result, outputs)
+
+
+def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], tolerance: ToleranceOverride,
+                  result: Result, outputs: int) -> list[str]:
+    numeric = result.oracles["numeric"]
+    if len(parts.wrt) != 1 or parts.shapes[parts.wrt[0]] != ():
+        raise NotShort("the numeric derivative differs, and the short script writes it out for one scalar "
+                       "input only")
+    if ref.status is not Status.OK or not numeric.differ:
+        raise NotShort("the numeric oracle differs, with no order saying where")
+    k = numeric.differ[0]
+    match = re.search(r"central differences in (\w+) with step ([0-9.e+-]+)", numeric.note)
+    dtype = match[1] if match else parts.dtypes[parts.wrt[0]]
+    step = float(match[2]) if match else NUMERIC_STEPS[dtype]
+    i = parts.wrt[0]
+    x = constants[i]
+    below = f"0:{outputs}" if k == 1 else f"{outputs + k - 2}"
+    got = outputs + k - 1
+    tol = numeric_tolerance_for(parts.dtypes[i], tolerance)
+    args = lambda shift: ", ".join(  # noqa: E731
+        f"tf.constant({c}.astype(np.{dtype}) {shift} h)" if j == i else
+        (f"tf.constant({c}.astype(np.{dtype}))" if parts.dtypes[j].startswith("float") else f"tf.constant({c})")
+        for j, c in enumerate(constants))
+    return ["", "# The numeric derivative: central differences of the order below,",
+            f"# in {dtype} with the step {step:g} (scaled by |{x}| above 1).",
+            f"h = {step!r} * max(1.0, abs(float({x})))",
+            f"up = np.sum(gradients({args('+')})[{below}])",
+            f"down = np.sum(gradients({args('-')})[{below}])",
+            "numeric = (up - down) / (2 * h)",
+            f"got = found[{ref.mode!r}][{got}] if not isinstance(found[{ref.mode!r}], str) else None",
+            f"print('numeric: order {k}', numeric)",
+            f"differs = got is None or not np.allclose(got, numeric, rtol={tol.rtol:g}, atol={tol.atol:g}, "
+            "equal_nan=True)",
+            f"print('DIFFERS:' if differs else 'SAME:', 'order {k}', got, 'vs the numeric', numeric)",
+            "raise SystemExit(1 if differs else 0)"]
+
+
+def full_expected(result: Result, tolerance: ToleranceOverride = None) -> Expected:
+    """What the complete script (harness.repro.script) must show for `result`: each mode it
+    writes out as the harness saw it, and exit 1 when those modes disagree or a gradient is malformed."""
+    from harness.repro.script import WRITTEN_OUT as FULL  # noqa: PLC0415
+
+    written = {m: o for m, o in result.outcomes.items() if m in FULL and o.status is not Status.SKIP}
+    if not written:
+        raise NotShort("no mode the script writes out ran")
+    first = next(iter(written.values()))
+    dead = [m for m, o in written.items() if o.status in (Status.CRASH, Status.TIMEOUT)]
+    if dead:
+        return Expected(exit=None, outcomes={}, what=f"{dead[0]} {written[dead[0]].status.value}")
+    differ = any(compare_outcomes(first, o, tolerance=tolerance, upstream=False) for o in written.values())
+    malformed = any(o.status is Status.OK and check_gradients(o) for o in written.values())
+    return Expected(exit=1 if differ or malformed else 0, outcomes={m: _shown(o) for m, o in written.items()},
+                    what="the modes disagree" if differ else "a malformed gradient" if malformed else
+                    "every mode it writes out agrees")

@@ -1,0 +1,82 @@
+"""Runs a reproduction script in a fresh process and checks that it shows what the harness saw.
+
+The script runs with this environment's Python in isolated mode (-I: no
+PYTHONPATH, no user site, not the current directory), in an empty directory,
+with every import of `harness` refused: what it shows, it shows with
+TensorFlow and NumPy alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from harness.repro.short import Expected
+
+__all__ = ["Ran", "run", "shows"]
+
+_BOOT = """\
+import runpy, sys
+class NoHarness:
+    def find_spec(self, name, path=None, target=None):
+        if name == "harness" or name.startswith("harness."):
+            raise ModuleNotFoundError("a reproduction must not need the harness", name=name)
+sys.meta_path.insert(0, NoHarness())
+sys.argv = [sys.argv[1]]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+_MODE_LINE = re.compile(r"^(\w+): (\w+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Ran:
+    """What running a script gave: its exit status (negative: killed by that signal; None: it
+    ran past the timeout), its standard output and its standard error."""
+
+    exit: Optional[int]
+    stdout: str
+    stderr: str
+
+
+def run(script: str, timeout: float) -> Ran:
+    """Runs the text `script` as repro.py in a fresh, isolated process."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONDONTWRITEBYTECODE="1")
+    with tempfile.TemporaryDirectory(prefix="harness-repro-") as folder:
+        path = Path(folder) / "repro.py"
+        path.write_text(script, encoding="utf-8")
+        try:
+            done = subprocess.run([sys.executable, "-I", "-c", _BOOT, str(path)], cwd=folder, env=env,
+                                  capture_output=True, text=True, timeout=timeout, start_new_session=True)
+        except subprocess.TimeoutExpired as e:
+            def text(b):
+                return b.decode("utf-8", "replace") if isinstance(b, bytes) else (b or "")
+            return Ran(exit=None, stdout=text(e.stdout), stderr=text(e.stderr))
+    return Ran(exit=done.returncode, stdout=done.stdout, stderr=done.stderr)
+
+
+def shows(ran: Ran, expected: Expected) -> Optional[str]:
+    """None when `ran` shows what `expected` says; else why not, in one sentence."""
+    if ran.exit is None:
+        return "it ran past the timeout"
+    if expected.exit is None:
+        return None if ran.exit < 0 else f"it exited {ran.exit} where the harness saw {expected.what}"
+    if ran.exit not in (0, 1):
+        tail = (ran.stderr.strip().splitlines() or [""])[-1]
+        return f"it exited {ran.exit}" + (f": {tail}" if tail else "")
+    printed = {m[1]: m[2] for m in map(_MODE_LINE.match, ran.stdout.splitlines()) if m and m[1] in expected.outcomes}
+    for mode, want in expected.outcomes.items():
+        got = printed.get(mode)
+        if got != want:
+            said = "printed nothing" if got is None else ("returned values" if got == "ok" else f"raised {got}")
+            saw = "values" if want == "ok" else want
+            return f"in it {mode} {said}, where the harness saw {saw}"
+    if ran.exit != expected.exit:
+        return (f"it exited {ran.exit}: " + ("no deviation showed" if ran.exit == 0 else "a deviation showed")
+                + f", where the harness saw {expected.what}")
+    return None
