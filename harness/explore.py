@@ -190,11 +190,31 @@ def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
 
 def cause(result: Result) -> tuple:
     """What makes two failing verdicts the same bug: the verdict, the modes that did not compute
-    (with their exception classes), the oracles that differ, and whether modes disagree."""
+    (with their exception classes), the oracles that differ, whether modes disagree, and the orders
+    whose values hold an inf or a NaN (an overflow is one bug, a gradient that underflows to a
+    wrong finite value another, though the same oracle says both)."""
     modes = tuple(sorted((m, o.status.value, o.error.type if o.error else "")
                          for m, o in result.outcomes.items() if o.status is not Status.OK))
     oracles = tuple(sorted(n for n, o in result.oracles.items() if o.status in ("differ", "error")))
-    return result.verdict.value, modes, oracles, result.modes_disagree
+    return result.verdict.value, modes, oracles, result.modes_disagree, _non_finite(result)
+
+
+def _non_finite(result: Result) -> tuple:
+    """(order, "inf" or "nan") for each order of the first mode that computed, where its values have one."""
+    computed = next((o for o in result.outcomes.values() if o.status is Status.OK), None)
+    if computed is None:
+        return ()
+    found = set()
+    for k, order in enumerate(computed.orders):
+        for out in order:
+            if out.value is None or np.asarray(out.value).dtype.kind not in "fc":
+                continue
+            value = np.asarray(out.value)
+            if np.isnan(value).any():
+                found.add((k, "nan"))
+            if np.isinf(value).any():
+                found.add((k, "inf"))
+    return tuple(sorted(found))
 
 
 def inputs_literal(values: Sequence[tuple[str, np.ndarray]]) -> str:
