@@ -128,11 +128,11 @@ DOMAIN = flags.DEFINE_multi_string(
 EXAMPLES = flags.DEFINE_integer(
     "examples", 100, "explore: the most examples to draw before saying that none failed.", lower_bound=1)
 EXPLORE = flags.DEFINE_integer(
-    "explore", 0, "After the run, explore every selected case that declares domains, drawing up to this many "
-    "examples each (0: no exploring). Like python -m harness explore.", lower_bound=0)
+    "explore", 0, "Explore each selected case with domains, up to N examples (0: off). After the run, as "
+    "python -m harness explore CASE_ID does, for every selected case that declares domains.", lower_bound=0)
 SEED = flags.DEFINE_integer(
-    "seed", None, "The seed of the explore search: the same seed draws the same examples (after any failure the "
-    "example database in .harness/explore-db holds). Default: Hypothesis chooses.")
+    "seed", None, "The explore search's seed: the same seed draws the same examples. They follow any failure the "
+    "example database in .harness/explore-db holds. Default: Hypothesis chooses.")
 
 _OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 _CASES_PER_EXTRA_WORKER = 8
@@ -271,16 +271,15 @@ _COMMANDS = {
               "python -m harness merge report.json --markdown_out matrix.md --html_out matrix.html"),
              "Exit status: 0 when every output was written; 1 when one could not be (said on stderr); "
              "2 for a usage error."),
-    _EXPLORE: ("python -m harness explore PATH.py:NAME|CASE_ID [--domain NAME=[LOW, HIGH] ...] [flags]",
-               "search the --domain inputs for a failing verdict and shrink it to the simplest",
+    _EXPLORE: ("python -m harness explore PATH.py:NAME|CASE_ID [--domain DOMAIN ...] [flags]",
+               "search the domains for a failing input and shrink it to the simplest",
                "Draws inputs from each argument's domain with Hypothesis, judges each exactly as a point of a "
                "run, stops at the first failing verdict and shrinks it to the simplest input that fails with the "
-               "same cause; prints it as an --inputs literal with a check command that reruns it. A CASE_ID "
+               "same cause; prints it as an input literal with a check command that reruns it. A CASE_ID "
                "explores the domains its case declares. The example database is .harness/explore-db in the working "
                "directory, so a failure found is tried first next time. Needs Hypothesis: pip install "
                "'harness[explore]'.",
-               ("python -m harness explore cases/seeds.py:custom_square --domain 'x=[-10, 10]' --order=2 "
-                "--examples=20 --seed=0",),
+               ("python -m harness explore cases/seeds.py:custom_square --domain 'x=[-10, 10]' --seed=0",),
                "Exit status: 0 when no example failed; 1 when one did (or a case point of the run failed); 2 for "
                "a usage error."),
 }

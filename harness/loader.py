@@ -34,13 +34,16 @@ class LoadError(Exception):
 
 
 def _library_package() -> ModuleType:
-    try:
-        return importlib.import_module(_LIBRARY)
-    except ModuleNotFoundError:
-        pass
-    # Running from a source checkout that was not installed: the library is the
-    # cases/ folder beside harness/, which setup.cfg maps to harness.cases.
+    # In a source checkout the library is the cases/ folder beside harness/, which setup.cfg
+    # maps to harness.cases: that one, even where another checkout is installed (editable) and
+    # harness.cases would import its cases, which need not match this harness.
     folder = Path(__file__).resolve().parent.parent / "cases"
+    loaded = sys.modules.get(_LIBRARY)
+    if loaded is not None or not (folder / "__init__.py").exists():
+        try:
+            return loaded or importlib.import_module(_LIBRARY)
+        except ModuleNotFoundError:
+            pass
     spec = importlib.util.spec_from_file_location(
         _LIBRARY, folder / "__init__.py", submodule_search_locations=[str(folder)])
     if spec is None or not (folder / "__init__.py").exists():
