@@ -131,8 +131,9 @@ EXPLORE = flags.DEFINE_integer(
     "explore", 0, "Explore each selected case with domains, up to N examples (0: off). After the run, as "
     "python -m harness explore CASE_ID does, for every selected case that declares domains.", lower_bound=0)
 SEED = flags.DEFINE_integer(
-    "seed", None, "The explore search's seed: the same seed draws the same examples. They follow any failure the "
-    "example database in .harness/explore-db holds. Default: Hypothesis chooses.")
+    "seed", None, "The explore search's seed: the same seed draws the same examples. A seeded search leaves the "
+    "example database (.harness/explore-db) alone, as Hypothesis does. Default: Hypothesis chooses, and a failure "
+    "found is tried first next time.")
 
 _OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 _CASES_PER_EXTRA_WORKER = 8

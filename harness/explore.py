@@ -254,7 +254,7 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
     first failing one to the simplest that fails with the same `cause`.
 
     `key` tells the example database this search from others (the case, its domains, modes
-    and options). The same `seed` draws the same points, after any failure the database holds.
+    and options). The same `seed` draws the same points; Hypothesis then leaves the database alone.
     """
     hypothesis = require()
     from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: PLC0415

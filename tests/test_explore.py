@@ -109,6 +109,17 @@ def test_exclusions_and_open_bounds_are_never_drawn(tmp_path):
     assert all(0 < x <= 1 and abs(x - 0.5) >= 0.1 for x in seen)
 
 
+def test_without_a_seed_a_failure_found_is_kept_in_the_database_and_tried_first(tmp_path):
+    def measure(values):
+        return _result(values, Verdict.FAIL if float(values[0][1]) > 88.8 else Verdict.PASS)
+
+    d = Domain(-100.0, 100.0)
+    first = explore.search(_info(d), [("x", d)], measure, examples=200, seed=None, key="t4", database=str(tmp_path))
+    assert list(tmp_path.iterdir())
+    again = explore.search(_info(d), [("x", d)], measure, examples=200, seed=None, key="t4", database=str(tmp_path))
+    assert float(first.values[0][1]) == float(again.values[0][1]) == OVERFLOW and again.tried <= 3
+
+
 def test_the_inputs_literal_reads_back_to_the_same_float32_values():
     values = (("x", np.float32(0.1)), ("y", np.array([1.5, -2.0], np.float32)))
     assert explore.inputs_literal(values) == "(0.1, [1.5, -2.0])"
@@ -174,7 +185,6 @@ def test_the_naive_softplus_shrinks_to_89_with_the_numeric_oracle_s_explanation(
     assert suite.get("failures") == "1" and suite.find("testcase[@name='explore']/failure") is not None
     assert (folder / "repro" / "check.naive_softplus" / "x=89.0" / "repro.py").exists()
     assert (folder / "repro" / "check.naive_softplus" / "x=89.0" / "ISSUE.md").exists()
-    assert (folder / ".harness" / "explore-db").is_dir()  # the failure, to be tried first next time
 
 
 def test_the_check_command_it_prints_fails_at_that_point(naive):
