@@ -9,7 +9,7 @@ gradient matters (zero, large magnitudes, the clipping threshold).
 import numpy as np
 import tensorflow as tf
 
-from harness import VALUES_DIFFER, Case, Expectation
+from harness import VALUES_DIFFER, Case, Domain, Expectation
 from harness.cases import FORWARD_USES_THE_BODY, SAVED_MODEL_DROPS_INNER
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
@@ -349,6 +349,8 @@ CASES = [
         source=_pattern("stable softplus"),
         description="max(x, 0) + log1p(exp(-|x|)) with gradient sigmoid(x) and second derivative "
                     "s(x)(1 - s(x)), finite at |x| = 100",
+        # Scalars: a failing element then names its own point.
+        domains={"x": Domain(-100.0, 100.0, shape=())},
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
@@ -364,6 +366,7 @@ CASES = [
         order=2,
         source=_pattern("a fused op with its own second derivative, the docstring's nested form"),
         description="tanh with custom derivatives 1 - t^2 and -2t(1 - t^2), right at order 2",
+        domains={"x": Domain(-20.0, 20.0, shape=())},
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,

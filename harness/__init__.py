@@ -15,7 +15,7 @@ The case API is importable without TensorFlow:
 """
 
 from harness.api import assert_consistent, check
-from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, ORACLES, VALUES_DIFFER, Case, CaseError, Expectation, Point
+from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, ORACLES, VALUES_DIFFER, Case, CaseError, Domain, Expectation, Point
 from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Usage, Verdict
 from harness.tolerance import DEFAULT_TOLERANCES, NUMERIC_TOLERANCES, Tol
 
@@ -26,6 +26,7 @@ __all__ = [
     "Case",
     "CaseError",
     "DEFAULT_TOLERANCES",
+    "Domain",
     "ErrorInfo",
     "Expectation",
     "GRADIENT_UNUSED",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import re
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -20,6 +21,7 @@ from harness.versions import VersionRange, parse_range
 __all__ = [
     "Case",
     "CaseError",
+    "Domain",
     "Expectation",
     "Point",
     "VALUES_DIFFER",
@@ -63,6 +65,111 @@ def _format_value(value: np.ndarray) -> str:
     if value.size <= 4:
         return "[" + ",".join(_format_value(v) for v in value) + "]"
     return f"{value.dtype.name}[{','.join(map(str, value.shape))}]"
+
+
+def point_label(names: Sequence[str], values: Sequence[np.ndarray]) -> str:
+    """A point's label, "x=1.0,y=[1.0,2.0]": the same in the main process and in a worker."""
+    return ",".join(f"{n}={_format_value(np.asarray(v))}" for n, v in zip(names, values))
+
+
+@dataclasses.dataclass(frozen=True)
+class Domain:
+    """Where one argument's values may be drawn from when a case is explored (harness.explore).
+
+    Attributes:
+      low, high: the bounds, finite numbers; every element lies between them.
+      open_low, open_high: leave that bound itself out (an open interval end).
+      shape: the argument's shape, or a sequence of allowed shapes; None: the
+        shape the argument has at the case's first point.
+      symmetric: the argument is a symmetric matrix in its last two axes (as
+        Case.symmetric): the average of a drawn matrix and its transpose, so
+        its elements stay within the bounds.
+      positive: with symmetric, a positive definite matrix: B Bᵀ + n·I for a
+        drawn B of elements within the bounds (its own elements may lie
+        outside them); without it, elements above zero (the lower bound moves
+        up to an open 0).
+      exclude: values no element may come near (known kinks: the numeric
+        oracle's differences straddle them).
+      near: how near counts for `exclude`: elements closer than this to an
+        excluded value are not drawn.
+    """
+
+    low: float
+    high: float
+    open_low: bool = False
+    open_high: bool = False
+    shape: Any = None
+    symmetric: bool = False
+    positive: bool = False
+    exclude: Sequence[float] = ()
+    near: float = 1e-3
+
+    def __post_init__(self):
+        shape = self.shape
+        if shape is not None:
+            shapes = (shape,) if all(isinstance(d, int) for d in shape) else shape
+            shape = tuple(tuple(s) for s in shapes)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "exclude", tuple(self.exclude))
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """(low, high) after `positive` without `symmetric` raised the lower bound to 0."""
+        if self.positive and not self.symmetric:
+            return max(self.low, 0.0), self.high
+        return self.low, self.high
+
+    @property
+    def open_bounds(self) -> tuple[bool, bool]:
+        low, _ = self.bounds
+        raised = self.positive and not self.symmetric and self.low <= 0.0
+        return self.open_low or (raised and low == 0.0), self.open_high
+
+    def problem(self) -> Optional[str]:
+        """Why no value can be drawn from this domain, or None when one can."""
+        for name in ("low", "high", "near"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                return f"{name}={value!r} is not a finite number"
+        low, high = self.bounds
+        open_low, open_high = self.open_bounds
+        if low > high or low == high and (open_low or open_high):
+            side = "above zero (positive) and " if self.positive and not self.symmetric else ""
+            return (f"no number is {side}between {self.low:g} and {self.high:g} "
+                    f"({'open' if open_low else 'closed'} below, {'open' if open_high else 'closed'} above); "
+                    "give low < high")
+        if self.near < 0:
+            return f"near={self.near!r} is negative"
+        for value in self.exclude:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                return f"exclude holds {value!r}, not a finite number"
+        if any(x - self.near < low and high < x + self.near for x in self.exclude):
+            return f"every value between {low:g} and {high:g} is within {self.near:g} of an excluded value"
+        if self.shape is not None:
+            if not self.shape:
+                return "shape gives no shape"
+            for s in self.shape:
+                if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in s):
+                    return f"shape {s!r} is not a tuple of sizes"
+                if self.symmetric and (len(s) < 2 or s[-1] != s[-2]):
+                    return f"shape {list(s)} is not square in its last two axes, as a symmetric argument is"
+        return None
+
+    def describe(self) -> str:
+        """The domain as --domain writes it (without the argument's name)."""
+        open_low, open_high = self.open_low, self.open_high
+        text = f"{'(' if open_low else '['}{self.low:g}, {self.high:g}{')' if open_high else ']'}"
+        if self.shape is not None:
+            text += ";shape=" + "|".join(repr(tuple(s)) for s in self.shape)
+        if self.symmetric:
+            text += ";symmetric"
+        if self.positive:
+            text += ";positive"
+        if self.exclude:
+            text += ";exclude=" + ",".join(f"{x:g}" for x in self.exclude)
+            if self.near != 1e-3:
+                text += f";near={self.near:g}"
+        return text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,6 +296,9 @@ class Case:
         two axes): the numeric oracle moves them along symmetric directions
         only, as a function of a symmetric matrix (one that reads one triangle,
         as tf.linalg.cholesky does) is only defined there.
+      domains: argument names mapped to the Domain that explore draws their
+        values from (harness.explore); an argument without one keeps its value
+        at the first point. A case without domains is not explored.
     """
 
     id: str
@@ -209,6 +319,7 @@ class Case:
     skip_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     oracle_tolerance: ToleranceOverride = None
     symmetric: Sequence[str] = ()
+    domains: Mapping[str, Domain] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -224,6 +335,7 @@ class Case:
         self._validate_tolerance("oracle_tolerance", self.oracle_tolerance)
         self._validate_oracles()
         object.__setattr__(self, "symmetric", self._validate_symmetric())
+        self._validate_domains()
         self._validate_expectations()
         if not self.description or not self.description.strip():
             raise _fail(self.id, "description", "say in one line what the case shows")
@@ -262,7 +374,7 @@ class Case:
                         "give a NumPy value with its dtype, e.g. np.float32(1.0)",
                     )
                 values.append(np.asarray(value))
-            label = ",".join(f"{n}={_format_value(v)}" for n, v in zip(names, values))
+            label = point_label(names, values)
             points.append(Point(names=names, values=tuple(values), label=label))
         labels = [p.label for p in points]
         duplicates = sorted({l for l in labels if labels.count(l) > 1})
@@ -399,6 +511,28 @@ class Case:
                     raise _fail(self.id, "symmetric", f"argument {name!r} has shape {list(shape)} at {p.label}; a "
                                                       "symmetric argument is square in its last two axes")
         return names
+
+    def _validate_domains(self) -> None:
+        if not isinstance(self.domains, Mapping):
+            raise _fail(self.id, "domains", "give a mapping from argument name to Domain")
+        point = self.points[0]
+        for name, domain in self.domains.items():
+            field = f"domains[{name!r}]"
+            if name not in point.names:
+                raise _fail(self.id, field, f"{name!r} is not an argument; arguments: {', '.join(point.names)}")
+            if not isinstance(domain, Domain):
+                raise _fail(self.id, field, f"{domain!r} is not a Domain")
+            if name not in self.wrt:
+                raise _fail(self.id, field, f"{name!r} is not differentiated; explore draws differentiated "
+                                            f"arguments only: {', '.join(self.wrt) or 'none'}")
+            problem = domain.problem()
+            if problem is None and domain.shape is None and domain.symmetric:
+                shape = point.values[point.names.index(name)].shape
+                if len(shape) < 2 or shape[-1] != shape[-2]:
+                    problem = f"the argument's shape {list(shape)} is not square, as a symmetric argument is"
+            if problem is not None:
+                raise _fail(self.id, field, f"{problem}; fix the Domain")
+        object.__setattr__(self, "domains", dict(self.domains))
 
     def _validate_expectations(self) -> None:
         for i, e in enumerate(self.expectations):

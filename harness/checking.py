@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.case import Case
+from harness.case import Case, Domain
 
 __all__ = ["CheckSpec", "InputError", "parse_inputs", "parse_expect", "make_case", "case_for"]
 
@@ -31,7 +31,9 @@ class InputError(ValueError):
 class CheckSpec:
     """What `check` was asked: a target "PATH.py:NAME", input literals, dtype and order,
     and the Case fields the command line can give: wrt, expectations (as --expect
-    texts) and symmetric arguments."""
+    texts) and symmetric arguments. `explore` gives domains (argument name, Domain)
+    instead of inputs: the case's one point then only fixes each argument's dtype and
+    shape, and is not run."""
 
     target: str
     inputs: tuple[str, ...]
@@ -40,6 +42,7 @@ class CheckSpec:
     wrt: tuple[str, ...] = ()
     expect: tuple[str, ...] = ()
     symmetric: tuple[str, ...] = ()
+    domains: tuple[tuple[str, Domain], ...] = ()
 
     @property
     def path(self) -> str:
@@ -204,5 +207,28 @@ def make_case(spec: CheckSpec) -> Case:
     if spec.expect:
         options["expectations"] = [Expectation(modes=m, outcome=o, reason=r)
                                    for m, o, r in (parse_expect(t) for t in spec.expect)]
+    if spec.domains:
+        return _explored_case(obj, spec, options)
     return case_for(obj, spec.name, parse_inputs(spec.inputs, spec.dtype), spec.order, source=spec.target,
                     **options)
+
+
+def _explored_case(obj: Any, spec: CheckSpec, options: dict) -> Case:
+    """The Case `explore PATH.py:NAME` searches: one placeholder point inside the domains, by name."""
+    from harness.case import CaseError  # noqa: PLC0415
+
+    domains = dict(spec.domains)
+    names = _argument_names(None if _is_builder(obj) else obj, len(domains))
+    if _is_builder(obj) or set(names) != set(domains):
+        given = ", ".join(domains)
+        wanted = "a function's arguments" if _is_builder(obj) else f"the arguments {', '.join(names)}"
+        raise CaseError(f"--domain names {given}; give one --domain for each of {wanted} of {spec.target}")
+    dtype = _numpy_dtype(spec.dtype)
+    point = {}
+    for name in names:
+        d = domains[name]
+        low, high = d.bounds
+        shape = d.shape[0] if d.shape else ()
+        point[name] = np.full(shape, (low + high) / 2, dtype=dtype)
+    return Case(id=f"check.{spec.name}", points=[point], fn=obj, order=spec.order, source=spec.target,
+                description=f"{spec.name} explored from the command line", domains=domains, **options)

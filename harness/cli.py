@@ -4,6 +4,7 @@
     python -m harness check PATH.py:NAME --inputs LITERAL ...
     python -m harness repro CASE_ID|PATH.py:NAME [--point P] --out DIR
     python -m harness merge REPORT.json ... --markdown_out M --html_out H --json_out J
+    python -m harness explore PATH.py:NAME|CASE_ID --domain 'x=[-100, 100]' ...
 
 Every flag is in _FLAG_TABLE with its --help group and the commands that take it; a command
 given a flag it does not take refuses it, naming the commands it belongs to.
@@ -16,6 +17,7 @@ fraction of a second.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -77,8 +79,8 @@ REPRO_DIR = flags.DEFINE_string(
 INPUTS = flags.DEFINE_multi_string(
     "inputs", [], "check/repro PATH.py:NAME: one input point as a Python literal; a tuple gives one value "
     "per argument, e.g. --inputs '1.0' --inputs '(5.0, [1.0, 2.0])' (repeatable).")
-ORDER = flags.DEFINE_integer("order", 1, "check/repro PATH.py:NAME: the derivative order.", lower_bound=1)
-DTYPE = flags.DEFINE_string("dtype", "float32", "check/repro PATH.py:NAME: the dtype of every input.")
+ORDER = flags.DEFINE_integer("order", 1, "check/repro/explore PATH.py:NAME: the derivative order.", lower_bound=1)
+DTYPE = flags.DEFINE_string("dtype", "float32", "check/repro/explore PATH.py:NAME: the dtype of every input.")
 POINT = flags.DEFINE_string("point", None, "repro: the point label (default: the first point that does "
                                            "not pass, else the first).")
 OUT = flags.DEFINE_string("out", None, "repro: the directory to write repro.py and ISSUE.md into.")
@@ -105,10 +107,10 @@ UPSTREAM = flags.DEFINE_bool(
     "upstream-gradient check: every order of it is taken, compared across modes and checked numerically; a "
     "grad_fn that ignores or reduces its dy is right only at the plain contraction. --noupstream turns it off.")
 WRT = flags.DEFINE_list(
-    "wrt", None, "check/repro PATH.py:NAME: differentiate only these arguments (comma list of names; "
+    "wrt", None, "check/repro/explore PATH.py:NAME: differentiate only these arguments (comma list of names; "
     "default: every floating or complex argument).")
 EXPECT = flags.DEFINE_multi_string(
-    "expect", [], "check/repro PATH.py:NAME: a declared deviation, as a case's Expectation: "
+    "expect", [], "check/repro/explore PATH.py:NAME: a declared deviation, as a case's Expectation: "
     "MODES:OUTCOME[:REASON], MODES a comma list of modes and oracles or 'all', OUTCOME an exception class or "
     "'values differ', 'bad gradient', 'gradient unused'; e.g. --expect 'numeric:values differ:a "
     "straight-through estimator' (repeatable).")
@@ -135,6 +137,20 @@ MINIMIZE_SECONDS = flags.DEFINE_float(
 MATRIX_JSON = flags.DEFINE_string(
     "matrix_json", None, "A version matrix (merge --json_out, schema harness.matrix/1). ISSUE.md then names the "
     "TensorFlow releases where the same outcome was seen.")
+
+DOMAIN = flags.DEFINE_multi_string(
+    "domain", [], "explore: one argument's domain, NAME=[LOW, HIGH] (parentheses for an open end), then "
+    "';shape=(2, 2)|(3, 3)', ';symmetric', ';positive', ';exclude=0,1' and ';near=0.01' as needed, e.g. "
+    "--domain 'x=[-100, 100]' (repeatable). For a case id it replaces that argument's declared domain.")
+EXAMPLES = flags.DEFINE_integer(
+    "examples", 100, "explore: the most examples to draw before saying that none failed.", lower_bound=1)
+EXPLORE = flags.DEFINE_integer(
+    "explore", 0, "Explore each selected case with domains, up to N examples (0: off). After the run, as "
+    "python -m harness explore CASE_ID does, for every selected case that declares domains.", lower_bound=0)
+SEED = flags.DEFINE_integer(
+    "seed", None, "The explore search's seed: the same seed draws the same examples. A seeded search leaves the "
+    "example database (.harness/explore-db) alone, as Hypothesis does. Default: Hypothesis chooses, and a failure "
+    "found is tried first next time.")
 
 _OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 _CASES_PER_EXTRA_WORKER = 8
@@ -199,8 +215,8 @@ for _flag in (REPRO_DIR, OUT):
 
 _HELP = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
 
-_RUN, _CHECK, _REPRO, _MERGE = "run", "check", "repro", "merge"
-_RUNS_CASES = (_RUN, _CHECK, _REPRO)
+_RUN, _CHECK, _REPRO, _MERGE, _EXPLORE = "run", "check", "repro", "merge", "explore"
+_RUNS_CASES = (_RUN, _CHECK, _REPRO, _EXPLORE)
 _SELECTION, _JUDGING, _REPORTS, _EXECUTION = "Selection", "Modes and oracles", "Reports", "Execution"
 _GROUPS = (_SELECTION, _JUDGING, _REPORTS, _EXECUTION)
 
@@ -223,23 +239,27 @@ _FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
     (STRICT_XPASS, _JUDGING, _RUNS_CASES),
     (JSON_OUT, _REPORTS, _RUNS_CASES + (_MERGE,)),
     (JUNIT_OUT, _REPORTS, _RUNS_CASES),
-    (JSONL_OUT, _REPORTS, _RUNS_CASES),
-    (REPRO_DIR, _REPORTS, (_RUN, _CHECK)),  # repro writes into --out
+    (JSONL_OUT, _REPORTS, (_RUN, _CHECK, _REPRO)),
+    (REPRO_DIR, _REPORTS, (_RUN, _CHECK, _EXPLORE)),  # repro writes into --out
     (FULL, _REPORTS, _RUNS_CASES),
     (MINIMIZE, _REPORTS, _RUNS_CASES),
     (MINIMIZE_SECONDS, _REPORTS, _RUNS_CASES),
     (MATRIX_JSON, _REPORTS, _RUNS_CASES),
-    (JOBS, _EXECUTION, _RUNS_CASES),
+    (JOBS, _EXECUTION, (_RUN, _CHECK, _REPRO)),  # explore runs one example at a time
     (TIMEOUT, _EXECUTION, _RUNS_CASES),
     (INPROCESS, _EXECUTION, _RUNS_CASES),
     (INPUTS, None, (_CHECK, _REPRO)),
-    (ORDER, None, (_CHECK, _REPRO)),
-    (DTYPE, None, (_CHECK, _REPRO)),
-    (WRT, None, (_CHECK, _REPRO)),
-    (EXPECT, None, (_CHECK, _REPRO)),
+    (ORDER, None, (_CHECK, _REPRO, _EXPLORE)),
+    (DTYPE, None, (_CHECK, _REPRO, _EXPLORE)),
+    (WRT, None, (_CHECK, _REPRO, _EXPLORE)),
+    (EXPECT, None, (_CHECK, _REPRO, _EXPLORE)),
     (SYMMETRIC, None, (_CHECK, _REPRO)),
     (POINT, None, (_REPRO,)),
     (OUT, None, (_REPRO,)),
+    (DOMAIN, None, (_EXPLORE,)),
+    (EXAMPLES, None, (_EXPLORE,)),
+    (SEED, _EXECUTION, (_RUN, _EXPLORE)),
+    (EXPLORE, _EXECUTION, (_RUN,)),
     (MARKDOWN_OUT, None, (_MERGE,)),
     (HTML_OUT, None, (_MERGE,)),
 )}
@@ -275,6 +295,17 @@ _COMMANDS = {
               "python -m harness merge report.json --markdown_out matrix.md --html_out matrix.html"),
              "Exit status: 0 when every output was written; 1 when one could not be (said on stderr); "
              "2 for a usage error."),
+    _EXPLORE: ("python -m harness explore PATH.py:NAME|CASE_ID [--domain DOMAIN ...] [flags]",
+               "search the domains for a failing input and shrink it to the simplest",
+               "Draws inputs from each argument's domain with Hypothesis, judges each exactly as a point of a "
+               "run, stops at the first failing verdict and shrinks it to the simplest input that fails with the "
+               "same cause; prints it as an input literal with a check command that reruns it. A CASE_ID "
+               "explores the domains its case declares. The example database is .harness/explore-db in the working "
+               "directory, so a failure found is tried first next time. Needs Hypothesis: pip install "
+               "'harness[explore]'.",
+               ("python -m harness explore cases/seeds.py:custom_square --domain 'x=[-10, 10]' --seed=0",),
+               "Exit status: 0 when no example failed; 1 when one did (or a case point of the run failed); 2 for "
+               "a usage error."),
 }
 _WIDTH = 100
 
@@ -306,7 +337,7 @@ def first_sentence(text: str) -> str:
 def _flag_help(f) -> str:
     """A flag's whole help, for COMMAND --help: without the "check/repro PATH.py:NAME: " that says in
     --helpfull which command takes it."""
-    said = re.sub(r"^(check/repro PATH\.py:NAME|repro|merge): (.)", lambda m: m[2].upper(), _said(f))
+    said = re.sub(r"^(check/repro/explore PATH\.py:NAME|check/repro PATH\.py:NAME|repro|merge|explore): (.)", lambda m: m[2].upper(), _said(f))
     text = textwrap.fill(said, width=96, initial_indent="      ", subsequent_indent="      ",
                          break_on_hyphens=False)
     return f"  {_written(f)}\n{text}"
@@ -323,7 +354,8 @@ def _main_help() -> str:
         return _written(f)
 
     width = max(len(name(f)) for fs in grouped.values() for f in fs)
-    targets = {_RUN: "", _CHECK: " PATH.py:NAME", _REPRO: " CASE_ID|PATH.py:NAME", _MERGE: " REPORT.json..."}
+    targets = {_RUN: "", _CHECK: " PATH.py:NAME", _REPRO: " CASE_ID|PATH.py:NAME", _MERGE: " REPORT.json...",
+               _EXPLORE: " PATH.py:NAME|CASE_ID"}
     commands = [(command + targets[command], _COMMANDS[command][1]) for command in _COMMANDS]
     commands.append(("list", "python -m harness --list: the selected cases with their descriptions"))
     left = max(len(c) for c, _ in commands)
@@ -390,20 +422,22 @@ def _usage_exit(message: str) -> None:
     sys.exit(2)
 
 
-def _check_spec(target: str):
+def _check_spec(target: str, domains: Sequence = ()):
     from harness.checking import CheckSpec, InputError, parse_expect, parse_inputs  # noqa: PLC0415
 
     path, colon, name = target.rpartition(":")
     if not colon or not path.endswith(".py") or not name.isidentifier():
         raise UsageError(f"{target!r} is not PATH.py:NAME; e.g. my_grads.py:log1pexp")
     try:
-        parse_inputs(INPUTS.value, DTYPE.value)  # refuse bad literals before any worker starts
+        if not domains:
+            parse_inputs(INPUTS.value, DTYPE.value)  # refuse bad literals before any worker starts
         for text in EXPECT.value:
             parse_expect(text)
     except InputError as e:
         raise UsageError(str(e)) from None
     return CheckSpec(target=target, inputs=tuple(INPUTS.value), dtype=DTYPE.value, order=ORDER.value,
-                     wrt=tuple(WRT.value or ()), expect=tuple(EXPECT.value), symmetric=tuple(SYMMETRIC.value or ()))
+                     wrt=tuple(WRT.value or ()), expect=tuple(EXPECT.value), symmetric=tuple(SYMMETRIC.value or ()),
+                     domains=tuple(domains))
 
 
 def rerun_command(case_id: str, point: str, modes: Sequence[str], check=None) -> str:
@@ -463,7 +497,7 @@ def _split(argv: Sequence[str]) -> tuple[str, list[str]]:
                          f"--cases){hint}")
     if command == _RUN and args:
         raise UsageError(f"run takes no arguments, got {' '.join(args)}; select cases with --cases")
-    if command in (_CHECK, _REPRO) and len(args) != 1:
+    if command in (_CHECK, _REPRO, _EXPLORE) and len(args) != 1:
         raise UsageError(f"{command} takes one target, got {len(args)}: {' '.join(args) or 'none'}")
     return command, args
 
@@ -475,7 +509,7 @@ def _and(words: Sequence[str]) -> str:
 def _refuse_other_flags(command: str, args: Sequence[str]) -> None:
     """Refuses a flag given to a command that does not take it (where it would do nothing), naming
     the commands it belongs to."""
-    if command == _RUN or (command == _REPRO and ".py:" not in args[0]):
+    if command == _RUN or (command in (_REPRO, _EXPLORE) and ".py:" not in args[0]):
         given = [f"--{f.name}" for f in (WRT, EXPECT, SYMMETRIC) if flags.FLAGS[f.name].present]
         if given:  # more than "not here": what says the same for a case
             raise UsageError(f"{', '.join(given)} describe the function of check PATH.py:NAME; a case file says "
@@ -763,6 +797,24 @@ def _merge(paths: Sequence[str]) -> int:
         raise UsageError(str(e)) from None
 
 
+def _check_repro_flags(command: str) -> Optional[dict]:
+    """Refuses reproduction flags that cannot work, before any case runs; returns the
+    --matrix_json matrix, if given."""
+    matrix = _read_matrix(MATRIX_JSON.value) if MATRIX_JSON.value else None
+    if MINIMIZE.value:
+        from harness.repro import minimize  # noqa: PLC0415
+
+        if FULL.value:
+            raise UsageError("--minimize shrinks the short script; drop --full")
+        if command != _REPRO and not REPRO_DIR.value:
+            raise UsageError("--minimize shrinks the scripts --repro_dir writes; give --repro_dir DIR")
+        try:
+            minimize.require()
+        except minimize.MissingReducer as e:
+            raise UsageError(str(e)) from None
+    return matrix
+
+
 def run(argv: Sequence[str]) -> int:
     """Runs the harness for parsed flags and positional arguments; returns the exit status."""
     from harness import loader, pool  # noqa: PLC0415
@@ -774,23 +826,16 @@ def run(argv: Sequence[str]) -> int:
     _refuse_other_flags(command, args)
     if command == "merge":
         return _merge(args)
+    if command == _EXPLORE:
+        _check_repro_flags(command)
+        return _explore_command(args[0])
+    if EXPLORE.value:
+        _explore_module()  # Hypothesis missing: said before any case runs
     if command == "repro" and not OUT.value:
         raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
     modes = _modes.parse_modes(MODE.value)
     _check_outputs()
-    matrix = _read_matrix(MATRIX_JSON.value) if MATRIX_JSON.value else None
-    if MINIMIZE.value:
-        from harness.repro import minimize  # noqa: PLC0415
-
-        if FULL.value:
-            raise UsageError("--minimize shrinks the short script; drop --full")
-        if command == _RUN or command == _CHECK:
-            if not REPRO_DIR.value:
-                raise UsageError("--minimize shrinks the scripts --repro_dir writes; give --repro_dir DIR")
-        try:
-            minimize.require()
-        except minimize.MissingReducer as e:
-            raise UsageError(str(e)) from None
+    matrix = _check_repro_flags(command)
     check = _check_spec(args[0]) if command == "check" or (command == "repro" and ".py:" in args[0]) else None
     patterns = CASES.value
     if command == "repro" and check is None:
@@ -814,6 +859,7 @@ def run(argv: Sequence[str]) -> int:
     jsonl = None
     interrupted = False
     written = True  # every output written so far
+    explored: list = []
     try:
         runner = _runner(sources)
         environment, catalogue = runner.start()
@@ -851,6 +897,10 @@ def run(argv: Sequence[str]) -> int:
                 progress.finished(done.index, "\n".join(text.line(r) for r in done.results), len(done.results))
         finally:
             progress.close()
+        for info in (c for c in selected if EXPLORE.value and c.domains):
+            found = _explore_case(runner, info, (), modes, options, EXPLORE.value, None, environment)
+            explored.append(found)
+            print(text.explored(found), flush=True)
     except loader.LoadError as e:
         raise UsageError(str(e)) from None
     except pool.PoolError as e:
@@ -870,7 +920,7 @@ def run(argv: Sequence[str]) -> int:
     seconds = time.monotonic() - start  # the start's wall-clock time from it, so both agree
     report = Report(environment=environment, modes=modes,
                     results=tuple(r for done in ordered for r in done.results),
-                    started=time.time() - seconds, seconds=seconds)
+                    started=time.time() - seconds, seconds=seconds, explore=tuple(explored))
     written = _write_outputs([(flag.value, renderer.render(report))
                               for flag, renderer in ((JSON_OUT, json_report), (JUNIT_OUT, junit))
                               if flag.value]) and written
@@ -897,6 +947,161 @@ def run(argv: Sequence[str]) -> int:
         sys.stderr.write(f"harness: interrupted; {not_run} case points did not run; reports hold what finished\n")
         return 130
     return 1 if report.failed or not written else 0
+
+
+def _explore_module():
+    from harness import explore  # noqa: PLC0415
+
+    try:
+        explore.require()
+    except explore.ExploreError as e:
+        raise UsageError(str(e)) from None
+    return explore
+
+
+def _explore_command(target: str) -> int:
+    """python -m harness explore TARGET: one case's search, its reports and its repro."""
+    from harness import loader, pool  # noqa: PLC0415
+    from harness.records import Report  # noqa: PLC0415
+    from harness.report import json_report, junit, text  # noqa: PLC0415
+    from harness.worker import Sources  # noqa: PLC0415
+
+    explore = _explore_module()
+    try:
+        domains = [explore.parse_domain(t) for t in DOMAIN.value]
+    except explore.ExploreError as e:
+        raise UsageError(str(e)) from None
+    names = [n for n, _ in domains]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"--domain gives {twice[0]!r} twice; give one domain per argument")
+    modes = _modes.parse_modes(MODE.value)
+    _check_outputs()
+    check = None
+    if ".py:" in target:
+        if not domains:
+            raise UsageError(f"give one --domain per argument of {target}, e.g. --domain 'x=[-100, 100]'")
+        if DTYPE.value not in ("float16", "float32", "float64"):
+            raise UsageError(f"--dtype={DTYPE.value!r}: explore draws float16, float32 or float64")
+        check = _check_spec(target, domains)
+        pattern = f"check.{check.name}"
+    else:
+        pattern = target
+    with_library = LIBRARY.value if LIBRARY.value is not None else not (CASE_FILES.value or check)
+    if not with_library and not CASE_FILES.value and check is None:
+        raise UsageError("no cases: give --case_file, or drop --nolibrary")
+    sources = Sources(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
+                      themes=_themes([pattern]))
+    options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
+                         numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value)
+    start = time.monotonic()
+    runner = _runner(sources)
+    try:
+        environment, catalogue = runner.start()
+        selected = loader.select(catalogue, [pattern])
+        if len(selected) != 1:
+            raise UsageError(f"explore takes one case; {pattern!r} selects {len(selected)}: "
+                             f"{', '.join(c.id for c in selected[:5])}")
+        found = _explore_case(runner, selected[0], domains, modes, options, EXAMPLES.value, check, environment)
+    except (loader.LoadError, explore.ExploreError) as e:
+        raise UsageError(str(e)) from None
+    except pool.PoolError as e:
+        sys.stderr.write(f"harness: {e}\n")
+        return 1
+    except KeyboardInterrupt:
+        runner.kill()
+        sys.stderr.write("harness: interrupted; nothing was found before it\n")
+        return 130
+    finally:
+        runner.close()
+    seconds = time.monotonic() - start
+    report = Report(environment=environment, modes=modes, results=(), started=time.time() - seconds,
+                    seconds=seconds, explore=(found,))
+    written = _write_outputs([(flag.value, renderer.render(report))
+                              for flag, renderer in ((JSON_OUT, json_report), (JUNIT_OUT, junit)) if flag.value])
+    print(text.explored(found))
+    return 1 if found.failed or not written else 0
+
+
+def _explore_case(runner, info: CaseInfo, given: Sequence, modes, options: RunOptions, limit: int, check,
+                  environment: dict):
+    """Explores one case: its declared domains, with `given` (argument, Domain) pairs over them."""
+    from harness import explore  # noqa: PLC0415
+    from harness.records import Explored  # noqa: PLC0415
+    from harness.worker import Job  # noqa: PLC0415
+
+    domains = {**dict(info.domains), **dict(given)}
+    described = tuple((n, d.describe()) for n, d in domains.items())
+    progress = Progress(total=limit)
+    tried = [0]
+
+    def run_at(values, repro: bool = False):
+        label = explore.label_of(values)
+        command, _ = _explore_rerun(info, values, modes, check)
+        job = Job(case_id=info.id, order=info.order, points=(label,), modes=modes, options=options,
+                  strict_xpass=STRICT_XPASS.value, repro=repro, reruns=((label, command),), values=tuple(values))
+        return next(iter(runner.run([job], lambda job: None, 1)))
+
+    def measure(values):
+        tried[0] += 1
+        progress.started(f"explore {info.id}: example {tried[0]} at {explore.label_of(values)}")
+        return run_at(values).results[0]
+
+    key = repr((info.id, info.target, sorted(described), info.arguments, info.order, modes, options,
+                check and (check.target, check.dtype, check.wrt, check.expect)))
+    start = time.monotonic()
+    try:
+        search = explore.search(info, list(domains.items()), measure, examples=limit, seed=SEED.value, key=key,
+                                strict_xpass=STRICT_XPASS.value)
+    finally:
+        progress.close()
+    seconds = time.monotonic() - start
+    if search.result is None:
+        return Explored(case=info.id, domains=described, tried=search.tried, limit=limit, seconds=seconds,
+                        seed=SEED.value, note=search.note)
+    command, why = _explore_rerun(info, search.values, modes, check)
+    if REPRO_DIR.value:
+        done = run_at(search.values, repro=True)
+        r = done.results[0]
+        try:
+            folder = _repro_folder(REPRO_DIR.value, r.case, r.point)
+        except ValueError as e:
+            logging.warning("no reproduction for %s: %s; remove the link", r.name, e)
+        else:
+            _write_repro(folder, r, done.scripts, environment, info, MATRIX_JSON.value and _read_matrix(MATRIX_JSON.value))
+    if check is None and not why:
+        why = ("the check command calls the function alone: the case's tolerance, expectations and oracles are "
+               "not in it")
+        command_kept = command
+    else:
+        command_kept = "" if why else command
+    return Explored(case=info.id, domains=described, tried=search.tried, limit=limit, seconds=seconds,
+                    seed=SEED.value, found=search.result, inputs=explore.inputs_literal(search.values),
+                    check=command_kept, note="; ".join(n for n in (search.note, why) if n))
+
+
+def _explore_rerun(info: CaseInfo, values, modes, check) -> tuple[str, str]:
+    """(a command that reruns `info` at `values`, "" or why it is not a check command)."""
+
+    from harness import explore  # noqa: PLC0415
+    from harness.checking import CheckSpec  # noqa: PLC0415
+
+    literal = explore.inputs_literal(values)
+    label = explore.label_of(values)
+    if check is not None:
+        spec = dataclasses.replace(check, inputs=(literal,), domains=())
+        return rerun_command(f"check.{check.name}", label, modes, spec), ""
+    dtypes = {dtype for _, dtype, _ in info.arguments}
+    again = shlex.join(["python", "-m", "harness", "explore", info.id, f"--mode={','.join(modes)}"]
+                       + [f"--case_file={p}" for p in CASE_FILES.value]
+                       + ([f"--seed={SEED.value}"] if SEED.value is not None else []))
+    if not info.target or len(dtypes) != 1 or not dtypes <= {"float16", "float32", "float64"}:
+        return again, (f"{info.id}'s function cannot be named to check (a builder, or arguments of several "
+                       f"dtypes); rerun the search: {again}")
+    spec = CheckSpec(target=info.target, inputs=(literal,), dtype=dtypes.pop(), order=info.order)
+    name = info.target.rsplit(":", 1)[1]
+    command = rerun_command(f"check.{name}", label, modes, spec)
+    return command, ""
 
 
 def main(argv: Sequence[str]) -> int:

@@ -13,6 +13,7 @@ import fnmatch
 import hashlib
 import importlib
 import importlib.util
+import os
 import pkgutil
 import sys
 from pathlib import Path
@@ -33,13 +34,16 @@ class LoadError(Exception):
 
 
 def _library_package() -> ModuleType:
-    try:
-        return importlib.import_module(_LIBRARY)
-    except ModuleNotFoundError:
-        pass
-    # Running from a source checkout that was not installed: the library is the
-    # cases/ folder beside harness/, which setup.cfg maps to harness.cases.
+    # In a source checkout the library is the cases/ folder beside harness/, which setup.cfg
+    # maps to harness.cases: that one, even where another checkout is installed (editable) and
+    # harness.cases would import its cases, which need not match this harness.
     folder = Path(__file__).resolve().parent.parent / "cases"
+    loaded = sys.modules.get(_LIBRARY)
+    if loaded is not None or not (folder / "__init__.py").exists():
+        try:
+            return loaded or importlib.import_module(_LIBRARY)
+        except ModuleNotFoundError:
+            pass
     spec = importlib.util.spec_from_file_location(
         _LIBRARY, folder / "__init__.py", submodule_search_locations=[str(folder)])
     if spec is None or not (folder / "__init__.py").exists():
@@ -164,7 +168,32 @@ def info(case: Case) -> CaseInfo:
     return CaseInfo(id=case.id, description=case.description, source=case.source, order=case.order,
                     points=tuple(p.label for p in case.points), expectations=tuple(case.expectations),
                     tolerance=case.tolerance, tf_versions=case.tf_versions,
-                    oracles=tuple(name for name in ("reference", "analytic") if getattr(case, name) is not None))
+                    oracles=tuple(name for name in ("reference", "analytic") if getattr(case, name) is not None),
+                    arguments=tuple((n, v.dtype.name, v.shape) for n, v in zip(case.points[0].names,
+                                                                              case.points[0].values)),
+                    domains=tuple(case.domains.items()), target=_target(case),
+                    fixed=tuple(_plain(v) for v in case.points[0].values) if case.domains else ())
+
+
+def _plain(value) -> object:
+    """A NumPy value as nested Python numbers: any process unpickles it, whatever its dtype."""
+    if value.dtype.kind == "c":
+        return value.astype("complex128").tolist()
+    if value.dtype.kind == "f" or value.dtype.name == "bfloat16":
+        return value.astype("float64").tolist()
+    return value.tolist()
+
+
+def _target(case: Case) -> str:
+    """ "PATH.py:NAME" naming the case's function where its module holds it under that name."""
+    fn = case.fn
+    name = getattr(fn, "__name__", "")
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    if fn is None or not name.isidentifier() or getattr(module, name, None) is not fn or not path:
+        return ""
+    path = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+    return f"{path}:{name}"
 
 
 def _select_one(catalogue: Sequence[CaseInfo], pattern: str) -> list[CaseInfo]:
@@ -227,3 +256,16 @@ def pick(cases: Sequence[Case], patterns: Iterable[str] | None) -> list[Case]:
     """The Case objects `patterns` select, narrowed to the selected points."""
     by_id = {c.id: c for c in cases}
     return [narrow(by_id[i.id], i.points) for i in select([info(c) for c in cases], patterns)]
+
+
+def at_point(case: Case, values: Sequence[tuple[str, object]]) -> Case:
+    """`case` at one point of its domains (explore): `values` gives (name, NumPy value) for every
+    argument. Kinks and expectations named for the case's own points do not apply there."""
+    return dataclasses.replace(case, points=[dict(values)],
+                               kinks={"*": case.kinks["*"]} if "*" in case.kinks else {},
+                               expectations=[e for e in case.expectations if not e.points])
+
+
+def info_at(item: CaseInfo, label: str) -> CaseInfo:
+    """What the main process judges `at_point` by: the same case, at the point labelled `label`."""
+    return dataclasses.replace(item, points=(label,), expectations=tuple(e for e in item.expectations if not e.points))

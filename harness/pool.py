@@ -125,7 +125,8 @@ class _Worker:
 def _judge(infos: dict, environment: dict, job: worker.Job, measured: Sequence[Measured],
            changed: Sequence[str], lost: str = "") -> list[Result]:
     """The verdicts on what a worker measured for `job`, decided here, in the main process."""
-    return judge_measured(infos[job.case_id], measured, points=job.points, modes=job.modes, options=job.options,
+    info = infos[job.case_id] if job.values is None else loader.info_at(infos[job.case_id], job.points[0])
+    return judge_measured(info, measured, points=job.points, modes=job.modes, options=job.options,
                           tf_version=environment["tensorflow"], reference=_modes.reference_of(job.modes),
                           reruns=dict(job.reruns), strict_xpass=job.strict_xpass, changed=changed, lost=lost)
 

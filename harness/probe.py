@@ -33,7 +33,7 @@ import tensorflow as tf
 
 from harness.records import Usage
 
-__all__ = ["install", "installed", "name_of", "paused", "start", "finish"]
+__all__ = ["add", "install", "installed", "name_of", "paused", "recorded", "start", "finish", "union"]
 
 _REAL = tf.custom_gradient
 _state = {"depth": 0, "ran": {}, "called": set(), "installed": False}
@@ -136,3 +136,21 @@ def finish() -> Usage:
     """What the run since `start()` called."""
     ran = tuple(_state["ran"])
     return Usage(ran=ran, unused=tuple(n for n in ran if n not in _state["called"]))
+
+
+def recorded() -> tuple[tuple[str, ...], frozenset]:
+    """What the run since `start()` has seen so far: the functions that ran, and those whose
+    gradient function was called."""
+    return tuple(_state["ran"]), frozenset(_state["called"])
+
+
+def union(a: tuple[tuple[str, ...], frozenset], b: tuple[tuple[str, ...], frozenset]):
+    """Two `recorded()` values as one, in the order the functions first ran."""
+    return tuple(dict.fromkeys(a[0] + b[0])), a[1] | b[1]
+
+
+def add(seen: tuple[tuple[str, ...], frozenset]) -> None:
+    """Counts a `recorded()` value as seen in this run too (harness.modes._reuse)."""
+    for name in seen[0]:
+        _state["ran"].setdefault(name, None)
+    _state["called"].update(seen[1])

@@ -15,7 +15,7 @@ import numpy as np
 from harness.versions import parse_range
 
 __all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Source", "RunOptions", "Usage",
-           "OracleOutcome", "Measured", "Verdict", "Result", "Report"]
+           "OracleOutcome", "Measured", "Verdict", "Result", "Explored", "Report"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +103,13 @@ class CaseInfo:
     tolerance: object = None  # harness.tolerance.ToleranceOverride
     tf_versions: Optional[str] = None
     oracles: tuple[str, ...] = ()
+    # For explore (harness.explore): each argument's (name, dtype, shape) at the first point, the
+    # declared (name, Domain) pairs, and "PATH.py:NAME" when `check` can call the case's function
+    # by that name ("" when it cannot: a builder, a lambda, a closure).
+    arguments: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
+    domains: tuple = ()
+    target: str = ""
+    fixed: tuple = ()  # with domains: the first point's values as nested Python numbers
 
     def runs_on(self, tf_version: str) -> bool:
         return self.tf_versions is None or parse_range(self.tf_versions).contains(tf_version)
@@ -310,6 +317,39 @@ class Result:
 
 
 @dataclasses.dataclass(frozen=True)
+class Explored:
+    """What exploring one case's domains found (harness.explore).
+
+    Attributes:
+      case: the case id.
+      domains: (argument, domain as --domain writes it) for every explored argument.
+      tried: the examples judged, shrinking's included.
+      limit: the examples the search could draw (--examples, or --explore N).
+      seconds: the search's wall time.
+      seed: the --seed it ran with; None when Hypothesis chose.
+      found: the failing verdict at the shrunk point; None when every example passed.
+      inputs: the shrunk point as an --inputs literal ("" when nothing failed).
+      check: a command that reruns the shrunk point ("" when none can: `note` says why).
+      note: what else a reader needs: the search stopped without shrinking, say.
+    """
+
+    case: str
+    domains: tuple[tuple[str, str], ...]
+    tried: int
+    limit: int
+    seconds: float
+    seed: Optional[int]
+    found: Optional[Result] = None
+    inputs: str = ""
+    check: str = ""
+    note: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.found is not None
+
+
+@dataclasses.dataclass(frozen=True)
 class Report:
     """Everything one run produced: what every reporter renders.
 
@@ -324,6 +364,7 @@ class Report:
     results: tuple[Result, ...]
     started: Optional[float] = None
     seconds: float = 0.0
+    explore: tuple[Explored, ...] = ()
 
     @property
     def summary(self) -> dict[str, int]:
@@ -334,4 +375,4 @@ class Report:
 
     @property
     def failed(self) -> bool:
-        return any(r.verdict.is_failure for r in self.results)
+        return any(r.verdict.is_failure for r in self.results) or any(e.failed for e in self.explore)

@@ -8,6 +8,7 @@ the supervising process can import it for `serve`'s name alone.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -49,6 +50,9 @@ class Job:
     strict_xpass: bool
     reruns: tuple[tuple[str, str], ...]  # (point label, rerun command)
     repro: bool = False  # also write each point's standalone script
+    # explore: run the case at this one point, (name, value) for every argument, instead of its own
+    # points (`points` holds its label); what the modes build is kept for the next such job.
+    values: Optional[tuple] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,12 +111,27 @@ def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], l
     code the case runs in this process can change a verdict.
     """
     from harness import execute, loader, state  # noqa: PLC0415
+    from harness.modes import _reuse  # noqa: PLC0415
 
-    case = loader.narrow(loaded.cases[job.case_id], job.points)
+    if job.values is None:
+        case = loader.narrow(loaded.cases[job.case_id], job.points)
+        _reuse.close(_kept)
+        keep = contextlib.nullcontext()
+    else:
+        case = loader.at_point(loaded.cases[job.case_id], job.values)
+        if _kept.get("for") != (job.case_id, job.modes, job.options):
+            _reuse.close(_kept)
+            _kept["for"] = (job.case_id, job.modes, job.options)
+        keep = _reuse.kept(_kept)
     if job.repro:
         notify("scripts", _scripts(case, job))  # before running: a crash must not lose them
-    measured = execute.measure(case, job.modes, job.options, lambda mode: notify("mode", mode))
+    with keep:
+        measured = execute.measure(case, job.modes, job.options, lambda mode: notify("mode", mode))
     return measured, state.changes(loaded.baseline, state.snapshot())
+
+
+# What the modes built for the last explore job's case (harness.modes._reuse), for the next one.
+_kept: dict = {}
 
 
 def _end_strays() -> None:

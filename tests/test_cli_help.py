@@ -18,7 +18,7 @@ from absl.testing import flagsaver
 from harness import cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COMMANDS = ("run", "check", "repro", "merge")
+COMMANDS = ("run", "check", "repro", "merge", "explore")
 
 
 @pytest.fixture(scope="module")
@@ -188,14 +188,17 @@ def test_help_imports_no_tensorflow():  # COMMAND --help: in the test above
 @pytest.mark.parametrize("args, message", [
     (["merge", "--inputs", "x"], "--inputs is a flag of python -m harness check and repro, not of merge"),
     (["merge", "a.json", "--markdown_out=m.md", "--mode=eager"],
-     "--mode is a flag of python -m harness run, check and repro, not of merge"),
+     "--mode is a flag of python -m harness run, check, repro and explore, not of merge"),
     (["check", "f.py:f", "--inputs=1.0", "--markdown_out=m.md"], "--markdown_out is a flag of python -m harness merge, "
                                                                  "not of check"),
     (["check", "f.py:f", "--inputs=1.0", "--point=x=1.0", "--out=o"],
      "--point, --out are flags of python -m harness repro, not of check"),
     (["repro", "seeds.custom_square", "--out=o", "--repro_dir=d"],
-     "--repro_dir is a flag of python -m harness run and check, not of repro"),
-    (["--order=2"], "--order is a flag of python -m harness check and repro, not of a plain run"),
+     "--repro_dir is a flag of python -m harness run, check and explore, not of repro"),
+    (["--order=2"], "--order is a flag of python -m harness check, repro and explore, not of a plain run"),
+    (["explore", "f.py:f", "--inputs=1.0"], "--inputs is a flag of python -m harness check and repro, not of explore"),
+    (["check", "f.py:f", "--inputs=1.0", "--domain=x=[0, 1]"],
+     "--domain is a flag of python -m harness explore, not of check"),
     (["run", "--out=o"], "--out is a flag of python -m harness repro, not of a plain run"),
 ])
 def test_a_flag_of_another_command_exits_2_with_one_line_naming_its_command(args, message, no_tensorflow, tmp_path):
@@ -228,7 +231,8 @@ def test_flags_of_two_other_commands_are_named_in_one_line():
     with flagsaver.flagsaver():
         for name in ("inputs", "mode"):
             flags.FLAGS[name].present = 1
-        with pytest.raises(cli.UsageError, match=r"^--mode is a flag of python -m harness run, check and repro; "
+        with pytest.raises(cli.UsageError, match=r"^--mode is a flag of python -m harness run, check, repro and "
+                                                 r"explore; "
                                                  r"--inputs is a flag of python -m harness check and repro, not of "
                                                  r"merge; give the command they belong to, or drop them$"):
             cli._refuse_other_flags("merge", ["a.json"])

@@ -7,6 +7,7 @@ per point: inputs are passed as tensors, never as Python numbers.
 from __future__ import annotations
 
 from harness.case import Case
+from harness.modes import _reuse
 from harness.modes._tf import Progress, Subject, build_error, build_subject, tape_chains, tf, upstream_tables
 from harness.records import ModeOutcome, RunOptions
 
@@ -56,49 +57,60 @@ def run_compiled(name: str, case: Case, options: RunOptions, **function_options)
     made only then), so a weighted chain that cannot run never costs the
     plain values; the failure is then the weighted chain's.
     """
+    key = (name, case.id, options, tuple(sorted(function_options.items())))
     try:
-        subject = build_subject(case)
+        built = _reuse.reused(key, lambda: _Built(build_subject(case), case.order, options, function_options))
     except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
         return build_error(case, name, e, case.points)
-    progress = Progress()
-    compiled = compile_subject(subject, case.order, options, progress, weighted=options.upstream,
-                               **function_options)
-    plain = None
-    outcomes = []
-    for point in case.points:
-        xs = [tf.constant(v) for v in point.values]
-        # Stays "run" unless this call traces; a trace sets it step by step.
-        progress.stage = "run"
-        try:
-            if not options.upstream:
-                orders = compiled(*xs)
-                outcomes.append(subject.ok(name, _values(orders), point))
-                continue
-            both = compiled(tf.constant(upstream_tables(case, point, options)), *xs)
-            raised = progress.upstream_errors.get(_signature(xs))
-            if raised is None and len(both["upstream"]) != case.order:
-                # Traced under another signature than this call's: what stopped the chain was not kept.
-                raised = (RuntimeError(f"the weighted chain stopped after order {len(both['upstream'])} while "
-                                       "tracing"), "run with upstream weights")
-            outcomes.append(subject.ok(name, _values(both["orders"]), point, _values(both["upstream"]), raised))
-            continue
-        except Exception as e:  # noqa: BLE001
-            failed, stage = e, progress.stage
-        if options.upstream and stage == "run":
-            # It traced, so the plain chain traces too; run it alone to see whose failure it is.
-            if plain is None:
-                alone = Progress()
-                plain = compile_subject(subject, case.order, options, alone, **function_options)
-            alone.stage = "run"
-            try:
-                orders = plain(*xs)
-            except Exception as e:  # noqa: BLE001 - the plain chain's own failure, as without the check
-                outcomes.append(subject.error(name, e, alone.stage, point))
-                continue
-            outcomes.append(subject.ok(name, _values(orders), point, (), (failed, "run with upstream weights")))
-            continue
-        outcomes.append(subject.error(name, failed, stage, point))
+    outcomes = [_run_point(name, built, case, point, options) for point in case.points]
+    _reuse.observed(built)
     return outcomes
+
+
+class _Built:
+    """A case's tf.function for one mode and set of options; the plain chain's is made only when needed."""
+
+    def __init__(self, subject: Subject, order: int, options: RunOptions, function_options: dict):
+        self.subject, self.order, self.options, self.function_options = subject, order, options, function_options
+        self.progress = Progress()
+        self.compiled = compile_subject(subject, order, options, self.progress, weighted=options.upstream,
+                                        **function_options)
+        self.alone = Progress()
+        self.plain = None
+
+    def plain_chain(self):
+        if self.plain is None:
+            self.plain = compile_subject(self.subject, self.order, self.options, self.alone, **self.function_options)
+        return self.plain
+
+
+def _run_point(name: str, built: _Built, case: Case, point, options: RunOptions):
+    subject, progress, compiled = built.subject, built.progress, built.compiled
+    xs = [tf.constant(v) for v in point.values]
+    # Stays "run" unless this call traces; a trace sets it step by step.
+    progress.stage = "run"
+    try:
+        if not options.upstream:
+            return subject.ok(name, _values(compiled(*xs)), point)
+        both = compiled(tf.constant(upstream_tables(case, point, options)), *xs)
+        raised = progress.upstream_errors.get(_signature(xs))
+        if raised is None and len(both["upstream"]) != case.order:
+            # Traced under another signature than this call's: what stopped the chain was not kept.
+            raised = (RuntimeError(f"the weighted chain stopped after order {len(both['upstream'])} while "
+                                   "tracing"), "run with upstream weights")
+        return subject.ok(name, _values(both["orders"]), point, _values(both["upstream"]), raised)
+    except Exception as e:  # noqa: BLE001
+        failed, stage = e, progress.stage
+    if not (options.upstream and stage == "run"):
+        return subject.error(name, failed, stage, point)
+    # It traced, so the plain chain traces too; run it alone to see whose failure it is.
+    plain = built.plain_chain()
+    built.alone.stage = "run"
+    try:
+        orders = plain(*xs)
+    except Exception as e:  # noqa: BLE001 - the plain chain's own failure, as without the check
+        return subject.error(name, e, built.alone.stage, point)
+    return subject.ok(name, _values(orders), point, (), (failed, "run with upstream weights"))
 
 
 def _values(orders):

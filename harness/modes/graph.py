@@ -11,6 +11,7 @@ from typing import Sequence
 
 from harness import upstream
 from harness.case import Case, Point
+from harness.modes import _reuse
 from harness.modes._tf import (Progress, Subject, build_error, build_subject, dense, flat_outputs, is_target,
                                tf, unconnected, upstream_tables, upstream_weights)
 from harness.records import ModeOutcome, RunOptions
@@ -83,38 +84,66 @@ def _run_point(session, progress: Progress, feed, subject: Subject, point: Point
     return subject.ok(NAME, done, point, weighted, raised)
 
 
+class _Built:
+    """One case's graph for one input signature and set of options, with its open session;
+    `error` is set when the builder raised (the graph holds nothing to run)."""
+
+    def __init__(self, case: Case, point: Point, options: RunOptions):
+        self.graph = tf.Graph()
+        self.progress = Progress()
+        self.error = None
+        self.session = None
+        with self.graph.as_default():
+            self.placeholders = [tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape, name=n)
+                                 for n, v in zip(point.names, point.values)]
+            self.tables = None
+            if options.upstream:
+                self.tables = tf.compat.v1.placeholder(
+                    tf.float64, shape=(case.order * upstream.TARGETS * upstream.PERIOD,), name="upstream_weights")
+            try:
+                self.subject = build_subject(case)
+            except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
+                self.error = e
+                return
+            try:
+                _gradient_orders(self.subject, self.placeholders, case.order, options, self.progress, self.tables)
+            except Exception as e:  # noqa: BLE001
+                self.progress.error = e
+            init = tf.compat.v1.global_variables_initializer()
+        self.built_all = self.progress.error is None
+        self.session = tf.compat.v1.Session(graph=self.graph)
+        try:
+            self.session.run(init)
+        except Exception as e:  # noqa: BLE001
+            self.init_error = e
+        else:
+            self.init_error = None
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+
 def _run_signature(case: Case, points: Sequence[Point], options: RunOptions) -> list[ModeOutcome]:
-    graph = tf.Graph()
-    progress = Progress()
-    with graph.as_default():
-        placeholders = [tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape, name=n)
-                        for n, v in zip(points[0].names, points[0].values)]
-        tables = None
-        if options.upstream:
-            tables = tf.compat.v1.placeholder(tf.float64, shape=(case.order * upstream.TARGETS * upstream.PERIOD,),
-                                              name="upstream_weights")
-        try:
-            subject = build_subject(case)
-        except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
-            return build_error(case, NAME, e, points)
-        try:
-            _gradient_orders(subject, placeholders, case.order, options, progress, tables)
-        except Exception as e:  # noqa: BLE001
-            progress.error = e
-        init = tf.compat.v1.global_variables_initializer()
-    built_all = progress.error is None
-    with tf.compat.v1.Session(graph=graph) as session:
-        try:
-            session.run(init)
-        except Exception as e:  # noqa: BLE001
-            return [subject.error(NAME, e, "build", p) for p in points]
+    key = (NAME, case.id, options, points[0].signature)
+    built = _reuse.reused(key, lambda: _Built(case, points[0], options))
+    try:
+        if built.error is not None:
+            return build_error(case, NAME, built.error, points)
+        if built.init_error is not None:
+            return [built.subject.error(NAME, built.init_error, "build", p) for p in points]
         outcomes = []
         for p in points:
-            feed = dict(zip(placeholders, p.values))
-            if tables is not None:
-                feed[tables] = upstream_tables(case, p, options)
-            outcomes.append(_run_point(session, progress, feed, subject, p, built_all))
+            feed = dict(zip(built.placeholders, p.values))
+            if built.tables is not None:
+                feed[built.tables] = upstream_tables(case, p, options)
+            outcomes.append(_run_point(built.session, built.progress, feed, built.subject, p, built.built_all))
+        _reuse.observed(built)
         return outcomes
+    finally:
+        if not _reuse.keeping():
+            built.close()
 
 
 def run(case: Case, options: RunOptions) -> list[ModeOutcome]:

@@ -14,6 +14,13 @@ batch them), so a point's own time cannot be measured, and each point gets its
 case's time divided by its number of points; a crash or timeout counts up to
 the worker's death or kill. These fields were added within schema 1: a reader
 must not require them (older reports lack them).
+
+"explore" (also added within schema 1, and absent from older reports) lists what
+each explored case found: its domains, the examples tried and their limit, the
+seconds, the seed, and, when an example failed, "found" (the shrunk point's
+result, as in "results"), "inputs" (that point as an --inputs literal) and
+"check" (a command that reruns it). Its results are not in "results", which
+holds the case library's own points only (what a version matrix compares).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from harness.records import ModeOutcome, OracleOutcome, Output, Report, Result
+from harness.records import Explored, ModeOutcome, OracleOutcome, Output, Report, Result
 
 __all__ = ["SCHEMA", "render", "to_dict"]
 
@@ -113,7 +120,24 @@ def result_dict(result: Result) -> dict:
     }
 
 
+def explored_dict(e: Explored) -> dict:
+    return {
+        "case": e.case,
+        "domains": {name: text for name, text in e.domains},
+        "tried": e.tried,
+        "limit": e.limit,
+        "seconds": _seconds(e.seconds),
+        "seed": e.seed,
+        "verdict": e.found.verdict.value if e.found else "pass",
+        "found": result_dict(e.found) if e.found else None,
+        "inputs": e.inputs,
+        "check": e.check,
+        "note": e.note,
+    }
+
+
 def to_dict(report: Report) -> dict:
+    explore = {"explore": [explored_dict(e) for e in report.explore]} if report.explore else {}
     return {
         "schema": SCHEMA,
         "started": _timestamp(report.started),
@@ -122,6 +146,7 @@ def to_dict(report: Report) -> dict:
         "modes": list(report.modes),
         "results": [result_dict(r) for r in report.results],
         "summary": report.summary,
+        **explore,
     }
 
 

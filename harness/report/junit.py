@@ -23,7 +23,7 @@ import socket
 import xml.etree.ElementTree as ET
 from typing import Iterable
 
-from harness.records import Report, Result, Verdict
+from harness.records import Explored, Report, Result, Verdict
 
 __all__ = ["render"]
 
@@ -72,6 +72,22 @@ def _body(result: Result, first: str = "") -> str:
     return _xml_text("\n".join([first, *lines] if first else lines))
 
 
+def _explored(suite: ET.Element, e: Explored, counts: dict) -> None:
+    """One testcase per explored case (name "explore"): a failure element when an example failed."""
+    case = ET.SubElement(suite, "testcase", classname=e.case, name="explore", time=_time(e.seconds))
+    over = ", ".join(f"{n}={d}" for n, d in e.domains)
+    if e.found is None:
+        ET.SubElement(case, "system-out").text = _xml_text(f"{e.tried} examples passed over {over}")
+        return
+    tag = _ELEMENT[e.found.verdict] if _ELEMENT[e.found.verdict] in ("failure", "error") else "failure"
+    counts[tag] += 1
+    element = ET.SubElement(case, tag, message=_xml_text(f"{e.found.verdict.value} at --inputs {e.inputs}: "
+                                                         f"{e.found.reason}"), type=e.found.verdict.value)
+    lines = [f"explored {over}: {e.tried} examples", *([f"note: {e.note}"] if e.note else []),
+             *([f"check: {e.check}"] if e.check else [])]
+    element.text = _xml_text("\n".join(lines)) + "\n" + _body(e.found)
+
+
 def render(report: Report) -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     suite = ET.Element("testsuite", name="harness")
@@ -91,7 +107,9 @@ def render(report: Report) -> str:
             element.text = _body(result)  # the message says the reason
         elif tag is not None:
             ET.SubElement(case, tag).text = _body(result, first=f"{result.verdict.value}: {result.reason}")
-    suite.set("tests", str(len(report.results)))
+    for e in report.explore:
+        _explored(suite, e, counts)
+    suite.set("tests", str(len(report.results) + len(report.explore)))
     suite.set("failures", str(counts["failure"]))
     suite.set("errors", str(counts["error"]))
     suite.set("skipped", str(counts["skipped"]))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.records import ModeOutcome, Report, Result, Status, Verdict
+from harness.records import Explored, ModeOutcome, Report, Result, Status, Verdict
 
-__all__ = ["line", "summary", "render"]
+__all__ = ["explored", "line", "summary", "render"]
 
 # One display word per verdict, padded to one width.
 _WORD = {v: v.value.upper() for v in Verdict}
@@ -35,6 +35,24 @@ def line(result: Result) -> str:
     return "\n".join(lines)
 
 
+def explored(e: Explored) -> str:
+    """What exploring one case found: the shrunk point, ready to paste, or how many examples passed."""
+    over = ", ".join(f"{n}={d}" for n, d in e.domains)
+    seed = f", seed {e.seed}" if e.seed is not None else ""
+    if e.found is None:
+        text = f"EXPLORE PASS  {e.case}: {e.tried} examples passed over {over} in {e.seconds:.1f} s{seed}"
+        return text + (f"\n    note: {e.note}" if e.note else "")
+    r = e.found
+    lines = [f"EXPLORE {_WORD[r.verdict]}  {e.case}: {r.verdict.value} at --inputs {e.inputs!r}, shrunk, after "
+             f"{e.tried} examples in {e.seconds:.1f} s over {over}{seed}",
+             f"    {r.reason}"]
+    lines += [f"    - {d}" for d in r.details if d != r.reason]
+    if e.note:
+        lines.append(f"    note: {e.note}")
+    lines.append(f"    check: {e.check}" if e.check else f"    rerun: {r.rerun}")
+    return "\n".join(lines)
+
+
 def summary(results: Sequence[Result], seconds: float | None = None, not_run: int = 0) -> str:
     counts = {v: 0 for v in Verdict}
     for r in results:
@@ -50,4 +68,5 @@ def summary(results: Sequence[Result], seconds: float | None = None, not_run: in
 
 
 def render(report: Report) -> str:
-    return "\n".join([*(line(r) for r in report.results), summary(report.results)]) + "\n"
+    return "\n".join([*(line(r) for r in report.results), *(explored(e) for e in report.explore),
+                      summary(report.results)]) + "\n"

@@ -1,0 +1,303 @@
+"""Explore: search a case's declared domains for a point where its verdict fails, and shrink it.
+
+Hypothesis draws the points (its float strategies reach the bounds, zero, integers
+and large magnitudes), each point is measured by a worker and judged here exactly as
+a point of a normal run is, and the search stops at the first failing verdict, then
+shrinks it to the simplest point that fails with the same cause (`cause`). A crash or
+a timeout stops the search at once, without shrinking: every try would cost a worker.
+
+This module runs in the main process and never imports TensorFlow; Hypothesis is
+imported only when a search starts (`require`), so a missing install is one line.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import math
+import random
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from harness.case import Domain, point_label
+from harness.records import CaseInfo, Result, Status, Verdict
+
+__all__ = ["DATABASE", "ExploreError", "Search", "cause", "inputs_literal", "parse_domain", "points", "require",
+           "search"]
+
+# The example database, in the working directory: a failure found is tried first next time.
+DATABASE = ".harness/explore-db"
+# The dtypes explore draws; bfloat16 has no NumPy type in this process, and complex numbers
+# have no ordered bounds.
+_WIDTHS = {"float16": 16, "float32": 32, "float64": 64}
+_INSTALL = "pip install 'harness[explore]'"
+
+
+class ExploreError(ValueError):
+    """A domain or search that cannot be run; the message says what to do."""
+
+
+def require():
+    """Hypothesis, imported.
+
+    Raises:
+      ExploreError: it is not installed (one line saying how to install it).
+    """
+    try:
+        import hypothesis  # noqa: PLC0415 - an extra: only explore needs it
+        import hypothesis.strategies  # noqa: F401, PLC0415
+    except ImportError:
+        raise ExploreError(f"explore needs Hypothesis, which is not installed; install it with {_INSTALL}") from None
+    return hypothesis
+
+
+# -- --domain texts --------------------------------------------------------------------------
+
+_FORM = ("NAME=[LOW, HIGH] (brackets: inclusive; parentheses: open), then ;shape=(2, 2)|(3, 3), ;symmetric, "
+         ";positive, ;exclude=0,1 and ;near=0.01 as needed, e.g. 'x=[-100, 100]' or 'a=(0, 5];shape=(3,)'")
+
+
+def parse_domain(text: str) -> tuple[str, Domain]:
+    """(argument name, Domain) from a --domain text.
+
+    Raises:
+      ExploreError: the text does not have the form, or no value satisfies the domain.
+    """
+    name, equals, rest = text.partition("=")
+    name = name.strip()
+    if not equals or not name.isidentifier():
+        raise ExploreError(f"--domain {text!r} names no argument; write {_FORM}")
+    parts = [p.strip() for p in rest.split(";")]
+    interval = parts[0]
+    if len(interval) < 2 or interval[0] not in "[(" or interval[-1] not in "])" or interval.count(",") != 1:
+        raise ExploreError(f"--domain {text!r}: {interval!r} is not an interval; write {_FORM}")
+    try:
+        low, high = (float(ast.literal_eval(b.strip())) for b in interval[1:-1].split(","))
+    except (ValueError, SyntaxError, TypeError):
+        raise ExploreError(f"--domain {text!r}: the bounds of {interval!r} are not numbers; write {_FORM}") from None
+    fields: dict = {"low": low, "high": high, "open_low": interval[0] == "(", "open_high": interval[-1] == ")"}
+    for part in parts[1:]:
+        key, _, value = (s.strip() for s in part.partition("="))
+        try:
+            if key in ("symmetric", "positive") and not value:
+                fields[key] = True
+            elif key == "shape" and value:
+                fields[key] = tuple(tuple(_shape(s)) for s in value.split("|"))
+            elif key == "exclude" and value:
+                fields[key] = tuple(float(ast.literal_eval(v.strip())) for v in value.split(","))
+            elif key == "near" and value:
+                fields[key] = float(ast.literal_eval(value))
+            else:
+                raise ValueError(part)
+        except (ValueError, SyntaxError, TypeError):
+            raise ExploreError(f"--domain {text!r}: cannot read {part!r}; write {_FORM}") from None
+    domain = Domain(**fields)
+    problem = domain.problem()
+    if problem is not None:
+        raise ExploreError(f"--domain {text!r} cannot be satisfied: {problem}")
+    return name, domain
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    value = ast.literal_eval(text.strip())
+    value = (value,) if isinstance(value, int) else value
+    if not isinstance(value, tuple) or not all(isinstance(d, int) and d >= 0 for d in value):
+        raise ValueError(text)
+    return value
+
+
+# -- strategies ------------------------------------------------------------------------------
+
+def _inward(bound: float, dtype: str, up: bool) -> float:
+    """`bound` as the nearest `dtype` number on its inward side (Hypothesis wants bounds it can hold)."""
+    kind = np.dtype(dtype).type
+    with np.errstate(over="ignore"):
+        value = kind(bound)
+    if math.isinf(value) or (value < bound if up else value > bound):
+        value = np.nextafter(value, kind(np.inf if up else -np.inf))
+    return float(value)
+
+
+def _elements(st, domain: Domain, dtype: str, what: str):
+    low, high = domain.bounds
+    open_low, open_high = domain.open_bounds
+    lo, hi = _inward(low, dtype, up=True), _inward(high, dtype, up=False)
+    if lo > hi or lo == hi and ((open_low and lo == low) or (open_high and hi == high)):
+        raise ExploreError(f"{what}: no {dtype} number lies in {domain.describe()}; widen it or give another --dtype")
+    # No subnormals: TensorFlow flushes them to zero in some kernels, so such a point tests the
+    # CPU's flush-to-zero setting, not the gradient.
+    elements = st.floats(lo, hi, width=_WIDTHS[dtype], allow_nan=False, allow_infinity=False,
+                         exclude_min=open_low and lo == low, exclude_max=open_high and hi == high,
+                         allow_subnormal=False)
+    if domain.exclude:
+        elements = elements.filter(lambda v: all(abs(v - x) >= domain.near for x in domain.exclude))
+    return elements
+
+
+def _array(st, domain: Domain, dtype: str, shape: tuple[int, ...], what: str):
+    size = int(np.prod(shape, dtype=np.int64))
+
+    def made(values: list) -> np.ndarray:
+        a = np.asarray(values, dtype=dtype).reshape(shape)
+        if domain.symmetric and domain.positive:
+            a64 = a.astype(np.float64)
+            n = shape[-1]
+            return (a64 @ np.swapaxes(a64, -1, -2) + n * np.eye(n)).astype(dtype)
+        if domain.symmetric:
+            return ((a + np.swapaxes(a, -1, -2)) / 2).astype(dtype)
+        return a
+
+    return st.lists(_elements(st, domain, dtype, what), min_size=size, max_size=size).map(made)
+
+
+def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
+    """The Hypothesis strategy of `info`'s points: (name, NumPy value) for every argument, drawn
+    from its domain or, without one, the value at the case's first point.
+
+    Raises:
+      ExploreError: a domain names no argument, or an argument's dtype cannot be drawn.
+    """
+    st = require().strategies
+    by_name = dict(domains)
+    names = [a[0] for a in info.arguments]
+    unknown = [n for n in by_name if n not in names]
+    if unknown:
+        raise ExploreError(f"--domain names {unknown[0]!r}, which is not an argument of {info.id}; its arguments: "
+                           f"{', '.join(names)}")
+    if not by_name:
+        raise ExploreError(f"{info.id} declares no domains; give --domain NAME=[LOW, HIGH] for an argument "
+                           f"({', '.join(names)})")
+    parts = []
+    for i, (name, dtype, shape) in enumerate(info.arguments):
+        what = f"{info.id} argument {name!r}"
+        if name not in by_name:
+            try:
+                parts.append(st.just(np.asarray(info.fixed[i], dtype=dtype)))
+            except TypeError:
+                raise ExploreError(f"{what} is {dtype}, which explore cannot hold; give it a domain") from None
+            continue
+        if dtype not in _WIDTHS:
+            raise ExploreError(f"{what} is {dtype}; explore draws {', '.join(_WIDTHS)}")
+        domain = by_name[name]
+        shapes = domain.shape or (tuple(shape),)
+        parts.append(st.sampled_from(shapes).flatmap(lambda s, d=domain, t=dtype, w=what: _array(st, d, t, s, w)))
+    return st.tuples(*parts).map(lambda values: tuple(zip(names, values)))
+
+
+# -- the search ------------------------------------------------------------------------------
+
+def cause(result: Result) -> tuple:
+    """What makes two failing verdicts the same bug: the verdict, the modes that did not compute
+    (with their exception classes), the oracles that differ, whether modes disagree, and the orders
+    whose values hold an inf or a NaN (an overflow is one bug, a gradient that underflows to a
+    wrong finite value another, though the same oracle says both)."""
+    modes = tuple(sorted((m, o.status.value, o.error.type if o.error else "")
+                         for m, o in result.outcomes.items() if o.status is not Status.OK))
+    oracles = tuple(sorted(n for n, o in result.oracles.items() if o.status in ("differ", "error")))
+    return result.verdict.value, modes, oracles, result.modes_disagree, _non_finite(result)
+
+
+def _non_finite(result: Result) -> tuple:
+    """(order, "inf" or "nan") for each order of the first mode that computed, where its values have one."""
+    computed = next((o for o in result.outcomes.values() if o.status is Status.OK), None)
+    if computed is None:
+        return ()
+    found = set()
+    for k, order in enumerate(computed.orders):
+        for out in order:
+            if out.value is None or np.asarray(out.value).dtype.kind not in "fc":
+                continue
+            value = np.asarray(out.value)
+            if np.isnan(value).any():
+                found.add((k, "nan"))
+            if np.isinf(value).any():
+                found.add((k, "inf"))
+    return tuple(sorted(found))
+
+
+def inputs_literal(values: Sequence[tuple[str, np.ndarray]]) -> str:
+    """The point as an --inputs literal: one value, or a tuple of one per argument."""
+    def text(v: np.ndarray) -> str:
+        if v.ndim == 0:
+            return str(v[()])  # the shortest text that reads back to it in its dtype
+        return "[" + ", ".join(text(x) for x in v) + "]"
+
+    parts = [text(np.asarray(v)) for _, v in values]
+    return parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+
+
+def label_of(values: Sequence[tuple[str, np.ndarray]]) -> str:
+    return point_label([n for n, _ in values], [v for _, v in values])
+
+
+@dataclasses.dataclass(frozen=True)
+class Search:
+    """What `search` found: the failing point and its verdict (None when none failed), the
+    examples judged, and a note (the search stopped without shrinking, say)."""
+
+    values: Optional[tuple]
+    result: Optional[Result]
+    tried: int
+    note: str = ""
+
+
+class _Stopped(BaseException):
+    """A crash or timeout: out of Hypothesis at once (it would retry and shrink an Exception)."""
+
+
+def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Callable[[tuple], Result], *,
+           examples: int, seed: Optional[int], key: str, database: Optional[str] = DATABASE,
+           strict_xpass: bool = False) -> Search:
+    """Draws up to `examples` points of `domains`, judging each with `measure`, and shrinks the
+    first failing one to the simplest that fails with the same `cause`.
+
+    `key` tells the example database this search from others (the case, its domains, modes
+    and options). The same `seed` draws the same points; Hypothesis then leaves the database alone.
+    """
+    hypothesis = require()
+    from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: PLC0415
+    from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable  # noqa: PLC0415
+
+    strategy = points(info, domains)
+    state: dict = {"tried": 0, "cause": None, "found": None, "stopped": None}
+
+    def failing(values) -> bool:
+        result = measure(values)
+        state["tried"] += 1
+        fails = result.verdict.is_failure or (strict_xpass and result.verdict is Verdict.XPASS)
+        if not fails:
+            return False
+        if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
+            state["stopped"] = (values, result)
+            raise _Stopped
+        if state["cause"] is None:
+            state["cause"] = cause(result)
+        if cause(result) != state["cause"]:
+            return False  # another bug: shrink toward the first one found
+        state["found"] = (values, result)
+        return True
+
+    settings = hypothesis.settings(
+        max_examples=examples, deadline=None, derandomize=False, verbosity=hypothesis.Verbosity.quiet,
+        database=DirectoryBasedExampleDatabase(database) if database else None,
+        suppress_health_check=list(hypothesis.HealthCheck))
+    note = ""
+    try:
+        hypothesis.find(strategy, failing, settings=settings, database_key=hashlib.sha256(key.encode()).digest(),
+                        random=random.Random(seed) if seed is not None else None)
+    except _Stopped:
+        values, result = state["stopped"]
+        return Search(values, result, state["tried"], f"stopped at the first {result.verdict.value}, without "
+                                                      "shrinking: each try would cost a worker")
+    except NoSuchExample:
+        pass
+    except Unsatisfiable:
+        note = "Hypothesis could draw too few points outside the excluded values; narrow exclude or near"
+    except Flaky:
+        note = "the point failed once and passed when tried again: the case is not deterministic there"
+    if state["found"] is None:
+        return Search(None, None, state["tried"], note)
+    values, result = state["found"]
+    return Search(values, result, state["tried"], note)
