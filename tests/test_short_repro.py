@@ -94,6 +94,15 @@ def test_what_the_short_script_cannot_show_says_why():
         short.render(_parts(), reference)
 
 
+def test_a_crash_runs_the_mode_that_dies_and_flushes_what_it_printed():
+    result = _result([_ok("eager", [1.0], [2.0]), ModeOutcome(mode="function", status=Status.CRASH)],
+                     verdict=Verdict.CRASH)
+    made = short.render(_parts(), result)
+    assert made.expected == short.Expected(exit=None, outcomes={"function": "crash"}, what="function kills the process")
+    assert "for mode, run in [('function', tf.function(gradients))]:" in made.text
+    assert "print(mode + ': running', flush=True)" in made.text and "raise SystemExit(0)" in made.text
+
+
 def test_a_numeric_deviation_computes_central_differences_in_the_oracles_dtype():
     note = "central differences in float64 with step 7.62939e-06, every element"
     result = _result([_ok("eager", [4.0], [6.0]), _ok("function", [4.0], [6.0])],

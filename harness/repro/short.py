@@ -248,14 +248,18 @@ def render(parts: ScriptParts, result: Result, tolerance: ToleranceOverride = No
     if tape_modes or dev.kind == "numeric":
         lines += _orders_code(expression, names, wrt, parts.order, unconnected) + ["", ""]
     lines += [f"{c} = {v}" for c, v in zip(constants, parts.inputs)]
-    lines += ["print('TensorFlow', tf.version.VERSION)", "found = {}"]
+    # A process that dies loses what it has not flushed.
+    flush = ", flush=True" if dev.kind == "crash" else ""
+    lines += [f"print('TensorFlow', tf.version.VERSION{flush})", "found = {}"]
     keep = dev.kind != "errors" and dev.kind != "crash"  # the values are compared
     if tape_modes:
         runs = ", ".join(f"({m!r}, gradients)" if m == "eager" else
                          f"({m!r}, tf.function(gradients{', ' + _FUNCTION_OPTIONS[m] if _FUNCTION_OPTIONS[m] else ''}))"
                          for m in tape_modes)
         call = ", ".join(f"tf.constant({c})" for c in constants)
-        lines += [f"for mode, run in [{runs}]:", "    try:"]
+        lines += [f"for mode, run in [{runs}]:"]
+        lines += ["    print(mode + ': running', flush=True)"] if dev.kind == "crash" else []
+        lines += ["    try:"]
         lines += ([f"        found[mode] = [t.numpy() for t in run({call})]",
                    "        print(mode + ': ok', *found[mode])"] if keep else
                   [f"        print(mode + ': ok', *[t.numpy() for t in run({call})])",
@@ -279,7 +283,9 @@ def _verdict_code(dev: _Deviation, parts: ScriptParts, ref: ModeOutcome, constan
     y = dev.yardstick
     others = [m for m in dev.modes if m != y]
     kind = "kind = {m: v if isinstance(v, str) else 'ok' for m, v in found.items()}"
-    if dev.kind in ("errors", "crash"):
+    if dev.kind == "crash":
+        return ["print('SAME: the process survived')", "raise SystemExit(0)"]
+    if dev.kind == "errors":
         # A mode that did not raise is 'ok', even once shrinking has dropped the line saying so.
         return [f"differs = [m for m in {others!r} if found.get(m, 'ok') != found.get({y!r}, 'ok')]",
                 "print('DIFFERS:' if differs else 'SAME:', ', '.join(f'{m} {found[m]}' for m in found))",
