@@ -16,6 +16,7 @@ import ast
 import dataclasses
 import hashlib
 import math
+import os
 import random
 from typing import Callable, Optional, Sequence
 
@@ -257,7 +258,12 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
     and options). The same `seed` draws the same points; Hypothesis then leaves the database alone.
     """
     hypothesis = require()
+    from hypothesis.configuration import set_hypothesis_home_dir  # noqa: PLC0415
     from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: PLC0415
+
+    # Hypothesis's own files (a cache of the constants in the code it runs) go beside the
+    # example database, not into a .hypothesis folder of the user's working directory.
+    set_hypothesis_home_dir(os.path.join(os.path.dirname(DATABASE), "hypothesis"))
     from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable  # noqa: PLC0415
 
     strategy = points(info, domains)
