@@ -8,7 +8,7 @@ Usage:
   python -m harness --cases 'seeds.*' --json_out report.json
 
 Exit status: 0 when every verdict is pass, xfail, xpass or skip; 1 when any is
-fail, error, crash or timeout; 2 for a usage error.
+fail, flaky, error, crash or timeout; 2 for a usage error.
 """
 
 from harness.cli import entry

@@ -195,7 +195,7 @@ class Expectation:
         "analytic") that the agreed values do not match.
       outcome: what they do instead: an exception class name (matched against
         the class and its bases, so "TypeError" covers its subclasses),
-        VALUES_DIFFER (they return values that differ from the reference mode;
+        VALUES_DIFFER (they return values that differ from the yardstick mode's;
         for an oracle: the agreed values differ from it), BAD_GRADIENT (a
         gradient's shape or dtype is not its input's), or GRADIENT_UNUSED (the
         mode never called the custom gradient function: its gradient came from

@@ -36,7 +36,7 @@ from absl import app, flags, logging
 from harness import modes as _modes
 from harness import report as _report
 from harness.progress import Progress
-from harness.records import CaseInfo, RunOptions
+from harness.records import CaseInfo, RunOptions, exit_status_text
 
 __all__ = ["main", "run"]
 
@@ -264,8 +264,7 @@ _FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
     (HTML_OUT, None, (_MERGE,)),
 )}
 
-_VERDICT_EXIT = ("Exit status: 0 when every verdict is pass, xfail, xpass or skip; 1 when any is fail, error, "
-                 "crash or timeout; 2 for a usage error.")
+_VERDICT_EXIT = exit_status_text()
 # Each command: its usage line, one line for --help, what it does, an example that works as written
 # (from the checkout's root), and its exit status.
 _COMMANDS = {

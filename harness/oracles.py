@@ -49,7 +49,7 @@ def check(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
           note: str = "") -> dict[str, OracleOutcome]:
     """Every oracle the case has (and the numeric and upstream ones unless turned off) on `agreed`.
 
-    `note` says whose values these are when they are not the reference mode's
+    `note` says whose values these are when they are not the yardstick mode's
     (it raised): it ends every oracle's note. An exception in an oracle's own
     code is that oracle's "error", never a quiet "not checked".
     """

@@ -209,7 +209,7 @@ class RunOptions:
 class Verdict(enum.Enum):
     """The judgement on one case at one point."""
 
-    PASS = "pass"  # every mode agrees with the reference, no gradient is malformed
+    PASS = "pass"  # every mode agrees with the yardstick mode, no gradient is malformed
     FAIL = "fail"  # a disagreement or a malformed gradient that no expectation declares
     XFAIL = "xfail"  # the declared deviation happened
     XPASS = "xpass"  # a declared deviation did not happen: often a TensorFlow fix
@@ -221,10 +221,61 @@ class Verdict(enum.Enum):
 
     @property
     def is_failure(self) -> bool:
-        return self in _FAILURES
+        """Whether this verdict fails the run (exit status 1)."""
+        return VERDICTS[self].fails
+
+    @property
+    def style(self) -> "VerdictStyle":
+        return VERDICTS[self]
 
 
-_FAILURES = frozenset({Verdict.FAIL, Verdict.ERROR, Verdict.CRASH, Verdict.TIMEOUT, Verdict.FLAKY})
+@dataclasses.dataclass(frozen=True)
+class VerdictStyle:
+    """How every reporter shows one verdict.
+
+    Attributes:
+      word: the text report's word.
+      fails: whether it fails the run (exit status 1).
+      junit: the JUnit element of its testcase; None for a bare, passing testcase.
+      colour, text_colour: the version matrix page's cell colours.
+      meaning: one line for the page's legend.
+    """
+
+    word: str
+    fails: bool
+    junit: Optional[str]
+    colour: str
+    text_colour: str
+    meaning: str
+
+
+# The one table of verdicts: the text report, the exit status, the help, JUnit and the matrix
+# page all read it, in this order.
+VERDICTS: Mapping[Verdict, VerdictStyle] = {
+    Verdict.PASS: VerdictStyle("PASS", False, None, "#c9f0d3", "#0f3d1e",
+                               "every mode agrees with the yardstick mode, and the oracles match"),
+    Verdict.XFAIL: VerdictStyle("XFAIL", False, "skipped", "#d3e3ff", "#10305f", "the declared deviation happened"),
+    Verdict.XPASS: VerdictStyle("XPASS", False, "system-out", "#ffe39a", "#4d3800",
+                                "a declared deviation did not happen: often a TensorFlow fix"),
+    Verdict.FAIL: VerdictStyle("FAIL", True, "failure", "#ffb8b8", "#5c0000",
+                               "modes disagree, an oracle differs, or a gradient is malformed"),
+    Verdict.FLAKY: VerdictStyle("FLAKY", True, "failure", "#ff8fd0", "#4d0030",
+                                "a mode's values changed between repeated runs"),
+    Verdict.ERROR: VerdictStyle("ERROR", True, "error", "#e4c6ff", "#3d0a66", "the case itself is broken"),
+    Verdict.CRASH: VerdictStyle("CRASH", True, "error", "#4a4a4a", "#ffffff", "a mode killed the process running it"),
+    Verdict.TIMEOUT: VerdictStyle("TIMEOUT", True, "error", "#ffc58f", "#5c2d00", "a mode ran past its time limit"),
+    Verdict.SKIP: VerdictStyle("SKIP", False, "skipped", "#e6e9ec", "#3c4650", "not run, with the reason"),
+}
+
+
+def exit_status_text() -> str:
+    """The help's sentence on the exit status, from VERDICTS."""
+    def words(fails: bool) -> str:
+        names = [v.value for v, s in VERDICTS.items() if s.fails is fails]
+        return ", ".join(names[:-1]) + " or " + names[-1]
+
+    return (f"Exit status: 0 when every verdict is {words(False)}; 1 when any is {words(True)}; "
+            "2 for a usage error.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,7 +338,7 @@ class Result:
       outcomes: mode name to outcome, in run order.
       rerun: a command line that reruns just this case and point.
       oracles: oracle name to what it said, for the oracles that ran.
-      modes_disagree: some mode's outcome differs from the reference mode's
+      modes_disagree: some mode's outcome differs from the yardstick mode's
         (declared or not), in the plain or the weighted chain.
       yardstick: the mode every other mode was compared with (harness.verdict.yardstick's
         choice); empty when the judging stopped before choosing it (a crash, flaky values,

@@ -1,7 +1,7 @@
 """The tolerance tables, and how a case's override merges over them.
 
 Two values a and b are close when |a - b| <= atol + rtol * |b| elementwise,
-where b is the reference mode's value (numpy.isclose's rule). There are two
+where b is the yardstick mode's value (numpy.isclose's rule). There are two
 tables: DEFAULT_TOLERANCES for modes that compute the same thing (and the
 reference and analytic oracles), and NUMERIC_TOLERANCES for the numeric
 oracle, whose finite differences carry truncation and rounding error. Nothing

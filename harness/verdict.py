@@ -87,7 +87,7 @@ def oracle_subject(outcomes: Mapping[str, ModeOutcome], reference: str) -> tuple
     for mode, outcome in outcomes.items():
         if outcome.status is Status.OK:
             how = f"raised {ref.error.type}" if ref.error else ref.status.value
-            return mode, f"; checked on {mode}'s values, since {reference} (the reference mode) {how}"
+            return mode, f"; checked on {mode}'s values, since {reference} (the yardstick mode) {how}"
     return reference, ""
 
 
@@ -223,11 +223,11 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
       point: the label of the point judged.
       outcomes: mode name to outcome; must include `reference`.
       tf_version: the running TensorFlow version, for version-ranged expectations.
-      reference: the default reference mode; the one every other mode is
+      reference: the default yardstick mode; the one every other mode is
         compared with is yardstick()'s choice from it, as for the oracles.
       rerun: the command line that reruns this case and point alone.
       strict_xpass: make an unmet expectation a failure.
-      oracles: what each oracle said about the reference mode's values.
+      oracles: what each oracle said about the yardstick mode's values.
       repeats: the later runs of each mode, when modes were run more than once.
     """
     oracles = dict(oracles or {})

@@ -199,7 +199,7 @@ def test_when_the_reference_raises_the_numeric_oracle_checks_the_first_mode_with
     assert r.outcomes["eager"].status.value == "error"
     numeric = r.oracles["numeric"]
     assert numeric.status == "match"  # 3 x^2 = 12 is the derivative of x^3 at 2
-    assert "checked on function's values, since eager (the reference mode) raised ValueError" in numeric.note
+    assert "checked on function's values, since eager (the yardstick mode) raised ValueError" in numeric.note
     # The headline is eager's error, and it does not claim that the others raise it too.
     assert r.verdict is Verdict.FAIL
     assert r.reason.startswith("eager raises ValueError at forward: not eagerly (no other selected mode raises it;")

@@ -85,7 +85,7 @@ def test_one_yardstick_for_the_judge_and_the_oracles():
     outcomes = {"eager": raised("eager", "ValueError"), "function": ok("function"), "graph": ok("graph")}
     assert yardstick(CASE, CASE.points[0].label, outcomes, "2.21.0", "eager") == "eager"
     mode, note = oracle_subject(outcomes, "eager")
-    assert mode == "function" and note == "; checked on function's values, since eager (the reference mode) raised ValueError"
+    assert mode == "function" and note == "; checked on function's values, since eager (the yardstick mode) raised ValueError"
     assert oracle_subject({"eager": ok("eager")}, "eager") == ("eager", "")
 
 

@@ -13,20 +13,13 @@ import re
 from typing import Optional
 
 from harness.matrix.merge import ABSENT, NOT_INSTALLED, NOT_RUN, SCHEMA, Cell, Column, Matrix, Point
+from harness.records import VERDICTS
 
 __all__ = ["MODE_MARKS", "html", "json_text", "markdown"]
 
-# One display row per verdict and per kind of missing cell: (css class, colour, text colour, meaning).
-_LEGEND = (
-    ("pass", "#c9f0d3", "#0f3d1e", "every mode agrees with the reference mode, and the oracles match"),
-    ("xfail", "#d3e3ff", "#10305f", "the declared deviation happened"),
-    ("xpass", "#ffe39a", "#4d3800", "a declared deviation did not happen: often a TensorFlow fix"),
-    ("fail", "#ffb8b8", "#5c0000", "modes disagree, an oracle differs, or a gradient is malformed"),
-    ("flaky", "#ff8fd0", "#4d0030", "a mode's values changed between repeated runs"),
-    ("error", "#e4c6ff", "#3d0a66", "the case itself is broken"),
-    ("crash", "#4a4a4a", "#ffffff", "a mode killed the process running it"),
-    ("timeout", "#ffc58f", "#5c2d00", "a mode ran past its time limit"),
-    ("skip", "#e6e9ec", "#3c4650", "not run, with the reason"),
+# One display row per verdict (from the one table of verdicts, records.VERDICTS) and per kind of
+# missing cell: (css class, colour, text colour, meaning).
+_LEGEND = tuple((v.value, style.colour, style.text_colour, style.meaning) for v, style in VERDICTS.items()) + (
     ("absent", "#ffffff", "#8a939c", "this version's run did not select the case and point"),
     ("noinst", "#eeeeee", "#5a5a5a", "this TensorFlow version could not be installed"),
 )

@@ -23,22 +23,12 @@ import socket
 import xml.etree.ElementTree as ET
 from typing import Iterable
 
-from harness.records import Explored, Report, Result, Verdict
+from harness.records import VERDICTS, Explored, Report, Result, Verdict
 
 __all__ = ["render"]
 
-# The one table: every verdict's element (None: a bare, passing testcase).
-_ELEMENT = {
-    Verdict.PASS: None,
-    Verdict.FAIL: "failure",
-    Verdict.FLAKY: "failure",
-    Verdict.ERROR: "error",
-    Verdict.CRASH: "error",
-    Verdict.TIMEOUT: "error",
-    Verdict.XFAIL: "skipped",
-    Verdict.SKIP: "skipped",
-    Verdict.XPASS: "system-out",
-}
+# Each verdict's element comes from the one table of verdicts (records.VERDICTS).
+_ELEMENT = {v: style.junit for v, style in VERDICTS.items()}
 _COUNTED = ("failure", "error", "skipped")
 
 

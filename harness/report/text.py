@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.records import Explored, ModeOutcome, Report, Result, Status, Verdict
+from harness.records import VERDICTS, Explored, ModeOutcome, Report, Result, Status, Verdict
 
 __all__ = ["explored", "line", "summary", "render"]
 
 # One display word per verdict, padded to one width.
-_WORD = {v: v.value.upper() for v in Verdict}
+_WORD = {v: style.word for v, style in VERDICTS.items()}
 _WIDTH = max(len(w) for w in _WORD.values())
 
 
