@@ -439,9 +439,108 @@ def _check_spec(target: str, domains: Sequence = ()):
                      domains=tuple(domains))
 
 
-def rerun_command(case_id: str, point: str, modes: Sequence[str], check=None) -> str:
-    """The command line that reruns one case at one point alone with this run's settings."""
-    mode = "all" if tuple(modes) == _modes.CORE_MODES else ",".join(modes)
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Everything a command does, read from the flags once (_settings), before any worker starts.
+
+    The steps after it read this record, never a flag: what runs, how it is judged (`options`),
+    where reports and reproductions go, and what a rerun command must carry.
+    """
+
+    command: str
+    modes: tuple[str, ...]
+    options: RunOptions
+    strict_xpass: bool
+    check: object  # harness.checking.CheckSpec for a PATH.py:NAME target, else None
+    patterns: Optional[tuple[str, ...]]
+    sources: object  # harness.worker.Sources: where the cases come from
+    shard: tuple[int, int]
+    case_files: tuple[str, ...]
+    library: Optional[bool]  # as given: a rerun command carries --library only when it was
+    jobs: int
+    timeout: float
+    inprocess: bool
+    list_only: bool
+    json_out: Optional[str]
+    junit_out: Optional[str]
+    jsonl_out: Optional[str]  # the stream's path: --jsonl_out, else beside --json_out
+    repro_dir: Optional[str]
+    out: Optional[str]
+    full: bool
+    minimize: bool
+    minimize_seconds: float
+    matrix: Optional[dict] = dataclasses.field(default=None, compare=False)  # --matrix_json's contents
+    explore: int = 0  # --explore N
+    examples: int = 0  # explore --examples
+    seed: Optional[int] = None
+    domains: tuple = ()  # explore --domain: (argument, Domain) pairs
+
+
+def _settings(command: str, args: Sequence[str]) -> Settings:
+    """Checks and reads every flag `command` takes; a mistake is a UsageError, before any case runs."""
+    from harness.worker import Sources  # noqa: PLC0415
+
+    if command == _REPRO and not OUT.value:
+        raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
+    if command == _EXPLORE or EXPLORE.value:
+        _explore_module()  # Hypothesis missing: said before any case runs
+    domains = _explore_domains(args[0]) if command == _EXPLORE else ()
+    modes = _modes.parse_modes(MODE.value)
+    _check_outputs()
+    matrix = _check_repro_flags(command)
+    target = args[0] if args else None
+    check = _check_spec(target, domains) if target and (command == _CHECK or ".py:" in target) else None
+    if command == _EXPLORE:
+        patterns = [f"check.{check.name}" if check else target]
+        default_library = not (CASE_FILES.value or check)
+    else:
+        patterns = CASES.value
+        if command == _REPRO:
+            chosen = f"check.{check.name}" if check else target
+            patterns = [f"{chosen}[{POINT.value}]"] if POINT.value else ([target] if check is None else None)
+        # Case files and check targets replace the library, unless a repro names a case id.
+        default_library = (command == _REPRO and check is None) or not (CASE_FILES.value or check)
+    with_library = LIBRARY.value if LIBRARY.value is not None else default_library
+    if not with_library and not CASE_FILES.value and check is None:
+        raise UsageError("no cases: give --case_file, or drop --nolibrary")
+    sources = Sources(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
+                      themes=_themes(patterns))
+    options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
+                         numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value)
+    return Settings(
+        command=command, modes=modes, options=options, strict_xpass=STRICT_XPASS.value, check=check,
+        patterns=tuple(patterns) if patterns else None, sources=sources,
+        shard=(0, 1) if command == _EXPLORE else _shard(), case_files=tuple(CASE_FILES.value),
+        library=LIBRARY.value, jobs=JOBS.value, timeout=TIMEOUT.value, inprocess=INPROCESS.value,
+        list_only=LIST.value, json_out=JSON_OUT.value, junit_out=JUNIT_OUT.value, jsonl_out=_jsonl_path(),
+        repro_dir=REPRO_DIR.value, out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
+        minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value, examples=EXAMPLES.value,
+        seed=SEED.value, domains=tuple(domains))
+
+
+def _explore_domains(target: str) -> list:
+    """explore's --domain flags, parsed and checked against the target."""
+    explore = _explore_module()
+    try:
+        domains = [explore.parse_domain(t) for t in DOMAIN.value]
+    except explore.ExploreError as e:
+        raise UsageError(str(e)) from None
+    names = [n for n, _ in domains]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"--domain gives {twice[0]!r} twice; give one domain per argument")
+    if ".py:" in target:
+        if not domains:
+            raise UsageError(f"give one --domain per argument of {target}, e.g. --domain 'x=[-100, 100]'")
+        if DTYPE.value not in ("float16", "float32", "float64"):
+            raise UsageError(f"--dtype={DTYPE.value!r}: explore draws float16, float32 or float64")
+    return domains
+
+
+def rerun_command(case_id: str, point: str, s: Settings, check=None) -> str:
+    """The command line that reruns one case at one point alone with the settings `s`; `check`
+    the check spec it reruns (None: a case id)."""
+    mode = "all" if tuple(s.modes) == _modes.CORE_MODES else ",".join(s.modes)
     parts = ["python", "-m", "harness"]
     if check is not None:
         parts += ["check", check.target] + [f"--inputs={i}" for i in check.inputs]
@@ -452,21 +551,21 @@ def rerun_command(case_id: str, point: str, modes: Sequence[str], check=None) ->
         if check.symmetric:
             parts.append(f"--symmetric={','.join(check.symmetric)}")
     parts += [f"--mode={mode}", f"--cases={case_id}[{point}]"]
-    parts += [f"--case_file={path}" for path in CASE_FILES.value]
-    if LIBRARY.value and CASE_FILES.value:
+    parts += [f"--case_file={path}" for path in s.case_files]
+    if s.library and s.case_files:
         parts.append("--library")
-    if UNCONNECTED.value != "none":
-        parts.append(f"--unconnected_gradients={UNCONNECTED.value}")
-    if STRICT_XPASS.value:
+    if s.options.unconnected_zero:
+        parts.append("--unconnected_gradients=zero")
+    if s.strict_xpass:
         parts.append("--strict_xpass")
-    if not NUMERIC.value:
+    if not s.options.numeric:
         parts.append("--nonumeric")
-    if not UPSTREAM.value:
+    if not s.options.upstream:
         parts.append("--noupstream")
-    if NUMERIC_FULL.value:
+    if s.options.numeric_full:
         parts.append("--numeric_full")
-    if REPEAT.value != 1:
-        parts.append(f"--repeat={REPEAT.value}")
+    if s.options.repeat != 1:
+        parts.append(f"--repeat={s.options.repeat}")
     return shlex.join(parts)
 
 
@@ -581,17 +680,17 @@ def _themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
     return tuple(sorted(themes))
 
 
-def _runner(sources):
+def _runner(s: Settings):
     from harness import pool  # noqa: PLC0415 - no TensorFlow unless in-process
 
-    if INPROCESS.value:
-        return pool.InProcess(sources)
-    return pool.WorkerPool(TIMEOUT.value, sources)
+    if s.inprocess:
+        return pool.InProcess(s.sources)
+    return pool.WorkerPool(s.timeout, s.sources)
 
 
-def _pool_size(cases: int) -> int:
-    if JOBS.value:
-        return JOBS.value
+def _pool_size(cases: int, jobs: int) -> int:
+    if jobs:
+        return jobs
     return max(1, min(os.cpu_count() or 1, 1 + (cases - 1) // _CASES_PER_EXTRA_WORKER))
 
 
@@ -643,12 +742,12 @@ def _repro_folder(root: str, case: str, point: str) -> Path:
     return folder
 
 
-def _reproduction(result, parts, tolerance):
+def _reproduction(result, parts, tolerance, full: bool):
     """(the repro.py text, what running it must show, a sentence for ISSUE.md on the script)."""
     from harness.repro import short  # noqa: PLC0415
 
     note = ""
-    if not FULL.value:
+    if not full:
         try:
             made = short.render(parts, result, tolerance)
             return made.text, made.expected, ""
@@ -661,8 +760,7 @@ def _reproduction(result, parts, tolerance):
     return parts.full, expected, note.strip()
 
 
-def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: CaseInfo,
-                 matrix: Optional[dict] = None) -> bool:
+def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: CaseInfo, s: Settings) -> bool:
     """Writes one reproduction, after running it in a fresh process: ISSUE.md only when the script
     shows what the harness saw. Returns False when something could not be written, or the script
     does not show it (said on stderr)."""
@@ -673,14 +771,14 @@ def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: C
         logging.warning("no reproduction for %s: %s", result.name, parts)
         return True
     try:
-        text, expected, note = _reproduction(result, parts, info.tolerance)
+        text, expected, note = _reproduction(result, parts, info.tolerance, s.full)
     except short.NotShort as e:
         logging.warning("no reproduction for %s: %s", result.name, e)
         return True
-    if MINIMIZE.value and note:
+    if s.minimize and note:
         logging.warning("repro.py for %s is not minimised: %s", result.name, note)
-    elif MINIMIZE.value:
-        text, note = _minimized(result, text, expected)
+    elif s.minimize:
+        text, note = _minimized(result, text, expected, s)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -688,7 +786,7 @@ def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: C
         return False
     if not _write_outputs([(str(folder / "repro.py"), text)]):
         return False
-    ran = verify.run(text, timeout=min(TIMEOUT.value, _SCRIPT_SECONDS))
+    ran = verify.run(text, timeout=min(s.timeout, _SCRIPT_SECONDS))
     why = verify.shows(ran, expected)
     if why:
         sys.stderr.write(f"harness: {folder / 'repro.py'} does not show what the harness saw for {result.name}: "
@@ -698,10 +796,10 @@ def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: C
         ran.stdout + f"(the process was killed by signal {-ran.exit})\n")
     return _write_outputs([(str(folder / "ISSUE.md"),
                             issue.render(result, text, environment, info.description, output, note=note,
-                                         seen=_seen(matrix, result, expected)))])
+                                         seen=_seen(s.matrix, result, expected)))])
 
 
-def _minimized(result, text: str, expected) -> tuple[str, str]:
+def _minimized(result, text: str, expected, s: Settings) -> tuple[str, str]:
     """The short script `text` shrunk by harness.repro.minimize, and a sentence saying so
     (the unshrunk script and no sentence when it cannot be shrunk)."""
     from harness.repro import minimize  # noqa: PLC0415
@@ -721,7 +819,7 @@ def _minimized(result, text: str, expected) -> tuple[str, str]:
                                      f"exits {expected.exit} while that shows."), width=_WIDTH - 3) + '"""\n'
 
     try:
-        made = minimize.minimize(text, expected, budget=MINIMIZE_SECONDS.value, timeout=TIMEOUT.value,
+        made = minimize.minimize(text, expected, budget=s.minimize_seconds, timeout=s.timeout,
                                  progress=progress, docstring=docstring)
     except ValueError as e:
         logging.warning("repro.py for %s is not minimised: %s", result.name, e)
@@ -770,15 +868,14 @@ def _seen(matrix: Optional[dict], result, expected) -> str:
             + " (from a version matrix: the same outcome in every mode shown, and the same verdict).")
 
 
-def _write_repros(wanted: Sequence[tuple[Path, object, dict, CaseInfo]], environment: dict,
-                  matrix: Optional[dict]) -> bool:
+def _write_repros(wanted: Sequence[tuple[Path, object, dict, CaseInfo]], environment: dict, s: Settings) -> bool:
     """Writes each reproduction; their scripts run in parallel, one per core."""
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
     if not wanted:
         return True
     with ThreadPoolExecutor(max_workers=max(1, min(len(wanted), os.cpu_count() or 1))) as threads:
-        done = list(threads.map(lambda w: _write_repro(w[0], w[1], w[2], environment, w[3], matrix), wanted))
+        done = list(threads.map(lambda w: _write_repro(w[0], w[1], w[2], environment, w[3], s), wanted))
     return all(done)
 
 
@@ -816,136 +913,172 @@ def _check_repro_flags(command: str) -> Optional[dict]:
 
 def run(argv: Sequence[str]) -> int:
     """Runs the harness for parsed flags and positional arguments; returns the exit status."""
-    from harness import loader, pool  # noqa: PLC0415
-    from harness.records import Report  # noqa: PLC0415
-    from harness.report import json_report, junit, text  # noqa: PLC0415
-    from harness.worker import Job, Sources  # noqa: PLC0415
-
     command, args = _split(argv)
     _refuse_other_flags(command, args)
-    if command == "merge":
+    if command == _MERGE:
         return _merge(args)
+    settings = _settings(command, args)
     if command == _EXPLORE:
-        _check_repro_flags(command)
-        return _explore_command(args[0])
-    if EXPLORE.value:
-        _explore_module()  # Hypothesis missing: said before any case runs
-    if command == "repro" and not OUT.value:
-        raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
-    modes = _modes.parse_modes(MODE.value)
-    _check_outputs()
-    matrix = _check_repro_flags(command)
-    check = _check_spec(args[0]) if command == "check" or (command == "repro" and ".py:" in args[0]) else None
-    patterns = CASES.value
-    if command == "repro" and check is None:
-        patterns = [f"{args[0]}[{POINT.value}]" if POINT.value else args[0]]
-    elif command == "repro" and POINT.value:
-        patterns = [f"check.{check.name}[{POINT.value}]"]
-    # Case files and check targets replace the library, unless a repro names a case id.
-    default_library = (command == "repro" and check is None) or not (CASE_FILES.value or check)
-    with_library = LIBRARY.value if LIBRARY.value is not None else default_library
-    if not with_library and not CASE_FILES.value and check is None:
-        raise UsageError("no cases: give --case_file, or drop --nolibrary")
-    sources = Sources(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
-                      themes=_themes(patterns))
-    shard_index, shard_count = _shard()
-    signal.signal(signal.SIGTERM, _raise_interrupt)
-    start = time.monotonic()
-    runner = None
-    finished: dict[int, object] = {}
-    selected: list[CaseInfo] = []
-    environment: dict = {}
-    jsonl = None
-    interrupted = False
-    written = True  # every output written so far
-    explored: list = []
-    try:
-        runner = _runner(sources)
-        environment, catalogue = runner.start()
-        selected = loader.shard(loader.select(catalogue, patterns), shard_index, shard_count)
-        if LIST.value:
-            _list(selected)
-            return 0
-        options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
-                             numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value)
-        repro = bool(REPRO_DIR.value) or command == "repro"
-        jobs = [Job(case_id=c.id, order=c.order, points=c.points, modes=modes, options=options,
-                    strict_xpass=STRICT_XPASS.value, repro=repro,
-                    reruns=tuple((p, rerun_command(c.id, p, modes, check)) for p in c.points)) for c in selected]
-        jsonl_path = _jsonl_path()
+        return _explore_command(settings, args[0])
+    return _Run(settings).main()
+
+
+class _Run:
+    """One run of cases, in named steps: start the workers and select the cases; run them,
+    streaming each result; explore; then the reports, the reproductions and the summary.
+    Every step reads the Settings, never a flag."""
+
+    def __init__(self, s: Settings):
+        self.s = s
+        self.start = time.monotonic()
+        self.environment: dict = {}
+        self.selected: list[CaseInfo] = []
+        self.finished: dict[int, object] = {}
+        self.explored: list = []
+        self.written = True  # every output written so far
+        self.interrupted = False
+        self.jsonl = None
+
+    def main(self) -> int:
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+        stop = self.run_cases()
+        if stop is not None:
+            return stop
+        report = self.report()
+        self.written = self.write_reproductions(report) and self.written
+        return self.summary(report)
+
+    def run_cases(self) -> Optional[int]:
+        """Starts the workers, selects, runs and explores; an exit status when the run ends here."""
+        from harness import loader, pool  # noqa: PLC0415
+
+        runner = None
         try:
-            jsonl = open(jsonl_path, "w", encoding="utf-8") if jsonl_path else None
+            runner = _runner(self.s)
+            self.environment, catalogue = runner.start()
+            self.selected = loader.shard(loader.select(catalogue, self.s.patterns), *self.s.shard)
+            if self.s.list_only:
+                _list(self.selected)
+                return 0
+            self.open_stream()
+            self.stream(runner)
+            self.explore(runner)
+        except loader.LoadError as e:
+            raise UsageError(str(e)) from None
+        except pool.PoolError as e:
+            sys.stderr.write(f"harness: {e}\n")
+            return 1
+        except KeyboardInterrupt:
+            self.interrupted = True
+            if runner is not None:
+                runner.kill()
+        finally:
+            if runner is not None:
+                runner.close()
+            if self.jsonl:
+                with contextlib.suppress(OSError):  # a full disk: what was flushed stays
+                    self.jsonl.close()
+        return None
+
+    def jobs(self) -> list:
+        from harness.worker import Job  # noqa: PLC0415
+
+        s = self.s
+        repro = bool(s.repro_dir) or s.command == _REPRO
+        return [Job(case_id=c.id, order=c.order, points=c.points, modes=s.modes, options=s.options,
+                    strict_xpass=s.strict_xpass, repro=repro,
+                    reruns=tuple((p, rerun_command(c.id, p, s, s.check)) for p in c.points)) for c in self.selected]
+
+    def open_stream(self) -> None:
+        path = self.s.jsonl_out
+        try:
+            self.jsonl = open(path, "w", encoding="utf-8") if path else None
         except OSError as e:
-            raise UsageError(f"cannot write {jsonl_path}: {e.strerror or e}; choose another path") from None
-        progress = Progress(total=sum(len(c.points) for c in selected))
+            raise UsageError(f"cannot write {path}: {e.strerror or e}; choose another path") from None
+
+    def stream(self, runner) -> None:
+        """Runs every job, printing each result and appending it to the JSON Lines stream."""
+        from harness.report import json_report, text  # noqa: PLC0415
+
+        jobs = self.jobs()
+        progress = Progress(total=sum(len(c.points) for c in self.selected))
         try:
-            for done in runner.run(jobs, lambda job: progress.started(job.case_id), _pool_size(len(jobs))):
-                finished[done.index] = done
+            for done in runner.run(jobs, lambda job: progress.started(job.case_id), _pool_size(len(jobs), self.s.jobs)):
+                self.finished[done.index] = done
                 for result in done.results:
-                    if jsonl:
-                        try:
-                            jsonl.write(json.dumps(json_report.result_dict(result), allow_nan=False) + "\n")
-                            jsonl.flush()
-                        except OSError as e:
-                            sys.stderr.write(f"harness: cannot write {jsonl_path}: {e.strerror or e}; it holds the "
-                                             "results before this one, rerun with another path\n")
-                            written = False
-                            with contextlib.suppress(OSError):
-                                jsonl.close()
-                            jsonl = None
+                    self.append(json_report.result_dict(result))
                 progress.finished(done.index, "\n".join(text.line(r) for r in done.results), len(done.results))
         finally:
             progress.close()
-        for info in (c for c in selected if EXPLORE.value and c.domains):
-            found = _explore_case(runner, info, (), modes, options, EXPLORE.value, None, environment)
-            explored.append(found)
+
+    def append(self, record: dict) -> None:
+        if not self.jsonl:
+            return
+        try:
+            self.jsonl.write(json.dumps(record, allow_nan=False) + "\n")
+            self.jsonl.flush()
+        except OSError as e:
+            sys.stderr.write(f"harness: cannot write {self.s.jsonl_out}: {e.strerror or e}; it holds the "
+                             "results before this one, rerun with another path\n")
+            self.written = False
+            with contextlib.suppress(OSError):
+                self.jsonl.close()
+            self.jsonl = None
+
+    def explore(self, runner) -> None:
+        """--explore N: after the run, every selected case that declares domains."""
+        from harness.report import text  # noqa: PLC0415
+
+        for info in (c for c in self.selected if self.s.explore and c.domains):
+            found = _explore_case(runner, info, (), self.s, self.s.explore, None, self.environment)
+            self.explored.append(found)
             print(text.explored(found), flush=True)
-    except loader.LoadError as e:
-        raise UsageError(str(e)) from None
-    except pool.PoolError as e:
-        sys.stderr.write(f"harness: {e}\n")
-        return 1
-    except KeyboardInterrupt:
-        interrupted = True
-        if runner is not None:
-            runner.kill()
-    finally:
-        if runner is not None:
-            runner.close()
-        if jsonl:
-            with contextlib.suppress(OSError):  # a full disk: what was flushed stays
-                jsonl.close()
-    ordered = [finished[i] for i in sorted(finished)]
-    seconds = time.monotonic() - start  # the start's wall-clock time from it, so both agree
-    report = Report(environment=environment, modes=modes,
-                    results=tuple(r for done in ordered for r in done.results),
-                    started=time.time() - seconds, seconds=seconds, explore=tuple(explored))
-    written = _write_outputs([(flag.value, renderer.render(report))
-                              for flag, renderer in ((JSON_OUT, json_report), (JUNIT_OUT, junit))
-                              if flag.value]) and written
-    infos = {c.id: c for c in selected}
-    wanted = []
-    if command == "repro" and ordered:
-        done = ordered[0]
-        chosen = next((r for r in done.results if r.verdict.value != "pass"), done.results[0])
-        wanted.append((Path(OUT.value), chosen, done.scripts, infos[chosen.case]))
-    elif REPRO_DIR.value:
-        for done in ordered:
-            for r in done.results:
-                if r.verdict.value in _REPRO_VERDICTS:
-                    try:
-                        folder = _repro_folder(REPRO_DIR.value, r.case, r.point)
-                    except ValueError as e:
-                        logging.warning("no reproduction for %s: %s; remove the link", r.name, e)
-                        continue
-                    wanted.append((folder, r, done.scripts, infos[r.case]))
-    written = _write_repros(wanted, environment, matrix) and written
-    not_run = sum(len(c.points) for c in selected) - len(report.results)
-    print(text.summary(report.results, time.monotonic() - start, not_run=not_run))
-    if interrupted:
-        sys.stderr.write(f"harness: interrupted; {not_run} case points did not run; reports hold what finished\n")
-        return 130
-    return 1 if report.failed or not written else 0
+
+    def report(self):
+        """The run's Report, written to --json_out and --junit_out."""
+        from harness.records import Report  # noqa: PLC0415
+        from harness.report import json_report, junit  # noqa: PLC0415
+
+        ordered = [self.finished[i] for i in sorted(self.finished)]
+        seconds = time.monotonic() - self.start  # the start's wall-clock time from it, so both agree
+        report = Report(environment=self.environment, modes=self.s.modes,
+                        results=tuple(r for done in ordered for r in done.results),
+                        started=time.time() - seconds, seconds=seconds, explore=tuple(self.explored))
+        self.written = _write_outputs([(path, renderer.render(report))
+                                       for path, renderer in ((self.s.json_out, json_report), (self.s.junit_out, junit))
+                                       if path]) and self.written
+        return report
+
+    def write_reproductions(self, report) -> bool:
+        """repro's one reproduction into --out, or --repro_dir's for every fail, xpass and crash."""
+        ordered = [self.finished[i] for i in sorted(self.finished)]
+        infos = {c.id: c for c in self.selected}
+        wanted = []
+        if self.s.command == _REPRO and ordered:
+            done = ordered[0]
+            chosen = next((r for r in done.results if r.verdict.value != "pass"), done.results[0])
+            wanted.append((Path(self.s.out), chosen, done.scripts, infos[chosen.case]))
+        elif self.s.repro_dir:
+            for done in ordered:
+                for r in done.results:
+                    if r.verdict.value in _REPRO_VERDICTS:
+                        try:
+                            folder = _repro_folder(self.s.repro_dir, r.case, r.point)
+                        except ValueError as e:
+                            logging.warning("no reproduction for %s: %s; remove the link", r.name, e)
+                            continue
+                        wanted.append((folder, r, done.scripts, infos[r.case]))
+        return _write_repros(wanted, self.environment, self.s)
+
+    def summary(self, report) -> int:
+        from harness.report import text  # noqa: PLC0415
+
+        not_run = sum(len(c.points) for c in self.selected) - len(report.results)
+        print(text.summary(report.results, time.monotonic() - self.start, not_run=not_run))
+        if self.interrupted:
+            sys.stderr.write(f"harness: interrupted; {not_run} case points did not run; reports hold what finished\n")
+            return 130
+        return 1 if report.failed or not self.written else 0
 
 
 def _explore_module():
@@ -958,50 +1091,23 @@ def _explore_module():
     return explore
 
 
-def _explore_command(target: str) -> int:
+def _explore_command(s: Settings, target: str) -> int:
     """python -m harness explore TARGET: one case's search, its reports and its repro."""
     from harness import loader, pool  # noqa: PLC0415
     from harness.records import Report  # noqa: PLC0415
     from harness.report import json_report, junit, text  # noqa: PLC0415
-    from harness.worker import Sources  # noqa: PLC0415
 
     explore = _explore_module()
-    try:
-        domains = [explore.parse_domain(t) for t in DOMAIN.value]
-    except explore.ExploreError as e:
-        raise UsageError(str(e)) from None
-    names = [n for n, _ in domains]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise UsageError(f"--domain gives {twice[0]!r} twice; give one domain per argument")
-    modes = _modes.parse_modes(MODE.value)
-    _check_outputs()
-    check = None
-    if ".py:" in target:
-        if not domains:
-            raise UsageError(f"give one --domain per argument of {target}, e.g. --domain 'x=[-100, 100]'")
-        if DTYPE.value not in ("float16", "float32", "float64"):
-            raise UsageError(f"--dtype={DTYPE.value!r}: explore draws float16, float32 or float64")
-        check = _check_spec(target, domains)
-        pattern = f"check.{check.name}"
-    else:
-        pattern = target
-    with_library = LIBRARY.value if LIBRARY.value is not None else not (CASE_FILES.value or check)
-    if not with_library and not CASE_FILES.value and check is None:
-        raise UsageError("no cases: give --case_file, or drop --nolibrary")
-    sources = Sources(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
-                      themes=_themes([pattern]))
-    options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
-                         numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value)
+    pattern = s.patterns[0]
     start = time.monotonic()
-    runner = _runner(sources)
+    runner = _runner(s)
     try:
         environment, catalogue = runner.start()
         selected = loader.select(catalogue, [pattern])
         if len(selected) != 1:
             raise UsageError(f"explore takes one case; {pattern!r} selects {len(selected)}: "
                              f"{', '.join(c.id for c in selected[:5])}")
-        found = _explore_case(runner, selected[0], domains, modes, options, EXAMPLES.value, check, environment)
+        found = _explore_case(runner, selected[0], s.domains, s, s.examples, s.check, environment)
     except (loader.LoadError, explore.ExploreError) as e:
         raise UsageError(str(e)) from None
     except pool.PoolError as e:
@@ -1014,16 +1120,15 @@ def _explore_command(target: str) -> int:
     finally:
         runner.close()
     seconds = time.monotonic() - start
-    report = Report(environment=environment, modes=modes, results=(), started=time.time() - seconds,
+    report = Report(environment=environment, modes=s.modes, results=(), started=time.time() - seconds,
                     seconds=seconds, explore=(found,))
-    written = _write_outputs([(flag.value, renderer.render(report))
-                              for flag, renderer in ((JSON_OUT, json_report), (JUNIT_OUT, junit)) if flag.value])
+    written = _write_outputs([(path, renderer.render(report))
+                              for path, renderer in ((s.json_out, json_report), (s.junit_out, junit)) if path])
     print(text.explored(found))
     return 1 if found.failed or not written else 0
 
 
-def _explore_case(runner, info: CaseInfo, given: Sequence, modes, options: RunOptions, limit: int, check,
-                  environment: dict):
+def _explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: int, check, environment: dict):
     """Explores one case: its declared domains, with `given` (argument, Domain) pairs over them."""
     from harness import explore  # noqa: PLC0415
     from harness.records import Explored  # noqa: PLC0415
@@ -1036,9 +1141,9 @@ def _explore_case(runner, info: CaseInfo, given: Sequence, modes, options: RunOp
 
     def run_at(values, repro: bool = False):
         label = explore.label_of(values)
-        command, _ = _explore_rerun(info, values, modes, check)
-        job = Job(case_id=info.id, order=info.order, points=(label,), modes=modes, options=options,
-                  strict_xpass=STRICT_XPASS.value, repro=repro, reruns=((label, command),), values=tuple(values))
+        command, _ = _explore_rerun(info, values, s, check)
+        job = Job(case_id=info.id, order=info.order, points=(label,), modes=s.modes, options=s.options,
+                  strict_xpass=s.strict_xpass, repro=repro, reruns=((label, command),), values=tuple(values))
         return next(iter(runner.run([job], lambda job: None, 1)))
 
     def measure(values):
@@ -1046,28 +1151,28 @@ def _explore_case(runner, info: CaseInfo, given: Sequence, modes, options: RunOp
         progress.started(f"explore {info.id}: example {tried[0]} at {explore.label_of(values)}")
         return run_at(values).results[0]
 
-    key = repr((info.id, info.target, sorted(described), info.arguments, info.order, modes, options,
+    key = repr((info.id, info.target, sorted(described), info.arguments, info.order, s.modes, s.options,
                 check and (check.target, check.dtype, check.wrt, check.expect)))
     start = time.monotonic()
     try:
-        search = explore.search(info, list(domains.items()), measure, examples=limit, seed=SEED.value, key=key,
-                                strict_xpass=STRICT_XPASS.value)
+        search = explore.search(info, list(domains.items()), measure, examples=limit, seed=s.seed, key=key,
+                                strict_xpass=s.strict_xpass)
     finally:
         progress.close()
     seconds = time.monotonic() - start
     if search.result is None:
         return Explored(case=info.id, domains=described, tried=search.tried, limit=limit, seconds=seconds,
-                        seed=SEED.value, note=search.note)
-    command, why = _explore_rerun(info, search.values, modes, check)
-    if REPRO_DIR.value:
+                        seed=s.seed, note=search.note)
+    command, why = _explore_rerun(info, search.values, s, check)
+    if s.repro_dir:
         done = run_at(search.values, repro=True)
         r = done.results[0]
         try:
-            folder = _repro_folder(REPRO_DIR.value, r.case, r.point)
+            folder = _repro_folder(s.repro_dir, r.case, r.point)
         except ValueError as e:
             logging.warning("no reproduction for %s: %s; remove the link", r.name, e)
         else:
-            _write_repro(folder, r, done.scripts, environment, info, MATRIX_JSON.value and _read_matrix(MATRIX_JSON.value))
+            _write_repro(folder, r, done.scripts, environment, info, s)
     if check is None and not why:
         why = ("the check command calls the function alone: the case's tolerance, expectations and oracles are "
                "not in it")
@@ -1075,11 +1180,11 @@ def _explore_case(runner, info: CaseInfo, given: Sequence, modes, options: RunOp
     else:
         command_kept = "" if why else command
     return Explored(case=info.id, domains=described, tried=search.tried, limit=limit, seconds=seconds,
-                    seed=SEED.value, found=search.result, inputs=explore.inputs_literal(search.values),
+                    seed=s.seed, found=search.result, inputs=explore.inputs_literal(search.values),
                     check=command_kept, note="; ".join(n for n in (search.note, why) if n))
 
 
-def _explore_rerun(info: CaseInfo, values, modes, check) -> tuple[str, str]:
+def _explore_rerun(info: CaseInfo, values, s: Settings, check) -> tuple[str, str]:
     """(a command that reruns `info` at `values`, "" or why it is not a check command)."""
 
     from harness import explore  # noqa: PLC0415
@@ -1089,17 +1194,17 @@ def _explore_rerun(info: CaseInfo, values, modes, check) -> tuple[str, str]:
     label = explore.label_of(values)
     if check is not None:
         spec = dataclasses.replace(check, inputs=(literal,), domains=())
-        return rerun_command(f"check.{check.name}", label, modes, spec), ""
+        return rerun_command(f"check.{check.name}", label, s, spec), ""
     dtypes = {dtype for _, dtype, _ in info.arguments}
-    again = shlex.join(["python", "-m", "harness", "explore", info.id, f"--mode={','.join(modes)}"]
-                       + [f"--case_file={p}" for p in CASE_FILES.value]
-                       + ([f"--seed={SEED.value}"] if SEED.value is not None else []))
+    again = shlex.join(["python", "-m", "harness", "explore", info.id, f"--mode={','.join(s.modes)}"]
+                       + [f"--case_file={p}" for p in s.case_files]
+                       + ([f"--seed={s.seed}"] if s.seed is not None else []))
     if not info.target or len(dtypes) != 1 or not dtypes <= {"float16", "float32", "float64"}:
         return again, (f"{info.id}'s function cannot be named to check (a builder, or arguments of several "
                        f"dtypes); rerun the search: {again}")
     spec = CheckSpec(target=info.target, inputs=(literal,), dtype=dtypes.pop(), order=info.order)
     name = info.target.rsplit(":", 1)[1]
-    command = rerun_command(f"check.{name}", label, modes, spec)
+    command = rerun_command(f"check.{name}", label, s, spec)
     return command, ""
 
 

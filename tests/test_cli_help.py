@@ -6,6 +6,7 @@ starting workers that load TensorFlow.
 """
 
 import ast
+import dataclasses
 import os
 import shlex
 import subprocess
@@ -265,8 +266,8 @@ def test_the_rerun_commands_the_harness_prints_pass_the_refusal():
     with flagsaver.flagsaver():  # every flag a rerun carries over
         flags.FLAGS(["harness", "--case_file=mine.py", "--library", "--unconnected_gradients=zero", "--strict_xpass",
                      "--nonumeric", "--noupstream", "--numeric_full", "--repeat=3"])
-        lines = [cli.rerun_command("check.f", "x=1.0", ("eager",), check),
-                 cli.rerun_command("a.b", "x=1.0", ("eager",))]
+        settings = dataclasses.replace(cli._settings("run", []), modes=("eager",))
+        lines = [cli.rerun_command("check.f", "x=1.0", settings, check), cli.rerun_command("a.b", "x=1.0", settings)]
     assert lines[0].startswith("python -m harness check f.py:f ") and "--nonumeric" in lines[1]
     for line in lines:
         with flagsaver.flagsaver():

@@ -251,7 +251,9 @@ def test_an_unknown_point_lists_the_cases_points():
 
 @pytest.mark.parametrize("args, message", [
     (["--order=2"], "--order is a flag of python -m harness check"),
-    (["--inputs=1.0", "--dtype=float64"], "--inputs, --dtype are flags of python -m harness check"),
+    # --dtype is explore's too, so each is said with its own commands.
+    (["--inputs=1.0", "--dtype=float64"], "--inputs is a flag of python -m harness check and repro; --dtype is a "
+                                          "flag of python -m harness check, repro and explore, not of a plain run"),
     (["--point=x=1.0"], "--point is a flag of python -m harness repro"),
     (["--out=somewhere"], "--out is a flag of python -m harness repro"),
     (["--markdown_out=m.md", "--html_out=m.html"], "--markdown_out, --html_out are flags of python -m harness merge"),
@@ -339,9 +341,9 @@ def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(t
     (tmp_path / "out").mkdir()
     real = cli._runner
 
-    def vanish(sources):  # after the checks, before any case: the report's directory goes away
+    def vanish(settings):  # after the checks, before any case: the report's directory goes away
         shutil.rmtree(tmp_path / "out")
-        return real(sources)
+        return real(settings)
 
     monkeypatch.setattr(cli, "_runner", vanish)
     status = run_here(f"--case_file={tmp_path / 'cases.py'}", "--cases=small.square", "--mode=eager",
