@@ -3,19 +3,12 @@
 import json
 import os
 import shlex
-import subprocess
-import sys
 import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def harness(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
-                          cwd=cwd or REPO, timeout=300)
+from tests.helpers import REPO, harness
 
 
 @pytest.fixture
@@ -28,8 +21,7 @@ def case_file(tmp_path):
 
 
 def test_help_does_not_import_tensorflow():
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "harness", "--help"],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    proc = harness("--help", python=("-X", "importtime"), timeout=60)
     assert proc.returncode == 0 and "--mode" in proc.stdout
     imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()]
     assert "numpy" in imported  # the import log is really there
@@ -62,10 +54,8 @@ def test_list_shows_ids_and_descriptions():
     assert len(lines) == 6
 
 
-def test_seed_run_writes_the_json_contract_and_junit(tmp_path):
-    json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
-    proc = harness("--mode=all", "--cases=seeds.*", f"--json_out={json_path}", f"--junit_out={junit_path}",
-                   cwd=str(tmp_path))
+def test_seed_run_writes_the_json_contract_and_junit(seed_run):
+    proc, json_path, junit_path = seed_run  # --mode=all --cases=seeds.* --json_out --junit_out
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(json_path.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict {c}"))
     assert report["schema"] == "harness.report/1"

@@ -9,18 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def harness(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
-                          cwd=cwd or REPO, timeout=300)
-
-
-def assert_usage_error(proc, message):
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.startswith("harness: error: ") and proc.stderr.count("\n") == 1, proc.stderr
-    assert message in proc.stderr, proc.stderr
+from tests.helpers import REPO, assert_usage_error, harness
 
 
 # -- 1. an output that is not a number -------------------------------------------------------

@@ -14,18 +14,16 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from harness import Case
 from harness.modes import eager, runner, saved_model
 from harness.records import RunOptions, Status
+from tests.helpers import make_case, values
 
 
-def _case(fn=None, build=None, points=None, **kw):
-    return Case(id="t.case", fn=fn, build=build, points=points or [{"x": np.float32(3.0)}],
-                source="test", description="test case", **kw)
+_case = make_case
 
 
 def _values(outcome):
-    return [[None if o.value is None else o.value for o in order] for order in outcome.orders]
+    return [values(outcome, k) for k in range(len(outcome.orders))]
 
 
 @tf.custom_gradient
