@@ -36,6 +36,7 @@ def seed_points(library_cases, library_results):
     return found
 
 
+@pytest.mark.slow
 def test_seed_reproductions_print_what_the_harness_reports(seed_points, tmp_path):
     env = _without_harness(tmp_path)
     procs = []
@@ -65,6 +66,7 @@ def test_seed_reproductions_print_what_the_harness_reports(seed_points, tmp_path
                 assert (got["error_type"], got["stage"]) == (want["error_type"], want["stage"]), (name, mode)
 
 
+@pytest.mark.slow
 def test_repro_command_writes_script_and_issue(tmp_path):
     out = tmp_path / "out"
     proc = harness("repro", "seeds.docstring_nested", f"--out={out}")
@@ -93,6 +95,7 @@ BROKEN = """
 """
 
 
+@pytest.mark.slow
 def test_repro_dir_writes_one_folder_per_failing_point(tmp_path):
     cases = tmp_path / "my_cases.py"
     cases.write_text(textwrap.dedent(BROKEN))
@@ -126,6 +129,7 @@ VARIABLES = """
 """
 
 
+@pytest.mark.slow
 def test_check_with_a_variable_builder_runs_in_all_three_modes(tmp_path):
     target = tmp_path / "mine.py"
     target.write_text(textwrap.dedent(VARIABLES))

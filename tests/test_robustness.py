@@ -10,6 +10,9 @@ import pytest
 
 from tests.helpers import DATA, REPO, harness
 
+# Every test here runs the CLI on the unruly cases: one of them hangs until the timeout below.
+pytestmark = pytest.mark.slow
+
 UNRULY = str(DATA / "unruly_cases.py")
 TIMEOUT = "25"  # far above a good case here (about a second), far below the hang
 

@@ -3,6 +3,8 @@
 import json
 import os
 
+import pytest
+
 from harness.loader import shard
 from harness.matrix import merge
 from harness.records import CaseInfo
@@ -33,6 +35,7 @@ def _run(tmp_path, name, *args, env=None):
     return str(out)
 
 
+@pytest.mark.slow
 def test_merged_shards_equal_one_run(tmp_path, seed_run):
     proc, whole, _ = seed_run  # the whole selection, --cases=seeds.* in the default --mode=all
     assert proc.returncode == 0, proc.stderr

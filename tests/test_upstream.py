@@ -398,6 +398,7 @@ def _check(tmp_path, *args):
     return proc, (json.loads(out.read_text())["results"] if out.exists() else [])
 
 
+@pytest.mark.slow
 def test_check_fails_the_square_that_forgets_dy_in_every_full_mode(tmp_path):
     for order in (1, 2):
         proc, results = _check(tmp_path, "square", "--inputs=3.0", "--inputs=[1.0, 2.0]", f"--order={order}",
@@ -419,6 +420,7 @@ def test_check_fails_the_square_that_forgets_dy_in_every_full_mode(tmp_path):
     assert proc.returncode == 0 and "--noupstream" in results[0]["rerun"]
 
 
+@pytest.mark.slow
 def test_check_wrt_expect_and_symmetric(tmp_path):
     # k has no gradient by design: --wrt x differentiates x alone, and d(xk)/dx = k = 3.
     proc, [r] = _check(tmp_path, "scale_by", "--inputs=(2.0, 3.0)", "--wrt=x")
