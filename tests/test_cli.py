@@ -3,19 +3,12 @@
 import json
 import os
 import shlex
-import subprocess
-import sys
 import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def harness(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
-                          cwd=cwd or REPO, timeout=300)
+from tests.helpers import REPO, harness
 
 
 @pytest.fixture
@@ -28,8 +21,7 @@ def case_file(tmp_path):
 
 
 def test_help_does_not_import_tensorflow():
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "harness", "--help"],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    proc = harness("--help", python=("-X", "importtime"), timeout=60)
     assert proc.returncode == 0 and "--mode" in proc.stdout
     imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()]
     assert "numpy" in imported  # the import log is really there
@@ -47,6 +39,7 @@ def test_usage_errors_exit_2_with_one_line_before_loading_cases(args, message):
     assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_glob_that_selects_nothing_exits_2_and_suggests():
     proc = harness("--cases=seed.*")
     assert proc.returncode == 2
@@ -54,6 +47,7 @@ def test_glob_that_selects_nothing_exits_2_and_suggests():
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_list_shows_ids_and_descriptions():
     proc = harness("--list", "--cases=seeds.*")
     assert proc.returncode == 0
@@ -62,10 +56,8 @@ def test_list_shows_ids_and_descriptions():
     assert len(lines) == 6
 
 
-def test_seed_run_writes_the_json_contract_and_junit(tmp_path):
-    json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
-    proc = harness("--mode=all", "--cases=seeds.*", f"--json_out={json_path}", f"--junit_out={junit_path}",
-                   cwd=str(tmp_path))
+def test_seed_run_writes_the_json_contract_and_junit(seed_run):
+    proc, json_path, junit_path = seed_run  # --mode=all --cases=seeds.* --json_out --junit_out
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(json_path.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict {c}"))
     assert report["schema"] == "harness.report/1"
@@ -111,6 +103,7 @@ DISAGREEING = """
 """
 
 
+@pytest.mark.slow
 def test_disagreement_fails_with_worst_element_and_a_rerun_that_reproduces_it(case_file, tmp_path):
     path = case_file(DISAGREEING)
     proc = harness(f"--case_file={path}", cwd=str(tmp_path))
@@ -127,6 +120,7 @@ def test_disagreement_fails_with_worst_element_and_a_rerun_that_reproduces_it(ca
     assert again.returncode == 1 and "1 cases at 1 points: 1 fail" in again.stdout
 
 
+@pytest.mark.slow
 def test_xpass_passes_unless_strict(case_file, tmp_path):
     path = case_file(DISAGREEING)
     assert harness(f"--case_file={path}", "--cases=mine.fine").returncode == 0
@@ -134,6 +128,7 @@ def test_xpass_passes_unless_strict(case_file, tmp_path):
     assert strict.returncode == 1 and "FAIL" in strict.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body, message", [
     ("x = (\n", "my_cases.py:1: syntax error"),
     ("CASES = 3\n", "define CASES"),
@@ -147,12 +142,14 @@ def test_broken_case_file_is_a_one_line_usage_error(case_file, body, message):
     assert message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 
+@pytest.mark.slow
 def test_missing_case_file_is_a_usage_error(tmp_path):
     proc = harness(f"--case_file={tmp_path / 'nope.py'}")
     assert proc.returncode == 2
     assert "nope.py: no such file" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_check_target_without_the_function_names_what_is_there(tmp_path):
     target = tmp_path / "grads.py"
     target.write_text("def square(x):\n    return x * x\n")
@@ -188,6 +185,7 @@ def test_merge_refuses_a_file_that_is_not_a_report(tmp_path):
     assert not (tmp_path / "m.md").exists()
 
 
+@pytest.mark.slow
 def test_case_file_can_import_a_module_beside_it(tmp_path):
     (tmp_path / "helpers_mod.py").write_text("def triple(x):\n    return x * 3\n")
     cases = tmp_path / "beside.py"
@@ -199,6 +197,7 @@ def test_case_file_can_import_a_module_beside_it(tmp_path):
     assert "PASS     mine.triple[x=1.0]" in proc.stdout
 
 
+@pytest.mark.slow
 def test_workers_see_the_keyword_call_fall_back_and_repeat_finds_a_flaky_case(tmp_path):
     # One run, two checks that need the real workers (they install the probe before loading cases).
     out = tmp_path / "r.json"

@@ -1,7 +1,7 @@
-"""Explore: domains, the Hypothesis search, shrinking, and the command that runs it.
+"""Explore's command: the search run by the CLI, its output, reports and repro, in worker processes.
 
-The pure tests import no TensorFlow. The integration tests each start the CLI
-(a worker imports TensorFlow), so they share runs through module fixtures.
+The pure parts are in tests/unit/test_explore_logic.py. The runs here start TensorFlow in
+workers of their own: the ones that take more than a few seconds are marked slow.
 """
 
 import json
@@ -14,116 +14,11 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from harness import Case, CaseError, Domain
-from harness import explore
-from harness.records import CaseInfo, ModeOutcome, Output, Result, Status, Verdict
+from tests.helpers import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRADS = os.path.join(REPO, "tests", "data", "explore_grads.py")
 # exp overflows float32 above log(float32 max) = 88.72...; Hypothesis shrinks floats toward integers.
 OVERFLOW = float(math.ceil(math.log(np.finfo(np.float32).max)))
-
-
-# -- domains, without TensorFlow ---------------------------------------------------------------
-
-def test_a_domain_text_gives_bounds_open_ends_shapes_structure_and_exclusions():
-    assert explore.parse_domain("x=[-100, 100]") == ("x", Domain(-100.0, 100.0))
-    name, d = explore.parse_domain("a=(0, 5];shape=(2, 2)|(3, 3);symmetric;positive;exclude=1,2;near=0.5")
-    assert name == "a" and (d.low, d.high, d.open_low, d.open_high) == (0.0, 5.0, True, False)
-    assert d.shape == ((2, 2), (3, 3)) and d.symmetric and d.positive and d.exclude == (1.0, 2.0) and d.near == 0.5
-    assert explore.parse_domain(f"x={d.describe()}")[1] == d
-
-
-@pytest.mark.parametrize("text, words", [
-    ("[0, 1]", "names no argument"),
-    ("x=0..1", "is not an interval"),
-    ("x=[a, 1]", "are not numbers"),
-    ("x=[1, 0]", "cannot be satisfied"),
-    ("x=(1, 1]", "cannot be satisfied"),
-    ("x=[0, 1];exclude=0.5;near=1", "within 1 of an excluded value"),
-    ("x=[0, 1];shape=(2, 3);symmetric", "not square"),
-    ("x=[0, 1];colour=red", "cannot read"),
-])
-def test_a_domain_that_names_no_argument_or_cannot_be_satisfied_is_refused_with_the_form(text, words):
-    with pytest.raises(explore.ExploreError, match=words):
-        explore.parse_domain(text)
-
-
-def test_a_case_s_domain_must_name_a_differentiated_argument_and_be_satisfiable():
-    args = dict(fn=lambda x: x, points=[{"x": np.float32(1.0)}], source="a test", description="identity")
-    assert Case(id="t.ok", domains={"x": Domain(-1.0, 1.0)}, **args).domains == {"x": Domain(-1.0, 1.0)}
-    with pytest.raises(CaseError, match=r"field \"domains\['y'\]\": 'y' is not an argument"):
-        Case(id="t.bad", domains={"y": Domain(-1.0, 1.0)}, **args)
-    with pytest.raises(CaseError, match=r"domains\['x'\].*no number is between 2 and 1"):
-        Case(id="t.empty", domains={"x": Domain(2.0, 1.0)}, **args)
-
-
-def _info(domain: Domain) -> CaseInfo:
-    return CaseInfo(id="t.f", description="", source="", order=1, points=("x=0.0",),
-                    arguments=(("x", "float32", ()),), domains=(("x", domain),), fixed=(0.0,))
-
-
-def _result(values, verdict: Verdict, value: float = 1.0) -> Result:
-    outcome = ModeOutcome(mode="eager", status=Status.OK, orders=((Output(np.float32(value), "float32", ()),),))
-    return Result(case="t.f", point=explore.label_of(values), order=1, verdict=verdict, reason="", details=(),
-                  outcomes={"eager": outcome}, rerun="")
-
-
-def test_the_search_shrinks_an_overflow_to_the_smallest_integer_above_the_threshold(tmp_path):
-    def measure(values):
-        x = float(values[0][1])
-        return _result(values, Verdict.FAIL if x > math.log(np.finfo(np.float32).max) else Verdict.PASS)
-
-    found = explore.search(_info(Domain(-100.0, 100.0)), [("x", Domain(-100.0, 100.0))], measure, examples=200,
-                           seed=0, key="t", database=str(tmp_path))
-    assert float(found.values[0][1]) == OVERFLOW and explore.inputs_literal(found.values) == "89.0"
-
-
-def test_shrinking_keeps_the_first_cause_and_does_not_slide_into_another(tmp_path):
-    # Above 50 the value is inf (one bug, found first); between 10 and 50 it is finite but wrong (another,
-    # failing only once the first is found: what a shrink that ignored the cause would slide into).
-    inf_seen = []
-
-    def measure(values):
-        x = float(values[0][1])
-        if x > 50:
-            inf_seen.append(x)
-            return _result(values, Verdict.FAIL, math.inf)
-        return _result(values, Verdict.FAIL if x > 10 and inf_seen else Verdict.PASS)
-
-    found = explore.search(_info(Domain(0.0, 100.0)), [("x", Domain(0.0, 100.0))], measure, examples=100,
-                           seed=0, key="t2", database=str(tmp_path))
-    assert float(found.values[0][1]) == 51.0
-
-
-def test_exclusions_and_open_bounds_are_never_drawn(tmp_path):
-    d = explore.parse_domain("x=(0, 1];exclude=0.5;near=0.1")[1]
-    seen = []
-
-    def measure(values):
-        seen.append(float(values[0][1]))
-        return _result(values, Verdict.PASS)
-
-    found = explore.search(_info(d), [("x", d)], measure, examples=50, seed=1, key="t3", database=None)
-    assert found.result is None and found.tried == len(seen) > 10
-    assert all(0 < x <= 1 and abs(x - 0.5) >= 0.1 for x in seen)
-
-
-def test_without_a_seed_a_failure_found_is_kept_in_the_database_and_tried_first(tmp_path):
-    def measure(values):
-        return _result(values, Verdict.FAIL if float(values[0][1]) > 88.8 else Verdict.PASS)
-
-    d = Domain(-100.0, 100.0)
-    first = explore.search(_info(d), [("x", d)], measure, examples=200, seed=None, key="t4", database=str(tmp_path))
-    assert list(tmp_path.iterdir())
-    again = explore.search(_info(d), [("x", d)], measure, examples=200, seed=None, key="t4", database=str(tmp_path))
-    assert float(first.values[0][1]) == float(again.values[0][1]) == OVERFLOW and again.tried <= 3
-
-
-def test_the_inputs_literal_reads_back_to_the_same_float32_values():
-    values = (("x", np.float32(0.1)), ("y", np.array([1.5, -2.0], np.float32)))
-    assert explore.inputs_literal(values) == "(0.1, [1.5, -2.0])"
-    assert explore.inputs_literal(values[:1]) == "0.1"
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -150,6 +45,7 @@ def test_an_empty_domain_or_one_naming_nothing_is_exit_2_in_one_line(tmp_path, d
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_domain_naming_no_argument_of_the_function_is_exit_2_in_one_line(tmp_path):
     proc = harness(tmp_path, "explore", f"{GRADS}:softplus", "--domain", "y=[0, 1]")
     assert proc.returncode == 2, proc.stderr
@@ -168,6 +64,7 @@ def naive(tmp_path_factory):
     return folder, proc
 
 
+@pytest.mark.slow
 def test_the_naive_softplus_shrinks_to_89_with_the_numeric_oracle_s_explanation(naive):
     folder, proc = naive
     assert proc.returncode == 1, proc.stderr
@@ -187,6 +84,7 @@ def test_the_naive_softplus_shrinks_to_89_with_the_numeric_oracle_s_explanation(
     assert (folder / "repro" / "check.naive_softplus" / "x=89.0" / "ISSUE.md").exists()
 
 
+@pytest.mark.slow
 def test_the_check_command_it_prints_fails_at_that_point(naive):
     folder, proc = naive
     check = next(line for line in proc.stdout.splitlines() if line.strip().startswith("check: "))
@@ -196,6 +94,7 @@ def test_the_check_command_it_prints_fails_at_that_point(naive):
     assert again.returncode == 1 and "FAIL     check.naive_softplus[x=89.0]" in again.stdout, again.stdout
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_examples_and_result(naive, tmp_path):
     _, first = naive
     second = harness(tmp_path, *NAIVE)  # a fresh folder: no example database to replay
@@ -203,6 +102,7 @@ def test_the_same_seed_gives_the_same_examples_and_result(naive, tmp_path):
     assert strip(second.stdout) == strip(first.stdout) and second.returncode == 1
 
 
+@pytest.mark.slow
 def test_the_stable_softplus_passes_the_examples_asked_for(tmp_path):
     proc = harness(tmp_path, "explore", f"{GRADS}:softplus", "--domain", "x=[-100, 100]", "--examples=30",
                    "--seed=0")
@@ -210,6 +110,7 @@ def test_the_stable_softplus_passes_the_examples_asked_for(tmp_path):
     assert proc.stdout.startswith("EXPLORE PASS  check.softplus: 30 examples passed over x=[-100, 100] in ")
 
 
+@pytest.mark.slow
 def test_explore_n_in_a_run_explores_the_library_cases_that_declare_domains(tmp_path):
     proc = harness(tmp_path, "--cases=patterns.softplus", "--explore=15", "--seed=0", "--json_out=r.json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -219,6 +120,7 @@ def test_explore_n_in_a_run_explores_the_library_cases_that_declare_domains(tmp_
     assert [e["case"] for e in report["explore"]] == ["patterns.softplus"] and report["results"]
 
 
+@pytest.mark.slow
 def test_a_hang_is_a_timeout_reported_with_the_input_that_caused_it(tmp_path):
     proc = harness(tmp_path, "explore", f"{GRADS}:hangs_above_ten", "--domain", "x=[0, 100]", "--timeout=8",
                    "--seed=0", "--mode=eager")

@@ -8,18 +8,17 @@ import numpy as np
 import pytest
 
 from harness import Verdict
-from harness.execute import run_case
-from harness.loader import builtin_cases
-from harness.records import RunOptions, Status
+from harness.records import Status
+from tests import helpers
 
 
 @pytest.fixture(scope="module")
-def library():
-    return {c.id: c for c in builtin_cases()}
+def library(library_cases):
+    return {c.id: c for c in library_cases}
 
 
 def run(case, modes, **options):
-    return {r.point: r for r in run_case(case, modes, RunOptions(**options), rerun=lambda c, p: "rerun")}
+    return {r.point: r for r in helpers.run(case, modes, **options)}
 
 
 def scalar(outcome, order):

@@ -3,15 +3,14 @@
 import numpy as np
 import tensorflow as tf
 
-from harness import Case
 from harness.modes import eager as eager_mode
 from harness.modes import forward as forward_mode
 from harness.records import RunOptions, Status
+from tests.helpers import make_case, values
 
 
 def _case(fn=None, build=None, points=None, **kw):
-    return Case(id="t.forward", fn=fn, build=build, points=points or [{"x": np.float32(3.0)}],
-                source="test", description="test case", **kw)
+    return make_case(fn, build, points, id="t.forward", **kw)
 
 
 def _both(case, options=RunOptions()):
@@ -20,8 +19,7 @@ def _both(case, options=RunOptions()):
     return forward, eager
 
 
-def _values(outcome, order):
-    return [o.value for o in outcome.orders[order]]
+_values = values
 
 
 def _assert_same(forward, eager):

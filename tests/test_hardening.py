@@ -9,18 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def harness(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
-                          cwd=cwd or REPO, timeout=300)
-
-
-def assert_usage_error(proc, message):
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.startswith("harness: error: ") and proc.stderr.count("\n") == 1, proc.stderr
-    assert message in proc.stderr, proc.stderr
+from tests.helpers import REPO, assert_usage_error, harness
 
 
 # -- 1. an output that is not a number -------------------------------------------------------
@@ -86,6 +75,7 @@ def test_timeout_nan_is_a_usage_error():
     assert_usage_error(harness("--timeout=nan", "--cases=nothing.x"), "'inf' for no timeout")
 
 
+@pytest.mark.slow
 def test_timeout_inf_means_no_timeout(small_run):
     folder, proc = small_run
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
@@ -218,6 +208,7 @@ def test_repro_folder_stays_inside_repro_dir(tmp_path):
         cli._repro_folder(str(root), "small.square", "x=3.0")
 
 
+@pytest.mark.slow
 def test_a_long_case_id_gets_its_repro(small_run):
     folder, proc = small_run
     written = list((folder / "repro").glob("*/*/repro.py"))
@@ -294,6 +285,7 @@ def run_here(*args):
 
 # -- 2. --jobs: no more workers than cases, and a bound -----------------------------------------
 
+@pytest.mark.slow
 def test_jobs_beyond_the_selection_starts_one_worker_per_case(tmp_path, monkeypatch):
     from harness import pool
 
@@ -332,6 +324,7 @@ def test_a_derived_jsonl_path_that_is_a_directory_is_a_usage_error(tmp_path):
                        "r.jsonl is a directory")
 
 
+@pytest.mark.slow
 def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(tmp_path, monkeypatch, capsys):
     import shutil
 
@@ -446,6 +439,7 @@ CASES = [Case(id="busy.sleeper", points=[{"x": np.float32(1.0)}], fn=busy, descr
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
 def test_a_killed_supervisor_leaves_no_worker_child_or_folder(tmp_path):
     import signal
@@ -516,6 +510,7 @@ CASES = [Case(id="spawn.a", points=[{"x": np.float32(1.0)}], fn=spawns, descript
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
 def test_processes_a_case_starts_end_with_the_case(tmp_path):
     (tmp_path / "cases.py").write_text(SPAWNING_CASE_FILE)
@@ -577,6 +572,7 @@ CASES = [Case(id="tamper.square", points=[{{"x": np.float32(3.0)}}], fn=wrong_sq
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tamper, verdict, words", [
     ("judge", "fail", "differ from the numeric derivative"),
     ("oracles", "error", "the worker sent no result for the numeric and upstream oracles"),
@@ -608,6 +604,7 @@ def test_a_measurement_missing_a_mode_or_point_is_an_error():
     assert results[1].reason.startswith("the worker sent no measurement for this point")
 
 
+@pytest.mark.slow
 def test_a_worker_that_exits_on_its_own_is_not_reported_as_killed(tmp_path):
     # Ending a dead worker's process group must not overwrite how it ended: this one closes its
     # pipe (the supervisor sees end-of-file) a second before it ends with status 3.

@@ -17,8 +17,7 @@ import pytest
 import tensorflow as tf
 
 from harness import Case, loader
-from harness.execute import run_cases
-from harness.records import ErrorInfo, ModeOutcome, Result, RunOptions, Status, Verdict
+from harness.records import ErrorInfo, ModeOutcome, Result, Status, Verdict
 
 MODES = ("eager", "function", "graph")
 THEMES = ("seeds", "docs", "patterns", "structure", "dtypes", "variables", "keras", "regressions")
@@ -28,17 +27,15 @@ _SOURCE = re.compile(r"^(seeds/|https://www\.tensorflow\.org/api_docs/python/tf/
 
 
 @pytest.fixture(scope="module")
-def cases():
-    return loader.builtin_cases()
+def cases(library_cases):
+    return library_cases
 
 
 @pytest.fixture(scope="module")
-def results(cases):
-    """Every point of every case, run once: {case id: [Result per point]}."""
-    found = {}
-    for result in run_cases(cases, MODES, RunOptions(), lambda case, point: "rerun"):
-        found.setdefault(result.case, []).append(result)
-    return found
+def results(library_results):
+    """Every point of every case in the three modes, run once per session (tests/conftest.py):
+    {case id: [Result per point]}."""
+    return library_results
 
 
 def _only(results, case_id):

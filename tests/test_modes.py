@@ -3,27 +3,24 @@
 import numpy as np
 import tensorflow as tf
 
-from harness import Case
 from harness.execute import run_case
 from harness.modes import function as function_mode
 from harness.modes import graph as graph_mode
 from harness.modes._tf import Progress, build_subject
 from harness.records import RunOptions, Status, Verdict
+from tests.helpers import make_case, values
 
 MODES = ("eager", "function", "graph")
 
 
-def _case(fn=None, build=None, points=None, **kw):
-    return Case(id="t.case", fn=fn, build=build, points=points or [{"x": np.float32(3.0)}],
-                source="test", description="test case", **kw)
+_case = make_case
 
 
 def _run(case, options=RunOptions()):
     return run_case(case, MODES, options, rerun=lambda c, p: "rerun")
 
 
-def _values(outcome, order):
-    return [None if o.value is None else o.value for o in outcome.orders[order]]
+_values = values
 
 
 @tf.custom_gradient

@@ -13,14 +13,9 @@ import tensorflow as tf
 
 from harness import Case, Expectation, VALUES_DIFFER, Verdict, probe
 from harness.cases import docs, seeds
-from harness.execute import run_case
-from harness.records import RunOptions
+from tests.helpers import run
 
 ALL = ("eager", "function", "graph")
-
-
-def run(case, modes=ALL, **options):
-    return run_case(case, modes, RunOptions(**options), rerun=lambda c, p: f"rerun {c.id}[{p.label}]")
 
 
 def sigmoid(x):

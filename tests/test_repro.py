@@ -9,12 +9,10 @@ import textwrap
 import pytest
 
 from harness import loader
-from harness.execute import run_case
-from harness.records import RunOptions
 from harness.report.json_report import result_dict
 from harness.repro import script
+from tests.helpers import harness
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ("eager", "function", "graph")
 
 
@@ -27,16 +25,18 @@ def _without_harness(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def seed_points():
+def seed_points(library_cases, library_results):
+    """(result as JSON, repro script) per seed point, from the session's one run of the library."""
     found = []
-    for case in loader.pick(loader.builtin_cases(["seeds"]), ["seeds.*"]):
-        for result in run_case(case, MODES, RunOptions(), rerun=lambda c, p: f"rerun {c.id}[{p.label}]"):
+    for case in loader.pick(library_cases, ["seeds.*"]):
+        for result in library_results[case.id]:  # the three core modes, default options
             point = next(p for p in case.points if p.label == result.point)
             text = script.render(loader.narrow(case, [point.label]), point, MODES, False, result.rerun)
             found.append((result_dict(result), text))
     return found
 
 
+@pytest.mark.slow
 def test_seed_reproductions_print_what_the_harness_reports(seed_points, tmp_path):
     env = _without_harness(tmp_path)
     procs = []
@@ -66,10 +66,10 @@ def test_seed_reproductions_print_what_the_harness_reports(seed_points, tmp_path
                 assert (got["error_type"], got["stage"]) == (want["error_type"], want["stage"]), (name, mode)
 
 
+@pytest.mark.slow
 def test_repro_command_writes_script_and_issue(tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "harness", "repro", "seeds.docstring_nested", f"--out={out}"],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = harness("repro", "seeds.docstring_nested", f"--out={out}")
     assert proc.returncode == 0, proc.stderr
     issue = (out / "ISSUE.md").read_text()
     for heading in ("### TensorFlow version", "### Current behavior?", "### Standalone code to reproduce the issue",
@@ -96,11 +96,11 @@ BROKEN = """
 """
 
 
+@pytest.mark.slow
 def test_repro_dir_writes_one_folder_per_failing_point(tmp_path):
     cases = tmp_path / "my_cases.py"
     cases.write_text(textwrap.dedent(BROKEN))
-    proc = subprocess.run([sys.executable, "-m", "harness", f"--case_file={cases}", f"--repro_dir={tmp_path / 'r'}"],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = harness(f"--case_file={cases}", f"--repro_dir={tmp_path / 'r'}")
     assert proc.returncode == 1
     # At x = 0 the value c x**2 and the gradient 2 c x are 0 whatever c is, so only x = 4
     # fails and gets a folder.
@@ -131,12 +131,12 @@ VARIABLES = """
 """
 
 
+@pytest.mark.slow
 def test_check_with_a_variable_builder_runs_in_all_three_modes(tmp_path):
     target = tmp_path / "mine.py"
     target.write_text(textwrap.dedent(VARIABLES))
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "harness", "check", f"{target}:build_scaled", "--inputs=[1.0, 3.0]",
-                           f"--json_out={out}"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = harness("check", f"{target}:build_scaled", "--inputs=[1.0, 3.0]", f"--json_out={out}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [result] = json.loads(out.read_text())["results"]
     for mode in MODES:
@@ -150,7 +150,6 @@ def test_check_with_a_variable_builder_runs_in_all_three_modes(tmp_path):
 def test_check_refuses_what_is_not_a_literal_of_numbers(literal, tmp_path):
     target = tmp_path / "mine.py"
     target.write_text("def f(x):\n    return x\n")
-    proc = subprocess.run([sys.executable, "-m", "harness", "check", f"{target}:f", f"--inputs={literal}"],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    proc = harness("check", f"{target}:f", f"--inputs={literal}", timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.startswith("harness: error: --inputs") and proc.stderr.count("\n") == 1, proc.stderr

@@ -1,7 +1,6 @@
 """One bad case never sinks the run: crashes, hangs, errors and leaked global state."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -9,15 +8,18 @@ import time
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-UNRULY = os.path.join(REPO, "tests", "data", "unruly_cases.py")
+from tests.helpers import DATA, REPO, harness
+
+# Every test here runs the CLI on the unruly cases: one of them hangs until the timeout below.
+pytestmark = pytest.mark.slow
+
+UNRULY = str(DATA / "unruly_cases.py")
 TIMEOUT = "25"  # far above a good case here (about a second), far below the hang
 
 
 def _run(tmp_path, *args, name="r"):
     out = tmp_path / f"{name}.json"
-    proc = subprocess.run([sys.executable, "-m", "harness", f"--case_file={UNRULY}", f"--timeout={TIMEOUT}",
-                           f"--json_out={out}", *args], capture_output=True, text=True, cwd=REPO, timeout=600)
+    proc = harness(f"--case_file={UNRULY}", f"--timeout={TIMEOUT}", f"--json_out={out}", *args, timeout=600)
     return proc, json.loads(out.read_text()), out
 
 

@@ -12,20 +12,19 @@ import textwrap
 import time
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
-from harness import Case
 from harness.modes import eager, runner, saved_model
 from harness.records import RunOptions, Status
+from tests.helpers import make_case, values
 
 
-def _case(fn=None, build=None, points=None, **kw):
-    return Case(id="t.case", fn=fn, build=build, points=points or [{"x": np.float32(3.0)}],
-                source="test", description="test case", **kw)
+_case = make_case
 
 
 def _values(outcome):
-    return [[None if o.value is None else o.value for o in order] for order in outcome.orders]
+    return [values(outcome, k) for k in range(len(outcome.orders))]
 
 
 @tf.custom_gradient
@@ -143,6 +142,7 @@ def aborts_on_scalars(x):
     return x * 2.0
 
 
+@pytest.mark.slow
 def test_a_point_that_kills_the_loader_is_a_crash_and_a_new_loader_takes_the_rest():
     points = [{"x": np.float32(1.0)}, {"x": np.array([1.0, 2.0], np.float32)}]
     crashed, survived = runner("saved_model").run(_case(fn=aborts_on_scalars, points=points), RunOptions())
@@ -154,6 +154,7 @@ def test_a_point_that_kills_the_loader_is_a_crash_and_a_new_loader_takes_the_res
     assert after.status is Status.OK
 
 
+@pytest.mark.slow
 def test_a_loader_killed_between_cases_is_replaced_without_blaming_the_next_case():
     runner("saved_model").run(_case(fn=cube_with_own_gradient), RunOptions())
     old = saved_model._loader.process
@@ -173,6 +174,7 @@ def _gone(pid: int) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_the_loader_exits_when_its_worker_is_killed():
     script = textwrap.dedent("""
         import os, signal

@@ -2,14 +2,13 @@
 
 import json
 import os
-import subprocess
-import sys
+
+import pytest
 
 from harness.loader import shard
 from harness.matrix import merge
 from harness.records import CaseInfo
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers import harness
 
 
 def _infos(n):
@@ -31,14 +30,16 @@ def test_one_shard_is_everything():
 
 def _run(tmp_path, name, *args, env=None):
     out = tmp_path / f"{name}.json"
-    proc = subprocess.run([sys.executable, "-m", "harness", "--cases=seeds.*", f"--json_out={out}", *args],
-                          capture_output=True, text=True, cwd=REPO, timeout=300, env=env)
+    proc = harness("--cases=seeds.*", f"--json_out={out}", *args, env=env)
     assert proc.returncode == 0, proc.stderr
     return str(out)
 
 
-def test_merged_shards_equal_one_run(tmp_path):
-    whole = _run(tmp_path, "whole")
+@pytest.mark.slow
+def test_merged_shards_equal_one_run(tmp_path, seed_run):
+    proc, whole, _ = seed_run  # the whole selection, --cases=seeds.* in the default --mode=all
+    assert proc.returncode == 0, proc.stderr
+    whole = str(whole)
     first = _run(tmp_path, "s0", "--shard_index=0", "--num_shards=2")
     # The second shard comes from the variables test runners set, as Bazel does.
     status = tmp_path / "status"
@@ -57,6 +58,5 @@ def test_merged_shards_equal_one_run(tmp_path):
 
 
 def test_shard_index_out_of_range_is_a_usage_error():
-    proc = subprocess.run([sys.executable, "-m", "harness", "--shard_index=2", "--num_shards=2"],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    proc = harness("--shard_index=2", "--num_shards=2", timeout=60)
     assert proc.returncode == 2 and "shard index 2 is not below the number of shards 2" in proc.stderr

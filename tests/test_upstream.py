@@ -13,15 +13,10 @@ import pytest
 import tensorflow as tf
 
 from harness import Case, Expectation, VALUES_DIFFER, Verdict, oracles, probe, upstream
-from harness.execute import run_case
-from harness.records import RunOptions
+from tests.helpers import harness, run
 
 ALL = ("eager", "function", "graph")
 EXTRA = ("no_autograph", "xla", "saved_model")
-
-
-def run(case, modes=ALL, **options):
-    return run_case(case, modes, RunOptions(**options), rerun=lambda c, p: f"rerun {c.id}[{p.label}]")
 
 
 def _case(fn, points, order=1, **fields):
@@ -395,17 +390,15 @@ def refuses(x):
 
 def _check(tmp_path, *args):
     import json
-    import subprocess
-    import sys
 
     target = tmp_path / "mine.py"
     target.write_text(CHECKED)
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "harness", "check", f"{target}:{args[0]}", *args[1:],
-                           f"--json_out={out}"], capture_output=True, text=True, timeout=300)
+    proc = harness("check", f"{target}:{args[0]}", *args[1:], f"--json_out={out}")
     return proc, (json.loads(out.read_text())["results"] if out.exists() else [])
 
 
+@pytest.mark.slow
 def test_check_fails_the_square_that_forgets_dy_in_every_full_mode(tmp_path):
     for order in (1, 2):
         proc, results = _check(tmp_path, "square", "--inputs=3.0", "--inputs=[1.0, 2.0]", f"--order={order}",
@@ -427,6 +420,7 @@ def test_check_fails_the_square_that_forgets_dy_in_every_full_mode(tmp_path):
     assert proc.returncode == 0 and "--noupstream" in results[0]["rerun"]
 
 
+@pytest.mark.slow
 def test_check_wrt_expect_and_symmetric(tmp_path):
     # k has no gradient by design: --wrt x differentiates x alone, and d(xk)/dx = k = 3.
     proc, [r] = _check(tmp_path, "scale_by", "--inputs=(2.0, 3.0)", "--wrt=x")
@@ -447,26 +441,18 @@ def test_check_wrt_expect_and_symmetric(tmp_path):
 
 
 def test_check_flags_outside_check_are_usage_errors(tmp_path):
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "harness", "--wrt=x"], capture_output=True, text=True, timeout=60)
+    proc = harness("--wrt=x", timeout=60)
     assert proc.returncode == 2 and "describe the function of check" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "harness", "check", "mine.py:f", "--inputs=1.0", "--expect=bogus"],
-                          capture_output=True, text=True, timeout=60)
+    proc = harness("check", "mine.py:f", "--inputs=1.0", "--expect=bogus", timeout=60)
     assert proc.returncode == 2 and proc.stderr.startswith("harness: error: --expect 'bogus'")
 
 
 def test_check_help_lists_the_check_flags():
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "harness", "check", "--help"], capture_output=True, text=True,
-                          timeout=60)
+    proc = harness("check", "--help", timeout=60)
     assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m harness check PATH.py:NAME")
     for flag in ("--inputs", "--order=1", "--wrt", "--expect", "--symmetric", "--[no]upstream", "--[no]numeric"):
         assert f"\n  {flag}\n" in proc.stdout, flag
-    proc = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True, text=True, timeout=60)
+    proc = harness("--help", timeout=60)
     assert "--[no]upstream" in proc.stdout and "--wrt" not in proc.stdout
 
 

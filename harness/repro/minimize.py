@@ -31,7 +31,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from typing import Callable, Optional
+from typing import Callable
 
 from harness import lifetime
 from harness.repro.short import Expected

@@ -3,41 +3,13 @@
 import numpy as np
 import pytest
 
-from harness.case import BAD_GRADIENT, VALUES_DIFFER, Case, Expectation
-from harness.records import ErrorInfo, ModeOutcome, Output, Source, Status, Verdict
+from harness.case import BAD_GRADIENT, VALUES_DIFFER, Expectation
+from harness.records import ModeOutcome, Source, Status, Verdict
 from harness.tolerance import Tol
 from harness.verdict import applicable, died, judge, skipped
+from tests.unit.outcomes import RERUN, TF, make_case, ok, raised
 
 MODES = ("eager", "function", "graph")
-TF = "2.17.1"
-RERUN = "python -m harness --cases tests.case"
-
-
-def f(x):
-    return x
-
-
-def make_case(*expectations, **overrides):
-    fields = dict(id="tests.case", fn=f, points=[{"x": np.float32(1.0)}, {"x": np.float32(100.0)}],
-                  source="tests", description="a case for the verdict tests",
-                  expectations=list(expectations))
-    fields.update(overrides)
-    return Case(**fields)
-
-
-X = (Source("x", "float32", ()),)
-
-
-def ok(mode, fwd=1.0, grad=2.0, grad_dtype=np.float32, sources=X):
-    return ModeOutcome(mode=mode, status=Status.OK, sources=sources,
-                       orders=((Output.of(np.float32(fwd)),), (Output.of(np.asarray(grad, grad_dtype)),)))
-
-
-def raised(mode, type_, bases=None, stage="forward", message="it failed"):
-    if bases is None:
-        bases = (type_, "Exception", "BaseException", "object")
-    return ModeOutcome(mode=mode, status=Status.ERROR, sources=X,
-                       error=ErrorInfo(type=type_, bases=tuple(bases), message=message, stage=stage))
 
 
 def run(case, *outcomes, point=0, tf_version=TF, strict_xpass=False):

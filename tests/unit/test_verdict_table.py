@@ -2,14 +2,13 @@
 all say what records.VERDICTS says. Pure logic: no TensorFlow."""
 
 import re
-from pathlib import Path
-
 from harness import cli
 from harness.matrix import render
 from harness.records import VERDICTS, Verdict, exit_status_text
 from harness.report import junit, text
+from tests.helpers import ROOT
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_every_verdict_is_in_the_table_once():

@@ -5,13 +5,12 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from harness.matrix import merge, pins
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
 FACTS = ROOT.parent / "shared" / "FACTS.md"
 

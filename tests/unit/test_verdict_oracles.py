@@ -9,7 +9,7 @@ import pytest
 from harness.case import GRADIENT_UNUSED, VALUES_DIFFER, CaseError, Expectation
 from harness.records import ModeOutcome, OracleOutcome, Status, Usage, Verdict
 from harness.verdict import judge
-from tests.test_verdict import RERUN, TF, make_case, ok, raised
+from tests.unit.outcomes import RERUN, TF, make_case, ok, raised
 
 
 def run(case, *outcomes, oracles=None, repeats=None, point=0):

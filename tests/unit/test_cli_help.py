@@ -17,28 +17,14 @@ from absl import flags
 from absl.testing import flagsaver
 
 from harness import cli
+from tests import helpers
+from tests.helpers import REPO, imported
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMANDS = ("run", "check", "repro", "merge", "explore")
 
 
-@pytest.fixture(scope="module")
-def no_tensorflow(tmp_path_factory):
-    """An environment whose `import tensorflow` fails (this checkout's harness first on the path)."""
-    guard = tmp_path_factory.mktemp("guard")
-    (guard / "tensorflow").mkdir()
-    (guard / "tensorflow" / "__init__.py").write_text("raise ImportError('help tests import no TensorFlow')\n")
-    return dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(guard)]))
-
-
 def harness(env, *args, cwd=REPO, python=()):
-    return subprocess.run([sys.executable, *python, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=60)
-
-
-def imported(proc):
-    """The modules a `python -X importtime` run imported."""
-    return [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
+    return helpers.harness(*args, cwd=cwd, env=env, python=python, timeout=60)
 
 
 def section(text, heading):

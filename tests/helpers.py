@@ -1,0 +1,65 @@
+"""Helpers the test modules share (fixtures are in conftest.py). Importing this imports no TensorFlow."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+REPO = str(ROOT)
+DATA = ROOT / "tests" / "data"
+
+
+def harness(*args, cwd=None, env=None, python=(), timeout=300):
+    """`python [PYTHON...] -m harness ARGS` in a subprocess, from the checkout unless `cwd` is given."""
+    return subprocess.run([sys.executable, *python, "-m", "harness", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO, env=env, timeout=timeout)
+
+
+def assert_usage_error(proc, message):
+    """Exit status 2 and one line on stderr, `harness: error: ...`, that says `message`."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("harness: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert message in proc.stderr, proc.stderr
+
+
+def imported(proc):
+    """The modules a `python -X importtime` run imported."""
+    return [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
+
+
+def no_tensorflow_env(folder):
+    """An environment whose `import tensorflow` fails, this checkout's harness first on the path.
+
+    `folder` receives the stand-in package; the caller owns it.
+    """
+    guard = Path(folder)
+    (guard / "tensorflow").mkdir(parents=True, exist_ok=True)
+    (guard / "tensorflow" / "__init__.py").write_text("raise ImportError('this test imports no TensorFlow')\n")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(guard)]))
+
+
+def make_case(fn=None, build=None, points=None, id="t.case", **kw):
+    """A small Case at x = 3.0 (float32) unless `points` are given."""
+    import numpy as np
+
+    from harness import Case
+
+    return Case(id=id, fn=fn, build=build, points=points or [{"x": np.float32(3.0)}],
+                source="test", description="test case", **kw)
+
+
+def values(outcome, order):
+    """The values of one order of a mode's outcome, None for an unconnected gradient."""
+    return [None if o.value is None else o.value for o in outcome.orders[order]]
+
+
+CORE_MODES = ("eager", "function", "graph")
+
+
+def run(case, modes=CORE_MODES, **options):
+    """`case` judged in this process in `modes` with RunOptions(**options): one Result per point."""
+    from harness.execute import run_case
+    from harness.records import RunOptions
+
+    return run_case(case, modes, RunOptions(**options), rerun=lambda c, p: f"rerun {c.id}[{p.label}]")

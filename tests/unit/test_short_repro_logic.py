@@ -1,0 +1,161 @@
+"""Short reproductions without TensorFlow: which modes the script writes, what it compares, what
+running it must show, the issue's sentence and the minimiser's protected statements (tests/unit)."""
+
+import ast
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Source, Status, Verdict
+from harness.repro import issue, minimize, short, verify
+from harness.repro.script import ScriptParts
+from tests.helpers import REPO
+
+
+# -- the pieces, without TensorFlow --------------------------------------------------------------
+
+def _parts(**changes) -> ScriptParts:
+    fields = dict(case="mine.f", point="x=1.0", order=1, description="a test function", source="test",
+                  imports="", definitions="def f(x):\n    return x * x", expression="f", builder=False,
+                  names=("x",), inputs=("np.array(1.0, dtype=np.float32)",), dtypes=("float32",), shapes=((),),
+                  wrt=(0,), unconnected_zero=False, command="python -m harness ...", full="THE FULL SCRIPT")
+    fields.update(changes)
+    return ScriptParts(**fields)
+
+
+def _ok(mode: str, *orders) -> ModeOutcome:
+    return ModeOutcome(mode=mode, status=Status.OK, sources=(Source("x", "float32", ()),),
+                       orders=tuple(tuple(Output(value=np.array(v, dtype=np.float32), dtype="float32", shape=())
+                                          for v in order) for order in orders))
+
+
+def _raises(mode: str, error: str) -> ModeOutcome:
+    return ModeOutcome(mode=mode, status=Status.ERROR,
+                       error=ErrorInfo(type=error, bases=(error, "Exception"), message="said", stage="order 1"))
+
+
+def _result(outcomes, verdict=Verdict.FAIL, oracles=None, yardstick="eager") -> Result:
+    return Result(case="mine.f", point="x=1.0", order=1, verdict=verdict, reason="why", details=(),
+                  outcomes={o.mode: o for o in outcomes}, rerun="python -m harness ...", oracles=oracles or {},
+                  modes_disagree=True, yardstick=yardstick)
+
+
+def test_an_error_deviation_writes_the_yardstick_and_the_deviating_mode_only():
+    result = _result([_raises("eager", "ValueError"), _raises("function", "InternalError"),
+                      _raises("graph", "ValueError")])
+    made = short.render(_parts(), result)
+    assert "('eager', gradients), ('function', tf.function(gradients))" in made.text
+    assert "tf.compat.v1" not in made.text  # graph agrees with eager: not written
+    assert "np.allclose" not in made.text  # no tolerance for a difference of exception classes
+    assert made.expected == short.Expected(exit=1, outcomes={"eager": "ValueError", "function": "InternalError"},
+                                           what="eager raises ValueError; function raises InternalError")
+    ast.parse(made.text)
+
+
+def test_a_values_deviation_compares_with_the_dtypes_tolerance_written_in():
+    result = _result([_ok("eager", [32.0], [16.0]), _ok("function", [40.0], [20.0]), _ok("graph", [40.0], [20.0])])
+    made = short.render(_parts(), result)
+    # torch.testing's and the brief's float32 tolerance: rtol 1.3e-6, atol 1e-5.
+    assert "np.allclose(a, b, rtol=1.3e-06, atol=1e-05, equal_nan=True)" in made.text
+    assert "tf.compat.v1.placeholder(tf.float32, shape=[])" in made.text
+    assert made.expected.outcomes == {"eager": "ok", "function": "ok", "graph": "ok"}
+    assert made.expected.exit == 1
+
+
+def test_the_yardstick_is_the_verdicts_not_always_eager():
+    # eager is declared to deviate, so the judge compared the others with function.
+    result = _result([_raises("eager", "TypeError"), _ok("function", [1.0], [2.0]), _ok("graph", [1.0], [2.0])],
+                     yardstick="function")
+    made = short.render(_parts(), result)
+    assert "[('function', tf.function(gradients)), ('eager', gradients)]" in made.text
+    assert "if found.get(m, 'ok') != found.get('function', 'ok')" in made.text
+
+
+def test_what_the_short_script_cannot_show_says_why():
+    builder = _result([_raises("eager", "ValueError"), _raises("function", "InternalError")])
+    with pytest.raises(short.NotShort, match="builds its function"):
+        short.render(_parts(builder=True), builder)
+    hang = _result([_ok("eager", [1.0], [2.0]), ModeOutcome(mode="function", status=Status.TIMEOUT)])
+    with pytest.raises(short.NotShort, match="timed out"):
+        short.render(_parts(), hang)
+    saved = _result([_ok("eager", [1.0], [2.0]), _raises("saved_model", "LookupError")])
+    with pytest.raises(short.NotShort, match="only saved_model deviate"):
+        short.render(_parts(), saved)
+    reference = _result([_ok("eager", [1.0], [2.0]), _ok("function", [1.0], [2.0])],
+                        oracles={"reference": OracleOutcome(name="reference", status="differ", differ=(1,))})
+    with pytest.raises(short.NotShort, match="reference oracle"):
+        short.render(_parts(), reference)
+
+
+def test_a_crash_runs_the_mode_that_dies_and_flushes_what_it_printed():
+    result = _result([_ok("eager", [1.0], [2.0]), ModeOutcome(mode="function", status=Status.CRASH)],
+                     verdict=Verdict.CRASH)
+    made = short.render(_parts(), result)
+    assert made.expected == short.Expected(exit=None, outcomes={"function": "crash"}, what="function kills the process")
+    assert "for mode, run in [('function', tf.function(gradients))]:" in made.text
+    assert "print(mode + ': running', flush=True)" in made.text and "raise SystemExit(0)" in made.text
+
+
+def test_a_numeric_deviation_computes_central_differences_in_the_oracles_dtype():
+    note = "central differences in float64 with step 7.62939e-06, every element"
+    result = _result([_ok("eager", [4.0], [6.0]), _ok("function", [4.0], [6.0])],
+                     oracles={"numeric": OracleOutcome(name="numeric", status="differ", orders=(1,), differ=(1,),
+                                                       note=note)})
+    made = short.render(_parts(), result)
+    assert "h = 7.62939e-06 * max(1.0, abs(float(X)))" in made.text
+    assert "X.astype(np.float64) + h" in made.text and "X.astype(np.float64) - h" in made.text
+    assert made.expected == short.Expected(exit=1, outcomes={"eager": "ok"},
+                                           what="the values differ from the numeric derivative")
+
+
+def test_names_that_the_definitions_use_are_not_taken_by_the_inputs():
+    parts = _parts(definitions="X = 2.0\n\n\ndef f(x):\n    return X * x")
+    made = short.render(parts, _result([_raises("eager", "ValueError"), _raises("function", "InternalError")]))
+    assert "X_ = np.array(1.0, dtype=np.float32)" in made.text and "tf.constant(X_)" in made.text
+
+
+def test_shows_compares_every_mode_printed_and_the_exit_status():
+    expected = short.Expected(exit=1, outcomes={"eager": "ValueError", "function": "InternalError"}, what="w")
+    printed = "TensorFlow 2.21.0\neager: ValueError: two\nfunction: InternalError: three\nDIFFERS: x\n"
+    assert verify.shows(verify.Ran(1, printed, ""), expected) is None
+    assert verify.shows(verify.Ran(0, printed, ""), expected) == (
+        "it exited 0: no deviation showed, where the harness saw w")
+    fixed = "eager: ok 1.0\nfunction: ok 1.0\nSAME: eager ok, function ok\n"
+    assert verify.shows(verify.Ran(0, fixed, ""), expected) == (
+        "in it eager returned values, where the harness saw ValueError")
+    assert verify.shows(verify.Ran(None, "", ""), expected) == "it ran past the timeout"
+    assert verify.shows(verify.Ran(2, "", "Traceback\nNameError: f\n"), expected) == "it exited 2: NameError: f"
+    crash = short.Expected(exit=None, outcomes={}, what="function kills the process")
+    assert verify.shows(verify.Ran(-6, "", ""), crash) is None
+    assert verify.shows(verify.Ran(0, "", ""), crash) == "it exited 0 where the harness saw function kills the process"
+
+
+def test_the_issue_says_which_modes_did_what():
+    result = _result([_raises("eager", "ValueError"), _raises("function", "InternalError"),
+                      _raises("graph", "ValueError")])
+    assert issue._how(result) == "eager and graph raise ValueError; function raises InternalError"
+    values = _result([_ok("eager", [1.0]), _ok("function", [2.0]), _ok("graph", [2.0])])
+    assert issue._how(values) == "function and graph return other values than eager"
+
+
+def test_minimizing_keeps_the_statements_that_decide_the_exit_status():
+    text = "import sys\nfound = {}\ndiffers = []\nprint('SAME:')\nraise SystemExit(1 if differs else 0)\n"
+    assert minimize._statements(text)[-minimize._PROTECTED:] == [
+        "differs = []", "print('SAME:')", "raise SystemExit(1 if differs else 0)"]
+    assert minimize._differs_line(verify.Ran(1, "a\nDIFFERS: order 1 6.0 vs the numeric 4.00001\n", "")) == (
+        "DIFFERS: order # # vs the numeric #")
+    assert minimize._layout("def f(x):\n\n    return x\nX = 1\nfor i in []:\n    pass\n") == (
+        "def f(x):\n    return x\n\nX = 1\n\nfor i in []:\n    pass\n")
+
+
+
+def test_minimize_without_its_reducer_is_a_usage_error_before_any_case_runs():
+    code = ("import runpy, sys; sys.modules['pysource_minimize'] = None; "
+            "sys.argv = ['harness', 'repro', 'seeds.docstring_nested', '--out=o', '--minimize']; "
+            "runpy.run_module('harness', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr == ("harness: error: --minimize needs pysource-minimize: pip install "
+                           "'harness[minimize]'\n")
