@@ -453,7 +453,7 @@ class Settings:
     strict_xpass: bool
     check: object  # harness.checking.CheckSpec for a PATH.py:NAME target, else None
     patterns: Optional[tuple[str, ...]]
-    sources: object  # harness.worker.Sources: where the cases come from
+    origins: object  # harness.worker.Origins: where the cases come from
     shard: tuple[int, int]
     case_files: tuple[str, ...]
     library: Optional[bool]  # as given: a rerun command carries --library only when it was
@@ -478,7 +478,7 @@ class Settings:
 
 def _settings(command: str, args: Sequence[str]) -> Settings:
     """Checks and reads every flag `command` takes; a mistake is a UsageError, before any case runs."""
-    from harness.worker import Sources  # noqa: PLC0415
+    from harness.worker import Origins  # noqa: PLC0415
 
     if command == _REPRO and not OUT.value:
         raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
@@ -503,13 +503,13 @@ def _settings(command: str, args: Sequence[str]) -> Settings:
     with_library = LIBRARY.value if LIBRARY.value is not None else default_library
     if not with_library and not CASE_FILES.value and check is None:
         raise UsageError("no cases: give --case_file, or drop --nolibrary")
-    sources = Sources(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
+    origins = Origins(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
                       themes=_themes(patterns))
     options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
                          numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value)
     return Settings(
         command=command, modes=modes, options=options, strict_xpass=STRICT_XPASS.value, check=check,
-        patterns=tuple(patterns) if patterns else None, sources=sources,
+        patterns=tuple(patterns) if patterns else None, origins=origins,
         shard=(0, 1) if command == _EXPLORE else _shard(), case_files=tuple(CASE_FILES.value),
         library=LIBRARY.value, jobs=JOBS.value, timeout=TIMEOUT.value, inprocess=INPROCESS.value,
         list_only=LIST.value, json_out=JSON_OUT.value, junit_out=JUNIT_OUT.value, jsonl_out=_jsonl_path(),
@@ -684,8 +684,8 @@ def _runner(s: Settings):
     from harness import pool  # noqa: PLC0415 - no TensorFlow unless in-process
 
     if s.inprocess:
-        return pool.InProcess(s.sources)
-    return pool.WorkerPool(s.timeout, s.sources)
+        return pool.InProcess(s.origins)
+    return pool.WorkerPool(s.timeout, s.origins)
 
 
 def _pool_size(cases: int, jobs: int) -> int:

@@ -17,8 +17,8 @@ import numpy as np
 from harness import modes as _modes
 from harness import loader, oracles, probe
 from harness.case import Case, Point
-from harness.modes._tf import error_info, tf
-from harness.records import Measured, ModeOutcome, Result, RunOptions, Status
+from harness.modes.shared import tf
+from harness.records import Measured, ModeOutcome, Result, RunOptions, Status, error_info
 from harness.verdict import judge_measured, oracle_subject, yardstick
 
 __all__ = ["environment", "measure", "run_case", "run_cases"]

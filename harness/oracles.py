@@ -33,8 +33,8 @@ from harness import upstream
 from harness.case import Case, Point
 from harness.compare import compare_outcomes, compare_outputs, where
 from harness.modes import eager
-from harness.modes._tf import Progress, build_subject, error_info, is_target, tape_chains, tf
-from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions, Status
+from harness.modes.shared import Steps, build_subject, is_target, tape_chains, tf
+from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions, Status, error_info
 from harness.verdict import required_oracles
 from harness.tolerance import NUMERIC_STEPS, numeric_tolerance_for, tolerance_for
 
@@ -234,7 +234,7 @@ class _Evaluator:
             xs[i] = (self.bases[slot] + shifts[slot]).astype(self.bases[slot].dtype)
         variables = self.subject.variables
         offset = len(case.wrt_indices)
-        progress = Progress()
+        progress = Steps()
         try:
             for j, v in enumerate(variables):
                 v.assign((self.bases[offset + j] + shifts[offset + j]).astype(self.bases[offset + j].dtype))

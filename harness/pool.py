@@ -78,10 +78,10 @@ def _how(exitcode: Optional[int]) -> str:
 
 
 class _Worker:
-    def __init__(self, context, sources: worker.Sources, folder: str, number: int):
+    def __init__(self, context, origins: worker.Origins, folder: str, number: int):
         self.output = os.path.join(folder, f"worker-{number}.log")
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=worker.serve, args=(child, sources, self.output),
+        self.process = context.Process(target=worker.serve, args=(child, origins, self.output),
                                        name=f"harness-worker-{number}", daemon=True)
         self.process.start()
         child.close()  # so a dead worker shows as end-of-file here
@@ -150,9 +150,9 @@ class WorkerPool:
     more than it has jobs.
     """
 
-    def __init__(self, timeout: float, sources: worker.Sources):
+    def __init__(self, timeout: float, origins: worker.Origins):
         self._context = multiprocessing.get_context("spawn")
-        self._sources = sources
+        self._origins = origins
         self._folder = tempfile.mkdtemp(prefix="harness-workers-")
         self._timeout = None if math.isinf(timeout) else timeout  # inf: a case may run for ever
         self._count = 0
@@ -166,7 +166,7 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         self._count += 1
-        w = _Worker(self._context, self._sources, self._folder, self._count)
+        w = _Worker(self._context, self._origins, self._folder, self._count)
         self._workers.append(w)
         return w
 
@@ -299,8 +299,8 @@ class InProcess:
     still reported, and the cases after it run under the changed state.
     """
 
-    def __init__(self, sources: worker.Sources):
-        self._loaded = worker.load(sources)
+    def __init__(self, origins: worker.Origins):
+        self._loaded = worker.load(origins)
         self._infos = {c.id: loader.info(c) for c in self._loaded.cases.values()}
 
     def start(self) -> tuple[dict, list[CaseInfo]]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.versions import parse_range
 
-__all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Source", "RunOptions", "Usage",
+__all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Differentiated", "RunOptions", "Usage", "error_info",
            "OracleOutcome", "Measured", "Verdict", "Result", "Explored", "Report"]
 
 
@@ -84,6 +84,12 @@ class ErrorInfo:
         return int(words[1]) if len(words) > 1 and words[0] == "order" and words[1].isdigit() else None
 
 
+def error_info(exc: BaseException, stage: str) -> ErrorInfo:
+    """The record of an exception raised at `stage`, with the names of its classes."""
+    bases = tuple(c.__name__ for c in type(exc).__mro__[1:] if c not in (object, BaseException))
+    return ErrorInfo(type=type(exc).__name__, bases=bases, message=str(exc), stage=stage)
+
+
 @dataclasses.dataclass(frozen=True)
 class CaseInfo:
     """A case as the main process sees it: no function, so no TensorFlow needed.
@@ -116,7 +122,7 @@ class CaseInfo:
 
 
 @dataclasses.dataclass(frozen=True)
-class Source:
+class Differentiated:
     """What one gradient slot is taken with respect to: an argument or a variable.
 
     Arguments keep their names; trainable variables created by a case's
@@ -156,7 +162,7 @@ class ModeOutcome:
     status: Status
     orders: tuple[tuple[Output, ...], ...] = ()
     error: Optional[ErrorInfo] = None
-    sources: tuple[Source, ...] = ()
+    sources: tuple[Differentiated, ...] = ()
     note: str = ""  # why the mode was skipped, or what else is worth knowing about this run
     usage: Optional["Usage"] = None  # None: this mode cannot observe the gradient functions
     upstream: tuple[tuple[Output, ...], ...] = ()

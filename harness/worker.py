@@ -20,7 +20,7 @@ from harness import lifetime
 from harness.checking import CheckSpec
 from harness.records import Measured, RunOptions
 
-__all__ = ["Job", "Loaded", "Sources", "load", "run_job", "serve"]
+__all__ = ["Job", "Loaded", "Origins", "load", "run_job", "serve"]
 
 # How a worker reports progress: notify("mode", name) as each mode starts, and
 # notify("scripts", {point: (ok, ScriptParts or why there are none)}) before running when
@@ -29,7 +29,7 @@ Notify = Callable[[str, object], None]
 
 
 @dataclasses.dataclass(frozen=True)
-class Sources:
+class Origins:
     """Where the cases come from: the library, case files, or one function to check."""
 
     library: bool
@@ -64,7 +64,7 @@ class Loaded:
     baseline: dict  # the global-state snapshot every case must leave as it found
 
 
-def load(sources: Sources) -> Loaded:
+def load(origins: Origins) -> Loaded:
     """Imports the case library, case files or check target, and TensorFlow with them.
 
     Raises:
@@ -76,11 +76,11 @@ def load(sources: Sources) -> Loaded:
 
     probe.install()  # before any case module runs its @tf.custom_gradient
 
-    cases = ((loader.builtin_cases(sources.themes) if sources.library else [])
-             + loader.case_file_cases(sources.case_files))
-    if sources.check is not None:
+    cases = ((loader.builtin_cases(origins.themes) if origins.library else [])
+             + loader.case_file_cases(origins.case_files))
+    if origins.check is not None:
         try:
-            cases.append(checking.make_case(sources.check))
+            cases.append(checking.make_case(origins.check))
         except (CaseError, checking.InputError) as e:
             raise loader.LoadError(str(e)) from None
     loader.select([loader.info(c) for c in cases], None)  # refuses duplicate ids
@@ -151,7 +151,7 @@ def _redirect_output(path: str) -> None:
     os.close(fd)
 
 
-def serve(conn, sources: Sources, output_path: str) -> None:
+def serve(conn, origins: Origins, output_path: str) -> None:
     """The worker process's main loop.
 
     Sends ("ready", environment, catalogue) or ("load_error", message); then for
@@ -170,7 +170,7 @@ def serve(conn, sources: Sources, output_path: str) -> None:
     from harness import loader  # noqa: PLC0415
 
     try:
-        loaded = load(sources)
+        loaded = load(origins)
     except loader.LoadError as e:
         conn.send(("load_error", str(e)))
         return

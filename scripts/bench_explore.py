@@ -28,7 +28,7 @@ from harness import explore, loader, pool  # noqa: E402
 from harness.checking import CheckSpec  # noqa: E402
 from harness.modes import CORE_MODES  # noqa: E402
 from harness.records import RunOptions  # noqa: E402
-from harness.worker import Job, Sources  # noqa: E402
+from harness.worker import Job, Origins  # noqa: E402
 
 TARGET = 20.0
 
@@ -42,7 +42,7 @@ def main() -> int:
     domain = explore.parse_domain("x=[-10, 10]")
     spec = CheckSpec(target=str(ROOT / "cases" / "seeds.py") + ":custom_square", inputs=(), order=2,
                      domains=(domain,))
-    runner = pool.WorkerPool(300.0, Sources(library=False, check=spec))
+    runner = pool.WorkerPool(300.0, Origins(library=False, check=spec))
     options = RunOptions()
     stamps: list[float] = []
     try:

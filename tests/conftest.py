@@ -20,7 +20,7 @@ How a test module fits in:
   `seed_run` instead of running the library or the seeds again; a test that judges a small case
   calls `helpers.run` (in this process, no workers).
 - A test that starts TensorFlow in processes of its own (a CLI run that loads cases, a repro
-  script, a SavedModel loader) and takes more than a few seconds carries `@pytest.mark.slow`;
+  script, a SavedModel restorer) and takes more than a few seconds carries `@pytest.mark.slow`;
   the README's test command leaves it out, .ci/run runs it.
 - Test modules import helpers from tests.helpers (or a helper module beside them, such as
   tests/unit/outcomes.py), never from another test module.

@@ -15,7 +15,7 @@ from tests.helpers import REPO, assert_usage_error, harness
 # -- 1. an output that is not a number -------------------------------------------------------
 
 def test_flat_outputs_refuses_strings():
-    from harness.modes._tf import flat_outputs, tf
+    from harness.modes.shared import flat_outputs, tf
 
     for value in ("abc", b"abc", (tf.constant(1.0), "abc")):
         with pytest.raises(TypeError, match="returned a tf.string output; return numbers or tensors"):

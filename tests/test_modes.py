@@ -6,7 +6,7 @@ import tensorflow as tf
 from harness.execute import run_case
 from harness.modes import function as function_mode
 from harness.modes import graph as graph_mode
-from harness.modes._tf import Progress, build_subject
+from harness.modes.shared import Steps, build_subject
 from harness.records import RunOptions, Status, Verdict
 from tests.helpers import make_case, values
 
@@ -117,7 +117,7 @@ def test_exception_is_recorded_with_class_and_order_and_keeps_earlier_orders():
 def test_function_is_traced_once_per_signature_not_per_point():
     case = _case(fn=cube, points=[{"x": np.float32(v)} for v in (1.0, 2.0, 3.0)], order=2)
     subject = build_subject(case)
-    compiled = function_mode.compile_subject(subject, case.order, RunOptions(), Progress())
+    compiled = function_mode.compile_subject(subject, case.order, RunOptions(), Steps())
     for point in case.points:
         compiled(*[tf.constant(v) for v in point.values])
     assert compiled.experimental_get_tracing_count() == 1

@@ -1,6 +1,6 @@
-"""The saved_model and saved_model_nocg modes: save here, load and differentiate in the loader process.
+"""The saved_model and saved_model_nocg modes: save here, load and differentiate in the restorer process.
 
-The loader is started once for this test process and shared by the tests, as
+The restorer is started once for this test process and shared by the tests, as
 it is by the cases of one worker; the crash tests check that a new one takes
 over.
 """
@@ -58,9 +58,9 @@ def test_order_two_custom_gradient_matches_eager_at_each_signature():
     assert [float(v[0]) for v in _values(got[0])] == [27.0, 36.0, 24.0]
 
 
-def test_without_saved_gradients_the_loader_has_no_gradient():
+def test_without_saved_gradients_the_restorer_has_no_gradient():
     # tensorflow#40166. This process registered the gradient when it traced the function;
-    # the loader never did. Under a tape, calling the loaded function builds its backward
+    # the restorer never did. Under a tape, calling the loaded function builds its backward
     # function at once (concrete_function.py, _select_forward_and_backward_functions),
     # so the LookupError comes at the forward call, with no order computed.
     [outcome] = runner("saved_model_nocg").run(_case(fn=cube_with_own_gradient), RunOptions())
@@ -143,11 +143,11 @@ def aborts_on_scalars(x):
 
 
 @pytest.mark.slow
-def test_a_point_that_kills_the_loader_is_a_crash_and_a_new_loader_takes_the_rest():
+def test_a_point_that_kills_the_restorer_is_a_crash_and_a_new_restorer_takes_the_rest():
     points = [{"x": np.float32(1.0)}, {"x": np.array([1.0, 2.0], np.float32)}]
     crashed, survived = runner("saved_model").run(_case(fn=aborts_on_scalars, points=points), RunOptions())
     assert crashed.status is Status.CRASH
-    assert crashed.error.first_line == "the SavedModel loader process was killed by SIGABRT; its last output:"
+    assert crashed.error.first_line == "the SavedModel restorer process was killed by SIGABRT; its last output:"
     assert "Abort_op intentional failure; abort requested by the test" in crashed.error.message
     assert survived.status is Status.OK and _values(survived)[1][0].tolist() == [2.0, 2.0]
     [after] = runner("saved_model").run(_case(fn=cube_with_own_gradient), RunOptions())
@@ -155,14 +155,14 @@ def test_a_point_that_kills_the_loader_is_a_crash_and_a_new_loader_takes_the_res
 
 
 @pytest.mark.slow
-def test_a_loader_killed_between_cases_is_replaced_without_blaming_the_next_case():
+def test_a_restorer_killed_between_cases_is_replaced_without_blaming_the_next_case():
     runner("saved_model").run(_case(fn=cube_with_own_gradient), RunOptions())
-    old = saved_model._loader.process
+    old = saved_model._restorer.process
     old.kill()
     old.wait()
     [outcome] = runner("saved_model").run(_case(fn=cube_with_own_gradient), RunOptions())
     assert outcome.status is Status.OK
-    assert saved_model._loader.process.pid != old.pid
+    assert saved_model._restorer.process.pid != old.pid
 
 
 def _gone(pid: int) -> bool:
@@ -175,7 +175,7 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_the_loader_exits_when_its_worker_is_killed():
+def test_the_restorer_exits_when_its_worker_is_killed():
     script = textwrap.dedent("""
         import os, signal
         import numpy as np
@@ -185,7 +185,7 @@ def test_the_loader_exits_when_its_worker_is_killed():
         case = Case(id="t.case", fn=lambda x: x * 2.0, points=[{"x": np.float32(1.0)}], source="test",
                     description="test case")
         runner("saved_model").run(case, RunOptions())
-        print(saved_model._loader.process.pid, flush=True)
+        print(saved_model._restorer.process.pid, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
     worker = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.case import Case
-from harness.modes._tf import Progress, build_error, build_subject, tape_chains, tf, upstream_tables
+from harness.modes.shared import Steps, build_error, build_subject, tape_chains, tf, upstream_tables
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "eager"
@@ -17,7 +17,7 @@ def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
         return build_error(case, NAME, e, case.points)
     outcomes = []
     for point in case.points:
-        progress = Progress()
+        progress = Steps()
         try:
             xs = [tf.constant(v) for v in point.values]
             tables = upstream_tables(case, point, options)

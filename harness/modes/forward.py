@@ -34,7 +34,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.case import Case, Point
-from harness.modes._tf import (Progress, Subject, build_error, build_subject, flat_outputs, is_target, tape_chains,
+from harness.modes.shared import (Steps, Subject, build_error, build_subject, flat_outputs, is_target, tape_chains,
                                tf, upstream_tables, upstream_weights)
 from harness.records import ModeOutcome, RunOptions, Status
 
@@ -118,7 +118,7 @@ def _gradient(subject: Subject, xs: Sequence, source, order: int, options: RunOp
     for j in range(size):
         tangent = np.zeros(size, source.dtype.as_numpy_dtype)
         tangent[j] = 1
-        progress = Progress()
+        progress = Steps()
         with tf.autodiff.ForwardAccumulator(primals=source, tangents=tangent.reshape(source.shape)) as acc:
             orders, weighted = tape_chains(subject, xs, order - 1, options, progress,
                                            tables if raised is None else None)

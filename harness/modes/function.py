@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from harness.case import Case
 from harness.modes import _reuse
-from harness.modes._tf import Progress, Subject, build_error, build_subject, tape_chains, tf, upstream_tables
+from harness.modes.shared import Steps, Subject, build_error, build_subject, tape_chains, tf, upstream_tables
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "function"
 
 
-def compile_subject(subject: Subject, order: int, options: RunOptions, progress: Progress, weighted: bool = False,
+def compile_subject(subject: Subject, order: int, options: RunOptions, progress: Steps, weighted: bool = False,
                     **function_options):
     """The tf.function computing every order; `progress` shows the stage while tracing.
 
@@ -72,10 +72,10 @@ class _Built:
 
     def __init__(self, subject: Subject, order: int, options: RunOptions, function_options: dict):
         self.subject, self.order, self.options, self.function_options = subject, order, options, function_options
-        self.progress = Progress()
+        self.progress = Steps()
         self.compiled = compile_subject(subject, order, options, self.progress, weighted=options.upstream,
                                         **function_options)
-        self.alone = Progress()
+        self.alone = Steps()
         self.plain = None
 
     def plain_chain(self):

@@ -12,14 +12,14 @@ from typing import Sequence
 from harness import upstream
 from harness.case import Case, Point
 from harness.modes import _reuse
-from harness.modes._tf import (Progress, Subject, build_error, build_subject, dense, flat_outputs, is_target,
+from harness.modes.shared import (Steps, Subject, build_error, build_subject, dense, flat_outputs, is_target,
                                tf, unconnected, upstream_tables, upstream_weights)
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "graph"
 
 
-def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, progress: Progress, tables):
+def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, progress: Steps, tables):
     """Builds the plain orders into progress.done and, with `tables`, the weighted chain
     (grad_ys: the upstream weights) into progress.upstream."""
     sources = subject.sources(xs)
@@ -55,7 +55,7 @@ def _fetch(session, orders, feed):
     return [[None if t is None else next(values) for t in o] for o in orders]
 
 
-def _run_point(session, progress: Progress, feed, subject: Subject, point: Point, built_all: bool) -> ModeOutcome:
+def _run_point(session, progress: Steps, feed, subject: Subject, point: Point, built_all: bool) -> ModeOutcome:
     orders, chain = progress.done, progress.upstream
     if built_all:
         try:
@@ -90,7 +90,7 @@ class _Built:
 
     def __init__(self, case: Case, point: Point, options: RunOptions):
         self.graph = tf.Graph()
-        self.progress = Progress()
+        self.progress = Steps()
         self.error = None
         self.session = None
         with self.graph.as_default():

@@ -12,13 +12,13 @@ saves without it, and a process that never ran the Python code finds no
 gradient. Loading in the saving process would find the original registration
 and hide exactly that (or fail otherwise: a grad_fn that closes over the
 forward's tensors reaches into the graph traced for saving), so the loading
-happens in a loader process (harness/modes/_saved_model_loader.py) that never
+happens in a restorer process (harness/modes/_saved_model_restorer.py) that never
 imports the cases. Even with the option, only the custom gradients of ops in
 the saved functions are traced: save.py lists the functions before it traces
 any gradient, so a custom gradient nested in a grad_fn is not saved, and
 differentiating it twice raises LookupError in `saved_model` too.
 
-Starting Python and TensorFlow costs seconds, so one loader serves both modes
+Starting Python and TensorFlow costs seconds, so one restorer serves both modes
 for the whole life of a worker process: started on first use, replaced when it
 dies. It forgets the gradients each load registered once the case is done, so
 every case meets the registry of a process that never loaded anything.
@@ -44,23 +44,23 @@ from typing import Optional, Sequence
 
 from harness import upstream
 from harness.case import Case, Point
-from harness.modes._tf import Subject, build_error, build_subject, flat_outputs, portable, restored, tf
+from harness.modes.shared import Subject, build_error, build_subject, flat_outputs, portable, restored, tf
 from harness.records import ErrorInfo, ModeOutcome, RunOptions, Status
 
 __all__ = ["OBSERVES_GRADIENTS", "runner_for"]
 
 OBSERVES_GRADIENTS = False
 
-# The directory holding the `harness` package, so the loader imports this very copy.
+# The directory holding the `harness` package, so the restorer imports this very copy.
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_LOADER_MODULE = "harness.modes._saved_model_loader"
-# The last lines of a dead loader's stderr kept with its crash outcome: enough for a
+_RESTORER_MODULE = "harness.modes._saved_model_restorer"
+# The last lines of a dead restorer's stderr kept with its crash outcome: enough for a
 # fatal log line and the check-failure stack trace under it.
 _TAIL_LINES = 20
 
 
-class _Loader:
-    """One loader process: a request on its stdin, one reply line per point on its stdout.
+class _Restorer:
+    """One restorer process: a request on its stdin, one reply line per point on its stdout.
 
     Its stderr goes to an unnamed temporary file, so it never blocks and is
     there to quote when the process dies.
@@ -70,7 +70,7 @@ class _Loader:
         self.errors = tempfile.TemporaryFile()
         path = os.environ.get("PYTHONPATH")
         env = dict(os.environ, PYTHONPATH=_ROOT + (os.pathsep + path if path else ""))
-        self.process = subprocess.Popen([sys.executable, "-m", _LOADER_MODULE], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, "-m", _RESTORER_MODULE], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.errors, env=env,
                                         encoding="utf-8")
         atexit.register(self.close)
@@ -80,7 +80,7 @@ class _Loader:
         return self.process.poll() is None
 
     def send(self, request: dict) -> bool:
-        """False when the loader is gone."""
+        """False when the restorer is gone."""
         try:
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
@@ -89,12 +89,12 @@ class _Loader:
             return False
 
     def receive(self) -> Optional[dict]:
-        """The next reply; None when the loader died instead."""
+        """The next reply; None when the restorer died instead."""
         line = self.process.stdout.readline()
         return json.loads(line) if line else None
 
     def death(self) -> str:
-        """How the loader died, and the last lines it wrote to stderr."""
+        """How the restorer died, and the last lines it wrote to stderr."""
         code = self.process.wait()
         if code < 0:
             try:
@@ -107,10 +107,10 @@ class _Loader:
         self.errors.seek(max(0, self.errors.tell() - 16384))
         tail = "\n".join(self.errors.read().decode("utf-8", "replace").splitlines()[-_TAIL_LINES:])
         self.close()
-        return f"the SavedModel loader process {how}; its last output:\n{tail}"
+        return f"the SavedModel restorer process {how}; its last output:\n{tail}"
 
     def close(self) -> None:
-        # Nothing in a loader needs a clean exit: stop it now, not after its TensorFlow import.
+        # Nothing in a restorer needs a clean exit: stop it now, not after its TensorFlow import.
         if self.alive:
             self.process.kill()
         self.process.wait()
@@ -131,8 +131,8 @@ class _Mode:
         self.custom_gradients = custom_gradients
 
     def run(self, case: Case, options: RunOptions) -> list[ModeOutcome]:
-        """Runs every point of `case`: builds and saves here, loads and differentiates in the loader."""
-        _running_loader()  # starts importing TensorFlow while this process traces and saves
+        """Runs every point of `case`: builds and saves here, loads and differentiates in the restorer."""
+        _running_restorer()  # starts importing TensorFlow while this process traces and saves
         try:
             subject = build_subject(case)
         except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
@@ -150,20 +150,20 @@ class _Mode:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _load_and_run(self, subject: Subject, case: Case, folder: str, options: RunOptions) -> list[ModeOutcome]:
-        """Every point's outcome from the loader; a point that kills it is a crash, and a
-        new loader takes the points after it."""
+        """Every point's outcome from the restorer; a point that kills it is a crash, and a
+        new restorer takes the points after it."""
         outcomes: list[ModeOutcome] = []
         while len(outcomes) < len(case.points):
-            loader = _running_loader()
+            restorer = _running_restorer()
             request = {"folder": folder, "points": list(range(len(outcomes), len(case.points))),
                        "order": case.order, "wrt": list(case.wrt_indices),
                        "unconnected_zero": options.unconnected_zero,
                        "upstream": [upstream.seed(case.id, p.label) for p in case.points] if options.upstream else None}
-            sent = loader.send(request)
+            sent = restorer.send(request)
             for index in request["points"]:
-                reply = loader.receive() if sent else None
+                reply = restorer.receive() if sent else None
                 if reply is None:
-                    outcomes.append(_crash(self.NAME, subject, case.points[index], loader.death()))
+                    outcomes.append(_crash(self.NAME, subject, case.points[index], restorer.death()))
                     break
                 outcomes.append(self._outcome(subject, case.points[index], folder, reply))
         return outcomes
@@ -184,23 +184,23 @@ def _error(error: dict) -> ErrorInfo:
                      stage=error["stage"])
 
 
-_loader: Optional[_Loader] = None
+_restorer: Optional[_Restorer] = None
 
 
 def helper_pids() -> tuple[int, ...]:
-    """The processes this module keeps running between cases (the loader): not a case's strays."""
-    return (_loader.process.pid,) if _loader is not None and _loader.alive else ()
+    """The processes this module keeps running between cases (the restorer): not a case's strays."""
+    return (_restorer.process.pid,) if _restorer is not None and _restorer.alive else ()
 
 
-def _running_loader() -> _Loader:
-    """The running loader; a new one if there is none or it died between cases
+def _running_restorer() -> _Restorer:
+    """The running restorer; a new one if there is none or it died between cases
     (nothing of this case has run in it yet, so the death is not this case's)."""
-    global _loader
-    if _loader is None or not _loader.alive:
-        if _loader is not None:
-            _loader.close()
-        _loader = _Loader()
-    return _loader
+    global _restorer
+    if _restorer is None or not _restorer.alive:
+        if _restorer is not None:
+            _restorer.close()
+        _restorer = _Restorer()
+    return _restorer
 
 
 def _crash(mode: str, subject: Subject, point: Point, message: str) -> ModeOutcome:
@@ -217,7 +217,7 @@ def _save(subject: Subject, points: Sequence[Point], path: str, custom_gradients
     an untracked variable, and Keras layers also make non-trainable ones.
     """
     module = tf.Module()
-    module.sources = list(subject.variables)  # the loader differentiates these, in this order
+    module.sources = list(subject.variables)  # the restorer differentiates these, in this order
     module.created = subject.created
 
     def call(*xs):

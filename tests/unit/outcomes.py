@@ -3,7 +3,7 @@
 import numpy as np
 
 from harness.case import Case
-from harness.records import ErrorInfo, ModeOutcome, Output, Source, Status
+from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, Status
 
 TF = "2.17.1"
 RERUN = "python -m harness --cases tests.case"
@@ -21,7 +21,7 @@ def make_case(*expectations, **overrides):
     return Case(**fields)
 
 
-X = (Source("x", "float32", ()),)
+X = (Differentiated("x", "float32", ()),)
 
 
 def ok(mode, fwd=1.0, grad=2.0, grad_dtype=np.float32, sources=X):

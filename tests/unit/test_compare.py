@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from harness.compare import check_gradients, compare_outcomes, compare_outputs, where
-from harness.records import ErrorInfo, ModeOutcome, Output, Source, Status
+from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, Status
 from harness.tolerance import DEFAULT_TOLERANCES, Tol
 
 F32 = DEFAULT_TOLERANCES["float32"]
@@ -242,7 +242,7 @@ def test_error_messages_name_where_for_gradients():
 
 # -- whole outcomes --------------------------------------------------------------------
 
-X32 = Source("x", "float32", ())
+X32 = Differentiated("x", "float32", ())
 
 
 def test_equal_outcomes_have_no_mismatch():
@@ -325,7 +325,7 @@ def test_shared_base_class_is_not_the_same_exception_class():
 
 
 def test_scalar_gradient_for_vector_source_is_a_mismatch():
-    src = Source("x", "float32", (3,))
+    src = Differentiated("x", "float32", (3,))
     o = ok("eager", [np.float32(1.0)], [np.float32(3.0)], sources=[src])
     [m] = check_gradients(o)
     assert m.kind == "gradient"
@@ -333,7 +333,7 @@ def test_scalar_gradient_for_vector_source_is_a_mismatch():
 
 
 def test_float32_gradient_for_float64_source_is_a_mismatch():
-    src = Source("x", "float64", ())
+    src = Differentiated("x", "float64", ())
     o = ok("eager", [np.float64(1.0)], [np.float32(2.0)], sources=[src])
     [m] = check_gradients(o)
     assert m.kind == "gradient"
@@ -341,20 +341,20 @@ def test_float32_gradient_for_float64_source_is_a_mismatch():
 
 
 def test_none_gradient_is_well_formed():
-    src = Source("x", "float32", (3,))
+    src = Differentiated("x", "float32", (3,))
     o = ok("eager", [np.float32(1.0)], [Output.of(None, "float32", (3,))], sources=[src])
     assert check_gradients(o) == []
 
 
 def test_well_formed_gradients_at_every_order_pass():
-    src = Source("x", "float64", (2,))
+    src = Differentiated("x", "float64", (2,))
     g = np.array([1.0, 2.0])
     o = ok("eager", [np.float64(1.0)], [g], [g], sources=[src])
     assert check_gradients(o) == []
 
 
 def test_malformed_gradient_at_second_order_is_found():
-    src = Source("x", "float64", (2,))
+    src = Differentiated("x", "float64", (2,))
     o = ok("eager", [np.float64(1.0)], [np.array([1.0, 2.0])], [np.array([1.0, 2.0], np.float32)],
            sources=[src])
     [m] = check_gradients(o)

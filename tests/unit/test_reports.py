@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from harness import report as report_io
-from harness.records import ErrorInfo, ModeOutcome, Output, Report, Result, Source, Status, Verdict
+from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, Report, Result, Status, Verdict
 from harness.report import json_report, junit, text
 
-X = (Source("x", "float32", ()),)
+X = (Differentiated("x", "float32", ()),)
 
 
 def ok(mode, *orders):

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Source, Status, Verdict
+from harness.records import Differentiated, ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Verdict
 from harness.repro import issue, minimize, short, verify
 from harness.repro.script import ScriptParts
 from tests.helpers import REPO
@@ -26,7 +26,7 @@ def _parts(**changes) -> ScriptParts:
 
 
 def _ok(mode: str, *orders) -> ModeOutcome:
-    return ModeOutcome(mode=mode, status=Status.OK, sources=(Source("x", "float32", ()),),
+    return ModeOutcome(mode=mode, status=Status.OK, sources=(Differentiated("x", "float32", ()),),
                        orders=tuple(tuple(Output(value=np.array(v, dtype=np.float32), dtype="float32", shape=())
                                           for v in order) for order in orders))
 

@@ -6,11 +6,11 @@ import pytest
 from harness import upstream
 from harness.case import Case
 from harness.checking import InputError, parse_expect
-from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Source, Status, Verdict
+from harness.records import Differentiated, ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Verdict
 from harness.repro import issue
 from harness.verdict import judge, oracle_subject, yardstick
 
-X = (Source("x", "float32", ()),)
+X = (Differentiated("x", "float32", ()),)
 
 
 def test_weights_are_deterministic_nonzero_not_unit_of_both_signs_and_exact_in_bfloat16():
@@ -98,15 +98,16 @@ def _result(verdict, oracles, disagree):
 def test_issue_text_says_the_modes_disagree_only_when_they_do():
     env = {"tensorflow": "2.21.0"}
     numeric = {"numeric": OracleOutcome(name="numeric", status="differ", differ=(1,))}
-    text = issue.render(_result(Verdict.FAIL, numeric, False), "print(1)", env, "a case")
-    assert "disagree" not in text and "behaves differently" not in text
+    text = issue.render(_result(Verdict.FAIL, numeric, False), "print(1)", env, "a case", "1\n")
+    assert "disagree" not in text and "does not do the same" not in text
     assert "every mode agrees (eager, function), and the values differ from the numeric derivative" in text
     weighted = {"numeric": OracleOutcome(name="numeric", status="match"),
                 "upstream": OracleOutcome(name="upstream", status="differ", differ=(1,))}
-    text = issue.render(_result(Verdict.FAIL, weighted, False), "print(1)", env, "a case")
+    text = issue.render(_result(Verdict.FAIL, weighted, False), "print(1)", env, "a case", "1\n")
     assert "the values with upstream weights differ from the numeric derivative" in text
-    text = issue.render(_result(Verdict.FAIL, {}, True), "print(1)", env, "a case")
-    assert "eager, function disagree" in text and "behaves differently" in text
+    text = issue.render(_result(Verdict.FAIL, {}, True), "print(1)", env, "a case", "1\n")
+    assert "eager, function disagree" in text
+    assert "does not do the same in every mode: function returns other values than eager." in text
 
 
 def weighted_ok(mode, grad=2.0, weighted=-1.25):
@@ -161,5 +162,5 @@ def test_crash_reports_say_what_crashed_not_that_the_modes_agree():
                        error=ErrorInfo(type="crash", bases=(), message="killed by SIGABRT", stage="graph"))
     r = Result(case="tests.case", point="x=1.0", order=1, verdict=Verdict.CRASH, reason="graph mode: killed",
                details=(), outcomes={"graph": died}, rerun="rerun")
-    text = issue.render(r, "print(1)", {}, "a case")
+    text = issue.render(r, "print(1)", {}, "a case", "(the process was killed by signal 6)\n")
     assert "graph crashes" in text and "agree" not in text.split("### Issue type")[0]

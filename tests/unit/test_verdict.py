@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from harness.case import BAD_GRADIENT, VALUES_DIFFER, Expectation
-from harness.records import ModeOutcome, Source, Status, Verdict
+from harness.records import Differentiated, ModeOutcome, Status, Verdict
 from harness.tolerance import Tol
 from harness.verdict import applicable, died, judge, skipped
 from tests.unit.outcomes import RERUN, TF, make_case, ok, raised
@@ -59,7 +59,7 @@ def test_every_mode_raising_the_same_undeclared_error_fails():
 
 def test_malformed_gradient_fails_even_when_every_mode_agrees():
     # A float32 gradient for a float64 input in every mode (DESIGN, Structure).
-    x64 = (Source("x", "float64", ()),)
+    x64 = (Differentiated("x", "float64", ()),)
     outcomes = [ok(m, sources=x64) for m in MODES]
     r = run(make_case(), *outcomes)
     assert r.verdict is Verdict.FAIL
@@ -216,7 +216,7 @@ def test_values_differ_but_mode_raises_fails():
 
 def test_bad_gradient_met_gives_xfail():
     # A float32 gradient for a float64 input, the same in every mode.
-    x64 = (Source("x", "float64", ()),)
+    x64 = (Differentiated("x", "float64", ()),)
     e = Expectation(modes=list(MODES), outcome=BAD_GRADIENT, reason="the tape passes it on")
     r = run(make_case(e), *(ok(m, sources=x64) for m in MODES))
     assert r.verdict is Verdict.XFAIL
@@ -228,7 +228,7 @@ def test_bad_gradient_unmet_gives_xpass():
 
 
 def test_bad_gradient_scalar_for_vector_met_gives_xfail():
-    vec = (Source("x", "float32", (3,)),)
+    vec = (Differentiated("x", "float32", (3,)),)
     e = Expectation(modes=list(MODES), outcome=BAD_GRADIENT, reason="tensorflow#127690")
     r = run(make_case(e), *(ok(m, sources=vec) for m in MODES))
     assert r.verdict is Verdict.XFAIL
@@ -327,7 +327,7 @@ def test_reference_declared_to_raise_is_compared_by_the_others_agreeing():
 
 def test_reference_declared_bad_gradient_while_other_modes_are_well_formed_is_xfail():
     # tensorflow#127690's shape: the tape passes a float32 gradient for a float64 input.
-    f64 = (Source("x", "float64", ()),)
+    f64 = (Differentiated("x", "float64", ()),)
     case = make_case(Expectation(modes=["eager"], outcome=BAD_GRADIENT, reason="tape does not check"))
     r = run(case, ok("eager", sources=f64), ok("function", grad_dtype=np.float64, sources=f64),
             ok("graph", grad_dtype=np.float64, sources=f64))

@@ -1,8 +1,8 @@
-"""The SavedModel modes' loader process: loads what a worker saved and differentiates it.
+"""The SavedModel modes' restorer process: loads what a worker saved and differentiates it.
 
-It runs as `python -m harness.modes._saved_model_loader`, started by
+It runs as `python -m harness.modes._saved_model_restorer`, started by
 harness/modes/saved_model.py, and must stay a process that never ran the
-case's Python code: it imports TensorFlow, NumPy and harness.modes._tf (with
+case's Python code: it imports TensorFlow, NumPy and harness.modes.shared (with
 harness.case and harness.records), never a case module, so the only gradients
 it knows are TensorFlow's own and those the SavedModel brought
 (tensorflow#40166).
@@ -35,7 +35,7 @@ every case meets the registry of a process that never loaded anything.
 Replies go to a private copy of the original stdout; file descriptor 1 then
 points at stderr, so nothing else TensorFlow or Python prints can corrupt them. The process exits at the end of
 stdin, and also, from a watchdog thread, when its parent (the worker) is gone
-while it is busy: a worker killed for a timeout must not leave a loader
+while it is busy: a worker killed for a timeout must not leave a restorer
 running a hung function.
 """
 
@@ -85,7 +85,8 @@ def serve(request: dict) -> Iterator[dict]:
 
 def _run_points(request: dict) -> Iterator[dict]:
     from harness import upstream  # noqa: PLC0415
-    from harness.modes._tf import Progress, error_info, portable, restored, tape_chains, tf  # noqa: PLC0415 - loaded in main
+    from harness.modes.shared import Steps, portable, restored, tape_chains, tf  # noqa: PLC0415 - loaded in main
+    from harness.records import error_info  # noqa: PLC0415
     from harness.records import RunOptions  # noqa: PLC0415
 
     folder = request["folder"]
@@ -95,7 +96,7 @@ def _run_points(request: dict) -> Iterator[dict]:
     loaded = None
     for index in request["points"]:
         name, values = points[index]
-        progress = Progress()
+        progress = Steps()
         error = None
         try:
             if loaded is None:
@@ -123,7 +124,7 @@ def main() -> None:
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import harness.modes._tf  # noqa: F401, PLC0415 - TensorFlow comes in here, before the first request
+    import harness.modes.shared  # noqa: F401, PLC0415 - TensorFlow comes in here, before the first request
     from harness import lifetime  # noqa: PLC0415
 
     lifetime.exit_with_parent()

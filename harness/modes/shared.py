@@ -1,11 +1,17 @@
-"""What the three core modes share: the TensorFlow import, the order-k
-contraction on a tape, and turning tensors and exceptions into records.
+"""What the modes share, and nothing else: the TensorFlow import, the function under test as a
+`Subject`, the order-k contraction on nested tapes (plain and weighted), where a build is
+(`Steps`), and turning tensors and exceptions into records.
 
 Order k is the gradient of the sum of the order k-1 gradients with respect to
 the same inputs: what `tf.gradients(list_of_ys, xs)` and a tape's
 `gradient(list_of_targets, sources)` both compute, since each sums over its
 targets. Only floating and complex outputs are targets; an integer side output
 is reported at order 0 and not differentiated.
+
+What belongs here is code more than one mode runs, in the worker (or the SavedModel
+restorer process), with TensorFlow imported. Code the main process runs, or that needs
+no TensorFlow, belongs elsewhere: records and their rules in harness.records, comparison
+in harness.compare, judging in harness.verdict. Importing this module imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -17,15 +23,16 @@ import tensorflow as tf
 
 from harness import probe, upstream
 from harness.case import Case, Point
-from harness.records import ErrorInfo, ModeOutcome, Output, RunOptions, Source, Status
+from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, RunOptions, Status, error_info
 
-__all__ = ["tf", "Progress", "Subject", "build_subject", "build_error", "error_info", "portable", "restored", "unconnected",
+__all__ = ["tf", "Steps", "Subject", "build_subject", "build_error", "portable", "restored", "unconnected",
            "is_target", "flat_outputs", "tape_orders", "tape_chains", "upstream_weights", "upstream_tables",
            "order_stage", "dense"]
 
 
-class Progress:
-    """Where a run is ("forward", "order 2", ...) and what it finished so far.
+class Steps:
+    """Where a mode's build is ("forward", "order 2", ...) and what it finished so far. (The
+    progress line of a run is harness.progress.Progress.)
 
     Mode code sets `stage` before each step, so an exception escaping from
     anywhere is recorded with the step it happened in.
@@ -66,11 +73,6 @@ def restored(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: restored(v) for k, v in obj.items()}
     return obj
-
-
-def error_info(exc: BaseException, stage: str) -> ErrorInfo:
-    bases = tuple(c.__name__ for c in type(exc).__mro__[1:] if c not in (object, BaseException))
-    return ErrorInfo(type=type(exc).__name__, bases=bases, message=str(exc), stage=stage)
 
 
 def unconnected(options: RunOptions):
@@ -122,7 +124,7 @@ def upstream_weights(tables, order: int, index: int, target):
 
 
 def tape_orders(subject: "Subject", xs: Sequence, order: int, options: RunOptions,
-                progress: Progress) -> list[list]:
+                progress: Steps) -> list[list]:
     """Orders 0..order of the subject's function at xs with nested GradientTapes, eager or traced.
 
     The tape for order k is opened around everything that computes order k-1,
@@ -131,7 +133,7 @@ def tape_orders(subject: "Subject", xs: Sequence, order: int, options: RunOption
     return _nest(subject, xs, order, options, progress, None)
 
 
-def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOptions, progress: Progress,
+def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOptions, progress: Steps,
                 tables) -> tuple[list[list], list[list]]:
     """The plain orders 0..order and, with weight `tables`, the weighted chain's orders 1..order.
 
@@ -149,7 +151,7 @@ def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOption
     orders = _nest(subject, xs, order, options, progress, None)
     if tables is None or order == 0:  # order 0 of both chains is the function's outputs
         return orders, []
-    chain = Progress()
+    chain = Steps()
     try:
         weighted = _nest(subject, xs, order, options, chain, tables)
     except Exception as e:  # noqa: BLE001 - the case's code given a non-unit upstream gradient
@@ -160,7 +162,7 @@ def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOption
     return orders, progress.upstream
 
 
-def _nest(subject: "Subject", xs: Sequence, order: int, options: RunOptions, progress: Progress,
+def _nest(subject: "Subject", xs: Sequence, order: int, options: RunOptions, progress: Steps,
           tables) -> list[list]:
     """One chain on nested tapes: plain (`tables` None) or weighted."""
     sources = subject.sources(xs)
@@ -214,10 +216,10 @@ class Subject:
     def sources(self, xs: Sequence) -> list:
         return [xs[i] for i in self.case.wrt_indices] + self.variables
 
-    def records(self, point: Point) -> tuple[Source, ...]:
-        args = [Source(name=n, dtype=point.values[i].dtype.name, shape=tuple(point.values[i].shape))
+    def records(self, point: Point) -> tuple[Differentiated, ...]:
+        args = [Differentiated(name=n, dtype=point.values[i].dtype.name, shape=tuple(point.values[i].shape))
                 for n, i in zip(self.case.wrt, self.case.wrt_indices)]
-        return tuple(args) + tuple(Source(name=f"var{i}", dtype=v.dtype.base_dtype.name,
+        return tuple(args) + tuple(Differentiated(name=f"var{i}", dtype=v.dtype.base_dtype.name,
                                           shape=tuple(v.shape.as_list()))
                                    for i, v in enumerate(self.variables))
 
@@ -279,7 +281,7 @@ def build_error(case: Case, mode: str, exc: BaseException, points: Sequence[Poin
     return [Subject(case, None, []).error(mode, exc, "build", p) for p in points]
 
 
-def _to_outputs(values: Sequence, like: Optional[Sequence[Source]]) -> tuple[Output, ...]:
+def _to_outputs(values: Sequence, like: Optional[Sequence[Differentiated]]) -> tuple[Output, ...]:
     outs = []
     for i, v in enumerate(values):
         if v is None:
@@ -290,10 +292,10 @@ def _to_outputs(values: Sequence, like: Optional[Sequence[Source]]) -> tuple[Out
     return tuple(outs)
 
 
-def _records(orders: Sequence[Sequence], sources: Sequence[Source]) -> tuple[tuple[Output, ...], ...]:
+def _records(orders: Sequence[Sequence], sources: Sequence[Differentiated]) -> tuple[tuple[Output, ...], ...]:
     return tuple(_to_outputs(o, None if k == 0 else sources) for k, o in enumerate(orders))
 
 
-def _records_from(weighted: Sequence[Sequence], sources: Sequence[Source]) -> tuple[tuple[Output, ...], ...]:
+def _records_from(weighted: Sequence[Sequence], sources: Sequence[Differentiated]) -> tuple[tuple[Output, ...], ...]:
     """Orders 1.. of the weighted chain: every one is a gradient per source."""
     return tuple(_to_outputs(o, sources) for o in weighted)
