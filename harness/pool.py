@@ -91,6 +91,7 @@ class _Worker:
         self.started = 0.0
         self.mode = "load"
         self.scripts: dict = {}
+        self.stopping = False
 
     def assign(self, index: int, job: worker.Job) -> None:
         self.index, self.job, self.started, self.mode = index, job, _clock(), "setup"
@@ -115,9 +116,14 @@ class _Worker:
         """Waits up to `timeout` s for the worker to end, without reaping it (so its id stays its own)."""
         lifetime.wait_unreaped(self.process.pid, timeout)
 
-    def stop(self) -> None:
-        with contextlib.suppress(OSError):  # already dead: kill() below tidies up
+    def ask_to_stop(self) -> None:
+        with contextlib.suppress(OSError):  # already dead: kill() tidies up
             self.conn.send(("stop",))
+        self.stopping = True
+
+    def stop(self) -> None:
+        if not self.stopping:
+            self.ask_to_stop()
         self.process.join(5)
         self.kill()
 
@@ -278,7 +284,10 @@ class WorkerPool:
             self._spawn()
 
     def close(self) -> None:
-        """Stops every worker (killing one that does not stop) and removes their files."""
+        """Stops every worker (killing one that does not stop) and removes their files. All are
+        asked first, so they end together."""
+        for w in self._workers:
+            w.ask_to_stop()
         for w in list(self._workers):
             w.stop()
         self._workers.clear()
