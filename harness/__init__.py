@@ -14,10 +14,31 @@ The case API is importable without TensorFlow:
                   source="my project", description="x**2 with a hand-written gradient")]
 """
 
-from harness.api import assert_consistent, check
-from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, ORACLES, VALUES_DIFFER, Case, CaseError, Domain, Expectation, Point
-from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Usage, Verdict
-from harness.tolerance import DEFAULT_TOLERANCES, NUMERIC_TOLERANCES, Tol
+import importlib
+
+# Each public name and the module it comes from, imported when first used: a worker process or
+# the command line imports only the parts it runs (harness.api, say, brings the checking code).
+_FROM = {
+    "assert_consistent": "harness.api", "check": "harness.api",
+    **{name: "harness.case" for name in ("BAD_GRADIENT", "GRADIENT_UNUSED", "ORACLES", "VALUES_DIFFER", "Case",
+                                         "CaseError", "Domain", "Expectation", "Point")},
+    **{name: "harness.records" for name in ("ErrorInfo", "ModeOutcome", "OracleOutcome", "Output", "Result",
+                                            "Status", "Usage", "Verdict")},
+    **{name: "harness.tolerance" for name in ("DEFAULT_TOLERANCES", "NUMERIC_TOLERANCES", "Tol")},
+}
+
+
+def __getattr__(name: str):
+    if name not in _FROM:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_FROM[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_FROM))
+
 
 __all__ = [
     "assert_consistent",

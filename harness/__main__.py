@@ -11,7 +11,9 @@ Exit status: 0 when every verdict is pass, xfail, xpass or skip; 1 when any is
 fail, flaky, error, crash or timeout; 2 for a usage error.
 """
 
-from harness.cli import entry
-
 if __name__ == "__main__":
+    # Inside the guard: a worker process, started with multiprocessing's spawn, imports this
+    # module as __mp_main__ and needs nothing of the command line.
+    from harness.cli import entry
+
     entry()
