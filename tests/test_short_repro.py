@@ -147,3 +147,17 @@ def test_minimize_shrinks_the_padded_case_to_its_bug(tmp_path):
     assert ran.returncode == 1, ran.stderr[-2000:]
     assert "eager: ValueError" in ran.stdout and "function: InternalError" in ran.stdout
     assert (tmp_path / "out" / "ISSUE.md").read_text().count(ran.stdout.strip()) == 1
+
+
+@pytest.mark.slow
+def test_minimize_keeps_the_order_the_deviation_happens_at(tmp_path):
+    # The docstring example raises at order 2, in its nested custom gradient. Dropping the outer
+    # tape gives a script with the same exception classes at order 1: another bug, so the
+    # minimiser must keep both tapes and both custom gradients.
+    proc = _harness("repro", "seeds.docstring_nested", f"--out={tmp_path / 'out'}", "--minimize",
+                    "--minimize_seconds=600", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]  # the case's verdict: xfail
+    script = (tmp_path / "out" / "repro.py").read_text()
+    assert "tape2.gradient(" in script and script.count("@tf.custom_gradient") == 2, script
+    ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
+    assert ran.returncode == 1 and "eager: ValueError" in ran.stdout and "function: InternalError" in ran.stdout

@@ -5,7 +5,9 @@ statements, replaces expressions with their parts and halves constants, and
 keeps only what still compiles) shrinks the whole short script: the function
 and what it uses, the input values, and the driving code. A candidate is kept
 when running it prints the same thing for every mode the harness saw (the same
-exception class, or values), the same DIFFERS line (numbers aside) and exits
+exception class, or values), the same DIFFERS line (numbers aside), makes the
+same gradient calls with the same outcomes (each tape.gradient and tf.gradients
+call is counted: the orders each mode reaches, and the one it raises at) and exits
 the same way, with the script's last statements (the comparison that decides
 its exit status) unchanged, so the minimised script still exits 0 once the
 deviation is gone.
@@ -78,9 +80,10 @@ def _serve(conn) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     lifetime.lead_group()
     lifetime.exit_with_parent(lifetime.end_strays)
-    import tensorflow  # noqa: F401, PLC0415 - the import every candidate would otherwise pay
+    import tensorflow as tf  # noqa: PLC0415 - the import every candidate would otherwise pay
 
     warnings.simplefilter("ignore", SyntaxWarning)  # candidates like `0()` compile, with a warning
+    calls = _count_gradient_calls(tf)
 
     folder = tempfile.mkdtemp(prefix="harness-minimize-")
     conn.send("ready")
@@ -95,6 +98,7 @@ def _serve(conn) -> None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         out, err, code = io.StringIO(), "", 0
+        calls.clear()
         try:
             with contextlib.redirect_stdout(out):
                 runpy.run_path(path, run_name="__main__")
@@ -103,7 +107,29 @@ def _serve(conn) -> None:
         except BaseException:  # noqa: BLE001 - an uncaught exception is this candidate's failure
             code, err = 2, traceback.format_exc()
         lifetime.end_strays()
-        conn.send((code, out.getvalue(), err))
+        conn.send((code, out.getvalue(), err, tuple(calls)))
+
+
+def _count_gradient_calls(tf) -> list:
+    """Wraps tf.GradientTape.gradient and tf.gradients so that each call appends "ok" or the class
+    of the exception it raised to the list returned: the orders each mode reached, and where it
+    raised, in the order the script ran them."""
+    calls: list = []
+
+    def counted(real):
+        def wrapper(*args, **kwargs):
+            try:
+                result = real(*args, **kwargs)
+            except Exception as e:
+                calls.append(type(e).__name__)
+                raise
+            calls.append("ok")
+            return result
+        return wrapper
+
+    tf.GradientTape.gradient = counted(tf.GradientTape.gradient)
+    tf.gradients = counted(tf.gradients)
+    return calls
 
 
 class _Runner:
@@ -128,19 +154,20 @@ class _Runner:
         self._process.join(5)
         self._start()
 
-    def run(self, text: str) -> Ran:
+    def run(self, text: str) -> tuple[Ran, tuple[str, ...]]:
+        """What running `text` showed, and the outcome of each gradient call it made."""
         try:
             self._conn.send(text)
             if self._conn.poll(self.timeout):
-                code, out, err = self._conn.recv()
-                return Ran(exit=code, stdout=out, stderr=err)
+                code, out, err, calls = self._conn.recv()
+                return Ran(exit=code, stdout=out, stderr=err), calls
             self._replace()
-            return Ran(exit=None, stdout="", stderr="")
+            return Ran(exit=None, stdout="", stderr=""), ()
         except (EOFError, OSError):
             self._process.join(5)
             code = self._process.exitcode
             self._replace()
-            return Ran(exit=code if code is not None and code < 0 else -9, stdout="", stderr="")
+            return Ran(exit=code if code is not None and code < 0 else -9, stdout="", stderr=""), ()
 
     def close(self) -> None:
         with contextlib.suppress(OSError, BrokenPipeError):
@@ -196,7 +223,7 @@ def minimize(text: str, expected: Expected, *, budget: float, timeout: float,
     protected = _statements(text)[-_PROTECTED:]
     runner = _Runner(timeout)
     try:
-        first = runner.run(text)
+        first, calls = runner.run(text)
         why = shows(first, expected)
         if why:
             raise ValueError(f"the script does not show the deviation when run for minimising: {why}")
@@ -215,8 +242,10 @@ def minimize(text: str, expected: Expected, *, budget: float, timeout: float,
             except SyntaxError:
                 return False
             tried[0] += 1
-            ran = runner.run(candidate)
-            ok = shows(ran, expected) is None and _differs_line(ran) == want
+            ran, reached = runner.run(candidate)
+            # The same orders reached, and the same gradient calls raising: an error at another
+            # order is another deviation, even with the same class.
+            ok = shows(ran, expected) is None and _differs_line(ran) == want and reached == calls
             if ok:
                 smallest[0] = min(smallest[0], len(candidate))
             progress(tried[0], smallest[0])
