@@ -39,6 +39,15 @@ def no_tensorflow_env(folder):
     return dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(guard)]))
 
 
+def without_harness_env(folder):
+    """An environment in which `import harness` fails loudly: for running a reproduction as a
+    maintainer would. `folder` receives the stand-in package; the caller owns it."""
+    stub = Path(folder) / "stub" / "harness"
+    stub.mkdir(parents=True, exist_ok=True)
+    (stub / "__init__.py").write_text("raise ImportError('a reproduction must not import harness')\n")
+    return dict(os.environ, PYTHONPATH=str(stub.parent), TF_CPP_MIN_LOG_LEVEL="2")
+
+
 def make_case(fn=None, build=None, points=None, id="t.case", **kw):
     """A small Case at x = 3.0 (float32) unless `points` are given."""
     import numpy as np

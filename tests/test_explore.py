@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from tests import helpers
 from tests.helpers import REPO
 
 GRADS = os.path.join(REPO, "tests", "data", "explore_grads.py")
@@ -24,9 +25,9 @@ OVERFLOW = float(math.ceil(math.log(np.finfo(np.float32).max)))
 # -- the command line --------------------------------------------------------------------------
 
 def harness(cwd, *args, timeout=300):
+    """The CLI run from `cwd` (outside the checkout), this checkout's harness first on the path."""
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=timeout)
+    return helpers.harness(*args, cwd=cwd, env=env, timeout=timeout)
 
 
 def test_hypothesis_missing_is_one_line_saying_how_to_install_it(tmp_path):

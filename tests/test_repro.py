@@ -1,7 +1,6 @@
 """Standalone reproductions: repro.py runs without this package and says what the harness says."""
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -11,17 +10,14 @@ import pytest
 from harness import loader
 from harness.report.json_report import result_dict
 from harness.repro import script
+from tests import helpers
 from tests.helpers import harness
 
 MODES = ("eager", "function", "graph")
 
 
 def _without_harness(tmp_path):
-    """An environment in which `import harness` fails loudly."""
-    stub = tmp_path / "stub" / "harness"
-    stub.mkdir(parents=True)
-    (stub / "__init__.py").write_text("raise ImportError('a reproduction must not import harness')\n")
-    return dict(os.environ, PYTHONPATH=str(stub.parent), TF_CPP_MIN_LOG_LEVEL="2")
+    return helpers.without_harness_env(tmp_path)
 
 
 @pytest.fixture(scope="module")

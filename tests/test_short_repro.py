@@ -10,24 +10,20 @@ import textwrap
 
 import pytest
 
+from tests import helpers
 from tests.helpers import REPO
 
 PADDED = os.path.join("tests", "data", "padded.py")
 
 
 def _harness(*args, cwd=REPO, timeout=600):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout)
+    return helpers.harness(*args, cwd=cwd, timeout=timeout)
 
 
 def _standalone(path, tmp_path):
     """Runs a script as a maintainer would, in an environment where `import harness` fails."""
-    stub = tmp_path / "stub" / "harness"
-    stub.mkdir(parents=True, exist_ok=True)
-    (stub / "__init__.py").write_text("raise ImportError('a reproduction must not import harness')\n")
-    env = dict(os.environ, PYTHONPATH=str(stub.parent), TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=str(tmp_path), env=env,
-                          timeout=300)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=str(tmp_path),
+                          env=helpers.without_harness_env(tmp_path), timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from harness.compare import compare_outcomes
 from harness.records import Result, Status, Verdict
 
 __all__ = ["render"]
@@ -41,8 +42,17 @@ def _how(result: Result) -> str:
             groups.setdefault(key, []).append(mode)
     if len(groups) == 1:  # the same kind everywhere: values that differ
         ref = result.yardstick or next(iter(result.outcomes))
-        others = [m for m in next(iter(groups.values())) if m != ref]
-        return f"{' and '.join(others)} return{'s' if len(others) == 1 else ''} other values than {ref}"
+        base = result.outcomes[ref]
+        plain = [m for m in next(iter(groups.values()))
+                 if m != ref and compare_outcomes(base, result.outcomes[m], upstream=False)]
+        if plain:
+            return f"{' and '.join(plain)} return{'s' if len(plain) == 1 else ''} other values than {ref}"
+        weighted = [m for m in next(iter(groups.values()))
+                    if m != ref and compare_outcomes(base, result.outcomes[m], upstream=True)]
+        if not weighted:
+            return "every mode returns values"
+        return (f"{' and '.join(weighted)} return{'s' if len(weighted) == 1 else ''} the same values as {ref} for "
+                "the plain sum of the outputs, and other values with upstream weights")
     parts = []
     for key, modes in groups.items():
         verb = key.format("s" if len(modes) == 1 else "")

@@ -23,15 +23,14 @@ from typing import Optional
 
 from harness.compare import check_gradients, compare_outcomes
 from harness.records import ModeOutcome, Result, Status
-from harness.repro.script import ScriptParts
+from harness.repro.script import WRITTEN_OUT, ScriptParts
 from harness.tolerance import NUMERIC_STEPS, ToleranceOverride, numeric_tolerance_for, tolerance_for
 
 __all__ = ["NotShort", "Expected", "Short", "deviation", "render"]
 
-# What the short script can write out: the tapes as they are, inside tf.function with its
-# options, and a v1 graph.
+# The modes it writes out are the complete script's (script.WRITTEN_OUT): the tapes as they are,
+# inside tf.function with these options, and a v1 graph.
 _FUNCTION_OPTIONS = {"function": "", "no_autograph": "autograph=False", "xla": "jit_compile=True"}
-WRITTEN_OUT = ("eager",) + tuple(_FUNCTION_OPTIONS) + ("graph",)
 
 
 class NotShort(ValueError):
@@ -353,9 +352,7 @@ def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], to
 def full_expected(result: Result, tolerance: ToleranceOverride = None) -> Expected:
     """What the complete script (harness.repro.script) must show for `result`: each mode it
     writes out as the harness saw it, and exit 1 when those modes disagree or a gradient is malformed."""
-    from harness.repro.script import WRITTEN_OUT as FULL  # noqa: PLC0415
-
-    written = {m: o for m, o in result.outcomes.items() if m in FULL and o.status is not Status.SKIP}
+    written = {m: o for m, o in result.outcomes.items() if m in WRITTEN_OUT and o.status is not Status.SKIP}
     if not written:
         raise NotShort("no mode the script writes out ran")
     first = next(iter(written.values()))

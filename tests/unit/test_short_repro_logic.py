@@ -2,6 +2,7 @@
 running it must show, the issue's sentence and the minimiser's protected statements (tests/unit)."""
 
 import ast
+import dataclasses
 import subprocess
 import sys
 
@@ -138,6 +139,17 @@ def test_the_issue_says_which_modes_did_what():
     assert issue._how(result) == "eager and graph raise ValueError; function raises InternalError"
     values = _result([_ok("eager", [1.0]), _ok("function", [2.0]), _ok("graph", [2.0])])
     assert issue._how(values) == "function and graph return other values than eager"
+
+
+def test_the_issue_says_when_only_the_weighted_chain_differs():
+    def weighted(mode, value):
+        return dataclasses.replace(_ok(mode, [1.0], [2.0]), upstream=(
+            (Output(value=np.array(value, dtype=np.float32), dtype="float32", shape=()),),))
+
+    # Equal plain values, weighted chains -1.25 and 0.5: not "other values" at the plain sum.
+    result = _result([weighted("eager", -1.25), weighted("function", 0.5)])
+    assert issue._how(result) == ("function returns the same values as eager for the plain sum of the outputs, "
+                                  "and other values with upstream weights")
 
 
 def test_minimizing_keeps_the_statements_that_decide_the_exit_status():
