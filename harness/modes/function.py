@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from harness.case import Case
 from harness.modes import _reuse
-from harness.modes.shared import Steps, Subject, build_error, build_subject, tape_chains, tf, upstream_tables
+from harness.modes.shared import (Steps, Subject, build_error, build_subject, tape_chains, tf, traced_as_is,
+                                  upstream_tables)
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "function"
@@ -26,18 +27,20 @@ def compile_subject(subject: Subject, order: int, options: RunOptions, progress:
     jit_compile=True or autograph=False.
     """
     progress.upstream_errors = {}
+    autograph = function_options.get("autograph", True)
 
+    @traced_as_is
     def all_orders(tables, *xs):
         progress.done = []  # symbolic values of a failed trace are of no use
         progress.upstream, progress.upstream_error = [], None
-        orders, chain = tape_chains(subject, xs, order, options, progress, tables)
+        orders, chain = tape_chains(subject, xs, order, options, progress, tables, autograph=autograph)
         progress.upstream_errors[_signature(xs)] = progress.upstream_error
         progress.stage = "run"
         return {"orders": orders, "upstream": chain}
 
     if weighted:
         return tf.function(all_orders, **function_options)
-    return tf.function(lambda *xs: all_orders(None, *xs)["orders"], **function_options)
+    return tf.function(traced_as_is(lambda *xs: all_orders(None, *xs)["orders"]), **function_options)
 
 
 def _signature(xs) -> tuple:

@@ -44,7 +44,8 @@ from typing import Optional, Sequence
 
 from harness import upstream
 from harness.case import Case, Point
-from harness.modes.shared import Subject, build_error, build_subject, flat_outputs, portable, restored, tf
+from harness.modes.shared import (Subject, build_error, build_subject, flat_outputs, forward, portable, restored, tf,
+                                  traced_as_is)
 from harness.records import ErrorInfo, ModeOutcome, RunOptions, Status
 
 __all__ = ["OBSERVES_GRADIENTS", "runner_for"]
@@ -220,8 +221,9 @@ def _save(subject: Subject, points: Sequence[Point], path: str, custom_gradients
     module.sources = list(subject.variables)  # the restorer differentiates these, in this order
     module.created = subject.created
 
+    @traced_as_is
     def call(*xs):
-        return flat_outputs(subject.fn(*xs))
+        return flat_outputs(forward(subject.fn, xs, autograph=True))
 
     by_signature: dict = {}
     for point in points:

@@ -20,6 +20,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.autograph.core import converter as _autograph_converter
+from tensorflow.python.autograph.impl import api as _autograph
 
 from harness import probe, upstream
 from harness.case import Case, Point
@@ -27,7 +29,7 @@ from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, RunO
 
 __all__ = ["tf", "Steps", "Subject", "build_subject", "build_error", "portable", "restored", "unconnected",
            "is_target", "flat_outputs", "tape_orders", "tape_chains", "upstream_weights", "upstream_tables",
-           "order_stage", "dense"]
+           "order_stage", "dense", "traced_as_is", "forward"]
 
 
 class Steps:
@@ -134,7 +136,7 @@ def tape_orders(subject: "Subject", xs: Sequence, order: int, options: RunOption
 
 
 def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOptions, progress: Steps,
-                tables) -> tuple[list[list], list[list]]:
+                tables, autograph: bool = False) -> tuple[list[list], list[list]]:
     """The plain orders 0..order and, with weight `tables`, the weighted chain's orders 1..order.
 
     Order k of the weighted chain is the gradient of its order k-1 outputs
@@ -147,13 +149,15 @@ def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOption
     in eager/polymorphic_function/concrete_function.py), so the plain values are
     exactly those of `tape_orders`. An exception in the weighted chain alone
     stops it and is kept in `progress.upstream_error` with its stage.
+
+    `autograph`: called while a tf.function with AutoGraph traces (see `traced_as_is`).
     """
-    orders = _nest(subject, xs, order, options, progress, None)
+    orders = _nest(subject, xs, order, options, progress, None, autograph)
     if tables is None or order == 0:  # order 0 of both chains is the function's outputs
         return orders, []
     chain = Steps()
     try:
-        weighted = _nest(subject, xs, order, options, chain, tables)
+        weighted = _nest(subject, xs, order, options, chain, tables, autograph)
     except Exception as e:  # noqa: BLE001 - the case's code given a non-unit upstream gradient
         progress.upstream = chain.done[1:]
         progress.upstream_error = (e, f"{chain.stage} with upstream weights")
@@ -163,14 +167,15 @@ def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOption
 
 
 def _nest(subject: "Subject", xs: Sequence, order: int, options: RunOptions, progress: Steps,
-          tables) -> list[list]:
+          tables, autograph: bool = False) -> list[list]:
     """One chain on nested tapes: plain (`tables` None) or weighted."""
     sources = subject.sources(xs)
+    call = _converted if autograph else _as_is
 
     def upto(k: int) -> list[list]:
         if k == 0:
             progress.stage = "forward"
-            orders = [flat_outputs(subject.fn(*xs))]
+            orders = [flat_outputs(forward(subject.fn, xs, autograph))]
             progress.done.append(orders[0])
             return orders
         with tf.GradientTape(persistent=False) as tape:
@@ -181,16 +186,60 @@ def _nest(subject: "Subject", xs: Sequence, order: int, options: RunOptions, pro
         if not targets:
             grads = [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
         elif tables is None:
-            grads = tape.gradient(targets, sources, unconnected_gradients=unconnected(options))
+            grads = call(_gradient, tape, targets, sources, {"unconnected_gradients": unconnected(options)})
         else:
             weights = [upstream_weights(tables, k, i, t) for i, t in enumerate(targets)]
-            grads = tape.gradient(targets, sources, output_gradients=weights,
-                                  unconnected_gradients=unconnected(options))
+            grads = call(_gradient, tape, targets, sources,
+                         {"output_gradients": weights, "unconnected_gradients": unconnected(options)})
         orders.append([dense(g) for g in grads])
         progress.done.append(orders[-1])
         return orders
 
     return upto(order)
+
+
+# tf.function converts the Python function it traces with AutoGraph, and with it every function
+# that one calls, recursively (converted_call in tensorflow/python/autograph/impl/api.py). The
+# harness's own code around the case (the nested tapes, both chains, the records) branches on
+# Python values only, so converting it changes nothing but costs about a second of AST work the
+# first time in every worker. So the function a mode traces is an AutoGraph artifact, called as
+# it is (`traced_as_is`), and only the two calls that run the case's code go through AutoGraph,
+# as from the converted caller a user's own tf.function would have: the forward, and the tape's
+# gradient, which calls the case's grad_fn. The case's function is then converted, or called as it
+# is (a tf.custom_gradient is TensorFlow's code, which AutoGraph leaves alone), exactly as there;
+# and what it raises passes a converted frame, so tf.function rewrites it as there ("in user
+# code:", a class with an unusual constructor becoming StagingError).
+# What tf.function passes (autograph_handler in eager/polymorphic_function/autograph_util.py, with
+# its default experimental_autograph_options=None: no optional features, so no name scopes).
+_CONVERTED = _autograph_converter.ConversionOptions(recursive=True, user_requested=True, optional_features=None)
+
+
+def traced_as_is(fn: Callable) -> Callable:
+    """`fn`, marked so that tf.function's AutoGraph calls it as it is instead of converting it;
+    the `autograph=True` tape_chains under it converts what runs the case's code."""
+    return _autograph.autograph_artifact(fn)
+
+
+def forward(fn: Callable, xs: Sequence, autograph: bool = False):
+    """`fn(*xs)`; with `autograph`, as a function tf.function converted would call it."""
+    return _converted(_call, fn, xs) if autograph else fn(*xs)
+
+
+def _call(fn, xs):
+    return fn(*xs)
+
+
+def _gradient(tape, targets, sources, keywords):
+    return tape.gradient(targets, sources, **keywords)
+
+
+def _as_is(helper: Callable, *args):
+    return helper(*args)
+
+
+def _converted(helper: Callable, *args):
+    """`helper(*args)` converted by AutoGraph, as tf.function converts the function it traces."""
+    return _autograph.converted_call(helper, args, None, options=_CONVERTED)
 
 
 def dense(gradient):
