@@ -14,6 +14,11 @@ fail, flaky, error, crash or timeout; 2 for a usage error.
 if __name__ == "__main__":
     # Inside the guard: a worker process, started with multiprocessing's spawn, imports this
     # module as __mp_main__ and needs nothing of the command line.
+    import sys
+
+    from harness import head_start
+
+    head_start.start(sys.argv[1:])  # the first worker imports TensorFlow while the flags are read
     from harness.cli import entry
 
     entry()

@@ -681,9 +681,10 @@ def _themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
 
 
 def _runner(s: Settings):
-    from harness import pool  # noqa: PLC0415 - no TensorFlow unless in-process
+    from harness import head_start, pool  # noqa: PLC0415 - no TensorFlow unless in-process
 
     if s.inprocess:
+        head_start.discard()  # a --flagfile said --inprocess: the worker started ahead is not needed
         return pool.InProcess(s.origins)
     return pool.WorkerPool(s.timeout, s.origins)
 

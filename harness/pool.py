@@ -26,7 +26,7 @@ import tempfile
 import time
 from typing import Callable, Iterator, Optional, Sequence
 
-from harness import lifetime, loader, worker
+from harness import head_start, lifetime, loader, worker
 from harness import modes as _modes
 from harness.records import CaseInfo, Measured, Result, Status
 from harness.verdict import died, judge_measured
@@ -78,13 +78,10 @@ def _how(exitcode: Optional[int]) -> str:
 
 
 class _Worker:
-    def __init__(self, context, origins: worker.Origins, folder: str, number: int):
-        self.output = os.path.join(folder, f"worker-{number}.log")
-        self.conn, child = context.Pipe()
-        self.process = context.Process(target=worker.serve, args=(child, origins, self.output),
-                                       name=f"harness-worker-{number}", daemon=True)
-        self.process.start()
-        child.close()  # so a dead worker shows as end-of-file here
+    def __init__(self, process, conn, output: str, origins: worker.Origins):
+        self.process, self.conn, self.output = process, conn, output
+        with contextlib.suppress(OSError):  # already dead (no TensorFlow, say): _receive reports it
+            self.conn.send(("load", origins))  # it reads this once TensorFlow is imported
         self.ready = False
         self.index: Optional[int] = None
         self.job: Optional[worker.Job] = None
@@ -92,6 +89,16 @@ class _Worker:
         self.mode = "load"
         self.scripts: dict = {}
         self.stopping = False
+
+    @classmethod
+    def spawn(cls, context, origins: worker.Origins, folder: str, number: int) -> "_Worker":
+        output = os.path.join(folder, f"worker-{number}.log")
+        conn, child = context.Pipe()
+        process = context.Process(target=worker.serve, args=(child, output), name=f"harness-worker-{number}",
+                                  daemon=True)
+        process.start()
+        child.close()  # so a dead worker shows as end-of-file here
+        return cls(process, conn, output, origins)
 
     def assign(self, index: int, job: worker.Job) -> None:
         self.index, self.job, self.started, self.mode = index, job, _clock(), "setup"
@@ -152,14 +159,16 @@ def _timed(results: Sequence[Result], seconds: float) -> list[Result]:
 class WorkerPool:
     """Worker processes that import TensorFlow once and take one case at a time.
 
-    One starts at once, to load the cases; `run` starts the others, never
-    more than it has jobs.
+    One starts at once, to load the cases, unless one was started before the
+    command line was read (harness.head_start): the pool takes that one over.
+    `run` starts the others, never more than it has jobs.
     """
 
     def __init__(self, timeout: float, origins: worker.Origins):
         self._context = multiprocessing.get_context("spawn")
         self._origins = origins
-        self._folder = tempfile.mkdtemp(prefix="harness-workers-")
+        early = head_start.take()
+        self._folder = early.folder if early else tempfile.mkdtemp(prefix="harness-workers-")
         self._timeout = None if math.isinf(timeout) else timeout  # inf: a case may run for ever
         self._count = 0
         self._workers: list[_Worker] = []
@@ -168,11 +177,15 @@ class WorkerPool:
         self._jobs: Sequence[worker.Job] = ()
         self._pending: collections.deque[int] = collections.deque()
         self._finished: list[Finished] = []
-        self._spawn()
+        if early:
+            self._count = 1
+            self._workers.append(_Worker(early.process, early.conn, early.output, origins))
+        else:
+            self._spawn()
 
     def _spawn(self) -> _Worker:
         self._count += 1
-        w = _Worker(self._context, self._origins, self._folder, self._count)
+        w = _Worker.spawn(self._context, self._origins, self._folder, self._count)
         self._workers.append(w)
         return w
 

@@ -65,17 +65,24 @@ class Loaded:
     baseline: dict  # the global-state snapshot every case must leave as it found
 
 
+def prepare() -> None:
+    """Imports TensorFlow and the code that runs cases: the part of loading that needs no origins,
+    so a worker does it before it is told where the cases come from. Done once."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from harness import execute, probe  # noqa: F401, PLC0415 - TensorFlow comes in here
+
+    probe.install()  # before any case module runs its @tf.custom_gradient; installs once
+
+
 def load(origins: Origins) -> Loaded:
     """Imports the case library, case files or check target, and TensorFlow with them.
 
     Raises:
       loader.LoadError: a file is broken or a case is invalid.
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from harness import checking, execute, loader, probe, state  # noqa: PLC0415 - TensorFlow comes in here
+    prepare()
+    from harness import checking, execute, loader, state  # noqa: PLC0415
     from harness.case import CaseError  # noqa: PLC0415
-
-    probe.install()  # before any case module runs its @tf.custom_gradient
 
     cases = ((loader.builtin_cases(origins.themes) if origins.library else [])
              + loader.case_file_cases(origins.case_files))
@@ -165,13 +172,15 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-def serve(conn, origins: Origins, output_path: str) -> None:
+def serve(conn, output_path: str) -> None:
     """The worker process's main loop.
 
-    Sends ("ready", environment, catalogue) or ("load_error", message); then for
-    each ("run", job) sends what `run_job` notifies, then ("done", measured, changed, lost), `lost`
-    saying why nothing measured could be sent ("" when it was). Exits on
-    ("stop",), or after a case that changed global state.
+    Imports TensorFlow first (`prepare`), then waits for ("load", Origins): a worker may be
+    started before the command line is read (harness.head_start). Sends ("ready",
+    environment, catalogue) or ("load_error", message); then for each ("run", job) sends
+    what `run_job` notifies, then ("done", measured, changed, lost), `lost` saying why
+    nothing measured could be sent ("" when it was). Exits on ("stop",), when the
+    supervisor closes the pipe, or after a case that changed global state.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
     # What a case starts stays in this process's group, to be ended after the case; and when the
@@ -181,10 +190,15 @@ def serve(conn, origins: Origins, output_path: str) -> None:
     lifetime.exit_with_parent(lambda: (shutil.rmtree(os.path.dirname(output_path), ignore_errors=True),
                                        lifetime.end_strays()))
     _redirect_output(output_path)
+    prepare()
     from harness import loader  # noqa: PLC0415
 
     try:
-        loaded = load(origins)
+        message = conn.recv()
+    except EOFError:  # the supervisor needs no worker after all
+        _exit_now()
+    try:
+        loaded = load(message[1])
     except loader.LoadError as e:
         conn.send(("load_error", str(e)))
         return

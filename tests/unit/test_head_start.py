@@ -1,0 +1,87 @@
+"""The worker started before the command line is read (harness.head_start): when it is started,
+and that a command which turns out to need none leaves neither it nor its folder behind.
+
+Every Python process of a command is seen through a sitecustomize that records its id and
+command line as the interpreter starts: the command's own process and any worker it spawned.
+No TensorFlow here: in this tier a worker's `import tensorflow` fails at once, which is also
+what it does when a wrong guess meets a machine without TensorFlow.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness import head_start
+from tests.helpers import assert_usage_error, harness, no_tensorflow_env
+
+_RECORDER = ("import os\n"
+             "with open(os.environ['HARNESS_TEST_PROCESSES'], 'a') as f:\n"
+             "    f.write(f\"{os.getpid()} {open('/proc/self/cmdline').read().replace(chr(0), ' ')}\\n\")\n")
+
+
+@pytest.mark.parametrize("args, wanted", [
+    ([], True),
+    (["--mode", "all", "--cases", "seeds.*"], True),
+    (["check", "my.py:f", "--inputs", "1.0"], True),
+    (["repro", "seeds.docstring_nested", "--out", "o"], True),
+    (["explore", "my.py:f", "--domain", "x=[-1, 1]"], True),
+    (["--list"], True),
+    (["--help"], False),
+    (["check", "-h"], False),
+    (["--helpfull"], False),
+    (["merge", "a.json", "b.json"], False),
+    (["--inprocess", "--cases", "seeds.*"], False),
+    (["--inprocess=true"], False),
+])
+def test_a_worker_is_started_ahead_unless_help_merge_or_inprocess(args, wanted):
+    assert head_start.wanted(args) is wanted
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    """(an environment whose Python processes are recorded, the record, its own temporary folder)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_RECORDER)
+    env = no_tensorflow_env(tmp_path / "guard")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    record = tmp_path / "processes.txt"
+    env.update(PYTHONPATH=os.pathsep.join([env["PYTHONPATH"], str(site)]), HARNESS_TEST_PROCESSES=str(record),
+               TMPDIR=str(temporary))
+    return env, record, temporary
+
+
+def _processes(record: Path) -> list[tuple[int, str]]:
+    if not record.exists():
+        return []
+    return [(int(pid), command) for pid, command in (line.split(" ", 1) for line in record.read_text().splitlines())]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            return "spawn_main" in f.read()
+    except OSError:
+        return False
+
+
+def test_a_usage_error_ends_the_worker_started_ahead_and_removes_its_folder(recorded, tmp_path):
+    env, record, temporary = recorded
+    proc = harness("--mode", "bogus", env=env, cwd=str(tmp_path))
+    assert_usage_error(proc, "unknown mode 'bogus'")
+    processes = _processes(record)
+    workers = [pid for pid, command in processes if "spawn_main" in command]
+    assert len(workers) == 1, processes  # it was started ahead
+    assert not _alive(workers[0])
+    assert list(temporary.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [("--help",), ("merge", "--help"), ("merge", "missing.json")])
+def test_help_and_merge_start_no_worker(recorded, tmp_path, args):
+    env, record, temporary = recorded
+    proc = harness(*args, env=env, cwd=str(tmp_path))
+    assert proc.returncode in (0, 2), proc.stderr
+    assert [command for _, command in _processes(record) if "spawn_main" in command] == []
+    assert list(temporary.iterdir()) == []
