@@ -12,8 +12,8 @@ fail, flaky, error, crash or timeout; 2 for a usage error.
 """
 
 if __name__ == "__main__":
-    # Inside the guard: a worker process, started with multiprocessing's spawn, imports this
-    # module as __mp_main__ and needs nothing of the command line.
+    # Inside the guard, so importing this module starts nothing. (A worker, started with
+    # multiprocessing's spawn, does not import it: spawn skips a main module named *.__main__.)
     import sys
 
     from harness import head_start

@@ -429,7 +429,7 @@ def _check_spec(target: str, domains: Sequence = ()):
         raise UsageError(f"{target!r} is not PATH.py:NAME; e.g. my_grads.py:log1pexp")
     try:
         if not domains:
-            parse_inputs(INPUTS.value, DTYPE.value)  # refuse bad literals before any worker starts
+            parse_inputs(INPUTS.value, DTYPE.value)  # refuse bad literals before any case runs
         for text in EXPECT.value:
             parse_expect(text)
     except InputError as e:
@@ -441,7 +441,7 @@ def _check_spec(target: str, domains: Sequence = ()):
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """Everything a command does, read from the flags once (_settings), before any worker starts.
+    """Everything a command does, read from the flags once (_settings), before any case runs.
 
     The steps after it read this record, never a flag: what runs, how it is judged (`options`),
     where reports and reproductions go, and what a rerun command must carry.

@@ -7,10 +7,12 @@ the rest, instead of after it; the worker pool (harness.pool) takes it over as i
 and sends it where the cases come from, as it does to every worker it starts.
 
 `start` runs before the flags are parsed, so it goes by the words of the command line alone: it
-starts a worker unless help is asked for, the command is merge, or --inprocess is given. A guess
-that turns out wrong (a usage error, a --flagfile that says --inprocess) costs only that worker's
-CPU time: it runs no case, and it is ended (`discard`) when this process exits, or as soon as
-the run knows it needs none. Plain standard library: no NumPy, no absl, no TensorFlow.
+starts a worker unless help is asked for, the word merge (the one command that runs no case)
+is given, or --inprocess is. A guess that turns out wrong (a usage error, a --flagfile that says
+--inprocess) costs only that worker's CPU time: it runs no case, and it is ended (`discard`)
+when this process exits, or as soon as the run knows it needs none; a worker that cannot be
+started here is started later by the pool, as without a head start. Plain standard library: no
+NumPy, no absl, no TensorFlow.
 """
 
 from __future__ import annotations
@@ -20,17 +22,20 @@ import dataclasses
 import multiprocessing
 import os
 import shutil
+import signal
 import tempfile
 from typing import Optional, Sequence
 
 from harness import lifetime
 
-__all__ = ["Started", "discard", "start", "take", "wanted"]
+__all__ = ["Started", "discard", "run_worker", "start", "take", "wanted"]
 
 # Arguments after which no worker is needed: help (printed before any flag is parsed), the one
-# command that reads reports only, and running the cases in this process.
-_HELP = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
-_NO_WORKER = ("merge",)
+# command that reads reports only, and running the cases in this process. absl takes a flag
+# after one dash as after two.
+_SHORT_HELP = ("-h", "-?")
+_NO_WORKER_FLAGS = ("help", "inprocess")  # and what begins so: --helpfull, --inprocess=true
+_NO_WORKER_COMMANDS = ("merge",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,24 +52,35 @@ _started: Optional[Started] = None
 
 
 def wanted(args: Sequence[str]) -> bool:
-    """Whether the command line `args` (without the program) will run cases in worker processes."""
+    """Whether the command line `args` (without the program) looks like one that runs cases in
+    worker processes: a guess from its words alone (see the module's docstring)."""
     for arg in args:
-        if arg in _HELP or arg.startswith("--help") or arg in _NO_WORKER or arg.startswith("--inprocess"):
+        if arg in _SHORT_HELP or arg in _NO_WORKER_COMMANDS:
+            return False
+        if arg.startswith("-") and arg.lstrip("-").startswith(_NO_WORKER_FLAGS):
             return False
     return True
 
 
 def start(args: Sequence[str]) -> None:
-    """Starts the first worker when `args` will need one; `take` hands it over."""
+    """Starts the first worker when `args` will need one; `take` hands it over. Should that fail
+    (no temporary folder, no more processes), there is none to take, and nothing is left behind."""
     global _started
     if _started is not None or not wanted(args):
         return
-    context = multiprocessing.get_context("spawn")
-    folder = tempfile.mkdtemp(prefix="harness-workers-")
-    output = os.path.join(folder, "worker-1.log")
-    conn, child = context.Pipe()
-    process = context.Process(target=_serve, args=(child, output), name="harness-worker-1", daemon=True)
-    process.start()
+    folder = None
+    try:
+        context = multiprocessing.get_context("spawn")
+        folder = tempfile.mkdtemp(prefix="harness-workers-")
+        output = os.path.join(folder, "worker-1.log")
+        conn, child = context.Pipe()
+        process = context.Process(target=run_worker, args=(child, output, os.getpid()), name="harness-worker-1",
+                                  daemon=True)
+        process.start()
+    except OSError:
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
     child.close()  # so a dead worker shows as end-of-file here
     _started = Started(process=process, conn=conn, folder=folder, output=output)
     atexit.register(discard)
@@ -90,8 +106,14 @@ def discard() -> None:
     shutil.rmtree(started.folder, ignore_errors=True)
 
 
-def _serve(conn, output: str) -> None:
-    # In the worker process: what every worker runs (harness.worker imports NumPy, so not here).
+def run_worker(conn, output: str, parent: int) -> None:
+    """What every worker process runs, started ahead or by the pool: harness.worker.serve.
+
+    Ctrl-C reaches the whole foreground group, and the supervisor decides when a worker stops;
+    so Ctrl-C is ignored from the first moment, before harness.worker (and NumPy with it) is
+    even imported, not only from serve's first line.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from harness import worker  # noqa: PLC0415
 
-    worker.serve(conn, output)
+    worker.serve(conn, output, parent)

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Callable, Collection
+from typing import Callable, Collection, Optional
 
 __all__ = ["exit_with_parent", "end_strays", "end_group", "group_members", "lead_group",
            "wait_unreaped"]
@@ -34,13 +34,15 @@ def lead_group() -> None:
         os.setsid()
 
 
-def exit_with_parent(on_death: Callable[[], None] = lambda: None) -> None:
+def exit_with_parent(on_death: Callable[[], None] = lambda: None, parent: Optional[int] = None) -> None:
     """Starts a daemon thread that calls `on_death`, then ends this process, once its parent is gone.
 
+    `parent`: the parent's process id as the parent gave it, so a parent that died before this
+    is called is seen as gone; default: this process's parent now.
     The thread runs even while the main thread is inside a case's C++ code,
     and `os._exit` needs nothing from it.
     """
-    parent = os.getppid()
+    parent = os.getppid() if parent is None else parent
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -94,8 +94,8 @@ class _Worker:
     def spawn(cls, context, origins: worker.Origins, folder: str, number: int) -> "_Worker":
         output = os.path.join(folder, f"worker-{number}.log")
         conn, child = context.Pipe()
-        process = context.Process(target=worker.serve, args=(child, output), name=f"harness-worker-{number}",
-                                  daemon=True)
+        process = context.Process(target=head_start.run_worker, args=(child, output, os.getpid()),
+                                  name=f"harness-worker-{number}", daemon=True)
         process.start()
         child.close()  # so a dead worker shows as end-of-file here
         return cls(process, conn, output, origins)

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 from typing import Callable, Optional
 
 from harness import lifetime
@@ -172,7 +173,20 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-def serve(conn, output_path: str) -> None:
+def _closed(folder: str, parent: Optional[int]) -> None:
+    """Exits once the supervisor's end of the pipe is closed. A supervisor that is done with a
+    worker says stop or kills it first, so this is one that died: as the parent watcher would,
+    this removes the workers' folder, once this process has been handed to a new parent (the
+    pipe closes as the supervisor exits, a moment before that)."""
+    deadline = time.monotonic() + 1.0
+    while parent is not None and os.getppid() == parent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if parent is not None and os.getppid() != parent:
+        shutil.rmtree(folder, ignore_errors=True)
+    _exit_now()
+
+
+def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
     """The worker process's main loop.
 
     Imports TensorFlow first (`prepare`), then waits for ("load", Origins): a worker may be
@@ -180,23 +194,24 @@ def serve(conn, output_path: str) -> None:
     environment, catalogue) or ("load_error", message); then for each ("run", job) sends
     what `run_job` notifies, then ("done", measured, changed, lost), `lost` saying why
     nothing measured could be sent ("" when it was). Exits on ("stop",), when the
-    supervisor closes the pipe, or after a case that changed global state.
+    supervisor closes the pipe or is gone (`parent`: its process id), or after a case that
+    changed global state.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
     # What a case starts stays in this process's group, to be ended after the case; and when the
     # supervisor is gone (even killed with SIGKILL), this process ends what it started, removes the
     # supervisor's folder of worker files and exits, busy in a case or not.
     lifetime.lead_group()
-    lifetime.exit_with_parent(lambda: (shutil.rmtree(os.path.dirname(output_path), ignore_errors=True),
-                                       lifetime.end_strays()))
+    folder = os.path.dirname(output_path)
+    lifetime.exit_with_parent(lambda: (shutil.rmtree(folder, ignore_errors=True), lifetime.end_strays()), parent)
     _redirect_output(output_path)
     prepare()
     from harness import loader  # noqa: PLC0415
 
     try:
         message = conn.recv()
-    except EOFError:  # the supervisor needs no worker after all
-        _exit_now()
+    except EOFError:
+        _closed(folder, parent)
     try:
         loaded = load(message[1])
     except loader.LoadError as e:
@@ -204,7 +219,10 @@ def serve(conn, output_path: str) -> None:
         return
     conn.send(("ready", loaded.environment, [loader.info(c) for c in loaded.cases.values()]))
     while True:
-        message = conn.recv()
+        try:
+            message = conn.recv()
+        except EOFError:
+            _closed(folder, parent)
         if message[0] == "stop":
             _exit_now()
         job: Job = message[1]

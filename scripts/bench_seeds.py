@@ -1,6 +1,6 @@
 """Measures the harness's overhead on the seed cases against hand-written TensorFlow.
 
-Times two whole processes, N times each, by wall clock:
+Times whole processes, N times each, by wall clock:
   (a) python -m harness --mode all --cases 'seeds.*'
   (b) python scripts/_handwritten_seeds.py, the same values computed by hand in
       the same three modes (eager, tf.function, v1 graph and Session).
@@ -62,7 +62,7 @@ def tensorflow_version(python: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each command (default 5)")
-    parser.add_argument("--python", default=sys.executable, help="interpreter to run both with")
+    parser.add_argument("--python", default=sys.executable, help="interpreter to run every command with")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")

@@ -75,11 +75,32 @@ def _ops(function):
 
 @pytest.mark.parametrize("fn", [cube, branchy], ids=["custom_gradient", "python_if"])
 def test_the_traced_graph_is_the_handwritten_one_op_for_op(fn):
-    # Same op types, names and inputs: no AutoGraph name scope ("fn_...") and no extra
-    # Identity from a converted harness function, and the case's code converted as there.
+    # Same op types, names and inputs: the calls into the case are converted with tf.function's
+    # own options (with AutoGraph's defaults, its name scopes, "fn_...", would show), and the
+    # case's code is converted as there. (Without the weighted chain: it adds ops of its own.)
     ours = _ops(harness_function(fn, 2))
     assert ours == _ops(handwritten(fn, 2))
     assert not [name for _, name, _ in ours if name.startswith("fn_")]
+
+
+def test_autograph_converts_no_harness_code_but_the_two_calls_into_the_case(monkeypatch):
+    # What AutoGraph is asked to convert while the function mode traces, weighted chain and all:
+    # the case's own function, and of the harness's code only the one-line callers.
+    from tensorflow.python.autograph.impl import api  # noqa: PLC0415 - where tf.function converts
+
+    converted = []
+    convert = api._convert_actual
+
+    def recording(entity, program_ctx):
+        converted.append(f"{entity.__module__}.{entity.__qualname__}")
+        return convert(entity, program_ctx)
+
+    monkeypatch.setattr(api, "_convert_actual", recording)
+    [result] = run_case(make_case(fn=branchy, order=2), ("function",), RunOptions(), rerun=lambda c, p: "rerun")
+    assert result.outcomes["function"].status is Status.OK
+    harness_code = {name for name in converted if name.startswith("harness.")}
+    assert harness_code == {"harness.modes.shared._call", "harness.modes.shared._gradient"}, converted
+    assert f"{__name__}.branchy" in converted
 
 
 def test_autograph_converts_the_case_in_function_and_xla_and_not_in_no_autograph():

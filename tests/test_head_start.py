@@ -36,13 +36,49 @@ def test_the_pool_takes_over_the_worker_started_ahead_and_sends_it_the_origins()
     assert not seen["folder_left"]
 
 
-def test_a_flagfile_that_says_inprocess_ends_the_worker_started_ahead(tmp_path):
+# A case file that, as --inprocess imports it in the main process, writes down whether the
+# worker started ahead (found in the record of Python processes) is still running.
+_LOOKS = """
+import os
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from harness import Case
+
+def _running(pid):
+    try:
+        return "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return False
+
+_workers = [int(line.split(" ", 1)[0]) for line in Path(os.environ["HARNESS_TEST_PROCESSES"]).read_text().splitlines()
+            if "spawn_main" in line and "resource_tracker" not in line]
+Path(os.environ["HARNESS_TEST_SEEN"]).write_text(f"{len(_workers)} {sum(_running(p) for p in _workers)}")
+
+CASES = [Case(id="t.square", fn=lambda x: x * x, points=[{"x": np.float32(3.0)}], order=1, source="test",
+              description="x**2")]
+"""
+
+_RECORDER = ("import os\n"
+             "with open(os.environ['HARNESS_TEST_PROCESSES'], 'a') as f:\n"
+             "    f.write(f\"{os.getpid()} {open('/proc/self/cmdline').read().replace(chr(0), ' ')}\\n\")\n")
+
+
+def test_a_flagfile_that_says_inprocess_ends_the_worker_started_ahead_before_the_cases_load(tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(_RECORDER)
+    (tmp_path / "looks.py").write_text(_LOOKS)
     flagfile = tmp_path / "flags.txt"
-    flagfile.write_text("--inprocess\n--cases=seeds.custom_square\n--mode=eager\n")
+    flagfile.write_text(f"--inprocess\n--case_file={tmp_path / 'looks.py'}\n--mode=eager\n")
     temporary = tmp_path / "tmp"
     temporary.mkdir()
-    proc = harness(f"--flagfile={flagfile}", f"--json_out={tmp_path / 'r.json'}", cwd=str(tmp_path),
-                   env=dict(os.environ, PYTHONPATH=REPO, TMPDIR=str(temporary)))
+    seen = tmp_path / "seen.txt"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(tmp_path / "site")]), TMPDIR=str(temporary),
+               HARNESS_TEST_PROCESSES=str(tmp_path / "processes.txt"), HARNESS_TEST_SEEN=str(seen))
+    proc = harness(f"--flagfile={flagfile}", f"--json_out={tmp_path / 'r.json'}", cwd=str(tmp_path), env=env)
     assert proc.returncode == 0, proc.stderr
     assert [r["verdict"] for r in json.loads((tmp_path / "r.json").read_text())["results"]] == ["pass"]
+    assert seen.read_text() == "1 0"  # one worker was started ahead, and it had ended
     assert list(temporary.iterdir()) == []

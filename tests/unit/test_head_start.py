@@ -3,8 +3,8 @@ and that a command which turns out to need none leaves neither it nor its folder
 
 Every Python process of a command is seen through a sitecustomize that records its id and
 command line as the interpreter starts: the command's own process and any worker it spawned.
-No TensorFlow here: in this tier a worker's `import tensorflow` fails at once, which is also
-what it does when a wrong guess meets a machine without TensorFlow.
+No TensorFlow here: a stand-in `tensorflow` either fails at once, as on a machine without
+TensorFlow, or takes a minute to import, so the worker is still importing when the command ends.
 """
 
 import os
@@ -33,6 +33,9 @@ _RECORDER = ("import os\n"
     (["merge", "a.json", "b.json"], False),
     (["--inprocess", "--cases", "seeds.*"], False),
     (["--inprocess=true"], False),
+    (["-inprocess"], False),  # absl takes one dash as two
+    (["-helpfull"], False),
+    (["--noinprocess"], True),
 ])
 def test_a_worker_is_started_ahead_unless_help_merge_or_inprocess(args, wanted):
     assert head_start.wanted(args) is wanted
@@ -40,11 +43,13 @@ def test_a_worker_is_started_ahead_unless_help_merge_or_inprocess(args, wanted):
 
 @pytest.fixture
 def recorded(tmp_path):
-    """(an environment whose Python processes are recorded, the record, its own temporary folder)."""
+    """(an environment whose Python processes are recorded, the record, its own temporary folder).
+    Its `import tensorflow` takes a minute."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(_RECORDER)
     env = no_tensorflow_env(tmp_path / "guard")
+    (tmp_path / "guard" / "tensorflow" / "__init__.py").write_text("import time\ntime.sleep(60)\n")
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     record = tmp_path / "processes.txt"
@@ -68,6 +73,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_usage_error_ends_the_worker_started_ahead_and_removes_its_folder(recorded, tmp_path):
+    # The worker is still importing "TensorFlow" when the error is found: the command ends it
+    # before it exits (its own watch for a parent that is gone looks only four times a second).
     env, record, temporary = recorded
     proc = harness("--mode", "bogus", env=env, cwd=str(tmp_path))
     assert_usage_error(proc, "unknown mode 'bogus'")
@@ -84,4 +91,35 @@ def test_help_and_merge_start_no_worker(recorded, tmp_path, args):
     proc = harness(*args, env=env, cwd=str(tmp_path))
     assert proc.returncode in (0, 2), proc.stderr
     assert [command for _, command in _processes(record) if "spawn_main" in command] == []
+    assert list(temporary.iterdir()) == []
+
+
+def test_a_supervisor_killed_before_its_worker_starts_serving_leaves_no_worker_or_folder(recorded, tmp_path):
+    # The worker is held in its interpreter's start-up for a second, before any harness code
+    # runs, and the command is killed with SIGKILL meanwhile: the worker must still see that
+    # its parent is gone (it is told the parent's id, not left to find it), remove the folder
+    # and exit, instead of importing "TensorFlow" for a minute and leaving the folder behind.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env, record, temporary = recorded
+    env["HARNESS_TEST_HOLD_WORKER"] = "1"
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        _RECORDER + "import sys, time\n"
+        "if os.environ.get('HARNESS_TEST_HOLD_WORKER') and 'spawn_main' in open('/proc/self/cmdline').read():\n"
+        "    time.sleep(1.5)\n")
+    command = subprocess.Popen([sys.executable, "-m", "harness", "--cases", "seeds.*"], env=env, cwd=str(tmp_path),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not [c for _, c in _processes(record) if "spawn_main" in c and "resource_tracker" not in c]:
+        assert time.monotonic() < deadline, "no worker was started"
+        time.sleep(0.05)
+    command.send_signal(signal.SIGKILL)
+    command.wait()
+    [worker] = [pid for pid, c in _processes(record) if "spawn_main" in c and "resource_tracker" not in c]
+    while (_alive(worker) or list(temporary.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(worker)
     assert list(temporary.iterdir()) == []
