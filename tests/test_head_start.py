@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import REPO, harness
 
 # In a fresh process, as `python -m harness` does: start ahead, then build the pool.
@@ -25,6 +27,7 @@ print(json.dumps({"heavy": heavy, "same": first == started.process.pid, "taken":
 """
 
 
+@pytest.mark.slow  # a worker of its own imports TensorFlow
 def test_the_pool_takes_over_the_worker_started_ahead_and_sends_it_the_origins():
     done = subprocess.run([sys.executable, "-c", _TAKEN_OVER], capture_output=True, text=True, cwd=REPO,
                           env=dict(os.environ, PYTHONPATH=REPO), timeout=300)
@@ -66,6 +69,7 @@ _RECORDER = ("import os\n"
              "    f.write(f\"{os.getpid()} {open('/proc/self/cmdline').read().replace(chr(0), ' ')}\\n\")\n")
 
 
+@pytest.mark.slow  # a command-line run that loads cases
 def test_a_flagfile_that_says_inprocess_ends_the_worker_started_ahead_before_the_cases_load(tmp_path):
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(_RECORDER)
