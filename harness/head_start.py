@@ -9,10 +9,10 @@ and sends it where the cases come from, as it does to every worker it starts.
 `start` runs before the flags are parsed, so it goes by the words of the command line alone: it
 starts a worker unless help is asked for, the word merge (the one command that runs no case)
 is given, or --inprocess is. A guess that turns out wrong (a usage error, a --flagfile that says
---inprocess) costs only that worker's CPU time: it runs no case, and it is ended (`discard`)
-when this process exits, or as soon as the run knows it needs none; a worker that cannot be
-started here is started later by the pool, as without a head start. Plain standard library: no
-NumPy, no absl, no TensorFlow.
+--inprocess) costs the start of a process that runs no case (a usage error took about 0.2 s
+longer on two cores): it is ended (`discard`) when this process exits, or as soon as the run
+knows it needs none. A worker that cannot be started here is started later by the pool, as
+without a head start. Plain standard library: no NumPy, no absl, no TensorFlow.
 """
 
 from __future__ import annotations
