@@ -10,7 +10,7 @@ harness; the target is <= 1.10. CPU time (user + sys) is printed beside it, as
 on a shared machine it moves far less than wall time.
 
 The hand-written script's exit includes the interpreter's teardown of TensorFlow
-(about a second), which a harness worker skips (it ends with os._exit once its
+(1.6 s when this was written), which a harness worker skips (it ends with os._exit once its
 results are sent). So a third command, (c) the same script with --skip_teardown,
 exiting the same way, gives a second ratio: the harness's cost over hand-written
 code that also skips it. Exit status: 0 whatever the ratios; non-zero only when a
