@@ -7,7 +7,8 @@ too): the fixtures that need it import it when they first run.
 - `library_results`: every point of every built-in case run once in this process in the three
   core modes with default options: {case id: [Result per point]}.
 - `seed_run`: one `python -m harness --mode=all --cases=seeds.*` run with a JSON and a JUnit
-  report: (CompletedProcess, JSON path, JUnit path).
+  report: (CompletedProcess, JSON path, JUnit path). Beside the reports, `processes.txt` records
+  every Python process of the run (helpers.record_processes) and `tmp/` was its TMPDIR.
 - `no_tensorflow`: an environment for subprocesses in which `import tensorflow` fails.
 
 Plain helper functions are in tests/helpers.py: `harness(*args)` runs the CLI in a subprocess,
@@ -25,6 +26,8 @@ How a test module fits in:
 - Test modules import helpers from tests.helpers (or a helper module beside them, such as
   tests/unit/outcomes.py), never from another test module.
 """
+
+import os
 
 import pytest
 
@@ -55,8 +58,11 @@ def library_results(library_cases):
 def seed_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("seed_run")
     json_path, junit_path = folder / "r.json", folder / "r.xml"
+    (folder / "tmp").mkdir()
+    env = dict(os.environ, TMPDIR=str(folder / "tmp"))
+    helpers.record_processes(env, folder)
     proc = helpers.harness("--mode=all", "--cases=seeds.*", f"--json_out={json_path}", f"--junit_out={junit_path}",
-                           cwd=str(folder))
+                           cwd=str(folder), env=env)
     return proc, json_path, junit_path
 
 

@@ -72,3 +72,35 @@ def run(case, modes=CORE_MODES, **options):
     from harness.records import RunOptions
 
     return run_case(case, modes, RunOptions(**options), rerun=lambda c, p: f"rerun {c.id}[{p.label}]")
+
+
+# A sitecustomize that records each Python process as its interpreter starts: "pid command line",
+# one line each.
+_PROCESS_RECORDER = ("import os\n"
+                     "with open(os.environ['HARNESS_TEST_PROCESSES'], 'a') as f:\n"
+                     "    f.write(f\"{os.getpid()} {open('/proc/self/cmdline').read().replace(chr(0), ' ').replace(chr(10), ' ')}\\n\")\n")
+
+
+def record_processes(env, folder, extra=""):
+    """Changes `env` so that every Python process started with it is recorded as it starts (its
+    sitecustomize, with `extra` code after it, goes in `folder`); returns the record's path."""
+    site = Path(folder) / "site"
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "sitecustomize.py").write_text(_PROCESS_RECORDER + extra)
+    record = Path(folder) / "processes.txt"
+    env["PYTHONPATH"] = os.pathsep.join([p for p in (env.get("PYTHONPATH"), str(site)) if p])
+    env["HARNESS_TEST_PROCESSES"] = str(record)
+    return record
+
+
+def recorded_processes(record):
+    """[(pid, command line)] of every process `record_processes` saw start, in order."""
+    if not Path(record).exists():
+        return []
+    return [(int(pid), command) for pid, command in (line.split(" ", 1) for line in Path(record).read_text().splitlines())]
+
+
+def recorded_workers(record):
+    """The process ids of the worker processes among them (multiprocessing's spawn children; its
+    resource tracker is not one)."""
+    return [pid for pid, command in recorded_processes(record) if "spawn_main" in command]

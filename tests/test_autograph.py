@@ -7,10 +7,13 @@ function under test. The harness's traced function must give the same graph op f
 same values, and the same exceptions, rewritten by tf.function as for the hand-written one.
 """
 
+import inspect
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from harness.cases.structure import custom_cube
 from harness.execute import run_case
 from harness.modes import function as function_mode
 from harness.modes.shared import Steps, build_subject
@@ -35,16 +38,10 @@ def handwritten(fn, order, **function_options):
 
 
 def harness_function(fn, order, **function_options):
-    case = make_case(fn=fn, order=order)
+    argument = next(iter(inspect.signature(fn).parameters))  # one argument, whatever its name
+    case = make_case(fn=fn, order=order, points=[{argument: X}])
     return function_mode.compile_subject(build_subject(case), order, RunOptions(upstream=False), Steps(),
                                          **function_options)
-
-
-@tf.custom_gradient
-def cube(x):
-    def grad(dy):
-        return dy * 3 * x * x
-    return x * x * x, grad
 
 
 def branchy(x):
@@ -73,7 +70,7 @@ def _ops(function):
     return [(op.type, op.name, [t.name for t in op.inputs]) for op in graph.get_operations()]
 
 
-@pytest.mark.parametrize("fn", [cube, branchy], ids=["custom_gradient", "python_if"])
+@pytest.mark.parametrize("fn", [custom_cube, branchy], ids=["custom_gradient", "python_if"])
 def test_the_traced_graph_is_the_handwritten_one_op_for_op(fn):
     # Same op types, names and inputs: the calls into the case are converted with tf.function's
     # own options (with AutoGraph's defaults, its name scopes, "fn_...", would show), and the

@@ -1,42 +1,28 @@
 """The worker started before the command line is read is the run's first worker
-(harness.head_start, harness.pool). With TensorFlow: the worker loads and runs cases."""
+(harness.head_start, harness.pool). With TensorFlow: the worker loads and runs cases. The seed
+run is the shared fixture's; the --inprocess one needs a run of its own."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.helpers import REPO, harness
-
-# In a fresh process, as `python -m harness` does: start ahead, then build the pool.
-_TAKEN_OVER = """
-import json, os, sys
 from harness import head_start
-head_start.start(["--cases", "seeds.custom_square"])
-started = head_start._started
-heavy = sorted(m for m in ("numpy", "absl", "tensorflow") if m in sys.modules)
-from harness import pool, worker
-runner = pool.WorkerPool(120, worker.Origins(library=True, themes=("seeds",)))
-first = runner._workers[0].process.pid
-environment, catalogue = runner.start()
-runner.close()
-print(json.dumps({"heavy": heavy, "same": first == started.process.pid, "taken": head_start.take() is None,
-                  "ids": sorted(c.id for c in catalogue), "folder_left": os.path.exists(started.folder)}))
-"""
+from tests.helpers import REPO, harness, record_processes, recorded_workers
+
+SEED_RUN_ARGS = ["--mode=all", "--cases=seeds.*"]  # what the seed_run fixture runs, reports aside
 
 
-@pytest.mark.slow  # a worker of its own imports TensorFlow
-def test_the_pool_takes_over_the_worker_started_ahead_and_sends_it_the_origins():
-    done = subprocess.run([sys.executable, "-c", _TAKEN_OVER], capture_output=True, text=True, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=REPO), timeout=300)
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.splitlines()[-1])
-    assert seen["heavy"] == []  # starting it imports none of what the command line's reading imports
-    assert seen["same"] and seen["taken"]
-    assert "seeds.custom_square" in seen["ids"]  # it loaded what the pool sent, after it started
-    assert not seen["folder_left"]
+def test_the_seed_run_had_one_worker_the_one_started_ahead(seed_run):
+    # The command line starts a worker ahead (head_start.wanted), and six cases need only one
+    # worker; had the pool not taken it over, there would be two, the first ended at exit.
+    proc, json_path, _ = seed_run
+    assert proc.returncode == 0, proc.stderr
+    assert head_start.wanted(SEED_RUN_ARGS)
+    assert len(recorded_workers(json_path.parent / "processes.txt")) == 1
+    # It loaded the cases the pool sent: the seeds' 8 points (cases/seeds.py).
+    assert len(json.loads(json_path.read_text())["results"]) == 8
+    assert list((json_path.parent / "tmp").iterdir()) == []  # and its folder is gone
 
 
 # A case file that, as --inprocess imports it in the main process, writes down whether the
@@ -64,23 +50,16 @@ CASES = [Case(id="t.square", fn=lambda x: x * x, points=[{"x": np.float32(3.0)}]
               description="x**2")]
 """
 
-_RECORDER = ("import os\n"
-             "with open(os.environ['HARNESS_TEST_PROCESSES'], 'a') as f:\n"
-             "    f.write(f\"{os.getpid()} {open('/proc/self/cmdline').read().replace(chr(0), ' ')}\\n\")\n")
-
-
 @pytest.mark.slow  # a command-line run that loads cases
 def test_a_flagfile_that_says_inprocess_ends_the_worker_started_ahead_before_the_cases_load(tmp_path):
-    (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "sitecustomize.py").write_text(_RECORDER)
     (tmp_path / "looks.py").write_text(_LOOKS)
     flagfile = tmp_path / "flags.txt"
     flagfile.write_text(f"--inprocess\n--case_file={tmp_path / 'looks.py'}\n--mode=eager\n")
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     seen = tmp_path / "seen.txt"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(tmp_path / "site")]), TMPDIR=str(temporary),
-               HARNESS_TEST_PROCESSES=str(tmp_path / "processes.txt"), HARNESS_TEST_SEEN=str(seen))
+    env = dict(os.environ, PYTHONPATH=REPO, TMPDIR=str(temporary), HARNESS_TEST_SEEN=str(seen))
+    record_processes(env, tmp_path)
     proc = harness(f"--flagfile={flagfile}", f"--json_out={tmp_path / 'r.json'}", cwd=str(tmp_path), env=env)
     assert proc.returncode == 0, proc.stderr
     assert [r["verdict"] for r in json.loads((tmp_path / "r.json").read_text())["results"]] == ["pass"]

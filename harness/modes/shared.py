@@ -170,7 +170,6 @@ def _nest(subject: "Subject", xs: Sequence, order: int, options: RunOptions, pro
           tables, autograph: bool = False) -> list[list]:
     """One chain on nested tapes: plain (`tables` None) or weighted."""
     sources = subject.sources(xs)
-    call = _converted if autograph else _as_is
 
     def upto(k: int) -> list[list]:
         if k == 0:
@@ -185,12 +184,11 @@ def _nest(subject: "Subject", xs: Sequence, order: int, options: RunOptions, pro
         targets = [t for t in orders[-1] if is_target(t)]
         if not targets:
             grads = [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
-        elif tables is None:
-            grads = call(_gradient, tape, targets, sources, {"unconnected_gradients": unconnected(options)})
         else:
-            weights = [upstream_weights(tables, k, i, t) for i, t in enumerate(targets)]
-            grads = call(_gradient, tape, targets, sources,
-                         {"output_gradients": weights, "unconnected_gradients": unconnected(options)})
+            keywords = {"unconnected_gradients": unconnected(options)}
+            if tables is not None:
+                keywords["output_gradients"] = [upstream_weights(tables, k, i, t) for i, t in enumerate(targets)]
+            grads = _tape_gradient(tape, targets, sources, keywords, autograph)
         orders.append([dense(g) for g in grads])
         progress.done.append(orders[-1])
         return orders
@@ -225,16 +223,21 @@ def forward(fn: Callable, xs: Sequence, autograph: bool = False):
     return _converted(_call, fn, xs) if autograph else fn(*xs)
 
 
+def _tape_gradient(tape, targets, sources, keywords: dict, autograph: bool):
+    """`tape.gradient(targets, sources, **keywords)`, which calls the case's grad_fn; with
+    `autograph`, as a function tf.function converted would call it."""
+    if autograph:
+        return _converted(_gradient, tape, targets, sources, keywords)
+    return _gradient(tape, targets, sources, keywords)
+
+
+# The one-line callers AutoGraph converts, as it converts a user's function around the case.
 def _call(fn, xs):
     return fn(*xs)
 
 
 def _gradient(tape, targets, sources, keywords):
     return tape.gradient(targets, sources, **keywords)
-
-
-def _as_is(helper: Callable, *args):
-    return helper(*args)
 
 
 def _converted(helper: Callable, *args):

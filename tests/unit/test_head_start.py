@@ -7,17 +7,15 @@ No TensorFlow here: a stand-in `tensorflow` either fails at once, as on a machin
 TensorFlow, or takes a minute to import, so the worker is still importing when the command ends.
 """
 
-import os
-from pathlib import Path
+import json
+import subprocess
+import sys
 
 import pytest
 
 from harness import head_start
-from tests.helpers import assert_usage_error, harness, no_tensorflow_env
-
-_RECORDER = ("import os\n"
-             "with open(os.environ['HARNESS_TEST_PROCESSES'], 'a') as f:\n"
-             "    f.write(f\"{os.getpid()} {open('/proc/self/cmdline').read().replace(chr(0), ' ')}\\n\")\n")
+from tests.helpers import (REPO, assert_usage_error, harness, no_tensorflow_env, record_processes, recorded_processes,
+                           recorded_workers)
 
 
 @pytest.mark.parametrize("args, wanted", [
@@ -45,23 +43,12 @@ def test_a_worker_is_started_ahead_unless_help_merge_or_inprocess(args, wanted):
 def recorded(tmp_path):
     """(an environment whose Python processes are recorded, the record, its own temporary folder).
     Its `import tensorflow` takes a minute."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(_RECORDER)
     env = no_tensorflow_env(tmp_path / "guard")
     (tmp_path / "guard" / "tensorflow" / "__init__.py").write_text("import time\ntime.sleep(60)\n")
     temporary = tmp_path / "tmp"
     temporary.mkdir()
-    record = tmp_path / "processes.txt"
-    env.update(PYTHONPATH=os.pathsep.join([env["PYTHONPATH"], str(site)]), HARNESS_TEST_PROCESSES=str(record),
-               TMPDIR=str(temporary))
-    return env, record, temporary
-
-
-def _processes(record: Path) -> list[tuple[int, str]]:
-    if not record.exists():
-        return []
-    return [(int(pid), command) for pid, command in (line.split(" ", 1) for line in record.read_text().splitlines())]
+    env["TMPDIR"] = str(temporary)
+    return env, record_processes(env, tmp_path), temporary
 
 
 def _alive(pid: int) -> bool:
@@ -78,9 +65,8 @@ def test_a_usage_error_ends_the_worker_started_ahead_and_removes_its_folder(reco
     env, record, temporary = recorded
     proc = harness("--mode", "bogus", env=env, cwd=str(tmp_path))
     assert_usage_error(proc, "unknown mode 'bogus'")
-    processes = _processes(record)
-    workers = [pid for pid, command in processes if "spawn_main" in command]
-    assert len(workers) == 1, processes  # it was started ahead
+    workers = recorded_workers(record)
+    assert len(workers) == 1, recorded_processes(record)  # it was started ahead
     assert not _alive(workers[0])
     assert list(temporary.iterdir()) == []
 
@@ -90,8 +76,27 @@ def test_help_and_merge_start_no_worker(recorded, tmp_path, args):
     env, record, temporary = recorded
     proc = harness(*args, env=env, cwd=str(tmp_path))
     assert proc.returncode in (0, 2), proc.stderr
-    assert [command for _, command in _processes(record) if "spawn_main" in command] == []
+    assert recorded_workers(record) == []
     assert list(temporary.iterdir()) == []
+
+
+# As harness/__main__ does it: start ahead first, then see what that imported here.
+_STARTS = """
+import json, sys
+from harness import head_start
+head_start.start(["--cases", "seeds.*"])
+print(json.dumps({"started": head_start._started is not None,
+                  "heavy": sorted(m for m in ("numpy", "absl", "tensorflow") if m in sys.modules)}))
+"""
+
+
+def test_starting_ahead_imports_none_of_numpy_absl_or_tensorflow(recorded, tmp_path):
+    env, record, temporary = recorded
+    done = subprocess.run([sys.executable, "-c", _STARTS], capture_output=True, text=True, cwd=REPO, env=env,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"started": True, "heavy": []}
+    assert list(temporary.iterdir()) == []  # ended at exit, its folder with it
 
 
 def test_a_supervisor_killed_before_its_worker_starts_serving_leaves_no_worker_or_folder(recorded, tmp_path):
@@ -100,25 +105,22 @@ def test_a_supervisor_killed_before_its_worker_starts_serving_leaves_no_worker_o
     # its parent is gone (it is told the parent's id, not left to find it), remove the folder
     # and exit, instead of importing "TensorFlow" for a minute and leaving the folder behind.
     import signal
-    import subprocess
-    import sys
     import time
 
     env, record, temporary = recorded
-    env["HARNESS_TEST_HOLD_WORKER"] = "1"
-    (tmp_path / "site" / "sitecustomize.py").write_text(
-        _RECORDER + "import sys, time\n"
-        "if os.environ.get('HARNESS_TEST_HOLD_WORKER') and 'spawn_main' in open('/proc/self/cmdline').read():\n"
-        "    time.sleep(1.5)\n")
+    record_processes(env, tmp_path, extra=(
+        "import time\n"
+        "if 'spawn_main' in open('/proc/self/cmdline').read():\n"
+        "    time.sleep(1.5)\n"))
     command = subprocess.Popen([sys.executable, "-m", "harness", "--cases", "seeds.*"], env=env, cwd=str(tmp_path),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
-    while not [c for _, c in _processes(record) if "spawn_main" in c and "resource_tracker" not in c]:
+    while not recorded_workers(record):
         assert time.monotonic() < deadline, "no worker was started"
         time.sleep(0.05)
     command.send_signal(signal.SIGKILL)
     command.wait()
-    [worker] = [pid for pid, c in _processes(record) if "spawn_main" in c and "resource_tracker" not in c]
+    [worker] = recorded_workers(record)
     while (_alive(worker) or list(temporary.iterdir())) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(worker)
