@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from harness import upstream
+from harness import differences, upstream
 from harness.case import Case, Point
 from harness.compare import compare_outcomes, compare_outputs, where
 from harness.modes import eager
@@ -184,6 +184,9 @@ def _reference(case: Case, point: Point, agreed: ModeOutcome, options: RunOption
 # name the worst element; a point with more says which direction failed instead.
 RECHECK_LIMIT = 64
 
+# The rounding a gradient carries in its own dtype, in ulps of the terms it sums.
+_GRADIENT_ULPS = 16.0
+
 
 class _NotWide(Exception):
     """The function computed in another dtype than float64: its differences would be noise."""
@@ -218,12 +221,19 @@ class _Evaluator:
         self.bases = [np.array(values[i]) for i in case.wrt_indices] + [v.numpy() for v in self.subject.variables]
         self.tables = None if self.seed is None else tf.constant(upstream.flat_tables(self.seed, case.order))
         self.weighted_error = ""  # what the weighted chain raised here, if it did
+        self.bases_found: dict[int, tuple[float, Optional[float]]] = {}
 
     def dtype(self) -> str:
         if self.wide:
             return "float64"
         # The coarsest dtype among the sources sets the step.
         return max((b.dtype.name for b in self.bases), key=lambda n: NUMERIC_STEPS.get(n, 0.0))
+
+    def base(self, order: int) -> tuple[float, Optional[float]]:
+        """`total` at the unshifted point, computed once per order."""
+        if order not in self.bases_found:
+            self.bases_found[order] = self.total(order, [np.zeros(b.shape) for b in self.bases])
+        return self.bases_found[order]
 
     def total(self, order: int, shifts: Sequence[np.ndarray]) -> tuple[float, Optional[float]]:
         """(sum of the order `order` outputs, sum of the weighted chain's order `order`
@@ -331,16 +341,6 @@ def _fmt(value: Optional[float]) -> str:
     return "None (unconnected)" if value is None else f"{value:.8g}"
 
 
-def _close(analytic: float, numeric: float, tol) -> tuple[float, str]:
-    """How far `analytic` is beyond `tol` from `numeric` (<= 0 when close), and the error in words."""
-    if not np.isfinite(analytic):
-        return float("inf"), f"the gradient is {analytic:g} where the numeric derivative is finite"
-    err = abs(analytic - numeric)
-    words = f"abs err {err:.3g}"
-    words += f" rel err {err / abs(numeric):.3g}" if numeric else " (the numeric derivative is 0)"
-    return err - (tol.atol + tol.rtol * abs(numeric)), f"{words} (rtol {tol.rtol:g}, atol {tol.atol:g})"
-
-
 @dataclasses.dataclass
 class _Check:
     """One chain's result at one order: its worst difference and the counts."""
@@ -351,22 +351,40 @@ class _Check:
     skipped: int = 0
     total: int = 0
     kind: str = "directions"
-    failed: list = dataclasses.field(default_factory=list)  # (direction, analytic, numeric, plus, minus)
+    failed: list = dataclasses.field(default_factory=list)  # (direction, analytic, differences.Judged)
+    failed_here: list = dataclasses.field(default_factory=list)  # those of the worst element's source
     extra: str = ""  # a sentence saying what the failures mean, when the pattern says it
     worst_slot: Optional[int] = None  # the source of the worst element, when checked by element
     count: int = 0  # the directions (or elements) tried, of every source
     compared: int = 0  # of those, the ones whose difference quotient was finite and compared
-    seen: list = dataclasses.field(default_factory=list)  # (direction, plus, minus) of every one compared
+    seen: list = dataclasses.field(default_factory=list)  # (direction, differences.Judged) of every one compared
+    reasons: dict = dataclasses.field(default_factory=dict)  # why one was not checked -> how many
+    kinks: list = dataclasses.field(default_factory=list)  # the matches at a kink (differences.Judged)
+
+    def kinked(self, order: int) -> str:
+        """A sentence when some matches were at a kink, or ""."""
+        if not self.kinks:
+            return ""
+        what = "the function" if order == 1 else f"the order {order - 1} gradient"
+        first = self.kinks[0]
+        return (f"order {order}: {what} has a kink at the point along {len(self.kinks)} of {self.count} "
+                f"{self.kind.split()[0]} (one-sided derivatives {first.left:.8g} and {first.right:.8g} along the "
+                "first), where the gradient lies between them: judged against each side, not their average")
 
     def unchecked(self) -> str:
-        """How many could not be checked, in words, or ""."""
-        # Of every source, whatever source `kind` was narrowed to for the worst failure.
-        return f"{self.skipped} of {self.count} {self.kind.split()[0]}" if self.skipped else ""
+        """How many could not be checked and why, in words, or ""."""
+        return "; ".join(f"{n} of {self.count} {self.kind.split()[0]} not checked: {why}"
+                         for why, n in self.reasons.items())
 
     def line(self) -> str:
         if not self.worst:
             return ""
-        return f"{self.worst} ({self.failures} of {self.total} {self.kind}){self.extra}"
+        failed = self.failed_here or self.failed
+        nonfinite = sum(1 for _, analytic, _ in failed if analytic is not None and not np.isfinite(analytic))
+        counts = f"{len(failed)} of {self.total} {self.kind} differ"
+        if nonfinite:
+            counts += f", {nonfinite} of them with a NaN or infinite gradient"
+        return f"{self.worst} ({counts}){self.extra}"
 
 
 def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
@@ -390,7 +408,7 @@ def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     for wide in (True, False):
         try:
             candidate = _Evaluator(case, point, wide, with_upstream)
-            candidate.total(case.order - 1, [np.zeros(b.shape) for b in candidate.bases])
+            candidate.base(case.order - 1)
             evaluator = candidate
             break
         except _NotWide as e:
@@ -409,20 +427,23 @@ def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     plain_lines: list[tuple[int, str]] = []
     weighted_lines: list[tuple[int, str]] = []
     both_lines: list[tuple[int, str]] = []
+    untrue: set[int] = set()  # orders whose plain values differ by finite amounts
     unchecked, weighted_unchecked = [], []
     plain_compared = weighted_compared = 0
     stopped = ""
     for order in range(1, case.order + 1):
         try:
             plain, weighted = _check_order(case, agreed, evaluator, order, directions, symmetric)
-        except _CaseRaised as e:  # a shifted point may leave the function's domain
+        except _CaseRaised as e:  # the unshifted point, in the oracle's own evaluation
             # What the orders below found stands; this one and those above are not checked.
-            stopped = (f"; a point shifted for order {order} raises {e.info.type}: {e.info.first_line}, so orders "
-                       f"{order} to {case.order} are not checked")
+            stopped = (f"; the oracle's {evaluator.dtype()} evaluation of order {order - 1} at the point raises "
+                       f"{e.info.type}: {e.info.first_line}, so orders {order} to {case.order} are not checked")
             break
         plain_compared += plain.compared
         if plain.skipped:
             unchecked.append(f"order {order}: {plain.unchecked()}")
+        if plain.kinks:
+            unchecked.append(plain.kinked(order))
         if plain.worst:
             plain_lines.append((order, plain.line()))
         if weighted is None:
@@ -432,51 +453,65 @@ def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
             weighted_unchecked.append(f"order {order}: {weighted.unchecked()}")
         if weighted.worst and plain.worst:
             both_lines.append((order, f"with upstream weights too: {weighted.line()}"))
+            if all(analytic is not None and np.isfinite(analytic) for _, analytic, _ in plain.failed):
+                untrue.add(order)
         elif weighted.worst:
             weighted_lines.append((order, _upstream_line(order, weighted, agreed, evaluator, plain)))
     numeric_note = note + stopped
     if unchecked:
-        numeric_note += "; not finite within a step of the point, so not checked: " + ", ".join(unchecked)
+        numeric_note += "; " + "; ".join(unchecked)
     numeric = _outcome("numeric", range(1, case.order + 1), plain_lines, numeric_note)
     if not plain_compared:  # nothing was checked at all
         numeric = OracleOutcome(name="numeric", status="skip", note=numeric_note)
     if not options.upstream:
         return numeric, None
     return numeric, _upstream_outcome(case, agreed, evaluator, note + stopped, weighted_lines, both_lines,
-                                      weighted_unchecked, not weighted_compared)
+                                      weighted_unchecked, not weighted_compared, untrue,
+                                      [u for u in unchecked if "has a kink" not in u])
 
 
 def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, note: str,
                       lines: list[tuple[int, str]], both_lines: list[tuple[int, str]], unchecked: list[str],
-                      nothing_checked: bool) -> OracleOutcome:
+                      nothing_checked: bool, untrue: set[int], numeric_unchecked: list[str]) -> OracleOutcome:
     if agreed.upstream_error is not None:
         return _upstream_failed(agreed, note)
     if not agreed.upstream:
         return OracleOutcome(name="upstream", status="skip", note="the weighted chain was not computed")
     note = f"upstream weights seeded by case and point (harness.upstream); {note}"
     if unchecked:
-        note += "; not finite within a step of the point, so not checked: " + ", ".join(unchecked)
+        note += "; " + "; ".join(unchecked)
     if evaluator.weighted_error:
         note += (f"; the weighted chain raises {evaluator.weighted_error} at some shifted points in the oracle's "
                  f"{evaluator.dtype()} evaluation, which are not checked")
     if nothing_checked:
+        if unchecked == numeric_unchecked:  # said once, by the numeric oracle
+            return OracleOutcome(name="upstream", status="skip",
+                                 note="not checked, for the reason the numeric oracle gives")
         return OracleOutcome(name="upstream", status="skip", note=note)
     if both_lines and not lines:
         # Every weighted difference sits at an order where the plain contraction differs too: the
         # numeric derivative cannot tell there whether grad_fn also mishandles its upstream gradient.
-        explained = ", ".join(str(order) for order, _ in both_lines)
-        return OracleOutcome(name="upstream", status="skip",
-                             details=tuple(line for _, line in both_lines),
-                             note=f"cannot tell whether grad_fn handles its upstream gradient at order {explained}: "
-                                  "the values with upstream weights differ from the numeric derivative there, but "
-                                  "so do the plain ones (a surrogate or deliberately untrue gradient); a reference "
-                                  "implementation with the same intended gradient (Case(reference=...)) checks both "
-                                  f"chains; {note}")
+        orders = [order for order, _ in both_lines]
+        at = f"order{'s' if len(orders) > 1 else ''} {', '.join(map(str, orders))}"
+        custom = agreed.usage is None or bool(agreed.usage.ran)
+        if custom and set(orders) <= untrue:
+            why = (f"cannot tell whether grad_fn handles its upstream gradient at {at}, where the plain values "
+                   "already differ from the numeric derivative (a surrogate or deliberately untrue gradient?); "
+                   "a reference implementation of the intended gradient (Case(reference=...)) checks both chains")
+        else:
+            why = f"not checked at {at}: the plain values already differ from the numeric derivative there"
+        return OracleOutcome(name="upstream", status="skip", note=why)
     outcome = _outcome("upstream", range(1, case.order + 1), lines, note)
     return dataclasses.replace(outcome, details=outcome.details + tuple(line for _, line in both_lines))
 
 
 def _upstream_line(order: int, check: _Check, agreed: ModeOutcome, evaluator: _Evaluator, plain: _Check) -> str:
+    surrogate = _surrogate(check, agreed) if order == 1 else ""
+    if surrogate:
+        # Where the function is flat its derivative is 0 whatever the upstream gradient: a nonzero
+        # gradient there is a surrogate's, however it treats dy.
+        return (f"the values with upstream weights differ from the numeric derivative at order 1: {check.line()}"
+                f"{surrogate}")
     below = agreed.orders[order - 1]
     parts = [upstream.weights(evaluator.seed, order, i, o.shape).ravel()
              for i, o in enumerate(x for x in below if x.value is not None and _floating(x.dtype))]
@@ -521,34 +556,34 @@ def _check_order(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: 
     weighted_grads = (_gradients(agreed.upstream[order - 1])
                       if order - 1 < len(agreed.upstream) and evaluator.tables is not None else None)
     plain, weighted = _along(case, agreed, evaluator, order, directions, plain_grads, weighted_grads)
-    if directions[0].element is None and (plain.failures or (weighted and weighted.failures)):
+
+    def again_wanted(check: Optional[_Check]) -> bool:
+        # A failure is named by its element; a direction that crossed a jump or left the domain
+        # leaves the elements it did not need to move unjudged.
+        return check is not None and bool(check.failures or check.skipped)
+
+    if directions[0].element is None and (again_wanted(plain) or again_wanted(weighted)):
         elements = _element_directions(evaluator.bases, symmetric)
         if len(elements) <= RECHECK_LIMIT:
-            try:
-                again = _along(case, agreed, evaluator, order, elements,
-                               plain_grads if plain.failures else None,
-                               weighted_grads if weighted and weighted.failures else None)
-            except _CaseRaised as e:  # the random directions' finding stands
-                why = f" (not checked element by element: a shifted point raises {e.info.type})"
-                plain.extra += why if plain.failures else ""
-                if weighted is not None and weighted.failures:
-                    weighted.extra += why
-            else:
-                if plain.failures and again[0].failures:
-                    plain = again[0]
-                if weighted and weighted.failures and again[1] and again[1].failures:
-                    weighted = again[1]
+            again = _along(case, agreed, evaluator, order, elements,
+                           plain_grads if again_wanted(plain) else None,
+                           weighted_grads if again_wanted(weighted) else None)
+            if again_wanted(plain) and (again[0].failures or not plain.failures):
+                plain = again[0]
+            if again_wanted(weighted) and again[1] is not None and (again[1].failures or not weighted.failures):
+                weighted = again[1]
     if plain.failures and plain.worst_slot is not None:
         plain.extra = _triangle(plain, agreed, evaluator, symmetric)
     if plain.failures and order == 1:
-        plain.extra += _surrogate(evaluator, plain, agreed)
+        plain.extra += _surrogate(plain, agreed)
     return plain, weighted
 
 
 def _along(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: int, directions: Sequence[_Direction],
            plain_grads, weighted_grads) -> tuple[_Check, Optional[_Check]]:
     """Checks the chains whose gradients are given (None: not this time) along `directions`."""
-    step = NUMERIC_STEPS[evaluator.dtype()]
+    dtype = evaluator.dtype()
+    step, eps = NUMERIC_STEPS[dtype], differences.epsilon(dtype)
     names = [s.name for s in agreed.sources]
     # A random direction mixes every source: judge it with the loosest of their tolerances.
     loosest = max((s.dtype for s in agreed.sources),
@@ -557,50 +592,118 @@ def _along(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: int, d
     checks = [None if grads is None else _Check(kind="elements" if element else "directions", total=len(directions),
                                                 count=len(directions))
               for grads in (plain_grads, weighted_grads)]
+    base = evaluator.base(order - 1)  # the unshifted point: what the agreed mode computed, so it must run
     for direction in directions:
         if element:
             slot, flat = direction.element
             h = step * max(1.0, abs(float(evaluator.bases[slot].flat[flat])))
-            tol = numeric_tolerance_for(agreed.sources[slot].dtype, case.oracle_tolerance)
+            tol_dtype = agreed.sources[slot].dtype
+            tol = numeric_tolerance_for(tol_dtype, case.oracle_tolerance)
             at = where(order, slot, names) + _element_label(evaluator.bases[slot].shape, flat, direction.mirror)
         else:
             h = step * max([1.0] + [float(np.max(np.abs(b))) for b in evaluator.bases if b.size])
+            tol_dtype = loosest
             tol = numeric_tolerance_for(loosest, case.oracle_tolerance)
             at = f"order {order} along {direction.label}"
-        plus = evaluator.total(order - 1, [h * u for u in direction.unit])
-        minus = evaluator.total(order - 1, [-h * u for u in direction.unit])
+        along = _Along(evaluator, order - 1, direction, base)
         for chain, (check, grads) in enumerate(zip(checks, (plain_grads, weighted_grads))):
             if check is None:
                 continue
-            if plus[chain] is None or minus[chain] is None:
-                check.skipped += 1  # the weighted chain raised there (evaluator.weighted_error says what)
-                continue
-            numeric = (plus[chain] - minus[chain]) / (2 * h)
-            if not np.isfinite(numeric):
-                check.skipped += 1  # the function overflows or leaves its domain within a step
+            analytic, unconnected = _directional(grads, direction)
+            # The gradient's own rounding in its dtype: relative to the size of the terms it sums, which
+            # a gradient that cancels to about 0 (a Hessian times ones) does not show, but the weighted
+            # chain's gradient of the same order, computed with other upstream weights, does.
+            terms = max(_scale(g, direction) for g in (plain_grads, weighted_grads) if g is not None)
+            floor = _GRADIENT_ULPS * differences.epsilon(tol_dtype) * terms
+            judged = differences.assess(0.0 if analytic is None else analytic, lambda t: along(t)[chain], h,
+                                        eps=eps, rtol=tol.rtol, atol=tol.atol + floor,
+                                        scale=_scale(grads, direction))
+            if judged.outcome == "unresolved":
+                check.skipped += 1
+                why = _unresolved(judged, order, along.raised if chain == 0 else evaluator.weighted_error)
+                check.reasons[why] = check.reasons.get(why, 0) + 1
                 continue
             check.compared += 1
-            check.seen.append((direction, plus[chain], minus[chain]))
-            analytic, unconnected = _directional(grads, direction)
-            excess, error = _close(0.0 if analytic is None else analytic, numeric, tol)
-            if excess <= 0:
+            check.seen.append((direction, judged))
+            if judged.outcome == "match":
+                if judged.kind == differences.KINK:
+                    check.kinks.append(judged)
                 continue
             check.failures += 1
-            check.failed.append((direction, analytic, numeric, plus[chain], minus[chain]))
-            if not check.worst or excess > check.worst_excess:
-                check.worst_excess = excess
+            check.failed.append((direction, analytic, judged))
+            if not check.worst or judged.excess > check.worst_excess:
+                check.worst_excess = judged.excess
                 check.worst_slot = direction.element[0] if element else None
                 counted = (f" (the None gradient of {', '.join(names[i] for i in unconnected)} counted as 0)"
                            if unconnected and analytic is not None else "")
-                check.worst = f"{at}: {agreed.mode}={_fmt(analytic)} numeric={numeric:.8g} {error}{counted}"
+                check.worst = (f"{at}: {agreed.mode}={_fmt(analytic)} numeric={judged.numeric:.8g} "
+                               f"{_error_words(0.0 if analytic is None else analytic, judged, tol)}{counted}")
     for check in checks:
         if check is not None and element and check.failed:
             # The counts refer to the source the worst element belongs to.
             slot = check.worst_slot
             check.total = sum(1 for d in directions if d.element[0] == slot)
-            check.failures = sum(1 for d, *_ in check.failed if d.element[0] == slot)
+            check.failed_here = [f for f in check.failed if f[0].element[0] == slot]
             check.kind = f"elements of {names[slot]}"
     return checks[0], checks[1]
+
+
+class _Along:
+    """The evaluator's (plain, weighted) sums along one direction, at shift t, memoised: both
+    chains and every step the differences ask for share the evaluations."""
+
+    def __init__(self, evaluator: _Evaluator, order: int, direction: _Direction, base):
+        self.evaluator, self.order, self.direction = evaluator, order, direction
+        self.found = {0.0: base}
+        self.raised = ""  # what a shifted point raised, if one did
+
+    def __call__(self, t: float) -> tuple[Optional[float], Optional[float]]:
+        if t not in self.found:
+            try:
+                self.found[t] = self.evaluator.total(self.order, [t * u for u in self.direction.unit])
+            except _CaseRaised as e:  # outside the function's domain, say: a shorter step is tried
+                self.raised = self.raised or f"{e.info.type}: {e.info.first_line}"
+                self.found[t] = (None, None)
+        return self.found[t]
+
+
+def _scale(grads: Sequence[Optional[np.ndarray]], direction: _Direction) -> float:
+    """The size the directional derivative's rounding is relative to: the sum of |g_i u_i|."""
+    return float(sum(np.sum(np.abs(g * u)) for g, u in zip(grads, direction.unit)
+                     if g is not None and np.all(np.isfinite(g))))
+
+
+def _error_words(analytic: float, judged: differences.Judged, tol) -> str:
+    """The difference in words, with what was allowed and, at a kink, both sides."""
+    if not np.isfinite(analytic):
+        words = f"the gradient is {analytic:g} where the numeric derivative is finite"
+    else:
+        err = abs(analytic - judged.numeric)
+        words = f"abs err {err:.3g}"
+        words += f" rel err {err / abs(judged.numeric):.3g}" if judged.numeric else " (the numeric derivative is 0)"
+        words += (f" (allowed {judged.allowed:.3g}: rtol {tol.rtol:g}" + (f", atol {tol.atol:g}" if tol.atol else "")
+                  + f" and rounding, at step {judged.step:.3g})")
+    if judged.kind == differences.KINK:
+        words += (f"; the function has a kink here: its one-sided derivatives are {judged.left:.8g} from the left "
+                  f"and {judged.right:.8g} from the right, and the gradient lies outside them")
+    return words
+
+
+def _unresolved(judged: differences.Judged, order: int, raised: str) -> str:
+    """Why a direction could not be judged, in words (the same words count them together)."""
+    what = "the function's value" if order == 1 else f"the order {order - 1} gradient"
+    if judged.kind == differences.JUMP:
+        if order == 1:
+            return ("the function's value jumps within a step of the point (a discontinuous forward, or one "
+                    "computed only to a tolerance), so its numeric derivative is no evidence")
+        return (f"the order {order - 1} gradient jumps within a step of the point, so a numeric order {order} "
+                "taken across it is no evidence")
+    if judged.kind == differences.NOISY:
+        return (f"{what} is too noisy at this step: central differences at two steps disagree by more than the "
+                "gradient differs from them")
+    if judged.kind == differences.COARSE:
+        return f"the rounding of {what} at this step could hide a wrong sign of a derivative this small"
+    return "not finite within a step of the point" + (f" (a shifted point raises {raised})" if raised else "")
 
 
 def _directional(grads: Sequence[Optional[np.ndarray]], direction: _Direction) -> tuple[Optional[float], list[int]]:
@@ -644,29 +747,39 @@ def _triangle(check: _Check, agreed: ModeOutcome, evaluator: _Evaluator, symmetr
     return ""
 
 
-def _surrogate(evaluator: _Evaluator, check: _Check, agreed: ModeOutcome) -> str:
+def _flat(judged: differences.Judged) -> bool:
+    """The same value at -h, 0 and +h: the function does not change along the direction."""
+    return judged.base is not None and judged.plus == judged.base == judged.minus
+
+
+def _surrogate(check: _Check, agreed: ModeOutcome) -> str:
     """At order 1, a sentence when the function does not change at all within a step along every
-    direction that moves the failing sources, so its derivative there is 0 and a nonzero
-    custom gradient is a surrogate (a straight-through estimator's, a quantizer's)."""
-    if not check.failed or any(numeric != 0.0 or analytic in (None, 0.0) for _, analytic, numeric, _, _ in check.failed):
+    failing direction, so its derivative there is 0 and a nonzero custom gradient is a surrogate
+    (a straight-through estimator's, a quantizer's, a bound's that passes the gradient one way)."""
+    failed = check.failed
+    if not failed or any(j.numeric != 0.0 or analytic in (None, 0.0) or not _flat(j) for _, analytic, j in failed):
         return ""
-    base = evaluator.total(0, [np.zeros(b.shape) for b in evaluator.bases])[0]
-
-    def flat(plus, minus):
-        return plus == base and minus == base
-
     names = [s.name for s in agreed.sources]
-    if check.failed[0][0].element is None:
+    if failed[0][0].element is None:
         # Random directions move every source: the function must be flat along each of them.
-        if not all(flat(plus, minus) for _, plus, minus in check.seen):
+        if not all(_flat(j) for _, j in check.seen):
             return ""
         where_flat = "the function is locally constant here"
     else:
-        failing = sorted({d.element[0] for d, *_ in check.failed})
-        if not all(flat(plus, minus) for d, plus, minus in check.seen if d.element[0] in failing):
-            return ""
-        where_flat = (f"the function is locally constant in {', '.join(names[i] for i in failing)} here"
-                      if len(names) > 1 else "the function is locally constant here")
+        parts = []
+        for slot in sorted({d.element[0] for d, *_ in failed}):
+            seen = [d for d, j in check.seen if d.element[0] == slot]
+            flat = [d for d, j in check.seen if d.element[0] == slot and _flat(j)]
+            shape = agreed.sources[slot].shape
+            if len(flat) == len(seen) or not shape:
+                parts.append(names[slot])
+            else:  # only some elements: name the failing ones
+                failing = [d for d, *_ in failed if d.element[0] == slot]
+                shown = ", ".join(names[slot] + _element_label(tuple(shape), d.element[1], d.mirror)
+                                  for d in failing[:4]) + (", ..." if len(failing) > 4 else "")
+                parts.append(shown)
+        where_flat = ("the function is locally constant here" if parts == names and len(names) == 1
+                      else f"the function is locally constant in {', '.join(parts)} here")
     return (f"; {where_flat} (the same value at every shift of up to ±h checked), so its true derivative is 0 "
             f"and the custom gradient ({agreed.mode}'s) is a surrogate, not a derivative (a straight-through "
             "estimator's or a quantizer's). If that is intended, declare it: Expectation(modes=('numeric',), "

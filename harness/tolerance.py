@@ -43,18 +43,22 @@ DEFAULT_TOLERANCES: Mapping[str, Tol] = {
 # Integers, booleans and anything not in the table must match exactly.
 _EXACT = Tol(rtol=0.0, atol=0.0)
 
-# Central differences against analytic derivatives: the error is O(h^2) from
-# truncation plus O(eps/h) from rounding, so these are far looser than above.
-# The values are the harness issue's starting point, as in JAX's check_grads
-# (which uses 1e-2 in float32 for its directional checks).
+# Central differences against analytic derivatives: the relative part only. The absolute part
+# is not a constant, which would hide every gradient smaller than it (a wrong sign on a gradient
+# of 6e-4 passed a fixed float32 atol of 2e-3): harness.differences derives it from the
+# differences' own rounding at the step used, and calls a direction whose steps disagree (a noisy
+# forward, a kink, a jump) by its name instead of judging the gradient by it. The relative parts
+# are the harness issue's starting point, as in JAX's check_grads (1e-2 in float32 for its
+# directional checks). A case's oracle_tolerance may set an atol of its own.
 NUMERIC_TOLERANCES: Mapping[str, Tol] = {
-    "float16": Tol(rtol=1e-2, atol=1e-2),
-    "bfloat16": Tol(rtol=1e-1, atol=1e-1),
-    "float32": Tol(rtol=2e-3, atol=2e-3),
-    "float64": Tol(rtol=1e-5, atol=1e-5),
+    "float16": Tol(rtol=1e-2, atol=0.0),
+    "bfloat16": Tol(rtol=1e-1, atol=0.0),
+    "float32": Tol(rtol=2e-3, atol=0.0),
+    "float64": Tol(rtol=1e-5, atol=0.0),
 }
-# The finite-difference step, relative to max(1, |x|), for the dtype the
-# differences are computed in: about eps ** (1/3), which balances the two errors.
+# The starting finite-difference step, relative to max(1, |x|), for the dtype the differences
+# are computed in: about eps ** (1/3), which balances the two errors; harness.differences
+# shrinks it where the function is not smooth within it (a domain edge, a singularity).
 NUMERIC_STEPS: Mapping[str, float] = {
     "float16": 2.0 ** -4,
     "bfloat16": 2.0 ** -3,

@@ -157,7 +157,10 @@ def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOption
         return orders, []
     chain = Steps()
     try:
-        weighted = _nest(subject, xs, order, options, chain, tables, autograph)
+        # Tensors of its own: a function that caches its result by input tensor (a bijector's cache)
+        # would hand this chain the plain chain's output, recorded on the plain chain's tapes.
+        own = [tf.identity(x) if isinstance(x, tf.Tensor) else x for x in xs]
+        weighted = _nest(subject, own, order, options, chain, tables, autograph)
     except Exception as e:  # noqa: BLE001 - the case's code given a non-unit upstream gradient
         progress.upstream = chain.done[1:]
         progress.upstream_error = (e, f"{chain.stage} with upstream weights")

@@ -1,0 +1,250 @@
+"""Central differences that carry their own error estimate. Pure NumPy, no TensorFlow.
+
+The numeric oracle asks one question per direction u at a point x: is the custom gradient's
+directional derivative g (the gradient dotted with u) the derivative of phi(t) = f(x + t u) at
+t = 0? A central difference (phi(h) - phi(-h)) / 2h answers it only where phi is smooth on
+[-h, h], and only to within its own error: truncation (h^2 phi''' / 6), rounding (about
+eps |phi| / h) and whatever noise the forward itself has (a root search or an iterative solver
+computed to a tolerance). So the answer here is never one quotient against a fixed tolerance:
+
+1. A screen at the starting step h: the quotient at +-h. A gradient within the relative tolerance
+   plus the rounding bound of that step, and large enough that the bound could not hide a wrong
+   sign or a factor of two, matches. Nothing is ever called wrong from the screen alone.
+2. Otherwise the step shrinks by 4 at a time (LEVELS of them at most), which follows the point
+   and the domain: a step that leaves the domain, or crosses a singularity, gives no finite
+   value, and a shorter one is tried. Two consecutive steps give a Richardson estimate of the
+   derivative and its error (their difference); the pair with the smallest error is used, and
+   shrinking stops once the steps agree far within the tolerance.
+3. The one-sided differences of that pair say what the function is doing: where they agree it is
+   smooth; where each side is consistent but they differ it has a kink (the gradient is judged
+   against the interval between the two one-sided derivatives, which holds each side and every
+   subgradient, not against their average); where a side's change does not shrink with the
+   step, the value jumps (a discontinuous forward, or at order k a discontinuous order k - 1):
+   no evidence either way; where the steps disagree without such a pattern, the forward is too
+   noisy at this step.
+
+`assess` returns a `Judged`: "match", "differ", or one of the unresolved kinds, each with the
+numbers its message needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Optional
+
+__all__ = ["Judged", "assess", "epsilon", "LEVELS", "SMOOTH", "KINK", "JUMP", "NOISY", "NONFINITE", "COARSE"]
+
+# How many times the step may shrink (by 4 each) after the screen: 4 ** 6 = 4096, from the float64
+# step of 7.6e-6 down to 1.9e-9, within which a point 1e-5 from a domain edge is well inside.
+LEVELS = 6
+_SHRINK = 4.0
+# Rounding of a central difference: each of phi(+-h) carries a few ulps of |phi|; this many.
+_ULPS = 4.0
+# A side whose change keeps more than this share of its size when the step shrinks by 4 jumps
+# (smooth or kinked, a side's change shrinks to a quarter).
+_JUMP_SHARE = 0.75
+# The sides differ by a kink when each moves with the step by less than this share of their gap.
+_KINK_SHARE = 0.25
+
+# Machine epsilon by dtype name (NumPy's finfo knows no bfloat16); an unknown dtype counts as float64.
+EPSILON = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
+
+
+def epsilon(dtype: str) -> float:
+    return EPSILON.get(dtype, EPSILON["float64"])
+
+
+# What the differences found along a direction.
+SMOOTH = "smooth"
+KINK = "kink"
+JUMP = "jump"  # the value jumps within a step: no evidence
+NOISY = "noisy"  # the steps disagree: the forward is too noisy at this step
+NONFINITE = "nonfinite"  # no step gave finite values (or every shifted point raised)
+COARSE = "coarse"  # the dtype's rounding at this step could hide a wrong sign or factor of 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """One direction's verdict.
+
+    Attributes:
+      outcome: "match", "differ" or "unresolved".
+      kind: SMOOTH, KINK, JUMP, NOISY, NONFINITE or COARSE: what the differences showed.
+      numeric: the numeric derivative (the Richardson estimate; at a kink, the side nearer `g`).
+      left, right: the one-sided derivatives (equal to `numeric` where smooth).
+      error: the estimated error of `numeric` (the two steps' disagreement; 0 from the screen).
+      allowed: the difference a right gradient may have: rtol of the scale plus rounding.
+      excess: how far |g - numeric| is beyond what is allowed (ranks failures).
+      step: the step the estimate comes from.
+      plus, minus, base: phi(h), phi(-h) and phi(0) at the starting step (None: not finite).
+      jump: the size of the value's jump, for a JUMP.
+    """
+
+    outcome: str
+    kind: str
+    numeric: float = math.nan
+    left: float = math.nan
+    right: float = math.nan
+    error: float = 0.0
+    allowed: float = 0.0
+    excess: float = 0.0
+    step: float = 0.0
+    plus: Optional[float] = None
+    minus: Optional[float] = None
+    base: Optional[float] = None
+    jump: float = 0.0
+
+
+def _finite(v: Optional[float]) -> bool:
+    return v is not None and math.isfinite(v)
+
+
+def assess(g: float, phi: Callable[[float], Optional[float]], h: float, *, eps: float, rtol: float,
+           atol: float = 0.0, scale: float = 0.0) -> Judged:
+    """Judges the directional derivative `g` against differences of `phi`.
+
+    Args:
+      g: the gradient's derivative along the direction (may be NaN or infinite).
+      phi: the function along the direction, phi(t) = f(x + t u); None where it is not finite
+        or raised. Called at 0 and at +-h / 4**k; memoise it if it is expensive.
+      h: the starting step.
+      eps: the machine epsilon of the dtype phi is computed in (its rounding).
+      rtol: the relative tolerance of the gradient's dtype.
+      atol: an absolute tolerance the case asked for (none by default: the scale sets it).
+      scale: the size the gradient's rounding is relative to (for a random direction, the sum of
+        |gradient element x direction element|); |g| and |numeric| count too.
+    """
+    judge = _Judge(g, phi, eps, rtol, atol, scale)
+    base, plus, minus = (_clean(phi(t)) for t in (0.0, h, -h))
+    judge.samples = dict(plus=plus, minus=minus, base=base)
+    if base is None:
+        return judge.judged("unresolved", NONFINITE, step=h)
+    judge.base = base
+    if plus is not None and minus is not None and math.isfinite(g):
+        level = _Level(h, plus, minus)
+        numeric = level.central()
+        rounding = judge.rounding(level)
+        allowed = judge.allowed(numeric, rounding)
+        if abs(g - numeric) <= allowed and _resolved(g, numeric, rounding):
+            return judge.judged("match", SMOOTH, numeric=numeric, left=numeric, right=numeric, allowed=allowed,
+                                step=h)
+    return judge.refined(h)
+
+
+def _clean(v: Optional[float]) -> Optional[float]:
+    return v if v is not None and math.isfinite(v) else None
+
+
+def _resolved(g: float, numeric: float, rounding: float) -> bool:
+    """Whether a difference of `rounding` could not hide a wrong sign or a factor of 2."""
+    size = max(abs(g), abs(numeric))
+    return size == 0.0 or rounding < 0.25 * size
+
+
+@dataclasses.dataclass(frozen=True)
+class _Level:
+    """phi at +-h."""
+
+    h: float
+    plus: float
+    minus: float
+
+    def central(self) -> float:
+        return (self.plus - self.minus) / (2 * self.h)
+
+
+class _Judge:
+    """One direction's differences, from the screen on."""
+
+    def __init__(self, g, phi, eps, rtol, atol, scale):
+        self.g, self.phi, self.eps, self.rtol, self.atol, self.scale = g, phi, eps, rtol, atol, scale
+        self.samples: dict = {}
+        self.base = 0.0
+
+    def size(self, numeric: float) -> float:
+        return max(abs(self.g) if math.isfinite(self.g) else 0.0, abs(numeric), self.scale)
+
+    def rounding(self, level: _Level) -> float:
+        return _ULPS * self.eps * max(abs(level.plus), abs(level.minus), abs(self.base)) / level.h
+
+    def allowed(self, numeric: float, rounding: float) -> float:
+        return self.atol + self.rtol * self.size(numeric) + rounding
+
+    def judged(self, outcome: str, kind: str, **numbers) -> Judged:
+        return Judged(outcome, kind, **numbers, **self.samples)
+
+    def refined(self, h: float) -> Judged:
+        levels: list[_Level] = []
+        best: Optional[tuple[float, _Level, _Level]] = None  # (their disagreement, coarse, fine)
+        step = h
+        for _ in range(LEVELS + 1):
+            plus, minus = _clean(self.phi(step)), _clean(self.phi(-step))
+            if plus is None or minus is None:
+                if levels:  # finite at a longer step, not at this shorter one: nothing better below
+                    break
+            else:
+                levels.append(_Level(step, plus, minus))
+                if len(levels) >= 2:
+                    coarse, fine = levels[-2], levels[-1]
+                    error = abs(coarse.central() - fine.central())
+                    if best is None or error < best[0]:
+                        best = (error, coarse, fine)
+                    if error <= 0.01 * self.rtol * self.size(fine.central()):
+                        break  # the steps agree far within the tolerance
+                    if self.rounding(_Level(step / _SHRINK, plus, minus)) > best[0]:
+                        break  # a shorter step would only add rounding
+            step /= _SHRINK
+        if best is None:
+            if not levels:
+                return self.judged("unresolved", NONFINITE, step=h)
+            only = levels[0]  # one usable step only: judged alone, with no estimate of its error
+            rounding = self.rounding(only)
+            return self.verdict(only.central(), only.central(), only.central(), 0.0, rounding, only.h, SMOOTH)
+        error, coarse, fine = best
+        numeric = (_SHRINK ** 2 * fine.central() - coarse.central()) / (_SHRINK ** 2 - 1)
+        rounding = self.rounding(fine)
+        # One-sided differences at both steps, extrapolated (their error is O(h), so by 4 / 3).
+        base = self.base
+        right_c, right_f = (coarse.plus - base) / coarse.h, (fine.plus - base) / fine.h
+        left_c, left_f = (base - coarse.minus) / coarse.h, (base - fine.minus) / fine.h
+        right = (_SHRINK * right_f - right_c) / (_SHRINK - 1)
+        left = (_SHRINK * left_f - left_c) / (_SHRINK - 1)
+        side_error = abs(right_c - right_f) + abs(left_c - left_f)
+        jump = _jump(coarse, fine, base, rounding * fine.h)
+        if jump:
+            return self.judged("unresolved", JUMP, numeric=numeric, left=left, right=right, error=error,
+                               allowed=self.allowed(numeric, rounding), step=fine.h, jump=jump)
+        if abs(right - left) > self.allowed(numeric, 2 * rounding) + side_error:
+            if side_error < _KINK_SHARE * abs(right - left):  # each side consistent, the two apart
+                return self.verdict(numeric, left, right, side_error, 2 * rounding, fine.h, KINK)
+            error = max(error, side_error)  # sides that move with the step: noise, judged as such
+        return self.verdict(numeric, numeric, numeric, error, rounding, fine.h, SMOOTH)
+
+    def verdict(self, numeric: float, left: float, right: float, error: float, rounding: float, step: float,
+                kind: str) -> Judged:
+        g = self.g
+        allowed = self.allowed(numeric, rounding)
+        numbers = dict(left=left, right=right, error=error, allowed=allowed, step=step)
+        if not math.isfinite(g):
+            return self.judged("differ", kind, numeric=numeric, excess=math.inf, **numbers)
+        nearest = min(max(g, min(left, right)), max(left, right))  # g itself when it lies between the sides
+        if kind == KINK:
+            numeric = nearest
+        miss = abs(g - nearest)
+        if miss <= allowed and _resolved(g, nearest, rounding):
+            return self.judged("match", kind, numeric=numeric, **numbers)
+        if miss <= allowed + 3 * error:
+            # Within what the steps' disagreement or the rounding could explain: no evidence either way.
+            return self.judged("unresolved", NOISY if error > rounding else COARSE, numeric=numeric, **numbers)
+        return self.judged("differ", kind, numeric=numeric, excess=miss - allowed - 3 * error, **numbers)
+
+
+def _jump(coarse: _Level, fine: _Level, base: float, floor: float) -> float:
+    """The size of a jump of the value at the point, on either side, or 0.0 when there is none:
+    a side whose change keeps its sign and most of its size when the step shrinks by 4."""
+    found = 0.0
+    for c, f in ((coarse.plus - base, fine.plus - base), (base - coarse.minus, base - fine.minus)):
+        if abs(c) > floor and c * f > 0 and _JUMP_SHARE * abs(c) < abs(f) < abs(c) / _JUMP_SHARE:
+            found = max(found, abs(f))
+    return found
