@@ -493,8 +493,7 @@ def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, no
         # numeric derivative cannot tell there whether grad_fn also mishandles its upstream gradient.
         orders = [order for order, _ in both_lines]
         at = f"order{'s' if len(orders) > 1 else ''} {', '.join(map(str, orders))}"
-        custom = agreed.usage is None or bool(agreed.usage.ran)
-        if custom and set(orders) <= untrue:
+        if _has_custom_gradient(agreed) and set(orders) <= untrue:
             why = (f"cannot tell whether grad_fn handles its upstream gradient at {at}, where the plain values "
                    "already differ from the numeric derivative (a surrogate or deliberately untrue gradient?); "
                    "a reference implementation of the intended gradient (Case(reference=...)) checks both chains")
@@ -669,8 +668,8 @@ class _Along:
 
 def _scale(grads: Sequence[Optional[np.ndarray]], direction: _Direction) -> float:
     """The size the directional derivative's rounding is relative to: the sum of |g_i u_i|."""
-    return float(sum(np.sum(np.abs(g * u)) for g, u in zip(grads, direction.unit)
-                     if g is not None and np.all(np.isfinite(g))))
+    return float(sum(np.sum(np.abs(g[u != 0] * u[u != 0])) for g, u in zip(grads, direction.unit)
+                     if g is not None and np.all(np.isfinite(g[u != 0]))))
 
 
 def _error_words(analytic: float, judged: differences.Judged, tol) -> str:
@@ -713,7 +712,9 @@ def _directional(grads: Sequence[Optional[np.ndarray]], direction: _Direction) -
     unconnected = [i for i in moved if grads[i] is None]
     if len(unconnected) == len(moved):
         return None, unconnected
-    return float(sum(np.sum(g * u) for g, u in zip(grads, direction.unit) if g is not None)), unconnected
+    # Only the elements the direction moves: a NaN gradient elsewhere is not this direction's.
+    return float(sum(np.sum(g[u != 0] * u[u != 0]) for g, u in zip(grads, direction.unit) if g is not None)), \
+        unconnected
 
 
 def _element_label(shape: tuple, flat: int, mirror: Optional[int]) -> str:
@@ -747,6 +748,12 @@ def _triangle(check: _Check, agreed: ModeOutcome, evaluator: _Evaluator, symmetr
     return ""
 
 
+def _has_custom_gradient(agreed: ModeOutcome) -> bool:
+    """Whether the function under test ran a tf.custom_gradient (unknown counts as yes: the probe
+    sees only the functions decorated after it was installed, as in a worker)."""
+    return agreed.usage is None or bool(agreed.usage.ran)
+
+
 def _flat(judged: differences.Judged) -> bool:
     """The same value at -h, 0 and +h: the function does not change along the direction."""
     return judged.base is not None and judged.plus == judged.base == judged.minus
@@ -757,7 +764,9 @@ def _surrogate(check: _Check, agreed: ModeOutcome) -> str:
     failing direction, so its derivative there is 0 and a nonzero custom gradient is a surrogate
     (a straight-through estimator's, a quantizer's, a bound's that passes the gradient one way)."""
     failed = check.failed
-    if not failed or any(j.numeric != 0.0 or analytic in (None, 0.0) or not _flat(j) for _, analytic, j in failed):
+    if not _has_custom_gradient(agreed) or not failed or any(
+            j.numeric != 0.0 or analytic in (None, 0.0) or not np.isfinite(analytic) or not _flat(j)
+            for _, analytic, j in failed):
         return ""
     names = [s.name for s in agreed.sources]
     if failed[0][0].element is None:

@@ -1,0 +1,219 @@
+"""Issue 22 items 1, 3, 6 and 7: the numeric oracle's verdicts and the sentences that explain them,
+on cases whose truth is a closed form. Each judged in this process (tests.helpers.run)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from harness import probe
+from harness.records import Verdict
+from tests.helpers import make_case, run
+
+probe.install()  # as in a worker: the custom gradients below are then observed
+
+
+# -- item 1: the tolerance follows the values' scale ---------------------------------------------
+
+@tf.custom_gradient
+def small_wrong_sign(x):
+    return 1e-4 * x * x, lambda dy: -dy * 2e-4 * x  # the derivative is +2e-4 x
+
+
+@tf.custom_gradient
+def small_right(x):
+    return 1e-4 * x * x, lambda dy: dy * 2e-4 * x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_small_gradient_with_a_wrong_sign_fails_in_float32_and_float64(dtype):
+    [r] = run(make_case(small_wrong_sign, points=[{"x": dtype(3.0)}]))
+    assert r.verdict is Verdict.FAIL
+    assert "the agreed values differ from the numeric derivative at order 1" in r.reason
+    assert "numeric=0.0006 " in r.reason and "rel err 2 " in r.reason
+    [r] = run(make_case(small_right, points=[{"x": dtype(3.0)}]))
+    assert r.verdict is Verdict.PASS, r.reason
+
+
+def _scaled(magnitude, factor):
+    @tf.custom_gradient
+    def f(x):
+        return magnitude * x * x, lambda dy: dy * factor * 2.0 * magnitude * x
+
+    return f
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("magnitude", [1e-8, 1e-3, 1e3, 1e8])
+def test_right_gradients_pass_and_sign_and_factor_two_errors_fail_from_1e_8_to_1e8(magnitude, dtype):
+    point = [{"x": dtype(3.0)}]
+    assert run(make_case(_scaled(magnitude, 1.0), points=point))[0].verdict is Verdict.PASS
+    for factor in (-1.0, 2.0):
+        [r] = run(make_case(_scaled(magnitude, factor), points=point))
+        assert r.verdict is Verdict.FAIL and "differ from the numeric derivative" in r.reason, (factor, r.reason)
+
+
+@tf.custom_gradient
+def cube_root_by_bisection(x):
+    """y with y^3 + y = x, found by bisection to 1e-9: the forward is right only to a tolerance."""
+    lo, hi = tf.constant(-10.0, tf.float64), tf.constant(10.0, tf.float64)
+    for _ in range(35):
+        mid = (lo + hi) / 2
+        below = mid ** 3 + mid < x
+        lo, hi = tf.where(below, mid, lo), tf.where(below, hi, mid)
+    y = (lo + hi) / 2
+    return y, lambda dy: dy / (3 * y * y + 1)  # the implicit derivative: exactly 0.25 at x = 2
+
+
+def test_a_forward_computed_to_a_tolerance_is_called_too_noisy_not_wrong():
+    [r] = run(make_case(cube_root_by_bisection, points=[{"x": np.float64(2.0)}]), modes=("eager",))
+    assert r.verdict is not Verdict.FAIL, r.reason
+    note = r.oracles["numeric"].note
+    assert "too noisy at this step" in note or "jumps within a step of the point" in note, note
+
+
+@tf.custom_gradient
+def sqrt_with_gradient(x):
+    y = tf.sqrt(x)
+    return y, lambda dy: dy * 0.5 / y
+
+
+@tf.custom_gradient
+def sqrt_doubled_gradient(x):
+    y = tf.sqrt(x)
+    return y, lambda dy: dy / y  # twice the derivative
+
+
+def test_at_a_point_smaller_than_the_step_a_wrong_gradient_fails_and_a_right_one_passes():
+    point = [{"x": np.float64(1e-6)}]  # the starting step 7.6e-6 reaches below 0, outside sqrt's domain
+    assert run(make_case(sqrt_with_gradient, points=point))[0].verdict is Verdict.PASS
+    [r] = run(make_case(sqrt_doubled_gradient, points=point))
+    assert r.verdict is Verdict.FAIL and "numeric=500" in r.reason, r.reason
+
+
+@tf.custom_gradient
+def log1m(p):
+    return tf.math.log1p(-p), lambda dy: -dy / (1 - p)
+
+
+def test_within_1e_5_of_a_singularity_a_right_gradient_passes():
+    [r] = run(make_case(log1m, points=[{"p": np.float64(1 - 5e-6)}]))
+    assert r.verdict is Verdict.PASS, r.reason
+
+
+# -- item 3: the weighted chain has tensors of its own ----------------------------------------
+
+_CACHE: dict = {}
+
+
+@tf.custom_gradient
+def _square(x):
+    return x * x, lambda dy: dy * 2 * x
+
+
+def cached_square(x):
+    """Caches its result by input tensor, as some libraries' bijectors do."""
+    hit = _CACHE.get(id(x))
+    if hit is not None and hit[0] is x:
+        return hit[1]
+    y = _square(x)
+    _CACHE[id(x)] = (x, y)
+    return y
+
+
+def test_a_function_caching_by_input_tensor_passes_with_upstream_weights():
+    _CACHE.clear()
+    [r] = run(make_case(cached_square), modes=("eager", "function", "graph"))
+    assert r.verdict is Verdict.PASS, r.reason
+    assert r.oracles["upstream"].status == "match"
+
+
+# -- item 6: the upstream sentence only where it applies ----------------------------------------
+
+def overflowing(x):
+    return tf.exp(x) / tf.exp(x)  # no custom gradient; the gradient is NaN where exp overflows
+
+
+def test_no_upstream_guess_is_printed_for_a_function_without_a_custom_gradient():
+    [r] = run(make_case(overflowing, points=[{"x": np.float32(89.0)}]))
+    assert r.verdict is Verdict.FAIL
+    text = " ".join((r.reason,) + r.details)
+    assert "cannot tell whether grad_fn handles its upstream gradient" not in text
+    assert "surrogate" not in text
+
+
+@tf.custom_gradient
+def half_nan(x):
+    return tf.reduce_sum(x * x), lambda dy: dy * tf.where(x > 0, 2 * x, np.nan)
+
+
+def test_the_nan_count_counts_the_nan_gradients():
+    x = np.array([1.0, -1.0, 2.0, -2.0], np.float32)  # two NaN gradients, two right ones
+    [r] = run(make_case(half_nan, points=[{"x": x}]))
+    assert r.verdict is Verdict.FAIL
+    assert "(2 of 4 elements of x differ, 2 of them with a NaN or infinite gradient)" in r.reason, r.reason
+
+
+# -- item 7: kinks, jumps, surrogates -------------------------------------------------------
+
+@tf.custom_gradient
+def clamp_passing_inside(x):
+    return tf.minimum(x, 1.0), lambda dy: dy * tf.cast(x <= 1.0, x.dtype)  # the inside side at the bound
+
+
+def test_at_a_clamps_bound_a_one_sided_gradient_passes_and_the_note_names_the_kink():
+    [r] = run(make_case(clamp_passing_inside, points=[{"x": np.float32(1.0)}]))
+    assert r.verdict is Verdict.PASS, r.reason
+    assert "has a kink at the point" in r.oracles["numeric"].note
+    assert "one-sided derivatives 1 and 0" in r.oracles["numeric"].note
+
+
+@tf.custom_gradient
+def clamp_wrong_sign(x):
+    return tf.minimum(x, 1.0), lambda dy: -dy
+
+
+def test_at_a_kink_a_gradient_outside_both_sides_fails_and_says_kink():
+    [r] = run(make_case(clamp_wrong_sign, points=[{"x": np.float32(1.0)}]))
+    assert r.verdict is Verdict.FAIL
+    assert "the function has a kink here: its one-sided derivatives are 1 from the left and 0 from the right" \
+        in r.reason
+
+
+def rounded_plus_x(x):
+    return tf.round(x) + x
+
+
+def test_a_jump_in_the_forward_is_no_evidence_against_the_gradient():
+    [r] = run(make_case(rounded_plus_x, points=[{"x": np.float32(0.5)}]))
+    assert r.verdict is not Verdict.FAIL, r.reason
+    assert "the function's value jumps within a step of the point" in r.oracles["numeric"].note
+
+
+@tf.custom_gradient
+def bounded_towards(x):
+    """Above 1 the value is held at 1, and the gradient passes dy only where it points back inside."""
+    def grad(dy):
+        return tf.where((x <= 1.0) | (dy > 0), dy, tf.zeros_like(dy))
+
+    return tf.minimum(x, 1.0), grad
+
+
+def test_a_one_sided_pass_through_on_a_vector_gets_the_surrogate_sentence():
+    x = np.array([0.25, 2.0, 0.5, 3.0], np.float32)
+    [r] = run(make_case(bounded_towards, points=[{"x": x}]))
+    assert r.verdict is Verdict.FAIL
+    text = " ".join((r.reason,) + r.details)
+    assert "the function is locally constant in x[1], x[3] here" in text, text
+    assert "is a surrogate, not a derivative" in text
+    assert "grad_fn mishandles its upstream gradient" not in text
+
+
+@tf.custom_gradient
+def ste_two_sources(x, y):
+    return tf.round(x) + y * y, lambda dy: (dy, dy * 2 * y)
+
+
+def test_a_function_locally_constant_in_one_of_two_sources_gets_the_surrogate_sentence():
+    [r] = run(make_case(ste_two_sources, points=[{"x": np.float32(0.3), "y": np.float32(2.0)}]))
+    assert r.verdict is Verdict.FAIL
+    assert "the function is locally constant in x here" in r.reason, r.reason

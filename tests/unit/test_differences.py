@@ -1,0 +1,139 @@
+"""harness.differences on closed-form functions: the truth of every case here is its calculus."""
+
+import math
+
+import pytest
+
+from harness import differences
+from harness.differences import JUMP, KINK, NOISY, NONFINITE, assess
+from harness.tolerance import NUMERIC_STEPS, NUMERIC_TOLERANCES
+
+# (dtype the differences are computed in, dtype of the gradient): the oracle evaluates in float64
+# where the function allows it, and in the source's own dtype where it does not.
+SETTINGS = [("float64", "float64"), ("float64", "float32"), ("float32", "float32")]
+
+
+def judge(f, x, g, evaluated="float64", gradient="float64", **kw):
+    def phi(t):
+        try:
+            v = f(x + t)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            return None
+        return v if math.isfinite(v) else None
+
+    h = NUMERIC_STEPS[evaluated] * max(1.0, abs(x))
+    return assess(g, phi, h, eps=differences.epsilon(evaluated), rtol=NUMERIC_TOLERANCES[gradient].rtol, **kw)
+
+
+def _rounded(f, dtype):
+    """f with its value rounded to `dtype`, as a forward computed in that dtype is."""
+    if dtype == "float64":
+        return f
+    import numpy as np
+
+    return lambda x: float(np.float32(f(x)))
+
+
+@pytest.mark.parametrize("evaluated,gradient", SETTINGS)
+@pytest.mark.parametrize("magnitude", [1e-8, 1e-4, 1.0, 1e4, 1e8])
+def test_right_gradients_match_and_wrong_signs_and_factors_of_two_differ_at_every_magnitude(
+        magnitude, evaluated, gradient):
+    f = _rounded(lambda x: magnitude * x * x, evaluated)  # derivative 6 * magnitude at x = 3
+    right = 6.0 * magnitude
+    assert judge(f, 3.0, right, evaluated, gradient).outcome == "match"
+    for wrong in (-right, 2 * right, right / 2):
+        assert judge(f, 3.0, wrong, evaluated, gradient).outcome == "differ", wrong
+
+
+def test_a_small_float32_gradient_with_its_sign_flipped_differs():
+    # The issue's example: 1e-4 x^2 at x = 3, gradient -6e-4 where the truth is +6e-4 (a fixed
+    # float32 atol of 2e-3 passed it).
+    j = judge(lambda x: 1e-4 * x * x, 3.0, -6e-4, "float64", "float32")
+    assert j.outcome == "differ" and j.numeric == pytest.approx(6e-4, rel=1e-9)
+
+
+def test_a_tiny_float64_gradient_is_not_matched_by_an_absolute_tolerance():
+    # 2.3e-9 against an exact 2.9e-9 "matched" a fixed float64 atol of 1e-5.
+    assert judge(lambda x: 2.9e-9 * x, 1.0, 2.3e-9).outcome == "differ"
+    assert judge(lambda x: 2.9e-9 * x, 1.0, 2.9e-9).outcome == "match"
+
+
+def test_a_gradient_at_a_point_smaller_than_the_step_is_still_checked():
+    # At x = 1e-6 the starting step (7.6e-6) is larger than x itself: sqrt is not even defined at
+    # x - h, so the step must shrink; x^2's derivative 2e-6 must not pass as 0.
+    assert judge(math.sqrt, 1e-6, 0.5 / math.sqrt(1e-6)).outcome == "match"
+    assert judge(math.sqrt, 1e-6, 1.0 / math.sqrt(1e-6)).outcome == "differ"
+    assert judge(lambda x: x * x, 1e-6, 0.0).outcome == "differ"
+    assert judge(lambda x: x * x, 1e-6, -2e-6).outcome == "differ"
+
+
+@pytest.mark.parametrize("x", [1 - 1e-5, 1 - 3e-6])
+def test_near_a_singularity_the_step_shrinks_and_a_right_gradient_matches(x):
+    # log(1 - x) near its singularity at 1: derivative -1 / (1 - x); the starting step of 7.6e-6
+    # reaches past it (3e-6 away) or gives a quotient far off (1e-5 away).
+    right = -1.0 / (1.0 - x)
+    assert judge(lambda v: math.log(1.0 - v), x, right).outcome == "match"
+    assert judge(lambda v: math.log(1.0 - v), x, 2 * right).outcome == "differ"
+
+
+def _root(x, tol=1e-9):
+    """y with y^3 + y = x, by bisection to `tol`: a forward computed only to a tolerance."""
+    lo, hi = -10.0, 10.0
+    while hi - lo > tol:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mid ** 3 + mid < x else (lo, mid)
+    return (lo + hi) / 2
+
+
+def test_a_forward_computed_to_a_tolerance_is_too_noisy_not_wrong():
+    # At x = 2 the root is 1 and its derivative 1 / (3 y^2 + 1) = 0.25 exactly.
+    j = judge(_root, 2.0, 0.25)
+    assert j.outcome == "unresolved" and j.kind in (NOISY, JUMP)
+    # A wrong sign is far beyond the noise: still a difference.
+    assert judge(_root, 2.0, -0.25).outcome == "differ"
+
+
+def test_at_a_kink_the_gradient_is_judged_against_each_side_not_their_average():
+    clamp = lambda x: min(x, 1.0)  # noqa: E731 - one-sided derivatives 1 (left) and 0 (right) at 1
+    inside = judge(clamp, 1.0, 1.0)
+    assert inside.outcome == "match" and inside.kind == KINK
+    assert (inside.left, inside.right) == pytest.approx((1.0, 0.0))
+    assert judge(clamp, 1.0, 0.0).outcome == "match"
+    wrong = judge(clamp, 1.0, -1.0)
+    assert wrong.outcome == "differ" and wrong.kind == KINK
+
+
+def test_across_a_jump_in_the_value_nothing_is_judged():
+    rounded = lambda x: float(round(x))  # noqa: E731 - jumps at 0.5 (Python rounds 0.5 to 0)
+    for g in (0.0, 1.0, 78643.2):
+        j = judge(rounded, 0.5, g)
+        assert j.outcome == "unresolved" and j.kind == JUMP and j.jump == pytest.approx(1.0)
+
+
+def test_a_jump_just_beyond_the_point_is_stepped_over():
+    # A jump 1e-6 to the right, inside the starting step: shorter steps see the slope of 1.
+    f = lambda x: x + (1.0 if x > 1.000001 else 0.0)  # noqa: E731
+    assert judge(f, 1.0, 1.0).outcome == "match"
+    assert judge(f, 1.0, 2.0).outcome == "differ"
+
+
+def test_nothing_finite_near_the_point_is_unresolved():
+    assert judge(lambda x: math.log(-1.0 - x), 1.0, 1.0).kind == NONFINITE
+    j = judge(math.sqrt, 0.0, 0.0)  # sqrt at 0: x - h is outside the domain at every step
+    assert j.outcome == "unresolved" and j.kind == NONFINITE
+
+
+def test_a_nonfinite_gradient_differs_from_a_finite_derivative():
+    j = judge(lambda x: x * x, 1.0, math.nan)
+    assert j.outcome == "differ" and j.numeric == pytest.approx(2.0)
+
+
+def test_a_locally_constant_function_has_derivative_zero_and_flat_samples():
+    j = judge(lambda x: 3.0, 1.0, 1.0)
+    assert j.outcome == "differ" and j.numeric == 0.0 and j.plus == j.base == j.minus == 3.0
+    assert judge(lambda x: 3.0, 1.0, 0.0).outcome == "match"
+
+
+def test_an_absolute_tolerance_a_case_asks_for_is_honoured():
+    assert judge(lambda x: 1e-4 * x, 1.0, 0.0).outcome == "differ"
+    assert judge(lambda x: 1e-4 * x, 1.0, 0.0, atol=1e-3).outcome == "match"
