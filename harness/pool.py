@@ -317,8 +317,9 @@ class WorkerPool:
 class InProcess:
     """Runs jobs in this process, one after another: for debugging with pdb.
 
-    No crash or timeout protection; a case that changes global state is
-    still reported, and the cases after it run under the changed state.
+    No crash or timeout protection; a case that changes global state or
+    leaves a thread running is still reported, but nothing is undone: the
+    cases after it run under the changed state, beside that thread.
     """
 
     def __init__(self, origins: worker.Origins):
@@ -329,7 +330,7 @@ class InProcess:
         return self._loaded.environment, [loader.info(c) for c in self._loaded.cases.values()]
 
     def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int = 1) -> Iterator[Finished]:
-        from harness import state  # noqa: PLC0415 - imports TensorFlow, already loaded here
+        from harness import state  # noqa: PLC0415
 
         for index, job in enumerate(jobs):
             on_start(job)
@@ -341,8 +342,8 @@ class InProcess:
                     scripts.update(payload)
 
             measured, changed = worker.run_job(self._loaded, job, notify)
-            if changed:  # blame only this case for it
-                self._loaded = worker.Loaded(self._loaded.cases, self._loaded.environment, state.snapshot())
+            if changed:  # blame only this case for it; what it changed stays for the cases after it
+                self._loaded = dataclasses.replace(self._loaded, baseline=state.snapshot(), threads=state.threads())
             results = _judge(self._infos, self._loaded.environment, job, measured, changed)
             yield Finished(index, _timed(results, _clock() - started), scripts)
 

@@ -64,6 +64,7 @@ class Loaded:
     cases: dict
     environment: dict
     baseline: dict  # the global-state snapshot every case must leave as it found
+    threads: frozenset  # the threads alive once loaded: any other one a case leaves running is its
 
 
 def prepare() -> None:
@@ -94,7 +95,7 @@ def load(origins: Origins) -> Loaded:
             raise loader.LoadError(str(e)) from None
     loader.select([loader.info(c) for c in cases], None)  # refuses duplicate ids
     return Loaded(cases={c.id: c for c in cases}, environment=execute.environment(),
-                  baseline=state.snapshot())
+                  baseline=state.snapshot(), threads=state.threads())
 
 
 def _scripts(case, job: Job) -> dict[str, tuple[bool, object]]:
@@ -114,7 +115,8 @@ def _scripts(case, job: Job) -> dict[str, tuple[bool, object]]:
 
 
 def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], list[str]]:
-    """Runs `job`; returns what it measured at each point and the global settings the case changed.
+    """Runs `job`; returns what it measured at each point, and the global settings the case changed
+    and the threads it left running (harness.state).
 
     Nothing here judges: the main process does (verdict.judge_measured), so no
     code the case runs in this process can change a verdict.
@@ -136,7 +138,9 @@ def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], l
         notify("scripts", _scripts(case, job))  # before running: a crash must not lose them
     with keep:
         measured = execute.measure(case, job.modes, job.options, lambda mode: notify("mode", mode))
-    return measured, state.changes(loaded.baseline, state.snapshot())
+    # Threads first: one that ends within the grace may change a setting on its way out.
+    running = state.left_running(loaded.threads)
+    return measured, state.changes(loaded.baseline, state.snapshot()) + running
 
 
 # What the modes built for the last explore job's case (harness.modes._reuse), for the next one.
