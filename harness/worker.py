@@ -199,7 +199,7 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
     what `run_job` notifies, then ("done", measured, changed, lost), `lost` saying why
     nothing measured could be sent ("" when it was). Exits on ("stop",), when the
     supervisor closes the pipe or is gone (`parent`: its process id), or after a case that
-    changed global state.
+    changed global state or left a thread running.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
     # What a case starts stays in this process's group, to be ended after the case; and when the
@@ -237,4 +237,7 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
         except Exception as e:  # noqa: BLE001 - pickling fails before anything is written: say so instead
             conn.send(("done", [], changed, f"the worker could not send what it measured: {type(e).__name__}: {e}"))
         if changed:
-            _exit_now()  # a fresh worker takes the next case
+            # At once, before the next message: a thread the case left (one that ends the process, or
+            # turns run_functions_eagerly on, later) dies with this process instead of acting during
+            # the next case, which a fresh worker takes.
+            _exit_now()

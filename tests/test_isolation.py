@@ -15,7 +15,8 @@ PAIRS = [
     ("enables_check_numerics", "then_nan_branch", "check numerics (tf.debugging.enable_check_numerics): off -> on"),
     ("sets_grappler_option", "then_matmul", "grappler option auto_mixed_precision_onednn_bfloat16 "
                                             "(tf.config.optimizer.set_experimental_options): unset -> True"),
-    ("disables_control_flow_v2", "then_while_loop", "control flow v2 (tf.compat.v1.disable_control_flow_v2): True -> False"),
+    ("disables_control_flow_v2", "then_while_loop",
+     "control flow v2 (tf.compat.v1.disable_control_flow_v2): True -> False"),
     ("starts_flipper", "then_set_flip", "left a thread running: flipper (target _flip, polluting_cases.py line"),
     ("starts_exiter", "then_set_exit", "left a thread running: exiter (daemon, target _exit, polluting_cases.py line"),
 ]

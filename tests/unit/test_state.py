@@ -61,8 +61,8 @@ def test_a_daemon_thread_says_so_and_a_thread_subclass_is_named_by_its_run():
         [line] = state.left_running(before, grace=0.01)
     finally:
         release.set()
-    assert line.startswith("left a thread running: subclassed (daemon, target "
-                           "test_a_daemon_thread_says_so_and_a_thread_subclass_is_named_by_its_run.<locals>.Worker.run,")
+    assert line.startswith("left a thread running: subclassed (daemon, target test_a_daemon_thread_says_so_and_"
+                           "a_thread_subclass_is_named_by_its_run.<locals>.Worker.run, test_state.py line "), line
 
 
 def test_a_thread_that_ends_within_the_grace_is_not_left_running():
