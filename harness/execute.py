@@ -15,7 +15,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from harness import modes as _modes
-from harness import loader, oracles, probe
+from harness import loader, oracles, probe, state
 from harness.case import Case, Point
 from harness.modes.shared import tf
 from harness.records import Measured, ModeOutcome, Result, RunOptions, Status, error_info
@@ -88,11 +88,19 @@ def measure(case: Case, modes: Sequence[str], options: RunOptions,
 
 def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: RerunFn,
              strict_xpass: bool = False) -> list[Result]:
-    """Measures `case` and judges each of its points, all in this process (harness.check, tests)."""
-    return judge_measured(loader.info(case), measure(case, modes, options), points=[p.label for p in case.points],
+    """Measures `case` and judges each of its points, all in this process (harness.check, tests).
+
+    What the case changes of global state (harness.state) is reported on it as a worker's would
+    be, but stays: nothing here can replace the process.
+    """
+    settings, threads = state.snapshot(), state.threads()
+    measured = measure(case, modes, options)
+    running = state.left_running(threads)
+    return judge_measured(loader.info(case), measured, points=[p.label for p in case.points],
                           modes=modes, options=options, tf_version=tf.version.VERSION,
                           reference=_modes.reference_of(tuple(modes)),
-                          reruns={p.label: rerun(case, p) for p in case.points}, strict_xpass=strict_xpass)
+                          reruns={p.label: rerun(case, p) for p in case.points}, strict_xpass=strict_xpass,
+                          changed=state.changes(settings, state.snapshot()) + running)
 
 
 def run_cases(cases: Sequence[Case], modes: Sequence[str], options: RunOptions, rerun: RerunFn,

@@ -317,8 +317,10 @@ class WorkerPool:
 class InProcess:
     """Runs jobs in this process, one after another: for debugging with pdb.
 
-    No crash or timeout protection; a case that changes global state is
-    still reported, and the cases after it run under the changed state.
+    No crash or timeout protection; a case that changes global state or
+    leaves a thread running is still reported, but nothing is undone: the
+    cases after it run under the changed state, beside that thread, and
+    each of their results says so.
     """
 
     def __init__(self, origins: worker.Origins):
@@ -329,8 +331,9 @@ class InProcess:
         return self._loaded.environment, [loader.info(c) for c in self._loaded.cases.values()]
 
     def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int = 1) -> Iterator[Finished]:
-        from harness import state  # noqa: PLC0415 - imports TensorFlow, already loaded here
+        from harness import state  # noqa: PLC0415
 
+        polluters: list[str] = []  # the cases whose changes this process still carries
         for index, job in enumerate(jobs):
             on_start(job)
             started = _clock()
@@ -341,9 +344,15 @@ class InProcess:
                     scripts.update(payload)
 
             measured, changed = worker.run_job(self._loaded, job, notify)
-            if changed:  # blame only this case for it
-                self._loaded = worker.Loaded(self._loaded.cases, self._loaded.environment, state.snapshot())
+            if changed:  # blame only this case for it; what it changed stays for the cases after it
+                self._loaded = dataclasses.replace(self._loaded, baseline=state.snapshot(), threads=state.threads())
             results = _judge(self._infos, self._loaded.environment, job, measured, changed)
+            if polluters:
+                note = (f"ran after {', '.join(polluters)} left process-wide state changed, which --inprocess "
+                        "cannot undo: run it without --inprocess for a verdict of its own")
+                results = [dataclasses.replace(r, details=(note,) + r.details) for r in results]
+            if changed:
+                polluters.append(job.case_id)
             yield Finished(index, _timed(results, _clock() - started), scripts)
 
     def close(self) -> None:

@@ -440,7 +440,8 @@ def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequ
         results.append(judge(case, label, m.outcomes, tf_version=tf_version, reference=reference,
                              rerun=reruns[label], strict_xpass=strict_xpass, oracles=m.oracles, repeats=m.repeats))
     if changed:
-        reason = f"the case changed global TensorFlow state: {'; '.join(changed)}"
+        reason = (f"the case left process-wide state changed, which later cases in its process would inherit: "
+                  f"{'; '.join(changed)}; undo each change, and join each thread it starts, before it returns")
         results = [dataclasses.replace(r, verdict=Verdict.ERROR, reason=reason,
                                        details=(f"verdict before the check: {r.verdict.value}",) + r.details)
                    for r in results]

@@ -64,6 +64,7 @@ class Loaded:
     cases: dict
     environment: dict
     baseline: dict  # the global-state snapshot every case must leave as it found
+    threads: frozenset  # the threads alive once loaded: any other one a case leaves running is its
 
 
 def prepare() -> None:
@@ -94,7 +95,7 @@ def load(origins: Origins) -> Loaded:
             raise loader.LoadError(str(e)) from None
     loader.select([loader.info(c) for c in cases], None)  # refuses duplicate ids
     return Loaded(cases={c.id: c for c in cases}, environment=execute.environment(),
-                  baseline=state.snapshot())
+                  baseline=state.snapshot(), threads=state.threads())
 
 
 def _scripts(case, job: Job) -> dict[str, tuple[bool, object]]:
@@ -114,7 +115,8 @@ def _scripts(case, job: Job) -> dict[str, tuple[bool, object]]:
 
 
 def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], list[str]]:
-    """Runs `job`; returns what it measured at each point and the global settings the case changed.
+    """Runs `job`; returns what it measured at each point, and the global settings the case changed
+    and the threads it left running (harness.state).
 
     Nothing here judges: the main process does (verdict.judge_measured), so no
     code the case runs in this process can change a verdict.
@@ -136,7 +138,9 @@ def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], l
         notify("scripts", _scripts(case, job))  # before running: a crash must not lose them
     with keep:
         measured = execute.measure(case, job.modes, job.options, lambda mode: notify("mode", mode))
-    return measured, state.changes(loaded.baseline, state.snapshot())
+    # Threads first: one that ends within the grace may change a setting on its way out.
+    running = state.left_running(loaded.threads)
+    return measured, state.changes(loaded.baseline, state.snapshot()) + running
 
 
 # What the modes built for the last explore job's case (harness.modes._reuse), for the next one.
@@ -195,7 +199,7 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
     what `run_job` notifies, then ("done", measured, changed, lost), `lost` saying why
     nothing measured could be sent ("" when it was). Exits on ("stop",), when the
     supervisor closes the pipe or is gone (`parent`: its process id), or after a case that
-    changed global state.
+    changed global state or left a thread running.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
     # What a case starts stays in this process's group, to be ended after the case; and when the
@@ -233,4 +237,7 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
         except Exception as e:  # noqa: BLE001 - pickling fails before anything is written: say so instead
             conn.send(("done", [], changed, f"the worker could not send what it measured: {type(e).__name__}: {e}"))
         if changed:
-            _exit_now()  # a fresh worker takes the next case
+            # At once, before the next message: a thread the case left (one that ends the process, or
+            # turns run_functions_eagerly on, later) dies with this process instead of acting during
+            # the next case, which a fresh worker takes.
+            _exit_now()

@@ -9,13 +9,10 @@ import datetime
 import json
 import multiprocessing
 import socket
-import sys
-import types
 import xml.etree.ElementTree as ET
 
 import pytest
 
-import harness
 from harness import pool, worker
 from harness.matrix import merge
 from harness.records import Report, Result, RunOptions, Verdict
@@ -128,12 +125,8 @@ def test_in_process_times_each_job_from_its_start_to_its_verdicts(monkeypatch):
         return [], []
 
     monkeypatch.setattr(worker, "run_job", run_job)
-    # InProcess.run imports harness.state, which imports TensorFlow; nothing here changes state.
-    fake_state = types.ModuleType("harness.state")
-    monkeypatch.setitem(sys.modules, "harness.state", fake_state)
-    monkeypatch.setattr(harness, "state", fake_state, raising=False)
     runner = pool.InProcess.__new__(pool.InProcess)
-    runner._loaded, runner._infos = worker.Loaded({}, {"tensorflow": "2.17.1"}, {}), {}
+    runner._loaded, runner._infos = worker.Loaded({}, {"tensorflow": "2.17.1"}, {}, frozenset()), {}
     clock_at_start = []
     done = list(runner.run([job("a", "b", case="one"), job("c", case="two")],
                            lambda j: clock_at_start.append(clock.now)))
