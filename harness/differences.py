@@ -33,7 +33,7 @@ import dataclasses
 import math
 from typing import Callable, Optional
 
-__all__ = ["Judged", "assess", "epsilon", "LEVELS", "SMOOTH", "KINK", "JUMP", "NOISY", "NONFINITE", "COARSE"]
+__all__ = ["Judged", "assess", "epsilon", "tiny", "LEVELS", "SMOOTH", "KINK", "JUMP", "NOISY", "NONFINITE", "COARSE"]
 
 # How many times the step may shrink (by 4 each) after the screen: 4 ** 6 = 4096, from the float64
 # step of 7.6e-6 down to 1.9e-9, within which a point 1e-5 from a domain edge is well inside.
@@ -51,8 +51,18 @@ _KINK_SHARE = 0.25
 EPSILON = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
 
 
+# The smallest normal number by dtype name. Below it a value has lost precision, and TensorFlow's CPU
+# kernels flush it to zero (the executor runs them under port::ScopedFlushDenormal), so a gradient
+# that small cannot be told from 0.
+TINY = {"float16": 2.0 ** -14, "bfloat16": 2.0 ** -126, "float32": 2.0 ** -126, "float64": 2.0 ** -1022}
+
+
 def epsilon(dtype: str) -> float:
     return EPSILON.get(dtype, EPSILON["float64"])
+
+
+def tiny(dtype: str) -> float:
+    return TINY.get(dtype, TINY["float64"])
 
 
 # What the differences found along a direction.

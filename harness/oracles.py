@@ -222,6 +222,7 @@ class _Evaluator:
         self.tables = None if self.seed is None else tf.constant(upstream.flat_tables(self.seed, case.order))
         self.weighted_error = ""  # what the weighted chain raised here, if it did
         self.bases_found: dict[int, tuple[float, Optional[float]]] = {}
+        self.gradients_found: dict[int, tuple[list, Optional[list]]] = {}
 
     def dtype(self) -> str:
         if self.wide:
@@ -234,6 +235,26 @@ class _Evaluator:
         if order not in self.bases_found:
             self.bases_found[order] = self.total(order, [np.zeros(b.shape) for b in self.bases])
         return self.bases_found[order]
+
+    def gradients(self, order: int) -> tuple[list, Optional[list]]:
+        """The case's own order `order` gradients at the unshifted point, per source, in this
+        evaluator's dtype (None: unconnected): the plain chain's and the weighted chain's (or None)."""
+        if order not in self.gradients_found:
+            xs = [tf.constant(x) for x in self.args]
+            for slot, i in enumerate(self.case.wrt_indices):
+                xs[i] = tf.constant(self.bases[slot])
+            progress = Steps()
+            try:
+                orders, chain = tape_chains(self.subject, xs, order, RunOptions(upstream=self.tables is not None),
+                                            progress, self.tables)
+            except Exception as e:  # noqa: BLE001 - the case's own code
+                raise _CaseRaised(e) from e
+
+            def arrays(grads):
+                return [None if g is None else g.numpy().astype(np.float64) for g in grads]
+            weighted = arrays(chain[order - 1]) if len(chain) >= order and progress.upstream_error is None else None
+            self.gradients_found[order] = (arrays(orders[order]), weighted)
+        return self.gradients_found[order]
 
     def total(self, order: int, shifts: Sequence[np.ndarray]) -> tuple[float, Optional[float]]:
         """(sum of the order `order` outputs, sum of the weighted chain's order `order`
@@ -613,7 +634,9 @@ def _along(case: Case, agreed: ModeOutcome, evaluator: _Evaluator, order: int, d
             # a gradient that cancels to about 0 (a Hessian times ones) does not show, but the weighted
             # chain's gradient of the same order, computed with other upstream weights, does.
             terms = max(_scale(g, direction) for g in (plain_grads, weighted_grads) if g is not None)
-            floor = _GRADIENT_ULPS * differences.epsilon(tol_dtype) * terms
+            floor = max(_GRADIENT_ULPS * differences.epsilon(tol_dtype) * terms,
+                        _own_rounding(agreed, evaluator, order, chain, direction, analytic, tol_dtype),
+                        differences.tiny(tol_dtype))
             judged = differences.assess(0.0 if analytic is None else analytic, lambda t: along(t)[chain], h,
                                         eps=eps, rtol=tol.rtol, atol=tol.atol + floor,
                                         scale=_scale(grads, direction))
@@ -664,6 +687,32 @@ class _Along:
                 self.raised = self.raised or f"{e.info.type}: {e.info.first_line}"
                 self.found[t] = (None, None)
         return self.found[t]
+
+
+def _own_rounding(agreed: ModeOutcome, evaluator: _Evaluator, order: int, chain: int, direction: _Direction,
+                  analytic: Optional[float], dtype: str) -> float:
+    """How far the gradient's own computation in its dtype strays from the same code's gradient in
+    float64 at this point: the dtype's rounding of what the gradient is computed from (1 - s with s
+    near 1, say), which the gradient's own size does not show. Capped by the rounding of the order
+    below's values, so that a gradient wrong only in the narrow dtype is still called wrong."""
+    if not evaluator.wide or analytic is None or dtype == "float64":
+        return 0.0
+    try:
+        wide = evaluator.gradients(order)[chain]
+    except _CaseRaised:
+        return 0.0
+    if wide is None:
+        return 0.0
+    value, _ = _directional(wide, direction)
+    if value is None or not np.isfinite(value) or not np.isfinite(analytic):
+        return 0.0
+    if order == 1:
+        below = max([0.0] + [float(np.max(np.abs(o.value))) for o in agreed.orders[0]
+                             if o.value is not None and o.value.size and np.all(np.isfinite(o.value))])
+    else:
+        below = _scale(_gradients(agreed.orders[order - 1]), direction)
+    cap = _GRADIENT_ULPS * differences.epsilon(dtype) * below
+    return min(2.0 * abs(analytic - value), cap)
 
 
 def _scale(grads: Sequence[Optional[np.ndarray]], direction: _Direction) -> float:

@@ -217,3 +217,73 @@ def test_a_function_locally_constant_in_one_of_two_sources_gets_the_surrogate_se
     [r] = run(make_case(ste_two_sources, points=[{"x": np.float32(0.3), "y": np.float32(2.0)}]))
     assert r.verdict is Verdict.FAIL
     assert "the function is locally constant in x here" in r.reason, r.reason
+
+
+# -- item 1, the dtype's own rounding: right float32 gradients that float32 cannot compute exactly --
+
+def _softplus_with_gradients():
+    """softplus with its sigmoid gradient written as s, then s (1 - s): the textbook formulas, whose
+    1 - s cancels in float32 near saturation, and whose sigmoid underflows below the normal range."""
+
+    @tf.custom_gradient
+    def sigmoid(x):
+        s = tf.sigmoid(x)
+        return s, lambda dy: dy * s * (1.0 - s)
+
+    @tf.custom_gradient
+    def softplus(x):
+        return tf.math.softplus(x), lambda dy: dy * sigmoid(x)
+
+    return softplus
+
+
+def test_float32_rounding_in_the_gradients_own_formula_is_not_called_wrong():
+    # At x = 13 the second derivative is e^-13 / (1 + e^-13)^2 = 2.2603e-06; float32's 1 - s, with s
+    # within 2.3e-6 of 1, carries a rounding of about 6e-8 / 2.3e-6, some 0.2 % of it.
+    [r] = run(make_case(_softplus_with_gradients(), points=[{"x": np.float32(13.0)}], order=2))
+    assert r.verdict is Verdict.PASS, r.reason
+
+
+def test_a_gradient_below_float32s_normal_range_is_not_called_wrong():
+    # sigmoid(-88) = 6.05e-39 is subnormal in float32, and TensorFlow's CPU kernels flush it to 0.
+    assert float(tf.sigmoid(tf.constant(-88.0))) == 0.0
+    [r] = run(make_case(_softplus_with_gradients(), points=[{"x": np.float32(-88.0)}], order=1))
+    assert r.verdict is Verdict.PASS, r.reason
+
+
+@tf.custom_gradient
+def wrong_in_float32_only(x):
+    def grad(dy):
+        if x.dtype == tf.float32:
+            return dy * 2.0 * x * 1.01  # 1 % too large, only in float32
+        return dy * 2.0 * x
+    return x * x, grad
+
+
+def test_a_gradient_wrong_only_in_float32_is_still_called_wrong():
+    # The float64 evaluation of the same code is right: its distance from the float32 gradient must
+    # not count as float32's rounding.
+    [r] = run(make_case(wrong_in_float32_only, points=[{"x": np.float32(3.0)}]))
+    assert r.verdict is Verdict.FAIL, r.reason
+    assert "numeric=6 " in r.reason, r.reason
+
+
+def _large_first_small_second(sign):
+    @tf.custom_gradient
+    def f(x):
+        def grad(dy):
+            @tf.custom_gradient
+            def first(x):  # 1e6 + 3e-4 x^2: float32 rounds it to 1e6 at x = 2
+                return 1e6 + 3e-4 * x * x, lambda d: d * sign * 6e-4 * x
+            return dy * first(x)
+        return 1e6 * x + 1e-4 * x ** 3, grad
+    return f
+
+
+def test_a_wrong_sign_of_a_small_second_derivative_under_a_large_first_is_still_caught():
+    # The order 1 values are about 1e6, whose float32 rounding (0.06) dwarfs the second derivative
+    # 1.2e-3; the float64 evaluation of the same code says how much of that reaches it: nothing.
+    point = [{"x": np.float32(2.0)}]
+    assert run(make_case(_large_first_small_second(1.0), points=point, order=2))[0].verdict is Verdict.PASS
+    [r] = run(make_case(_large_first_small_second(-1.0), points=point, order=2))
+    assert r.verdict is Verdict.FAIL and "at order 2" in r.reason, r.reason
