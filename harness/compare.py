@@ -48,10 +48,12 @@ def _fmt(x) -> str:
 
 
 def _as_wide(value: np.ndarray) -> np.ndarray:
-    # bfloat16 and float16 are widened so the arithmetic below is exact enough.
+    # bfloat16 and float16 are widened so the arithmetic below is exact enough. Integers and booleans
+    # stay as they are, to be compared exactly: float64 cannot hold every int64 (2**60 + 1 would
+    # round to 2**60).
     if value.dtype.kind == "c":
         return value.astype(np.complex128)
-    if value.dtype.kind in "fiub" or value.dtype.name == "bfloat16":
+    if value.dtype.kind == "f" or value.dtype.name == "bfloat16":
         return value.astype(np.float64)
     return value
 

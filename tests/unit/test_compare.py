@@ -207,6 +207,19 @@ def test_integers_must_match_exactly():
     assert cmp(np.array([1, 2, 3], np.int32), np.array([1, 2, 3], np.int32)) is None
 
 
+def test_int64_values_float64_cannot_hold_apart_still_differ():
+    # Issue 22 item 2: 2**60 + 1 and 2**60 are the same float64; compared as integers they differ.
+    m = cmp(np.array([2 ** 60 + 1], np.int64), np.array([2 ** 60], np.int64), tol=Tol(1e-3, 1.0))
+    assert m is not None and m.kind == "value"
+    assert "function=1152921504606846976 eager=1152921504606846977 (exact match required)" in m.message, m.message
+    assert cmp(np.array([2 ** 60 + 1], np.int64), np.array([2 ** 60 + 1], np.int64)) is None
+
+
+def test_integers_ignore_any_tolerance_given_for_them():
+    assert cmp(np.array([1000], np.int32), np.array([1001], np.int32), tol=Tol(0.01, 5.0)) is not None
+    assert cmp(np.array([True]), np.array([False])) is not None
+
+
 def test_complex_judged_with_its_table_row():
     # complex64 uses float32's row: a 1e-6 change of the imaginary part at |ref| = 1 is inside 1.13e-5.
     ref = np.array([1.0 + 0.0j], np.complex64)
