@@ -143,15 +143,22 @@ def _deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismat
     if not lines and outcome.status is Status.ERROR:
         e = outcome.error
         others = [m for m in active if m != mode]
-        same = [m for m in others if active[m].status is Status.ERROR and active[m].error.type == e.type]
+        raising = [m for m in others if active[m].status is Status.ERROR and active[m].error is not None]
+        same = [m for m in raising if active[m].error.type == e.type]
         if not others:
             said = f"{mode} is the only mode selected"
         elif len(same) == len(others):
             said = "every selected mode raises it too"
-        elif same:
-            said = f"{', '.join(same)} raise{'s' if len(same) == 1 else ''} it too"
         else:
-            said = "no other selected mode raises it"
+            # Each other mode as it is: raising this, raising something else, or computing values.
+            parts = [f"{', '.join(same)} raise{'s' if len(same) == 1 else ''} it too"] if same else []
+            parts += [f"{m} raises {active[m].error.type}" for m in raising if m not in same]
+            calm = [m for m in others if m not in raising]
+            if calm and not parts:
+                parts.append("no other selected mode raises it")
+            elif calm:
+                parts.append(f"{', '.join(calm)} do{'es' if len(calm) == 1 else ''} not raise")
+            said = "; ".join(parts)
         lines.append(f"{mode} raises {e.type} at {e.stage}: {e.first_line} ({said}; a case must "
                      "compute its values, or declare the error with an Expectation)")
     return lines
@@ -326,6 +333,16 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
         mode_deviations = True
         deviations += [line for _, line in weighted_only]
     unexpected_build = [o for o in broken if o.mode not in dict(met)]
+    if unexpected_build and len(unexpected_build) < len(active) and all(o.error.stage == "build"
+                                                                        for o in unexpected_build):
+        # Built in some modes and not in others: a difference between the modes, not a broken case.
+        built = [m for m in active if m not in {o.mode for o in unexpected_build}]
+        o = unexpected_build[0]
+        raising = ", ".join(b.mode for b in unexpected_build)
+        lead = (f"the case's build step raises {o.error.type} in {raising} but not in {', '.join(built)}: "
+                f"{o.error.first_line}")
+        deviations.insert(0, lead)
+        unexpected_build = []
     if unexpected_build:
         o = unexpected_build[0]
         return result(Verdict.ERROR,

@@ -81,6 +81,20 @@ def test_every_selected_mode_raises_it_too_only_when_every_one_does():
     assert "no other selected mode raises it" in line
 
 
+def test_the_other_modes_are_each_said_as_they_are():
+    # Issue 22 item 6: where every mode raised, but not the same error, "no other selected mode
+    # raises it" was false.
+    r = _judge(raised("eager", "ValueError"), raised("function", "TypeError"), raised("graph", "TypeError"))
+    line = next(d for d in r.details if d.startswith("eager raises"))
+    assert "(function raises TypeError; graph raises TypeError;" in line, line
+    r = _judge(raised("eager", "ValueError"), raised("function", "ValueError"), raised("graph", "TypeError"))
+    line = next(d for d in r.details if d.startswith("eager raises"))
+    assert "(function raises it too; graph raises TypeError;" in line, line
+    r = _judge(raised("eager", "ValueError"), raised("function", "TypeError"), ok("graph"))
+    line = next(d for d in r.details if d.startswith("eager raises"))
+    assert "(function raises TypeError; graph does not raise;" in line, line
+
+
 def test_one_yardstick_for_the_judge_and_the_oracles():
     outcomes = {"eager": raised("eager", "ValueError"), "function": ok("function"), "graph": ok("graph")}
     assert yardstick(CASE, CASE.points[0].label, outcomes, "2.21.0", "eager") == "eager"
