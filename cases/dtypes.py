@@ -187,5 +187,8 @@ CASES = [
         points=[{"z": np.array([1 + 2j, -3 - 1j], np.complex64)}],
         source=f"{_DOCS} (complex inputs: a real loss of a complex variable)",
         description="|z|^2 as a float32 output of a complex64 input: gradient 2z = [2 + 4j, -6 - 2j]",
+        # Real directions cannot check a complex gradient (see the numeric oracle); the closed form can:
+        # TensorFlow's gradient of a real f(z) is 2 df/d(conj z), here 2z (its complex-numbers docs).
+        analytic=lambda z: {0: np.abs(z) ** 2, 1: 2 * z},
     ),
 ]

@@ -259,7 +259,8 @@ class VerdictStyle:
 # page all read it, in this order.
 VERDICTS: Mapping[Verdict, VerdictStyle] = {
     Verdict.PASS: VerdictStyle("PASS", False, None, "#c9f0d3", "#0f3d1e",
-                               "every mode agrees with the yardstick mode, and the oracles match"),
+                               "every mode agrees with the yardstick mode, and the oracles match (a pass marked "
+                               "unchecked had no oracle that could judge its values)"),
     Verdict.XFAIL: VerdictStyle("XFAIL", False, "skipped", "#d3e3ff", "#10305f", "the declared deviation happened"),
     Verdict.XPASS: VerdictStyle("XPASS", False, "system-out", "#ffe39a", "#4d3800",
                                 "a declared deviation did not happen: often a TensorFlow fix"),
@@ -349,6 +350,9 @@ class Result:
       yardstick: the mode every other mode was compared with (harness.verdict.yardstick's
         choice); empty when the judging stopped before choosing it (a crash, flaky values,
         every mode skipped).
+      unchecked: on a pass, why nothing checked that its values are right (no oracle could judge
+        them, or every value is NaN or infinite), so that agreement alone is all it shows; empty
+        when an oracle did, and for every other verdict.
       seconds: wall time of this point: its job's (one case, all its points,
         as the modes batch them) divided by the job's number of points, since
         a point's own time cannot be told apart (harness.pool); 0.0 when not
@@ -367,6 +371,7 @@ class Result:
     modes_disagree: bool = False
     seconds: float = 0.0
     yardstick: str = ""
+    unchecked: str = ""
 
     @property
     def name(self) -> str:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Optional, Sequence, Union
 
+import numpy as np
+
 from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectation
 from harness.compare import Mismatch, check_gradients, compare_outcomes
 from harness.modes import LADDER
@@ -364,6 +366,11 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
     matched = (", and match " + " and ".join(words)) if checked else ""
     if not expected:
         agree = "all modes agree" if len(active) > 1 else f"{reference} computes its values"
+        unchecked = _unchecked(ref, oracles, checked)
+        if unchecked:
+            return dataclasses.replace(
+                result(Verdict.PASS, f"{agree}, but nothing checked that the values are right: {unchecked}",
+                       notes + skipped_lines), unchecked=unchecked)
         return result(Verdict.PASS, f"{agree}{matched}" if checked else "", notes + skipped_lines)
     met_lines = [f"as declared: {_modes_of(e, met)} {e.outcome}: {e.reason}" for e in _distinct(met)]
     if not unmet:
@@ -374,6 +381,24 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
                    "narrow the expectation's tf_versions" for e in _distinct(unmet)]
     verdict = Verdict.FAIL if strict_xpass else Verdict.XPASS
     return result(verdict, unmet_lines[0], unmet_lines + met_lines + notes + skipped_lines)
+
+
+def _unchecked(ref: ModeOutcome, oracles: Mapping[str, OracleOutcome], checked: Sequence[str]) -> str:
+    """Why a pass shows only that the modes agree; empty when an oracle judged the values."""
+    values = [o.value for order in ref.orders for o in order
+              if o.value is not None and o.value.size and np.asarray(o.value).dtype.kind in "fc"]
+    if values and not any(np.isfinite(v).any() for v in values):
+        return (f"every value {ref.mode} computes is NaN or infinite, and modes agreeing on NaN say nothing "
+                "about the function")
+    if checked:
+        return ""
+    if not oracles:
+        return "no oracle ran"
+    skipped = [name for name, o in oracles.items() if o.status == "skip"]
+    if len(skipped) == len(oracles):
+        names = skipped[0] if len(skipped) == 1 else f"{', '.join(skipped[:-1])} and {skipped[-1]}"
+        return f"the {names} oracle{'s' if len(skipped) > 1 else ''} could not judge them (see below)"
+    return "no oracle judged them"
 
 
 def _distinct(pairs: list[tuple[str, Expectation]]) -> list[Expectation]:

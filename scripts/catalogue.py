@@ -37,6 +37,11 @@ def _outcome(outcome) -> str:
     return outcome.status.value
 
 
+def _verdict(result) -> str:
+    """The verdict's word; a pass no oracle could judge says so, as the terminal does."""
+    return f"{result.verdict.value} (unchecked)" if result.unchecked else result.verdict.value
+
+
 def _rows(case, results) -> list[str]:
     """One row for the case when every point ends alike, else one row per point."""
     modes = list(results[0].outcomes)
@@ -44,7 +49,7 @@ def _rows(case, results) -> list[str]:
     def cells(r):
         found = [r.oracles.get(name) for name in ("numeric", "upstream")]
         return ([_outcome(r.outcomes[m]) for m in modes] + [o.status if o else "-" for o in found]
-                + [r.verdict.value])
+                + [_verdict(r)])
 
     if all(cells(r) == cells(results[0]) for r in results):
         return ["| " + " | ".join([f"`{case.id}`", _cell(case.description), _cell(case.source)]
@@ -64,6 +69,7 @@ def render(cases: Sequence, results: Sequence, modes: Sequence[str], versions: d
     counts: dict[str, int] = {}
     for r in results:
         counts[r.verdict.value] = counts.get(r.verdict.value, 0) + 1
+    unchecked = sum(1 for r in results if r.unchecked)
     themes: dict[str, list] = {}
     for case in cases:
         themes.setdefault(case.id.split(".")[0], []).append(case)
@@ -82,13 +88,15 @@ def render(cases: Sequence, results: Sequence, modes: Sequence[str], versions: d
         "version matrix over all of them shows it ([matrix.md](matrix.md), `--mode full`).",
         "",
         f"{len(cases)} cases at {len(results)} points: "
-        + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) + ".",
+        + ", ".join(f"{n} {verdict}" + (f" ({unchecked} of them unchecked)" if verdict == "pass" and unchecked else "")
+                    for verdict, n in sorted(counts.items())) + ".",
         "",
         "An outcome is `ok` (every order computed) or the exception class and where it was raised "
         "(forward, or the derivative order). The numeric column is the numeric oracle on the agreed "
         "values, the upstream column the same check with seeded upstream weights (the README's "
         "upstream-gradient check): `match`, `differ`, or `skip` (not checked; the report says why). "
-        "A verdict is `pass` when every mode agrees with eager and the numeric derivative matches, "
+        "A verdict is `pass` when every mode agrees with eager and the numeric derivative matches "
+        "(`pass (unchecked)` when no oracle could judge the values: agreement is all it shows), "
         "`xfail` when the modes or the oracles deviate as the case declares; the reasons follow each "
         "table.",
         "",

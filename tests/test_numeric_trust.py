@@ -287,3 +287,20 @@ def test_a_wrong_sign_of_a_small_second_derivative_under_a_large_first_is_still_
     assert run(make_case(_large_first_small_second(1.0), points=point, order=2))[0].verdict is Verdict.PASS
     [r] = run(make_case(_large_first_small_second(-1.0), points=point, order=2))
     assert r.verdict is Verdict.FAIL and "at order 2" in r.reason, r.reason
+
+
+# -- item 8: no pass where nothing was checked ----------------------------------------------------
+
+@tf.custom_gradient
+def nan_at_a_finite_point(x):
+    y = x * float("nan")  # a library's forward that returns NaN at a finite input
+    return y, lambda dy: dy * float("nan")
+
+
+def test_modes_agreeing_on_nan_at_a_finite_input_pass_only_as_unchecked():
+    [r] = run(make_case(nan_at_a_finite_point, points=[{"x": np.float64(1.5)}]))
+    assert r.verdict is Verdict.PASS
+    assert r.unchecked.startswith("every value eager computes is NaN or infinite"), r.unchecked
+    assert "nothing checked that the values are right" in r.reason
+    [r] = run(make_case(small_right, points=[{"x": np.float64(3.0)}]))
+    assert r.verdict is Verdict.PASS and r.unchecked == "", r.unchecked

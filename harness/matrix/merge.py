@@ -98,6 +98,7 @@ class Cell:
       error: the first line of the mode's error message, or empty.
       details: the result's further lines (each disagreement, each expectation).
       rerun: the command that reruns the case and point, or empty.
+      unchecked: on a pass, why no oracle could judge its values (the report's "unchecked"), or empty.
     """
 
     status: str
@@ -107,6 +108,12 @@ class Cell:
     error: str = ""
     details: tuple[str, ...] = ()
     rerun: str = ""
+    unchecked: str = ""
+
+    @property
+    def word(self) -> str:
+        """The verdict as a cell shows it: a pass nothing checked says so."""
+        return f"{self.verdict} (unchecked)" if self.unchecked and self.verdict == "pass" else self.verdict
 
     @property
     def observed(self) -> bool:
@@ -386,7 +393,8 @@ def _first_line(text: str) -> str:
 
 def _cell(result: dict, mode: str) -> Cell:
     common = dict(verdict=result["verdict"], reason=str(result.get("reason") or ""),
-                  details=tuple(str(d) for d in result.get("details") or ()), rerun=str(result.get("rerun") or ""))
+                  details=tuple(str(d) for d in result.get("details") or ()), rerun=str(result.get("rerun") or ""),
+                  unchecked=str(result.get("unchecked") or ""))
     outcome = result["modes"].get(mode)
     if outcome is None:
         return Cell(status=NOT_RUN, **common)

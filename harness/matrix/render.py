@@ -101,7 +101,7 @@ def _md_cell(point: Point, index: int) -> str:
             groups.setdefault(cell.status, []).append(_mark(mode))
     quiet = (NOT_RUN, "skip")
     if all(status in quiet for status in groups):  # nothing ran (a skipped point), or everything was ok
-        return first.verdict
+        return first.word
     ordered = sorted(groups.items(), key=lambda item: item[0] in quiet)  # stable: what ran first
     stopped = not any(c.status == "ok" for c in cells) and ordered[0][0] not in quiet
     parts = []
@@ -327,7 +327,7 @@ def _html_cell(point: Point, columns: tuple[Column, ...], index: int) -> str:
     first = cells[0]
     step = point.step_at(index)  # a step has a column before it that ran the point
     classes = ["c", _css_class(first)] + (["differs"] if step else [])
-    data = {"head": f"{point.name} · TensorFlow {column.version}", "verdict": first.verdict or first.status,
+    data = {"head": f"{point.name} · TensorFlow {column.version}", "verdict": first.word or first.status,
             "reason": first.reason,
             "change": f"since {columns[_observed_before(point, index)].version}: {step.text}" if step else "",
             "modes": "\n".join(_mode_line(m, c) for m, c in zip(point.modes, cells)) if first.observed else "",
@@ -336,7 +336,7 @@ def _html_cell(point: Point, columns: tuple[Column, ...], index: int) -> str:
     title = first.explanation if first.observed else first.reason or first.status
     if step:
         title += f"\nchanged: {step.text}"
-    word = first.verdict if first.observed else NOT_INSTALLED if first.status == NOT_INSTALLED else first.status
+    word = first.word if first.observed else NOT_INSTALLED if first.status == NOT_INSTALLED else first.status
     marks = _html_marks(point, index) if first.observed else ""
     return (f'<td class="{" ".join(classes)}" tabindex="0" title="{_e(title)}" {attributes}>'
             f'<span class="v">{_e(word)}</span>{marks}</td>')
@@ -465,7 +465,7 @@ def json_text(matrix: Matrix) -> str:
         "rows": [{"case": r.case, "point": r.point, "mode": r.mode, "change": r.change,
                   "cells": {c.version: {"status": cell.status, "verdict": cell.verdict, "stage": cell.stage,
                                         "reason": cell.reason, "error": cell.error, "details": list(cell.details),
-                                        "rerun": cell.rerun}
+                                        "rerun": cell.rerun, "unchecked": cell.unchecked}
                             for c, cell in zip(matrix.columns, r.cells)}}
                  for r in matrix.rows],
     }

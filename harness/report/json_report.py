@@ -15,6 +15,11 @@ case's time divided by its number of points; a crash or timeout counts up to
 the worker's death or kill. These fields were added within schema 1: a reader
 must not require them (older reports lack them).
 
+Each result has "unchecked": on a pass, why nothing but the modes' agreement stands behind it (no
+oracle could judge its values, or every value is NaN or infinite), else ""; the top level's
+"unchecked" counts those passes, which "summary" counts among "pass". Both were added within
+schema 1: a reader must not require them.
+
 "explore" (also added within schema 1, and absent from older reports) lists what
 each explored case found: its domains, the examples tried and their limit, the
 seconds, the seed, and, when an example failed, "found" (the shrunk point's
@@ -32,7 +37,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from harness.records import Explored, ModeOutcome, OracleOutcome, Output, Report, Result
+from harness.records import Explored, ModeOutcome, OracleOutcome, Output, Report, Result, Verdict
 
 __all__ = ["SCHEMA", "render", "to_dict"]
 
@@ -112,6 +117,7 @@ def result_dict(result: Result) -> dict:
         "order": result.order,
         "verdict": result.verdict.value,
         "reason": result.reason,
+        "unchecked": result.unchecked,
         "details": list(result.details),
         "rerun": result.rerun,
         "seconds": _seconds(result.seconds),
@@ -146,6 +152,7 @@ def to_dict(report: Report) -> dict:
         "modes": list(report.modes),
         "results": [result_dict(r) for r in report.results],
         "summary": report.summary,
+        "unchecked": sum(1 for r in report.results if r.verdict is Verdict.PASS and r.unchecked),
         **explore,
     }
 

@@ -84,12 +84,17 @@ def render(report: Report) -> str:
     for result in report.results:
         case = ET.SubElement(suite, "testcase", classname=result.case, name=result.point,
                              time=_time(result.seconds))
-        if result.oracles:
-            # What each oracle said, the upstream-gradient check among them, whatever the verdict.
+        if result.oracles or result.unchecked:
+            # What each oracle said, the upstream-gradient check among them, whatever the verdict;
+            # and, on a pass no oracle could judge, why (JUnit has no word for it: a property says it).
             properties = ET.SubElement(case, "properties")
             for name, o in result.oracles.items():
                 ET.SubElement(properties, "property", name=f"oracle.{name}", value=_xml_text(o.status))
+            if result.unchecked:
+                ET.SubElement(properties, "property", name="unchecked", value=_xml_text(result.unchecked))
         tag = _ELEMENT[result.verdict]
+        if result.unchecked and tag is None:
+            ET.SubElement(case, "system-out").text = _body(result, first=f"pass, unchecked: {result.reason}")
         if tag in _COUNTED:
             counts[tag] += 1
             element = ET.SubElement(case, tag, message=_xml_text(f"{result.verdict.value}: {result.reason}"),

@@ -26,8 +26,10 @@ def line(result: Result) -> str:
     modes = "  ".join([f"{m}:{_status(o)}" for m, o in result.outcomes.items()]
                       + [f"{n}:{o.status}" for n, o in result.oracles.items()])
     head = f"{_WORD[result.verdict]:<{_WIDTH}}  {result.name}  order {result.order}  {modes}".rstrip()
-    if result.verdict is Verdict.PASS:
+    if result.verdict is Verdict.PASS and not result.unchecked:
         return head
+    if result.unchecked:
+        head += "  (unchecked)"
     lines = [head, f"    {result.reason}"]
     lines += [f"    - {d}" for d in result.details if d != result.reason]
     if result.verdict is not Verdict.SKIP:
@@ -57,7 +59,10 @@ def summary(results: Sequence[Result], seconds: float | None = None, not_run: in
     counts = {v: 0 for v in Verdict}
     for r in results:
         counts[r.verdict] += 1
-    parts = [f"{n} {v.value}" for v, n in counts.items() if n]
+    unchecked = sum(1 for r in results if r.verdict is Verdict.PASS and r.unchecked)
+    # A pass that nothing but the modes' agreement stands behind is counted apart.
+    parts = [f"{n} {v.value}" + (f" ({unchecked} of them unchecked)" if v is Verdict.PASS and unchecked else "")
+             for v, n in counts.items() if n]
     cases = len({r.case for r in results})
     text = f"{cases} cases at {len(results)} points: " + (", ".join(parts) or "nothing ran")
     if not_run:

@@ -610,3 +610,17 @@ def test_json_is_strict_and_keyed_by_version():
     assert first["cells"]["2.16.2"]["reason"] == HOSTILE
     assert first["cells"]["2.15.1"]["status"] == "not installed"
     assert len(data["rows"]) == 4 * 3, "a row per case, point and mode"
+
+
+def test_an_unchecked_pass_shows_as_such_in_the_matrix():
+    # Issue 22 item 8: a pass no oracle could judge is not shown as a plain pass across versions.
+    checked = result("t.a")
+    unchecked = dict(result("t.a"), unchecked="no oracle ran")
+    matrix = merged(report("2.20.0", checked), report("2.21.0", unchecked))
+    cells = row(matrix, "t.a[x=1.0]", "eager").cells
+    assert [c.word for c in cells] == ["pass", "pass (unchecked)"]
+    assert "pass (unchecked)" in render.markdown(matrix)
+    data = json.loads(render.json_text(matrix))
+    [first] = [r for r in data["rows"] if r["mode"] == "eager"]
+    assert first["cells"]["2.21.0"]["unchecked"] == "no oracle ran"
+    assert first["cells"]["2.20.0"]["unchecked"] == ""

@@ -1,5 +1,6 @@
 """Reporters: strict JSON, JUnit XML, the terminal text, and atomic writes."""
 
+import dataclasses
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -286,3 +287,36 @@ def test_check_writable_rejects_a_directory_path(tmp_path):
     with pytest.raises(ValueError) as info:
         report_io.check_writable(str(tmp_path))
     assert "directory" in str(info.value)
+
+
+# -- a pass nothing checked (issue 22 item 8) -------------------------------------------------------
+
+def unchecked_pass():
+    why = "the numeric oracle could not judge them (see below)"
+    r = result(Verdict.PASS, reason=f"all modes agree, but nothing checked that the values are right: {why}",
+               details=["numeric oracle not checked: not finite within a step of the point"])
+    return dataclasses.replace(r, unchecked=why)
+
+
+def test_an_unchecked_pass_says_so_on_its_line_with_why_and_is_counted_apart():
+    r, checked = unchecked_pass(), result(Verdict.PASS)
+    lines = text.line(r).splitlines()
+    assert lines[0].startswith("PASS") and lines[0].endswith("(unchecked)")
+    assert lines[1] == f"    {r.reason}"
+    assert "    - numeric oracle not checked: not finite within a step of the point" in lines
+    assert text.line(checked) == text.line(checked).splitlines()[0]  # a checked pass stays one line
+    assert text.summary([r, checked, result(Verdict.FAIL, point="x=2.0")]) == (
+        "1 cases at 3 points: 2 pass (1 of them unchecked), 1 fail")
+
+
+def test_an_unchecked_pass_is_marked_in_json_and_junit():
+    report = make_report(unchecked_pass(), result(Verdict.PASS, point="x=2.0"))
+    data = strict_loads(json.dumps(json_report.to_dict(report)))
+    assert [r["unchecked"] for r in data["results"]] == ["the numeric oracle could not judge them (see below)", ""]
+    assert data["unchecked"] == 1 and data["summary"]["pass"] == 2
+    root = ET.fromstring(junit.render(report))
+    first, second = root.iter("testcase")
+    [prop] = [p for p in first.iter("property") if p.get("name") == "unchecked"]
+    assert prop.get("value") == "the numeric oracle could not judge them (see below)"
+    assert "numeric oracle not checked" in first.find("system-out").text
+    assert second.find("properties") is None and first.find("failure") is None

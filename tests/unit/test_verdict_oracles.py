@@ -43,6 +43,35 @@ def test_a_matching_oracle_is_named_in_the_pass_reason():
     assert r.reason == "all modes agree, and match the numeric derivative"
 
 
+def test_a_pass_an_oracle_checked_is_not_marked_unchecked():
+    r = run(make_case(), *agreeing(), oracles={"numeric": MATCH})
+    assert r.verdict is Verdict.PASS and r.unchecked == ""
+
+
+def test_a_pass_at_which_every_oracle_skipped_is_marked_unchecked():
+    # Issue 22 item 8: a gradient of 1.3e154 at x = 0, by design, which no oracle can judge.
+    skip = {"numeric": OracleOutcome(name="numeric", status="skip", note="not finite within a step of the point"),
+            "upstream": OracleOutcome(name="upstream", status="skip",
+                                      note="not checked, for the reason the numeric oracle gives")}
+    r = run(make_case(), *agreeing(), oracles=skip)
+    assert r.verdict is Verdict.PASS
+    assert r.unchecked == "the numeric and upstream oracles could not judge them (see below)"
+    assert r.reason.startswith("all modes agree, but nothing checked that the values are right: ")
+    assert "numeric oracle not checked: not finite within a step of the point" in r.details
+
+
+def test_a_pass_on_nan_everywhere_is_marked_unchecked_even_beside_a_matching_oracle():
+    # A library returned NaN at orders 0, 1 and 2 where the truth is 3.15, 17.7 and 384: every mode
+    # agreeing on NaN, and a reference implementation that is NaN there too, show nothing.
+    nan = [ok(m, fwd=np.nan, grad=np.nan) for m in ("eager", "function", "graph")]
+    reference = OracleOutcome(name="reference", status="match", orders=(0, 1))
+    r = run(make_case(), *nan, oracles={"reference": reference})
+    assert r.verdict is Verdict.PASS
+    assert r.unchecked.startswith("every value eager computes is NaN or infinite")
+    half = [ok(m, fwd=np.nan, grad=2.0) for m in ("eager", "function", "graph")]
+    assert run(make_case(), *half, oracles={"numeric": MATCH}).unchecked == ""
+
+
 def test_declared_oracle_difference_at_its_order_is_xfail():
     e = Expectation(modes=["numeric"], outcome=VALUES_DIFFER, orders=[2], reason="1 - e on purpose")
     r = run(make_case(e, order=2), *agreeing(), oracles={"numeric": SO_NUMERIC})
