@@ -46,9 +46,38 @@ MODE = flags.DEFINE_string(
     "mode", "all", f"The modes to run: 'all', 'full', or a comma list of modes. With 'all' they are "
     f"{', '.join(_modes.CORE_MODES)}; with 'full' {', '.join(_modes.FULL_MODES)}; the modes are "
     f"{', '.join(_modes.KNOWN_MODES)}.")
-CASES = flags.DEFINE_list(
-    "cases", None, "Comma list of globs on case ids, or CASE_ID[POINT] for one point. For example 'seeds.*'; "
-    "default: every case.")
+
+
+def split_patterns(text: str) -> list[str]:
+    """The --cases patterns in `text`: split at the commas outside brackets, so that a point label
+    with commas in it (`t.mul[x=2.0,y=3.0]`, `x=float32[8,64]`) stays one pattern, as the rerun
+    lines print it. A glob's `[...]` character class is a bracket too."""
+    patterns, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth = max(0, depth - 1)
+        elif c == "," and depth == 0:
+            patterns.append(text[start:i])
+            start = i + 1
+    patterns.append(text[start:])
+    return [p.strip() for p in patterns if p.strip()]
+
+
+class _PatternList(flags.ListParser):
+    """absl's comma list, split by split_patterns instead of as CSV."""
+
+    def parse(self, argument):
+        if isinstance(argument, list):
+            return argument
+        return split_patterns(argument) if argument else []
+
+
+CASES = flags.DEFINE(
+    _PatternList(), "cases", None, "Comma list of globs on case ids, or CASE_ID[POINT] for one point. For example "
+    "'seeds.*'; default: every case. Commas inside [...] belong to the point.",
+    serializer=flags.CsvListSerializer(","))
 CASE_FILES = flags.DEFINE_multi_string(
     "case_file", [], "A Python file defining CASES with the harness case API (repeatable). Its cases "
     "run instead of the built-in library, unless --library is given.")

@@ -222,3 +222,42 @@ def test_full_selects_the_extra_modes_but_not_saved_model_nocg():
     proc = harness("--mode=full,bogus", "--list")
     assert proc.returncode == 2
     assert "unknown mode 'bogus'" in proc.stderr and "'full' (all but saved_model_nocg)" in proc.stderr
+
+
+COMMA_POINTS = """
+import numpy as np
+import tensorflow as tf
+from harness import Case
+
+@tf.custom_gradient
+def mul(x, y):
+    return x * y, lambda dy: (dy * y, dy * y)  # the y gradient should be dy * x
+
+@tf.custom_gradient
+def scale(x):
+    return 2.0 * x, lambda dy: 3.0 * dy  # the derivative is 2
+
+CASES = [
+    Case(id="mine.mul", fn=mul, source="test", description="a wrong y gradient at two scalar inputs",
+         points=[{"x": np.float32(2.0), "y": np.float32(3.0)}, {"x": np.float32(5.0), "y": np.float32(7.0)}]),
+    Case(id="mine.scale", fn=scale, source="test", description="a wrong gradient of a matrix input",
+         points=[{"x": np.ones((8, 64), np.float32)}, {"x": np.ones((2, 3), np.float32)}]),
+]
+"""
+
+
+@pytest.mark.slow
+def test_printed_rerun_commands_with_commas_in_the_point_run_that_point_alone(case_file, tmp_path):
+    # Issue 23 item 1: --cases split the printed ID[x=2.0,y=3.0] at its comma and selected nothing.
+    path = case_file(COMMA_POINTS)
+    proc = harness(f"--case_file={path}", cwd=str(tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    reruns = [l.split("rerun: ", 1)[1] for l in proc.stdout.splitlines() if "rerun: " in l]
+    labels = ["mine.mul[x=2.0,y=3.0]", "mine.mul[x=5.0,y=7.0]", "mine.scale[x=float32[8,64]]",
+              "mine.scale[x=float32[2,3]]"]
+    assert [r.split("--cases=", 1)[1].split("'")[0].split()[0] for r in reruns] == labels, reruns
+    for rerun, label in zip(reruns[1:3], labels[1:3]):  # one with a comma between arguments, one inside a shape
+        argv = shlex.split(rerun)
+        again = harness(*argv[3:], cwd=str(tmp_path))
+        assert again.returncode == 1, again.stdout + again.stderr
+        assert "1 cases at 1 points: 1 fail" in again.stdout and label in again.stdout, again.stdout

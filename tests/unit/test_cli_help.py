@@ -259,3 +259,12 @@ def test_the_rerun_commands_the_harness_prints_pass_the_refusal():
         with flagsaver.flagsaver():
             command, args = cli._split(flags.FLAGS(["harness", *shlex.split(line)[3:]]))
             cli._refuse_other_flags(command, args)
+
+
+def test_cases_splits_at_commas_outside_brackets_only():
+    # Issue 23 item 1: every printed rerun line holds a point label, which has commas in it.
+    assert cli.split_patterns("seeds.*, t.mul[x=2.0,y=3.0],t.v[x=float32[8,64]],seeds.s[pq],") == [
+        "seeds.*", "t.mul[x=2.0,y=3.0]", "t.v[x=float32[8,64]]", "seeds.s[pq]"]
+    with flagsaver.flagsaver():
+        flags.FLAGS(["harness", "--cases=t.mul[x=2.0,y=3.0],docs.*"])
+        assert cli.CASES.value == ["t.mul[x=2.0,y=3.0]", "docs.*"]
