@@ -745,8 +745,31 @@ def _shard() -> tuple[int, int]:
     return index, count
 
 
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+class _Signals:
+    """SIGINT and SIGTERM: a KeyboardInterrupt while cases run; once every case has run, only
+    noted, so that the reports of what ran are written whole before the run stops."""
+
+    def __init__(self):
+        self.defer = False
+        self.caught: Optional[int] = None
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self.handle)
+        signal.signal(signal.SIGINT, self.handle)
+
+    def handle(self, signum, frame):
+        if self.defer:
+            self.caught = signum
+            return
+        raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def deferred(self):
+        self.defer = True
+        try:
+            yield
+        finally:
+            self.defer = False
 
 
 def _safe(label: str) -> str:
@@ -968,14 +991,17 @@ class _Run:
         self.written = True  # every output written so far
         self.interrupted = False
         self.jsonl = None
+        self.signals = _Signals()
 
     def main(self) -> int:
-        signal.signal(signal.SIGTERM, _raise_interrupt)
+        self.signals.install()
         stop = self.run_cases()
         if stop is not None:
             return stop
-        report = self.report()
-        self.written = self.write_reproductions(report) and self.written
+        with self.signals.deferred():  # a signal now waits until what ran is on disk
+            report = self.report()
+        if self.signals.caught is None:
+            self.written = self.write_reproductions(report) and self.written
         return self.summary(report)
 
     def run_cases(self) -> Optional[int]:
@@ -1004,7 +1030,8 @@ class _Run:
                 runner.kill()
         finally:
             if runner is not None:
-                runner.close()
+                with self.signals.deferred():  # every case has run or been stopped: let the workers go
+                    runner.close()
             if self.jsonl:
                 with contextlib.suppress(OSError):  # a full disk: what was flushed stays
                     self.jsonl.close()
@@ -1107,6 +1134,11 @@ class _Run:
         print(text.summary(report.results, time.monotonic() - self.start, not_run=not_run))
         if self.interrupted:
             sys.stderr.write(f"harness: interrupted; {not_run} case points did not run; reports hold what finished\n")
+            return 130
+        if self.signals.caught is not None:
+            name = signal.Signals(self.signals.caught).name
+            skipped = "; no reproductions were written" if self.s.repro_dir or self.s.command == _REPRO else ""
+            sys.stderr.write(f"harness: {name} after every case had run; the reports were written first{skipped}\n")
             return 130
         return 1 if report.failed or not self.written else 0
 
@@ -1239,6 +1271,9 @@ def _explore_rerun(info: CaseInfo, values, s: Settings, check) -> tuple[str, str
 
 
 def main(argv: Sequence[str]) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a message is printed escaped, never fatal
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return run(argv)
     except UsageError as e:

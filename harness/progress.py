@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 import time
+
+from harness.printable import printable
 from typing import Optional, TextIO
 
 __all__ = ["Progress"]
@@ -38,7 +40,7 @@ class Progress:
         self._waiting[index] = text
         self._clear()
         while self._next in self._waiting:
-            self._stream.write(self._waiting.pop(self._next) + "\n")
+            self._stream.write(printable(self._waiting.pop(self._next), newlines=True) + "\n")
             self._next += 1
         self._stream.flush()
         self._redraw()
@@ -56,5 +58,5 @@ class Progress:
             return
         elapsed = time.monotonic() - self._start
         status = f"[{self._done}/{self._total}] {elapsed:.0f} s  {self._current}"
-        self._stream.write("\r\033[K" + status[:200])
+        self._stream.write("\r\033[K" + printable(status)[:200])
         self._stream.flush()

@@ -3,6 +3,8 @@
 import json
 import os
 import shlex
+import subprocess
+import sys
 import textwrap
 import xml.etree.ElementTree as ET
 
@@ -261,3 +263,73 @@ def test_printed_rerun_commands_with_commas_in_the_point_run_that_point_alone(ca
         again = harness(*argv[3:], cwd=str(tmp_path))
         assert again.returncode == 1, again.stdout + again.stderr
         assert "1 cases at 1 points: 1 fail" in again.stdout and label in again.stdout, again.stdout
+
+
+ODD_TEXT = """
+import numpy as np
+import tensorflow as tf
+from harness import Case
+
+def build():
+    def f(*xs):
+        raise ValueError("cannot open caf\\udce9.txt")  # a file name that is not UTF-8, as os.listdir gives it
+    return f
+
+def build_scaled():
+    return lambda x: x * 2.0
+
+CASES = [
+    Case(id="odd.surrogate", build=build, source="test", description="raises with a lone surrogate",
+         points=[{"x": np.float32(1.0)}]),
+    Case(id="odd.label", build=build_scaled, source="test", description="a control character in a name",
+         points=[{"x\\x1b[2K\\rPASS     fake\\x00": np.float32(1.0)}]),
+]
+"""
+
+
+@pytest.mark.slow
+def test_control_characters_and_surrogates_reach_no_terminal_or_report_raw(case_file, tmp_path):
+    # Issue 23 item 2: a lone surrogate crashed the main process; ESC, CR and NUL in a point label
+    # painted the terminal and made the JUnit XML invalid.
+    path = case_file(ODD_TEXT)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = harness(f"--case_file={path}", f"--json_out={out / 'r.json'}", f"--junit_out={out / 'r.xml'}",
+                   cwd=str(tmp_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert not any(c in proc.stdout for c in "\x1b\r\x00"), repr(proc.stdout)
+    assert "caf\\udce9.txt" in proc.stdout and "x\\x1b[2K\\rPASS     fake\\x00=1.0" in proc.stdout
+    names = [c.get("name") for c in ET.parse(out / "r.xml").getroot().iter("testcase")]
+    assert "x\\x1b[2K\rPASS     fake\\x00=1.0" in names or any("\\x1b" in n and "\\x00" in n for n in names), names
+    data = json.loads((out / "r.json").read_text())
+    assert {r["case"] for r in data["results"]} == {"odd.surrogate", "odd.label"}
+    merged = harness("merge", str(out / "r.json"), f"--markdown_out={out / 'm.md'}", f"--html_out={out / 'm.html'}",
+                     cwd=str(tmp_path))
+    assert merged.returncode == 0, merged.stderr
+    assert "\x1b" not in (out / "m.md").read_text() and "\x00" not in (out / "m.html").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_signal_while_the_reports_are_written_still_writes_them_and_exits_130(case_file, tmp_path, signum):
+    # Issue 23 item 2: the signal is sent from inside the first report write, so it arrives then, every time.
+    path = case_file(COMMA_POINTS)
+    json_out, junit_out = tmp_path / "r.json", tmp_path / "r.xml"
+    code = (f"import os, signal, runpy, sys\n"
+            f"import harness.report as r\n"
+            f"write = r.write\n"
+            f"def signalled(path, text):\n"
+            f"    if path.endswith('r.json'):\n"
+            f"        os.kill(os.getpid(), signal.{signum})\n"
+            f"    write(path, text)\n"
+            f"r.write = signalled\n"
+            f"sys.argv = ['harness', '--case_file={path}', '--cases=mine.mul', '--json_out={json_out}', "
+            f"'--junit_out={junit_out}']\n"
+            f"runpy.run_module('harness', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 130, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "] wrote " not in line]  # the log lines naming each report
+    assert said == [f"harness: {signum} after every case had run; the reports were written first"], proc.stderr
+    assert len(json.loads(json_out.read_text())["results"]) == 2
+    assert len(list(ET.parse(junit_out).getroot().iter("testcase"))) == 2

@@ -13,6 +13,7 @@ import re
 from typing import Optional
 
 from harness.matrix.merge import ABSENT, NOT_INSTALLED, NOT_RUN, SCHEMA, Cell, Column, Matrix, Point
+from harness.printable import printable
 from harness.records import VERDICTS
 
 __all__ = ["MODE_MARKS", "html", "json_text", "markdown"]
@@ -80,7 +81,7 @@ def _mode_line(mode: str, cell: Cell) -> str:
 # --- Markdown --------------------------------------------------------------------------------------
 
 def _md(text: str) -> str:
-    text = " ".join(str(text).split())
+    text = printable(" ".join(str(text).split()))
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("*", "\\*")
     return _html.escape(text, quote=False)
 
@@ -280,7 +281,7 @@ _JS = """
 
 
 def _e(text: object) -> str:
-    return _html.escape(str(text), quote=True)
+    return _html.escape(printable(str(text), newlines=True), quote=True)
 
 
 def _breakable(name: str) -> str:

@@ -48,7 +48,8 @@ def write(path: str, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        # A lone surrogate the renderer let through is written escaped rather than lost with the file.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(text)
         os.replace(tmp, target)
     except BaseException:

@@ -33,11 +33,13 @@ _COUNTED = ("failure", "error", "skipped")
 
 
 # XML 1.0 cannot hold most control characters; exception messages (ANSI colours) can.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# A lone surrogate (a file name that is not UTF-8) cannot be encoded at all.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def _xml_text(text: str) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                        text)
 
 
 def _time(seconds: float) -> str:
@@ -64,7 +66,7 @@ def _body(result: Result, first: str = "") -> str:
 
 def _explored(suite: ET.Element, e: Explored, counts: dict) -> None:
     """One testcase per explored case (name "explore"): a failure element when an example failed."""
-    case = ET.SubElement(suite, "testcase", classname=e.case, name="explore", time=_time(e.seconds))
+    case = ET.SubElement(suite, "testcase", classname=_xml_text(e.case), name="explore", time=_time(e.seconds))
     over = ", ".join(f"{n}={d}" for n, d in e.domains)
     if e.found is None:
         ET.SubElement(case, "system-out").text = _xml_text(f"{e.tried} examples passed over {over}")
@@ -82,7 +84,7 @@ def render(report: Report) -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     suite = ET.Element("testsuite", name="harness")
     for result in report.results:
-        case = ET.SubElement(suite, "testcase", classname=result.case, name=result.point,
+        case = ET.SubElement(suite, "testcase", classname=_xml_text(result.case), name=_xml_text(result.point),
                              time=_time(result.seconds))
         if result.oracles or result.unchecked:
             # What each oracle said, the upstream-gradient check among them, whatever the verdict;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from harness.printable import printable
 from harness.records import VERDICTS, Explored, ModeOutcome, Report, Result, Status, Verdict
 
 __all__ = ["explored", "line", "summary", "render"]
@@ -25,16 +26,23 @@ def line(result: Result) -> str:
     """The result's line and, unless it passed, its explanation and rerun command."""
     modes = "  ".join([f"{m}:{_status(o)}" for m, o in result.outcomes.items()]
                       + [f"{n}:{o.status}" for n, o in result.oracles.items()])
-    head = f"{_WORD[result.verdict]:<{_WIDTH}}  {result.name}  order {result.order}  {modes}".rstrip()
+    head = printable(f"{_WORD[result.verdict]:<{_WIDTH}}  {result.name}  order {result.order}  {modes}".rstrip())
     if result.verdict is Verdict.PASS and not result.unchecked:
         return head
     if result.unchecked:
         head += "  (unchecked)"
-    lines = [head, f"    {result.reason}"]
-    lines += [f"    - {d}" for d in result.details if d != result.reason]
+    lines = [head, _indented("    ", result.reason)]
+    lines += [_indented("    - ", d) for d in result.details if d != result.reason]
     if result.verdict is not Verdict.SKIP:
-        lines.append(f"    rerun: {result.rerun}")
+        lines.append(f"    rerun: {printable(result.rerun)}")
     return "\n".join(lines)
+
+
+def _indented(lead: str, text: str) -> str:
+    """`text` after `lead`, each further line of it indented as deep, so that no line of a case's
+    own text starts where a verdict word does."""
+    first, *rest = printable(text, newlines=True).split("\n")
+    return "\n".join([lead + first] + [" " * len(lead) + line for line in rest])
 
 
 def explored(e: Explored) -> str:

@@ -264,13 +264,25 @@ def test_write_gives_a_new_file_the_usual_permissions(tmp_path):
     assert oct(target.stat().st_mode & 0o777) == oct(0o666 & ~umask)
 
 
-def test_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path):
+def test_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path, monkeypatch):
     target = tmp_path / "report.json"
     target.write_text("old\n")
-    with pytest.raises(UnicodeEncodeError):
-        report_io.write(str(target), "lone surrogate \ud800")
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(OSError):
+        report_io.write(str(target), "new\n")
     assert target.read_text() == "old\n"
     assert os.listdir(tmp_path) == ["report.json"]
+
+
+def test_a_lone_surrogate_is_written_escaped_not_lost_with_the_file(tmp_path):
+    # Issue 23 item 2: a file name that is not UTF-8, in an exception message, made the write raise.
+    target = tmp_path / "report.md"
+    report_io.write(str(target), "cannot open caf\udce9.txt\n")
+    assert target.read_text(encoding="utf-8") == "cannot open caf\\udce9.txt\n"
 
 
 def test_check_writable_accepts_a_new_file_in_an_existing_directory(tmp_path):
@@ -320,3 +332,29 @@ def test_an_unchecked_pass_is_marked_in_json_and_junit():
     assert prop.get("value") == "the numeric oracle could not judge them (see below)"
     assert "numeric oracle not checked" in first.find("system-out").text
     assert second.find("properties") is None and first.find("failure") is None
+
+
+# -- odd text: control characters and lone surrogates (issue 23 item 2) ---------------------------
+
+FAKE = "x\x1b[2K\rPASS     t.fake\x00\nPASS     t.other"  # ESC, CR, NUL and a newline in a point label
+
+
+def test_a_label_with_control_characters_cannot_paint_a_line_on_the_terminal():
+    r = result(Verdict.FAIL, point=FAKE, reason="ValueError: caf\udce9\nsecond line\rPASS",
+               details=["a\x1b[31mred\x1b[0m detail"])
+    out = text.line(r)
+    assert not any(c in out for c in "\x1b\r\x00"), repr(out)
+    lines = out.splitlines()
+    assert lines[0].startswith("FAIL ") and "x\\x1b[2K\\rPASS     t.fake\\x00\\nPASS" in lines[0]
+    assert not any(line.startswith(("PASS", "FAIL")) for line in lines[1:]), lines  # nothing at column 0
+    assert lines[1] == "    ValueError: caf\\udce9" and lines[2] == "    second line\\rPASS"
+    out.encode("utf-8")  # no lone surrogate left to fail the terminal's encoder
+
+
+def test_junit_holds_control_characters_and_surrogates_escaped_and_stays_valid_xml():
+    report = make_report(result(Verdict.FAIL, point=FAKE, case="t.c\x1b", reason="caf\udce9"))
+    xml = junit.render(report)
+    xml.encode("utf-8")
+    [case] = ET.fromstring(xml).iter("testcase")
+    assert "\\x00" in case.get("name") and "\\x1b" in case.get("name") and case.get("classname") == "t.c\\x1b"
+    assert "caf\\udce9" in case.find("failure").get("message")
