@@ -324,8 +324,24 @@ def _check(name: str, data: object) -> None:
                           f"{_HOW_TO_MAKE}")
     if not isinstance(data["results"], list):
         raise _fail(name, f"\"results\" is a JSON {type(data['results']).__name__}, not a list; {_HOW_TO_MAKE}")
+    modes = data.get("modes", [])
+    if not isinstance(modes, list) or not all(isinstance(m, str) for m in modes):
+        raise _fail(name, f"\"modes\" is {_json_type(modes)}, not a list of mode names; {_HOW_TO_MAKE}")
     for index, result in enumerate(data["results"]):
         _check_result(name, index, result)
+
+
+def _json_type(value: object) -> str:
+    """What a JSON value is, for a message: `a string "eager"`, `a number 7`, `a list`."""
+    kinds = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
+    kind = kinds.get(type(value), "null" if value is None else type(value).__name__)
+    return f"{kind} {json.dumps(value)[:40]}" if isinstance(value, (str, int, float)) else kind
+
+
+# The fields of a result, and of each of its modes, that the matrix reads beyond those every report
+# has: a report may lack them (older reports do), but one that has them has them of these types.
+_RESULT_FIELDS = {"reason": str, "rerun": str, "unchecked": str, "details": list}
+_MODE_FIELDS = {"stage": str, "error_type": str, "error_message": str}
 
 
 def _check_result(name: str, index: int, result: object) -> None:
@@ -340,6 +356,15 @@ def _check_result(name: str, index: int, result: object) -> None:
                                               for m in modes.values()):
         raise _fail(name, f"{where} ({result['case']}[{result['point']}]) has no \"modes\" with a "
                           f"\"status\" each; {_HOW_TO_MAKE}")
+    fields = [(key, result.get(key), kind, where) for key, kind in _RESULT_FIELDS.items()]
+    fields += [(key, outcome.get(key), kind, f"{where}.modes.{mode}") for mode, outcome in modes.items()
+               for key, kind in _MODE_FIELDS.items()]
+    for key, value, kind, at in fields:
+        if value is not None and not isinstance(value, kind):
+            wanted = "a list of strings" if kind is list else "a string"
+            raise _fail(name, f"{at}.{key} is {_json_type(value)}, not {wanted}; {_HOW_TO_MAKE}")
+    if not all(isinstance(d, str) for d in result.get("details") or ()):
+        raise _fail(name, f"{where}.details holds something that is not a string; {_HOW_TO_MAKE}")
 
 
 def load_report(path: str) -> dict:

@@ -75,6 +75,16 @@ def test_load_report_reads_a_harness_report(tmp_path):
     (json.dumps({**report("2.21.0"), "environment": {}}), "environment.tensorflow is missing"),
     (json.dumps(report("2.21.0", {"case": "a", "point": "p", "verdict": "pass"})), "no \"modes\""),
     (json.dumps(report("2.21.0", {"point": "p", "verdict": "pass", "modes": {}})), "no string 'case'"),
+    # Issue 23 item 5: fields of the wrong type crashed the merge, or split a string into letters.
+    (json.dumps({**report("2.21.0", result("seeds.a")), "modes": "eager"}),
+     '"modes" is a string "eager", not a list of mode names'),
+    (json.dumps({**report("2.21.0", result("seeds.a")), "modes": 7}), '"modes" is a number 7, not a list'),
+    (json.dumps(report("2.21.0", {**result("seeds.a"), "details": 5})),
+     "results[0].details is a number 5, not a list of strings"),
+    (json.dumps(report("2.21.0", {**result("seeds.a"), "details": ["ok", 5]})), "results[0].details holds"),
+    (json.dumps(report("2.21.0", {**result("seeds.a"), "reason": ["a"]})), "results[0].reason is a list, not a string"),
+    (json.dumps(report("2.21.0", {**result("seeds.a"), "modes": {"eager": {"status": "error", "error_message": 3}}})),
+     "results[0].modes.eager.error_message is a number 3, not a string"),
 ])
 def test_load_report_refuses_what_is_not_a_current_report_with_one_line_naming_the_file(tmp_path, content, expected):
     path = write(tmp_path, "bad.json", content)
