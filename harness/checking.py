@@ -98,12 +98,31 @@ def parse_inputs(texts: Sequence[str], dtype: str) -> list[tuple[np.ndarray, ...
             if array.dtype.kind == "c" and np.dtype(_numpy_dtype(dtype)).kind != "c":
                 raise InputError(f"--inputs {text!r}: {arg!r} is complex, but --dtype={dtype} would drop its "
                                  "imaginary part; give --dtype complex64 (or complex128)")
-            arrays.append(array.astype(_numpy_dtype(dtype)))
+            arrays.append(_cast(text, arg, array, dtype))
         points.append(tuple(arrays))
     if len({len(p) for p in points}) > 1:
         raise InputError("every --inputs must give the same number of arguments; got "
                          + ", ".join(str(len(p)) for p in points))
     return points
+
+
+def _cast(text: str, arg, array: np.ndarray, dtype: str) -> np.ndarray:
+    """`array` as `dtype`; a value the dtype cannot hold (one that would become infinite, or a
+    nonzero one that would become zero) is an InputError rather than another point."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        cast = array.astype(_numpy_dtype(dtype))
+    wide = array.astype(np.complex128 if array.dtype.kind == "c" else np.float64)
+    overflow = np.isfinite(wide) & ~np.isfinite(cast)
+    underflow = (wide != 0) & (cast == 0)
+    for bad, what in ((overflow, "infinite"), (underflow, "zero")):
+        if bad.any():
+            value = complex(wide[bad].flat[0])
+            shown = f"{value.real:g}" if value.imag == 0 else f"{value:g}"
+            info = np.finfo(_numpy_dtype(dtype))
+            raise InputError(f"--inputs {text!r}: {shown} does not fit "
+                             f"--dtype={dtype} (magnitudes from {info.smallest_subnormal:g} to {info.max:g}): "
+                             f"it would become {what}; give a value in that range or a wider --dtype")
+    return cast
 
 
 _EXPECT_FORM = ("MODES:OUTCOME[:REASON], e.g. 'numeric:values differ:a straight-through estimator' or "

@@ -34,6 +34,11 @@ def test_help_does_not_import_tensorflow():
     (["--mode=eager,xla_typo"], "unknown mode 'xla_typo'"),
     (["--json_out=/nonexistent-dir/r.json"], "directory /nonexistent-dir does not exist"),
     (["--junit_out=."], "is a directory"),
+    # Issue 23 item 5: 70000 became inf in float16, with a NumPy warning, and passed.
+    (["check", "tests/data/explore_grads.py:softplus", "--inputs=70000", "--dtype=float16"],
+     "70000 does not fit --dtype=float16 (magnitudes from 5.96046e-08 to 65504): it would become infinite"),
+    (["check", "tests/data/explore_grads.py:softplus", "--inputs=1e-50"],
+     "1e-50 does not fit --dtype=float32"),
 ])
 def test_usage_errors_exit_2_with_one_line_before_loading_cases(args, message):
     proc = harness(*args)
