@@ -683,17 +683,7 @@ def _write_outputs(outputs: Sequence[tuple[str, str]]) -> bool:
     Returns:
       Whether every one was written.
     """
-    written = True
-    for path, text in outputs:
-        try:
-            _report.write(path, text)
-        except OSError as e:
-            sys.stderr.write(f"harness: cannot write {path}: {e.strerror or e}; the other outputs were "
-                             "written, rerun with another path for this one\n")
-            written = False
-        else:
-            logging.info("wrote %s", path)
-    return written
+    return _report.write_each(outputs, wrote=lambda path: logging.info("wrote %s", path))
 
 
 def _themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:

@@ -596,12 +596,4 @@ def main(paths: Sequence[str], markdown_out: Optional[str] = None, html_out: Opt
         except ValueError as e:
             raise MergeError(str(e)) from None
     matrix = merge({path: load_report(path) for path in paths}, failed)
-    status = 0
-    for path, fn in outputs:
-        try:
-            _report.write(path, fn(matrix))
-        except OSError as e:  # checked above, yet gone since (a full disk, a removed directory)
-            sys.stderr.write(f"harness: cannot write {path}: {e.strerror or e}; the other outputs were "
-                             "written, rerun with another path for this one\n")
-            status = 1
-    return status
+    return 0 if _report.write_each([(path, lambda fn=fn: fn(matrix)) for path, fn in outputs]) else 1

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
+from typing import Callable, Optional, Sequence, Union
 
-__all__ = ["check_writable", "write"]
+__all__ = ["check_writable", "write", "write_each"]
 
 
 def check_writable(path: str) -> None:
@@ -56,3 +58,33 @@ def write(path: str, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_each(outputs: Sequence[tuple[str, Union[str, Callable[[], str]]]],
+               wrote: Optional[Callable[[str], None]] = None) -> bool:
+    """Writes each (path, text or a function giving it), every one tried whatever failed before it.
+
+    Then each that failed is one line on stderr that names it, why, and which of the others were
+    written (none, where none was). `wrote(path)` is called for each one written.
+
+    Returns:
+      Whether every one was written.
+    """
+    failed: dict[str, str] = {}
+    written: list[str] = []
+    for path, text in outputs:
+        try:
+            write(path, text() if callable(text) else text)
+        except OSError as e:
+            failed[path] = str(e.strerror or e)
+        else:
+            written.append(path)
+            if wrote is not None:
+                wrote(path)
+    for path, why in failed.items():
+        if written:
+            others = f"; {', '.join(written)} {'was' if len(written) == 1 else 'were'} written"
+        else:
+            others = "; no other output was written either" if len(outputs) > 1 else ""
+        sys.stderr.write(f"harness: cannot write {path}: {why}{others}; rerun with another path for it\n")
+    return not failed

@@ -358,3 +358,29 @@ def test_junit_holds_control_characters_and_surrogates_escaped_and_stays_valid_x
     [case] = ET.fromstring(xml).iter("testcase")
     assert "\\x00" in case.get("name") and "\\x1b" in case.get("name") and case.get("classname") == "t.c\\x1b"
     assert "caf\\udce9" in case.find("failure").get("message")
+
+
+def test_a_failed_write_says_truly_which_other_outputs_were_written(tmp_path, monkeypatch, capsys):
+    # Issue 23 item 5: "the other outputs were written" was said on a full disk where none were.
+    real = report_io.write
+
+    def full_disk(path, text):
+        if not path.endswith(".xml"):
+            raise OSError(28, "No space left on device")
+        real(path, text)
+
+    monkeypatch.setattr(report_io, "write", full_disk)
+    json_out, md_out, xml_out = (str(tmp_path / name) for name in ("r.json", "m.md", "r.xml"))
+    assert report_io.write_each([(json_out, "{}"), (md_out, lambda: "# m")]) is False
+    assert capsys.readouterr().err.splitlines() == [
+        f"harness: cannot write {path}: No space left on device; no other output was written either; "
+        "rerun with another path for it" for path in (json_out, md_out)]
+    written = []
+    assert report_io.write_each([(json_out, "{}"), (xml_out, "<x/>")], wrote=written.append) is False
+    assert capsys.readouterr().err.splitlines() == [
+        f"harness: cannot write {json_out}: No space left on device; {xml_out} was written; "
+        "rerun with another path for it"]
+    assert written == [xml_out] and (tmp_path / "r.xml").read_text() == "<x/>"
+    assert report_io.write_each([(json_out, "{}")]) is False
+    assert capsys.readouterr().err == (f"harness: cannot write {json_out}: No space left on device; "
+                                       "rerun with another path for it\n")
