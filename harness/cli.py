@@ -1037,11 +1037,26 @@ class _Run:
                     reruns=tuple((p, rerun_command(c.id, p, s, s.check)) for p in c.points)) for c in self.selected]
 
     def open_stream(self) -> None:
+        """Opens the JSON Lines stream, refusing one that another live run is writing: two runs
+        appending to one file would interleave their results (the lock goes with the process)."""
+        import fcntl  # noqa: PLC0415 - POSIX only, like the worker pool
+
         path = self.s.jsonl_out
+        if not path:
+            return
         try:
-            self.jsonl = open(path, "w", encoding="utf-8") if path else None
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
         except OSError as e:
             raise UsageError(f"cannot write {path}: {e.strerror or e}; choose another path") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            flag = "--jsonl_out" if JSONL_OUT.value else "--json_out (its .jsonl stream)"
+            raise UsageError(f"another harness run is writing {path}; give this run another {flag}, or wait "
+                             "for that run to end") from None
+        os.ftruncate(fd, 0)
+        self.jsonl = os.fdopen(fd, "w", encoding="utf-8")
 
     def stream(self, runner) -> None:
         """Runs every job, printing each result and appending it to the JSON Lines stream."""

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tests.helpers import REPO, harness
+from tests.helpers import REPO, assert_usage_error, harness
 
 
 @pytest.fixture
@@ -338,3 +338,21 @@ def test_a_signal_while_the_reports_are_written_still_writes_them_and_exits_130(
     assert said == [f"harness: {signum} after every case had run; the reports were written first"], proc.stderr
     assert len(json.loads(json_out.read_text())["results"]) == 2
     assert len(list(ET.parse(junit_out).getroot().iter("testcase"))) == 2
+
+
+@pytest.mark.slow
+def test_a_stream_another_live_run_writes_is_refused_and_left_whole(case_file, tmp_path):
+    # Issue 23 item 5: two runs with one --json_out interleaved the .jsonl stream into torn lines.
+    import fcntl
+
+    path = case_file(COMMA_POINTS)
+    stream = tmp_path / "r.jsonl"
+    stream.write_text('{"held": true}\n')
+    with open(stream, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a live run holds it
+        proc = harness(f"--case_file={path}", f"--json_out={tmp_path / 'r.json'}", cwd=str(tmp_path))
+    assert_usage_error(proc, f"another harness run is writing {stream}; give this run another --json_out")
+    assert stream.read_text() == '{"held": true}\n'
+    again = harness(f"--case_file={path}", "--cases=mine.scale", f"--json_out={tmp_path / 'r.json'}",
+                    cwd=str(tmp_path))  # the lock went with its holder
+    assert again.returncode == 1 and len(stream.read_text().splitlines()) == 2, again.stderr
