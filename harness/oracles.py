@@ -540,8 +540,9 @@ def _upstream_line(order: int, check: _Check, agreed: ModeOutcome, evaluator: _E
         at_plain = "at the plain contraction (every upstream gradient 1) both agree"
     else:
         at_plain = "at the plain contraction (every upstream gradient 1) nothing could be compared at this order"
-    return (f"grad_fn mishandles its upstream gradient: at order {order} with upstream weights {weights}, "
-            f"{check.line()}; {at_plain}")
+    return (f"grad_fn mishandles its upstream gradient: at order {order} with upstream weights {weights} (the "
+            f"dy passed to grad_fn in place of ones, as a loss other than a plain sum passes), {check.line()}; "
+            f"{at_plain}")
 
 
 def _floating(dtype: str) -> bool:

@@ -63,15 +63,9 @@ class ErrorInfo:
 
     @property
     def first_line(self) -> str:
-        """The line that says what went wrong.
-
-        tf.function prefixes its errors with "in user code:" and a traceback, and
-        puts the exception's own line last; every other error says it first.
-        """
-        lines = [line.strip() for line in self.message.strip().splitlines() if line.strip()]
-        if not lines:
-            return ""
-        return lines[-1] if lines[0] == "in user code:" else lines[0]
+        """The line that says what went wrong, without its class name and cut to HEADLINE_WIDTH
+        (error_headline); `message` keeps the whole text for the JSON report."""
+        return error_headline(self.message, self.type)
 
     def is_a(self, class_name: str) -> bool:
         return class_name == self.type or class_name in self.bases
@@ -82,6 +76,30 @@ class ErrorInfo:
         "order 1 with upstream weights"), or None for the forward, the build or a whole run."""
         words = self.stage.replace(",", " ").split()
         return int(words[1]) if len(words) > 1 and words[0] == "order" and words[1].isdigit() else None
+
+
+# An explanation quotes an exception in one line of at most this many characters.
+HEADLINE_WIDTH = 160
+
+
+def error_headline(message: str, type_name: str = "") -> str:
+    """The line of an exception's `message` that says what went wrong, in one short line.
+
+    tf.function prefixes its errors with "in user code:" and a traceback, and puts the exception's
+    own line last, after the class name ("OperatorNotAllowedInGraphError: Using a symbolic ..."),
+    which the explanation already says: it is left out. A line longer than HEADLINE_WIDTH keeps its
+    first sentence when that fits, else it is cut with "...".
+    """
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    line = lines[-1] if lines[0] == "in user code:" else lines[0]
+    if type_name and line.startswith(f"{type_name}: "):
+        line = line[len(type_name) + 2:]
+    if len(line) <= HEADLINE_WIDTH:
+        return line
+    end = line.find(". ", 20, HEADLINE_WIDTH)  # past a short lead such as "e.g."
+    return line[:end] if end >= 0 else line[:HEADLINE_WIDTH - 3].rstrip() + "..."
 
 
 def error_info(exc: BaseException, stage: str) -> ErrorInfo:

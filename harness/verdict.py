@@ -14,6 +14,7 @@ CaseInfo the main process holds (id, order, expectations, tolerance).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -183,8 +184,9 @@ def _flaky(outcomes: Mapping[str, ModeOutcome], repeats: Mapping[str, Sequence[M
     return lines
 
 
-def _ladder(outcomes: Mapping[str, ModeOutcome], tolerance) -> Optional[str]:
-    """Where along eager, no_autograph, function, xla, graph the results first part."""
+def _ladder(outcomes: Mapping[str, ModeOutcome], tolerance, said: Sequence[str] = ()) -> Optional[str]:
+    """Where along eager, no_autograph, function, xla, graph the results first part; the
+    difference itself only when no line in `said` already says it."""
     steps = [m for m in LADDER if m in outcomes and outcomes[m].status is not Status.SKIP]
     if len(steps) < 2:
         return None
@@ -193,8 +195,8 @@ def _ladder(outcomes: Mapping[str, ModeOutcome], tolerance) -> Optional[str]:
         if found:
             same = " = ".join(steps[:steps.index(before) + 1])
             prefix = f"{same} agree; " if before != steps[0] else ""
-            return (f"along the ladder {' > '.join(steps)}: {prefix}the results part between {before} and "
-                    f"{after}: {found[0].message}")
+            what = "" if any(found[0].message in line for line in said) else f": {found[0].message}"
+            return f"along the ladder {' > '.join(steps)}: {prefix}the results part between {before} and {after}{what}"
     return None
 
 
@@ -353,9 +355,10 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
     if deviations:
         # Along the ladder, only modes without a declared deviation say where the results part.
         undeclared = {m: o for m, o in active.items() if m not in expected}
-        ladder = _ladder(undeclared, case.tolerance) if mode_deviations else None
-        lines = deviations[:1] + ([ladder] if ladder else []) + deviations[1:] + notes + skipped_lines
-        return result(Verdict.FAIL, deviations[0], lines)
+        ladder = _ladder(undeclared, case.tolerance, said=deviations) if mode_deviations else None
+        lines = _said_once(deviations[:1] + ([ladder] if ladder else []) + deviations[1:] + notes + skipped_lines,
+                           active)
+        return result(Verdict.FAIL, deviations[0], lines + _hints(active, oracles, lines))
     checked = [n for n in ("numeric", "reference", "analytic") if n in judged_oracles and n not in expected]
     words = [_ORACLE_WORDS[n] for n in checked]
     if "upstream" in judged_oracles and "upstream" not in expected:
@@ -399,6 +402,57 @@ def _unchecked(ref: ModeOutcome, oracles: Mapping[str, OracleOutcome], checked: 
         names = skipped[0] if len(skipped) == 1 else f"{', '.join(skipped[:-1])} and {skipped[-1]}"
         return f"the {names} oracle{'s' if len(skipped) > 1 else ''} could not judge them (see below)"
     return "no oracle judged them"
+
+
+def _said_once(lines: Sequence[str], outcomes: Mapping[str, ModeOutcome]) -> list[str]:
+    """`lines` with each exception's message quoted once: a later line quoting the same message
+    points to it instead (three modes raising one error once printed its paragraph three times)."""
+    texts = {o.error.first_line for o in outcomes.values() if o.error is not None and len(o.error.first_line) >= 30}
+    seen: set[str] = set()
+    kept = []
+    for line in lines:
+        for text in texts:
+            if f": {text}" in line:
+                if text in seen:
+                    line = line.replace(f": {text}", " (the message above)")
+                seen.add(text)
+        kept.append(line)
+    return kept
+
+
+_WRONG_COUNT = re.compile(r"expected to return (\d+) gradients?, but returned (\d+)")
+_NONE_GRADIENT = re.compile(r"gradient wrt (\S+): \w+=None \(unconnected\) numeric=")
+
+
+def _hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutcome], lines: Sequence[str]) -> list[str]:
+    """What to do, for the common causes, each only where its cause is what happened here."""
+    hints = []
+    errors = [o.error for o in outcomes.values() if o.status is Status.ERROR and o.error is not None]
+    custom = any(o.usage is not None and o.usage.ran for o in outcomes.values())
+    if any(e.is_a("OperatorNotAllowedInGraphError") or "as a Python `bool` is not allowed" in e.message
+           for e in errors):
+        if custom:
+            hints.append("hint: a Python `if` or bool() on a tensor inside a custom gradient cannot run in graph code, "
+                         "and AutoGraph does not convert a function under @tf.custom_gradient: use tf.cond or "
+                         "tf.where (TensorFlow's advice to decorate it with @tf.function does not help there)")
+        else:
+            hints.append("hint: a Python `if` or bool() on a tensor cannot run in graph code without AutoGraph "
+                         "(a tf.compat.v1 graph, autograph=False): use tf.cond or tf.where")
+    counts = next((m for m in (_WRONG_COUNT.search(e.message) for e in errors) if m), None)
+    if counts or any("Num gradients" in e.message for e in errors):
+        wanted = int(counts.group(1)) if counts else 0
+        got = f" (it returned {counts.group(2)} for {wanted} input{'s' if wanted != 1 else ''})" if counts else ""
+        hints.append(f"hint: grad_fn must return one gradient per input of the function, in order{got}; a function "
+                     "that uses variables returns a pair: the input gradients, and a list with one per variable")
+    upstream = oracles.get("upstream")
+    if upstream is not None and upstream.status == "differ" and any(line.startswith(_MISHANDLES) for line in lines):
+        hints.append("hint: multiply the gradient by dy: grad_fn must return the upstream gradient dy times the "
+                     "derivative, not the derivative alone nor a sum over dy")
+    unconnected = next((m.group(1) for m in (_NONE_GRADIENT.search(line) for line in lines) if m), None)
+    if unconnected:
+        hints.append(f"hint: grad_fn returned None for {unconnected}, whose derivative is not zero here: None tells "
+                     f"TensorFlow that {unconnected} does not affect the output; return its gradient")
+    return hints
 
 
 def _distinct(pairs: list[tuple[str, Expectation]]) -> list[Expectation]:

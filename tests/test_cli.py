@@ -124,7 +124,7 @@ def test_disagreement_fails_with_worst_element_and_a_rerun_that_reproduces_it(ca
     argv = shlex.split(rerun)
     assert argv[:3] == ["python", "-m", "harness"]
     again = harness(*argv[3:], cwd=str(tmp_path))
-    assert again.returncode == 1 and "1 cases at 1 points: 1 fail" in again.stdout
+    assert again.returncode == 1 and "1 case at 1 point: 1 fail" in again.stdout
 
 
 @pytest.mark.slow
@@ -267,7 +267,7 @@ def test_printed_rerun_commands_with_commas_in_the_point_run_that_point_alone(ca
         argv = shlex.split(rerun)
         again = harness(*argv[3:], cwd=str(tmp_path))
         assert again.returncode == 1, again.stdout + again.stderr
-        assert "1 cases at 1 points: 1 fail" in again.stdout and label in again.stdout, again.stdout
+        assert "1 case at 1 point: 1 fail" in again.stdout and label in again.stdout, again.stdout
 
 
 ODD_TEXT = """

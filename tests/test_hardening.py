@@ -346,7 +346,7 @@ def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(t
     errors = [line for line in captured.err.splitlines() if line.startswith("harness:")]
     assert status == 1 and len(errors) == 1, captured.err
     assert f"cannot write {tmp_path / 'out' / 'r.json'}: No such file or directory" in errors[0]
-    assert "Traceback" not in captured.err and "1 cases at 1 points: 1 pass" in captured.out
+    assert "Traceback" not in captured.err and "1 case at 1 point: 1 pass" in captured.out
     assert "<testcase" in (tmp_path / "r.xml").read_text()
     assert json.loads((tmp_path / "r.jsonl").read_text())["verdict"] == "pass"
 

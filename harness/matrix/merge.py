@@ -24,6 +24,7 @@ import sys
 from typing import Mapping, Optional, Sequence
 
 from harness import report as _report
+from harness.records import error_headline
 from harness.report.json_report import SCHEMA as REPORT_SCHEMA
 from harness.versions import release_tuple
 
@@ -411,11 +412,6 @@ def _short_labels(versions: Sequence[str]) -> dict[str, str]:
     return {v: short(v) if counts[short(v)] == 1 else v for v in versions}
 
 
-def _first_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0].strip() if lines else ""
-
-
 def _cell(result: dict, mode: str) -> Cell:
     common = dict(verdict=result["verdict"], reason=str(result.get("reason") or ""),
                   details=tuple(str(d) for d in result.get("details") or ()), rerun=str(result.get("rerun") or ""),
@@ -427,7 +423,8 @@ def _cell(result: dict, mode: str) -> Cell:
     if status == "error":
         status = str(outcome.get("error_type") or "error")
     return Cell(status=status, stage=str(outcome.get("stage") or ""),
-                error=_first_line(str(outcome.get("error_message") or "")), **common)
+                error=error_headline(str(outcome.get("error_message") or ""), str(outcome.get("error_type") or "")),
+                **common)
 
 
 def _status_change(status: str) -> str:

@@ -32,10 +32,26 @@ def line(result: Result) -> str:
     if result.unchecked:
         head += "  (unchecked)"
     lines = [head, _indented("    ", result.reason)]
-    lines += [_indented("    - ", d) for d in result.details if d != result.reason]
+    lines += [_indented("    - ", d) for d in _shown(result.details, result.reason)]
     if result.verdict is not Verdict.SKIP:
         lines.append(f"    rerun: {printable(result.rerun)}")
     return "\n".join(lines)
+
+
+# A verdict's block fits on a screen: at most this many detail lines besides its hints.
+MAX_DETAILS = 5
+
+
+def _shown(details, reason: str) -> list[str]:
+    """The detail lines a verdict's block shows: the first MAX_DETAILS and every hint, and a line
+    that says how many more the JSON report holds."""
+    lines = [d for d in details if d != reason]
+    hints = [d for d in lines if d.startswith("hint: ")]
+    rest = [d for d in lines if not d.startswith("hint: ")]
+    if len(rest) <= MAX_DETAILS:
+        return rest + hints
+    more = len(rest) - MAX_DETAILS + 1
+    return rest[:MAX_DETAILS - 1] + [f"... and {more} more detail lines: the JSON report (--json_out) holds them all"] + hints
 
 
 def _indented(lead: str, text: str) -> str:
@@ -72,12 +88,16 @@ def summary(results: Sequence[Result], seconds: float | None = None, not_run: in
     parts = [f"{n} {v.value}" + (f" ({unchecked} of them unchecked)" if v is Verdict.PASS and unchecked else "")
              for v, n in counts.items() if n]
     cases = len({r.case for r in results})
-    text = f"{cases} cases at {len(results)} points: " + (", ".join(parts) or "nothing ran")
+    text = f"{_count(cases, 'case')} at {_count(len(results), 'point')}: " + (", ".join(parts) or "nothing ran")
     if not_run:
         text += f"; {not_run} not run"
     if seconds is not None:
         text += f" in {seconds:.1f} s"
     return text
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def render(report: Report) -> str:

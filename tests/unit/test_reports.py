@@ -318,7 +318,7 @@ def test_an_unchecked_pass_says_so_on_its_line_with_why_and_is_counted_apart():
     assert "    - numeric oracle not checked: not finite within a step of the point" in lines
     assert text.line(checked) == text.line(checked).splitlines()[0]  # a checked pass stays one line
     assert text.summary([r, checked, result(Verdict.FAIL, point="x=2.0")]) == (
-        "1 cases at 3 points: 2 pass (1 of them unchecked), 1 fail")
+        "1 case at 3 points: 2 pass (1 of them unchecked), 1 fail")
 
 
 def test_an_unchecked_pass_is_marked_in_json_and_junit():
