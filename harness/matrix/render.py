@@ -122,17 +122,19 @@ def markdown(matrix: Matrix) -> str:
     """What changed between releases, then a table: a row per case and point, a column per version.
 
     Each cell is the verdict and the modes that were not ok, by their marks
-    (`MODE_MARKS`, listed under the table); a cell that differs from the
+    (`MODE_MARKS`, listed above the table); a cell that differs from the
     version before it is in bold. A version that could not be installed says
     why on the versions line.
     """
     points = matrix.points
     versions = [f"{_md(c.version)}{' (not installed)' if c.not_installed is not None else ''}"
                 for c in matrix.columns]
-    lines = ["## TensorFlow version matrix", "",
-             "; ".join(f"**{_md(c.version)}**: {_md(_env_line(c))}" if _env_line(c) else f"**{_md(c.version)}**"
-                       for c in matrix.columns),
-             "", "### What changed between releases", ""]
+    lines = ["## TensorFlow version matrix", ""]
+    lines += [f"- **{_md(c.version)}**: {_md(_env_line(c))}" if _env_line(c) else f"- **{_md(c.version)}**"
+              for c in matrix.columns]
+    lines += ["", "Modes, in each cell only where not ok: "
+              + ", ".join(f"{_mark(m)} {_md(m)}" for m in matrix.modes) + ". A cell in bold differs from the "
+              "version before it.", "", "### What changed between releases", ""]
     changed = [p for p in points if p.changed]
     if len(matrix.columns) < 2:
         lines.append("One TensorFlow version: nothing to compare.")
@@ -148,8 +150,6 @@ def markdown(matrix: Matrix) -> str:
         cells = [f"**{_md(_md_cell(point, i))}**" if point.step_at(i) else _md(_md_cell(point, i))
                  for i in range(len(matrix.columns))]
         lines.append(f"| {_md(point.name)} | " + " | ".join(cells) + " |")
-    lines += ["", "Modes, in each cell only where not ok: "
-              + ", ".join(f"{_mark(m)} {_md(m)}" for m in matrix.modes) + "."]
     return "\n".join(lines) + "\n"
 
 
