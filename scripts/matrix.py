@@ -40,11 +40,15 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if "--" in argv:
         at = argv.index("--")
         argv, passthrough = argv[:at], argv[at + 1:]
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        usage="%(prog)s --versions V1,V2|all --out_dir DIR [options] [-- HARNESS_ARGS...]",
+        description=__doc__.split("\n\n")[0],
+        epilog="HARNESS_ARGS, after `--`, go to every harness run unchanged, e.g. `-- --mode full`.\n"
+               "Known versions (the pin table): " + ", ".join(pins.versions()) + ".",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--versions", required=True,
-                        help=f"comma list of TensorFlow versions, or all (the pin table's); known: "
-                             f"{','.join(pins.versions())}")
+                        help="comma list of TensorFlow versions, or all (every version of the pin table, "
+                             "listed below)")
     parser.add_argument("--out_dir", required=True, type=Path,
                         help="folder for VERSION.json reports, their logs and the merged outputs (created)")
     parser.add_argument("--cases", help="passed to every harness run as --cases (globs on case ids)")

@@ -268,3 +268,15 @@ def test_cases_splits_at_commas_outside_brackets_only():
     with flagsaver.flagsaver():
         flags.FLAGS(["harness", "--cases=t.mul[x=2.0,y=3.0],docs.*"])
         assert cli.CASES.value == ["t.mul[x=2.0,y=3.0]", "docs.*"]
+
+
+def test_the_matrix_scripts_help_names_the_harness_arguments_and_keeps_versions_whole(no_tensorflow):
+    # Issue 26 item 4: `-- HARNESS_ARGS` went unmentioned and "2.17.1" was wrapped as "2." and "17.1".
+    proc = subprocess.run([sys.executable, "scripts/matrix.py", "--help"], capture_output=True, text=True,
+                          cwd=REPO, env=no_tensorflow, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "[-- HARNESS_ARGS...]" in proc.stdout.splitlines()[0]
+    assert "HARNESS_ARGS, after `--`, go to every harness run unchanged" in proc.stdout
+    from harness.matrix import pins
+    for version in pins.versions():
+        assert f" {version}," in proc.stdout or f" {version}." in proc.stdout, version
