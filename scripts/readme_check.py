@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Runs every command the README and the commands' --help examples show, as written, in a checkout.
+
+    python3 -m venv .venv && .venv/bin/pip install '.[keras]'     # the README's own install, first
+    .venv/bin/python scripts/readme_check.py                       # from the same checkout
+
+The commands run from the checkout's root with the environment "activated" as the README asks
+(its bin folder first on PATH, so `python` and `pip` are its own), each under bash, each with a
+time limit. A command passes when it exits 0 or 1 (1: the cases it ran found something, as several
+examples are meant to) and prints no Python traceback; a usage error (2) or anything else fails.
+A few commands are left to other steps of CI, each with the reason printed: the install itself,
+the test commands (CI runs every test in its own environment), and the version matrix (CI runs it
+on three releases). One more command runs the library from outside the checkout, where only the
+installed package can be imported.
+
+Exit status: 0 when every command passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = ("run", "check", "repro", "merge", "explore")
+# Commands another step of CI runs, by a pattern on the command, with why.
+LEFT_TO_CI = (
+    (re.compile(r"python3 -m venv \.venv && \.venv/bin/pip install '\.\[keras\]'"),
+     "the README's install and first run: CI ran it, as written, to make this environment"),
+    (re.compile(r"pip install -e '\.\[test\]'"), "the test command: CI runs every test in its own environment"),
+    (re.compile(r"-m pytest"), "a test command: CI runs every test in its own environment"),
+    (re.compile(r"scripts/matrix\.py"), "the version matrix: CI runs it on three releases"),
+)
+TIMEOUT = 900
+
+
+def readme_commands(text: str) -> list[str]:
+    """The shell commands of the README: the lines of its indented code blocks that start a
+    command (`python`, `pip`, `.venv/bin/...`), outside fenced blocks (those are Python)."""
+    commands, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced and line.startswith("    ") and re.match(r"(python3?|pip|\.venv/bin/)\S*\s", line[4:]):
+            commands.append(line[4:].strip())
+    return commands
+
+
+def help_examples(run) -> list[str]:
+    """The commands under "Example:" in each command's --help, as the harness prints them."""
+    examples = []
+    for command in COMMANDS:
+        proc = run(f"python -m harness {command} --help")
+        lines = proc.stdout.splitlines()
+        if "Example:" not in lines:
+            raise SystemExit(f"readme_check: `python -m harness {command} --help` has no Example: section")
+        for line in lines[lines.index("Example:") + 1:]:
+            if not line.startswith("  python "):
+                break
+            examples.append(line.strip())
+    return examples
+
+
+def main() -> int:
+    env = dict(os.environ)
+    bin_dir = str(Path(sys.executable).parent)
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    env["VIRTUAL_ENV"] = str(Path(bin_dir).parent)
+
+    def run(command: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+
+    readme = readme_commands((ROOT / "README.md").read_text(encoding="utf-8"))
+    todo = [(c, ROOT) for c in readme] + [(c, ROOT) for c in help_examples(run)]
+    outside = Path(tempfile.mkdtemp(prefix="readme-check-"))
+    todo.append(("python -m harness --mode all --cases 'seeds.*'", outside))
+    failed, ran, left = [], 0, 0
+    for command, cwd in todo:
+        why = next((why for pattern, why in LEFT_TO_CI if pattern.search(command)), None)
+        if why:
+            print(f"readme_check: left to CI: {command}\n    ({why})", flush=True)
+            left += 1
+            continue
+        start = time.monotonic()
+        try:
+            proc = run(command, cwd)
+        except subprocess.TimeoutExpired:
+            failed.append(command)
+            print(f"readme_check: FAILED (ran past {TIMEOUT} s): {command}", flush=True)
+            continue
+        ran += 1
+        said = proc.stdout + proc.stderr
+        where = "" if cwd == ROOT else " (outside the checkout)"
+        if proc.returncode in (0, 1) and "Traceback (most recent call last)" not in said:
+            print(f"readme_check: ok, exit {proc.returncode} in {time.monotonic() - start:.0f} s{where}: {command}",
+                  flush=True)
+        else:
+            failed.append(command)
+            print(f"readme_check: FAILED, exit {proc.returncode}{where}: {command}\n{said[-3000:]}", flush=True)
+    print(f"readme_check: {ran - len(failed)} of {ran} commands ran as written; {left} left to the other steps "
+          "of CI" + (f"; failed: {'; '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
