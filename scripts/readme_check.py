@@ -77,6 +77,10 @@ def main() -> int:
         return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
                               timeout=TIMEOUT, stdin=subprocess.DEVNULL)
 
+    if not (Path(bin_dir) / "pip").exists():
+        print(f"readme_check: {bin_dir} has no pip, so the README's `pip install` would reach another Python; make "
+              "the environment as the README does: python3 -m venv .venv")
+        return 1
     readme = readme_commands((ROOT / "README.md").read_text(encoding="utf-8"))
     todo = [(c, ROOT) for c in readme] + [(c, ROOT) for c in help_examples(run)]
     outside = Path(tempfile.mkdtemp(prefix="readme-check-"))
