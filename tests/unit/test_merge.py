@@ -552,11 +552,14 @@ def test_markdown_opens_with_what_changed_then_one_row_per_case_and_point():
     text = render.markdown(matrix)
     lines = text.splitlines()
     assert lines[0] == "## TensorFlow version matrix"
-    assert lines[2].startswith("**2.15.1**: not installed: tensorflow==2.15.1: no matching distribution &lt;found&gt;")
-    assert lines[4] == "### What changed between releases"
-    assert lines[6] == ("- **a.changed[x=1.0]**: From 2.21: function: ValueError → InternalError; "
-                        "verdict xfail → xpass.")
-    assert lines[7] == ""
+    # A line per version, then the legend, before anything else (issue 26: it came after 80 rows).
+    assert lines[2].startswith("- **2.15.1**: not installed: tensorflow==2.15.1: no matching distribution &lt;found&gt;")
+    assert lines[3].startswith("- **2.16.2**") and lines[4].startswith("- **2.21.0**")
+    assert lines[6].startswith("Modes, in each cell only where not ok: ") and "e eager, f function, g graph" in lines[6]
+    assert lines[8] == "### What changed between releases"
+    assert lines[10] == ("- **a.changed[x=1.0]**: From 2.21: function: ValueError → InternalError; "
+                         "verdict xfail → xpass.")
+    assert lines[11] == ""
     table = [line for line in lines if line.startswith("|")]
     assert len(table) == 2 + len(matrix.points) == 2 + 4
     assert {_columns(line) for line in table} == {1 + len(matrix.columns)}

@@ -3,9 +3,8 @@ that is true for the case it is printed for. Hand-built outcomes; no TensorFlow.
 
 import dataclasses
 
-import numpy as np
 
-from harness.records import ErrorInfo, OracleOutcome, Usage, Verdict, error_headline
+from harness.records import OracleOutcome, Usage, Verdict, error_headline
 from harness.report import text
 from harness.verdict import judge
 from tests.unit.outcomes import RERUN, TF, make_case, ok, raised
