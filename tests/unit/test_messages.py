@@ -3,7 +3,6 @@ that is true for the case it is printed for. Hand-built outcomes; no TensorFlow.
 
 import dataclasses
 
-
 from harness.records import OracleOutcome, Usage, Verdict, error_headline
 from harness.report import text
 from harness.verdict import judge
