@@ -253,12 +253,12 @@ _GROUPS = (_SELECTION, _JUDGING, _REPORTS, _EXECUTION)
 # shown in that command's --help only) and the commands that take it. The help and the refusal of
 # a flag given to a command that does not take it both read this table, so they cannot drift.
 _FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
-    (CASES, _SELECTION, (_RUN, _CHECK)),
+    (CASES, _SELECTION, (_RUN,)),  # check runs one function at its --inputs
     (CASE_FILES, _SELECTION, _RUNS_CASES),
     (LIBRARY, _SELECTION, _RUNS_CASES),
-    (LIST, _SELECTION, (_RUN, _CHECK)),
-    (SHARD_INDEX, _SELECTION, (_RUN, _CHECK)),
-    (NUM_SHARDS, _SELECTION, (_RUN, _CHECK)),
+    (LIST, _SELECTION, (_RUN,)),  # check runs one function at its --inputs
+    (SHARD_INDEX, _SELECTION, (_RUN,)),  # check runs one function at its --inputs
+    (NUM_SHARDS, _SELECTION, (_RUN,)),  # check runs one function at its --inputs
     (MODE, _JUDGING, _RUNS_CASES),
     (NUMERIC, _JUDGING, _RUNS_CASES),
     (NUMERIC_FULL, _JUDGING, _RUNS_CASES),
@@ -455,7 +455,10 @@ def _check_spec(target: str, domains: Sequence = ()):
 
     path, colon, name = target.rpartition(":")
     if not colon or not path.endswith(".py") or not name.isidentifier():
-        raise UsageError(f"{target!r} is not PATH.py:NAME; e.g. my_grads.py:log1pexp")
+        raise UsageError(f"{target!r} is not PATH.py:NAME; e.g. tests/data/my_grads.py:log1pexp")
+    if not Path(path).is_file():  # said now, not by a worker after TensorFlow's import
+        what = "is a directory" if Path(path).is_dir() else "does not exist"
+        raise UsageError(f"{path} {what}; give the Python file that defines {name}")
     try:
         if not domains:
             parse_inputs(INPUTS.value, DTYPE.value)  # refuse bad literals before any case runs
@@ -566,20 +569,23 @@ def _explore_domains(target: str) -> list:
     return domains
 
 
-def rerun_command(case_id: str, point: str, s: Settings, check=None) -> str:
+def rerun_command(case_id: str, point: str, s: Settings, check=None, inputs: Optional[Sequence[str]] = None) -> str:
     """The command line that reruns one case at one point alone with the settings `s`; `check`
-    the check spec it reruns (None: a case id)."""
+    the check spec it reruns (None: a case id), whose `inputs` (default: all of them) are the
+    point's --inputs."""
     mode = "all" if tuple(s.modes) == _modes.CORE_MODES else ",".join(s.modes)
     parts = ["python", "-m", "harness"]
     if check is not None:
-        parts += ["check", check.target] + [f"--inputs={i}" for i in check.inputs]
+        parts += ["check", check.target] + [f"--inputs={i}" for i in (check.inputs if inputs is None else inputs)]
         parts += [f"--order={check.order}", f"--dtype={check.dtype}"]
         if check.wrt:
             parts.append(f"--wrt={','.join(check.wrt)}")
         parts += [f"--expect={text}" for text in check.expect]
         if check.symmetric:
             parts.append(f"--symmetric={','.join(check.symmetric)}")
-    parts += [f"--mode={mode}", f"--cases={case_id}[{point}]"]
+    parts.append(f"--mode={mode}")
+    if check is None:
+        parts.append(f"--cases={case_id}[{point}]")
     parts += [f"--case_file={path}" for path in s.case_files]
     if s.library and s.case_files:
         parts.append("--library")
@@ -683,7 +689,13 @@ def _write_outputs(outputs: Sequence[tuple[str, str]]) -> bool:
     Returns:
       Whether every one was written.
     """
-    return _report.write_each(outputs, wrote=lambda path: logging.info("wrote %s", path))
+    return _report.write_each(outputs, wrote=lambda path: _say(f"wrote {path}"))
+
+
+def _say(text: str) -> None:
+    """One line of the harness's own on stderr: `harness: TEXT`, no log record's time or thread."""
+    sys.stderr.write(f"harness: {text}\n")
+    sys.stderr.flush()
 
 
 def _themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
@@ -981,6 +993,7 @@ class _Run:
         self.written = True  # every output written so far
         self.interrupted = False
         self.jsonl = None
+        self.jsonl_opened = False  # the stream was opened (it may have been closed since)
         self.signals = _Signals()
 
     def main(self) -> int:
@@ -1034,7 +1047,15 @@ class _Run:
         repro = bool(s.repro_dir) or s.command == _REPRO
         return [Job(case_id=c.id, order=c.order, points=c.points, modes=s.modes, options=s.options,
                     strict_xpass=s.strict_xpass, repro=repro,
-                    reruns=tuple((p, rerun_command(c.id, p, s, s.check)) for p in c.points)) for c in self.selected]
+                    reruns=tuple((p, rerun_command(c.id, p, s, s.check, self.inputs_of(c, p))) for p in c.points))
+                for c in self.selected]
+
+    def inputs_of(self, case: CaseInfo, point: str) -> Optional[tuple[str, ...]]:
+        """The --inputs of `point` of a check, which makes one point per --inputs, in order."""
+        check = self.s.check
+        if check is None or len(case.points) != len(check.inputs):
+            return None
+        return (check.inputs[case.points.index(point)],)
 
     def open_stream(self) -> None:
         """Opens the JSON Lines stream, refusing one that another live run is writing: two runs
@@ -1057,6 +1078,7 @@ class _Run:
                              "for that run to end") from None
         os.ftruncate(fd, 0)
         self.jsonl = os.fdopen(fd, "w", encoding="utf-8")
+        self.jsonl_opened = True
 
     def stream(self, runner) -> None:
         """Runs every job, printing each result and appending it to the JSON Lines stream."""
@@ -1109,6 +1131,9 @@ class _Run:
         self.written = _write_outputs([(path, renderer.render(report))
                                        for path, renderer in ((self.s.json_out, json_report), (self.s.junit_out, junit))
                                        if path]) and self.written
+        if self.s.jsonl_out and self.jsonl_opened:
+            how = "--jsonl_out" if JSONL_OUT.value else "beside --json_out"
+            _say(f"streamed each result as it finished to {self.s.jsonl_out} ({how}, JSON Lines)")
         return report
 
     def write_reproductions(self, report) -> bool:

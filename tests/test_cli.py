@@ -334,8 +334,10 @@ def test_a_signal_while_the_reports_are_written_still_writes_them_and_exits_130(
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.returncode == 130, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
-    said = [line for line in proc.stderr.splitlines() if "] wrote " not in line]  # the log lines naming each report
-    assert said == [f"harness: {signum} after every case had run; the reports were written first"], proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"harness: wrote {json_out}", f"harness: wrote {junit_out}",
+        f"harness: streamed each result as it finished to {tmp_path / 'r.jsonl'} (beside --json_out, JSON Lines)",
+        f"harness: {signum} after every case had run; the reports were written first"], proc.stderr
     assert len(json.loads(json_out.read_text())["results"]) == 2
     assert len(list(ET.parse(junit_out).getroot().iter("testcase"))) == 2
 
@@ -356,3 +358,22 @@ def test_a_stream_another_live_run_writes_is_refused_and_left_whole(case_file, t
     again = harness(f"--case_file={path}", "--cases=mine.scale", f"--json_out={tmp_path / 'r.json'}",
                     cwd=str(tmp_path))  # the lock went with its holder
     assert again.returncode == 1 and len(stream.read_text().splitlines()) == 2, again.stderr
+
+
+@pytest.mark.slow
+def test_a_check_rerun_line_gives_only_its_points_inputs(tmp_path):
+    # Issue 26 item 4: a check's rerun selected its point with --cases, a flag that means nothing for
+    # one function; it now gives that point's --inputs alone.
+    (tmp_path / "mine.py").write_text(textwrap.dedent("""
+        import tensorflow as tf
+
+        @tf.custom_gradient
+        def cube(x):
+            return x ** 3, lambda dy: dy * 3 * x  # the derivative is 3 x**2: right at x = 1 only
+    """))
+    proc = harness("check", "mine.py:cube", "--inputs=1.0", "--inputs=2.0", cwd=str(tmp_path))
+    assert proc.returncode == 1 and "1 case at 2 points: 1 pass, 1 fail" in proc.stdout, proc.stdout + proc.stderr
+    [rerun] = [l.split("rerun: ", 1)[1] for l in proc.stdout.splitlines() if "rerun: " in l]
+    assert "--inputs=2.0" in rerun and "--inputs=1.0" not in rerun and "--cases" not in rerun, rerun
+    again = harness(*shlex.split(rerun)[3:], cwd=str(tmp_path))
+    assert again.returncode == 1 and "1 case at 1 point: 1 fail" in again.stdout, again.stdout + again.stderr

@@ -187,6 +187,11 @@ def test_help_imports_no_tensorflow():  # COMMAND --help: in the test above
     (["check", "f.py:f", "--inputs=1.0", "--domain=x=[0, 1]"],
      "--domain is a flag of python -m harness explore, not of check"),
     (["run", "--out=o"], "--out is a flag of python -m harness repro, not of a plain run"),
+    # Issue 26 item 4: one function has no cases to select or shard, and a missing file is said at once.
+    (["check", "f.py:f", "--inputs=1.0", "--cases=x"], "--cases is a flag of python -m harness run, not of check"),
+    (["check", "f.py:f", "--inputs=1.0", "--shard_index=0"], "--shard_index is a flag of python -m harness run"),
+    (["check", "missing.py:f", "--inputs=1.0"], "missing.py does not exist; give the Python file that defines f"),
+    (["explore", "missing.py:f", "--domain=x=[0, 1]"], "missing.py does not exist"),
 ])
 def test_a_flag_of_another_command_exits_2_with_one_line_naming_its_command(args, message, no_tensorflow, tmp_path):
     proc = harness(no_tensorflow, *args, cwd=str(tmp_path))
