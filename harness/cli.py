@@ -313,7 +313,7 @@ _COMMANDS = {
              "write repro.py and ISSUE.md for one case and point into --out DIR",
              "Writes repro.py (needing only TensorFlow and NumPy) and ISSUE.md for one case and point. "
              "A PATH.py:NAME target is described by the same flags as for check.",
-             ("python -m harness repro seeds.docstring_nested --out repro_out",),
+             ("python -m harness repro seeds.docstring_nested --out repro-nested",),
              _VERDICT_EXIT),
     _MERGE: ("python -m harness merge REPORT.json [REPORT.json ...] [flags]",
              "merge reports from several TensorFlow releases into a version matrix",
