@@ -18,6 +18,7 @@ import hashlib
 import math
 import os
 import random
+import re
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -189,15 +190,76 @@ def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
 
 # -- the search ------------------------------------------------------------------------------
 
-def cause(result: Result) -> tuple:
-    """What makes two failing verdicts the same bug: the verdict, the modes that did not compute
-    (with their exception classes), the oracles that differ, whether modes disagree, and the orders
-    whose values hold an inf or a NaN (an overflow is one bug, a gradient that underflows to a
-    wrong finite value another, though the same oracle says both)."""
-    modes = tuple(sorted((m, o.status.value, o.error.type if o.error else "")
+def cause(result: Result, info: Optional[CaseInfo] = None) -> tuple:
+    """What makes two failing verdicts the same bug, so that shrinking keeps to the one found: the
+    verdict; the modes that did not compute, with their exception classes and the order each raised
+    at; every difference from the yardstick mode and every malformed gradient, each as (mode, kind,
+    order, source); every oracle that differs, with the orders, the sources and the kind of its
+    difference (a wrong value, a surrogate's, at a kink, a NaN or infinite gradient, an unconnected
+    gradient counted as 0, a grad_fn that mishandles its upstream gradient) and what its note says
+    of the point (a jump, noise, a kink within a step); and the orders whose values hold an inf or a
+    NaN (an overflow is one bug, a gradient that underflows to a wrong finite value another, though
+    the same oracle says both). `info` gives the case's tolerance for comparing the modes."""
+    modes = tuple(sorted((m, o.status.value, o.error.type if o.error else "", _stage(o.error))
                          for m, o in result.outcomes.items() if o.status is not Status.OK))
-    oracles = tuple(sorted(n for n, o in result.oracles.items() if o.status in ("differ", "error")))
-    return result.verdict.value, modes, oracles, result.modes_disagree, _non_finite(result)
+    oracles = tuple(sorted(_oracle_cause(o) for o in result.oracles.values() if o.status in ("differ", "error")))
+    return (result.verdict.value, modes, _differences(result, info), oracles, result.modes_disagree,
+            _non_finite(result))
+
+
+def _stage(error) -> str:
+    """Where an exception happened: "order K", or the stage's first word (forward, build, ...)."""
+    if error is None:
+        return ""
+    return f"order {error.order}" if error.order is not None else error.stage.split(" ", 1)[0].rstrip(",")
+
+
+def _source(where: str) -> str:
+    """The source a Mismatch's `where` or an oracle's line names ("order 2 gradient wrt x[0]": "x")."""
+    found = re.search(r"gradient wrt ([A-Za-z_][A-Za-z0-9_]*)", where)
+    return found[1] if found else ""
+
+
+def _differences(result: Result, info: Optional[CaseInfo]) -> tuple:
+    """(mode, kind, order, source, weighted) for every difference from the yardstick mode and every
+    malformed gradient (harness.compare: "value", "none", "nonfinite", "dtype", "shape", "status",
+    "error_type", "count", "gradient")."""
+    from harness.compare import check_gradients, compare_outcomes  # noqa: PLC0415
+
+    ref = result.outcomes.get(result.yardstick)
+    found = set()
+    for mode, outcome in result.outcomes.items():
+        if outcome.status is Status.SKIP:
+            continue
+        if ref is not None and mode != result.yardstick and ref.status is not Status.SKIP:
+            for m in compare_outcomes(ref, outcome, tolerance=info.tolerance if info else None):
+                found.add((mode, m.kind, -1 if m.order is None else m.order, _source(m.where), m.upstream))
+        if outcome.status is Status.OK:
+            for m in check_gradients(outcome):
+                order = re.match(r"order (\d+)", m.where)
+                found.add((mode, m.kind, int(order[1]) if order else -1, _source(m.where), False))
+    return tuple(sorted(found))
+
+
+# The kinds of an oracle's difference, from the words of its lines (harness.oracles says them).
+_LINE_KINDS = (("surrogate", "a surrogate, not a derivative"), ("kink", "has a kink here"),
+               ("non-finite", "NaN or infinite gradient"), ("non-finite", "where the numeric derivative is finite"),
+               ("unconnected", "counted as 0"), ("triangle", "strict upper triangle"),
+               ("triangle", "strict lower triangle"), ("upstream", "mishandles its upstream gradient"),
+               ("upstream raises", "grad_fn fails when its upstream gradient"),
+               ("impure", "runs it a second time"))
+# What an oracle's note says of the point: why some directions could not be judged there.
+_NOTE_KINDS = (("jump", "jumps within a step"), ("noisy", "too noisy at this step"), ("kink", "has a kink at the point"),
+               ("coarse", "could hide a wrong sign"))
+
+
+def _oracle_cause(o) -> tuple:
+    """(oracle, its status, the orders that differ, the sources its lines name, the kinds of
+    difference they say, what its note says of the point)."""
+    sources = tuple(sorted({_source(line) for line in o.details}))
+    kinds = tuple(sorted({kind for line in o.details for kind, words in _LINE_KINDS if words in line} or {"value"}))
+    notes = tuple(sorted({kind for kind, words in _NOTE_KINDS if words in o.note}))
+    return o.name, o.status, tuple(o.differ), sources, kinds, notes
 
 
 def _non_finite(result: Result) -> tuple:
@@ -279,8 +341,8 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
             state["stopped"] = (values, result)
             raise _Stopped
         if state["cause"] is None:
-            state["cause"] = cause(result)
-        if cause(result) != state["cause"]:
+            state["cause"] = cause(result, info)
+        if cause(result, info) != state["cause"]:
             return False  # another bug: shrink toward the first one found
         state["found"] = (values, result)
         return True
