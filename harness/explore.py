@@ -26,8 +26,8 @@ import numpy as np
 from harness.case import Domain, point_label
 from harness.records import CaseInfo, Result, Status, Verdict
 
-__all__ = ["DATABASE", "ExploreError", "Search", "cause", "inputs_literal", "parse_domain", "points", "require",
-           "search"]
+__all__ = ["DATABASE", "MAX_ELEMENTS", "ExploreError", "Search", "cause", "check", "inputs_literal", "parse_domain",
+           "points", "require", "search"]
 
 # The example database, in the working directory: a failure found is tried first next time.
 DATABASE = ".harness/explore-db"
@@ -112,6 +112,12 @@ def _shape(text: str) -> tuple[int, ...]:
 
 # -- strategies ------------------------------------------------------------------------------
 
+# Hypothesis draws one example from a buffer of 8 KiB: a number costs about 8 bytes of it, and one of
+# a domain with exclusions another choice (which interval it comes from). An example of more numbers
+# than this is drawn rarely or never, so such a domain is refused before the search.
+MAX_ELEMENTS = 600
+
+
 def _inward(bound: float, dtype: str, up: bool) -> float:
     """`bound` as the nearest `dtype` number on its inward side (Hypothesis wants bounds it can hold)."""
     kind = np.dtype(dtype).type
@@ -122,18 +128,65 @@ def _inward(bound: float, dtype: str, up: bool) -> float:
     return float(value)
 
 
-def _elements(st, domain: Domain, dtype: str, what: str):
+def _pieces(domain: Domain, dtype: str, what: str) -> list[tuple[float, float, bool, bool]]:
+    """The intervals (low, high, open low, open high) of `dtype` numbers that `domain` lets explore
+    draw: its bounds, less the values near an excluded one, each end moved inward to a `dtype`
+    number and off the subnormals (zero stays).
+
+    Raises:
+      ExploreError: nothing is left (the message says why and what to do).
+    """
     low, high = domain.bounds
     open_low, open_high = domain.open_bounds
-    lo, hi = _inward(low, dtype, up=True), _inward(high, dtype, up=False)
-    if lo > hi or lo == hi and ((open_low and lo == low) or (open_high and hi == high)):
-        raise ExploreError(f"{what}: no {dtype} number lies in {domain.describe()}; widen it or give another --dtype")
-    # No subnormals: TensorFlow flushes them to zero in some kernels, so such a point tests the
-    # CPU's flush-to-zero setting, not the gradient.
-    elements = st.floats(lo, hi, width=_WIDTHS[dtype], allow_nan=False, allow_infinity=False,
-                         exclude_min=open_low and lo == low, exclude_max=open_high and hi == high,
-                         allow_subnormal=False)
+    pieces = [(low, high, open_low, open_high)]
+    for x in sorted(domain.exclude):
+        if domain.near <= 0:
+            break  # |v - x| >= 0 holds for every v
+        cut = []
+        for a, b, oa, ob in pieces:  # what is left of each once (x - near, x + near) is out
+            if x - domain.near < b or x - domain.near == b and not ob:
+                cut.append((a, min(b, x - domain.near), oa, ob and b <= x - domain.near))
+            else:
+                cut.append((a, b, oa, ob))
+                continue
+            if x + domain.near < b or x + domain.near == b and not ob:
+                cut.append((max(a, x + domain.near), b, oa and a >= x + domain.near, ob))
+        pieces = [(a, b, oa, ob) for a, b, oa, ob in cut if a < b or a == b and not (oa or ob)]
+    if not pieces:
+        raise ExploreError(f"{what}: every value of {domain.describe()} is within {domain.near:g} of an excluded "
+                           "value, so nothing can be drawn; narrow exclude or near, or widen the bounds")
+    tiny = float(np.finfo(dtype).tiny)
+    drawn = []
+    for a, b, oa, ob in pieces:
+        lo, hi = _inward(a, dtype, up=True), _inward(b, dtype, up=False)
+        oa, ob = oa and lo == a, ob and hi == b
+        # No subnormals: TensorFlow flushes them to zero in some kernels, so such a point tests the
+        # CPU's flush-to-zero setting, not the gradient. An end among them moves to the nearest
+        # number that is not one, inward: zero, or the smallest normal number.
+        if 0 < lo < tiny:
+            lo, oa = tiny, False
+        elif -tiny < lo < 0 or lo == 0 and oa and hi > 0:
+            lo, oa = (0.0, False) if lo < 0 else (tiny, False)
+        if -tiny < hi < 0:
+            hi, ob = -tiny, False
+        elif 0 < hi < tiny or hi == 0 and ob and lo < 0:
+            hi, ob = (0.0, False) if hi > 0 else (-tiny, False)
+        if lo < hi or lo == hi and not (oa or ob):
+            drawn.append((lo, hi, oa, ob))
+    if not drawn:
+        raise ExploreError(f"{what}: no {dtype} number in {domain.describe()} can be drawn: explore draws no "
+                           f"subnormal numbers (TensorFlow flushes them to zero in some kernels), and {dtype}'s "
+                           f"normal numbers start at {tiny:.3g}; widen the domain, or draw in a wider dtype")
+    return drawn
+
+
+def _elements(st, domain: Domain, dtype: str, what: str):
+    parts = [st.floats(lo, hi, width=_WIDTHS[dtype], allow_nan=False, allow_infinity=False,
+                       exclude_min=oa, exclude_max=ob, allow_subnormal=False)
+             for lo, hi, oa, ob in _pieces(domain, dtype, what)]
+    elements = parts[0] if len(parts) == 1 else st.one_of(*parts)
     if domain.exclude:
+        # The pieces' ends were rounded to `dtype` numbers: this keeps what rounding let in out.
         elements = elements.filter(lambda v: all(abs(v - x) >= domain.near for x in domain.exclude))
     return elements
 
@@ -159,7 +212,8 @@ def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
     from its domain or, without one, the value at the case's first point.
 
     Raises:
-      ExploreError: a domain names no argument, or an argument's dtype cannot be drawn.
+      ExploreError: a domain names no argument, an argument's dtype cannot be drawn, a domain
+        leaves no number to draw, or an example would hold more numbers than Hypothesis can draw.
     """
     st = require().strategies
     by_name = dict(domains)
@@ -171,7 +225,7 @@ def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
     if not by_name:
         raise ExploreError(f"{info.id} declares no domains; give --domain NAME=[LOW, HIGH] for an argument "
                            f"({', '.join(names)})")
-    parts = []
+    parts, sizes = [], []
     for i, (name, dtype, shape) in enumerate(info.arguments):
         what = f"{info.id} argument {name!r}"
         if name not in by_name:
@@ -184,8 +238,64 @@ def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
             raise ExploreError(f"{what} is {dtype}; explore draws {', '.join(_WIDTHS)}")
         domain = by_name[name]
         shapes = domain.shape or (tuple(shape),)
+        _pieces(domain, dtype, what)  # something to draw, or why not
+        largest = max(shapes, key=lambda s: int(np.prod(s, dtype=np.int64)))
+        sizes.append((name, largest, int(np.prod(largest, dtype=np.int64))))
         parts.append(st.sampled_from(shapes).flatmap(lambda s, d=domain, t=dtype, w=what: _array(st, d, t, s, w)))
+    total = sum(size for _, _, size in sizes)
+    if total > MAX_ELEMENTS:
+        name, shape, size = max(sizes, key=lambda s: s[2])
+        held = f"{size} numbers" if len(sizes) == 1 else f"{total} numbers ({size} of them {name}'s)"
+        raise ExploreError(f"{info.id}: an example with {name} of shape {list(shape)} holds {held}, more than the "
+                           f"{MAX_ELEMENTS} explore can draw in one example (Hypothesis draws each example from a "
+                           "buffer of 8 KiB); give a smaller shape")
     return st.tuples(*parts).map(lambda values: tuple(zip(names, values)))
+
+
+class _Stopped(BaseException):
+    """Out of Hypothesis at once (it would retry and shrink an Exception): a crash or a timeout, or
+    the one example `check` draws."""
+
+
+def check(info: CaseInfo, domains: Sequence[tuple[str, Domain]]) -> None:
+    """Refuses, before any example is measured, domains from which no example can be drawn: one
+    is drawn here, nothing measured.
+
+    Raises:
+      ExploreError: what `points` refuses, or Hypothesis could draw no example (the message says what
+        to change).
+    """
+    hypothesis = _hypothesis()
+    from hypothesis.errors import HypothesisException, NoSuchExample, Unsatisfiable  # noqa: PLC0415
+
+    strategy = points(info, domains)
+    settings = hypothesis.settings(max_examples=10, deadline=None, database=None,
+                                   verbosity=hypothesis.Verbosity.quiet,
+                                   suppress_health_check=list(hypothesis.HealthCheck))
+    over = ", ".join(f"{n}={d.describe()}" for n, d in domains)
+    def drawn(values) -> bool:
+        raise _Stopped  # one example is enough: out at once, without shrinking it
+
+    try:
+        hypothesis.find(strategy, drawn, settings=settings, random=random.Random(0))
+    except _Stopped:
+        return
+    except (NoSuchExample, Unsatisfiable):
+        raise ExploreError(f"{info.id}: Hypothesis could draw no example from {over}; give wider bounds, fewer "
+                           "exclusions or smaller shapes") from None
+    except HypothesisException as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ExploreError(f"{info.id}: Hypothesis cannot draw from {over}: {first}; change the domain") from None
+
+
+def _hypothesis():
+    """Hypothesis, its own files (a cache of the constants in the code it runs) beside the example
+    database rather than in a .hypothesis folder of the user's working directory."""
+    hypothesis = require()
+    from hypothesis.configuration import set_hypothesis_home_dir  # noqa: PLC0415
+
+    set_hypothesis_home_dir(os.path.join(os.path.dirname(DATABASE), "hypothesis"))
+    return hypothesis
 
 
 # -- the search ------------------------------------------------------------------------------
@@ -298,16 +408,19 @@ def label_of(values: Sequence[tuple[str, np.ndarray]]) -> str:
 @dataclasses.dataclass(frozen=True)
 class Search:
     """What `search` found: the failing point and its verdict (None when none failed), the
-    examples judged, and a note (the search stopped without shrinking, say)."""
+    examples judged (`tried`), of them those judged while shrinking, after the first failing one
+    (`shrinking`), and a note (the search stopped without shrinking, say)."""
 
     values: Optional[tuple]
     result: Optional[Result]
     tried: int
     note: str = ""
+    shrinking: int = 0
 
-
-class _Stopped(BaseException):
-    """A crash or timeout: out of Hypothesis at once (it would retry and shrink an Exception)."""
+    @property
+    def searched(self) -> int:
+        """The examples judged up to and including the first failing one (all of them when none failed)."""
+        return self.tried - self.shrinking
 
 
 def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Callable[[tuple], Result], *,
@@ -318,18 +431,17 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
 
     `key` tells the example database this search from others (the case, its domains, modes
     and options). The same `seed` draws the same points; Hypothesis then leaves the database alone.
-    """
-    hypothesis = require()
-    from hypothesis.configuration import set_hypothesis_home_dir  # noqa: PLC0415
-    from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: PLC0415
 
-    # Hypothesis's own files (a cache of the constants in the code it runs) go beside the
-    # example database, not into a .hypothesis folder of the user's working directory.
-    set_hypothesis_home_dir(os.path.join(os.path.dirname(DATABASE), "hypothesis"))
+    Raises:
+      ExploreError: no example can be drawn from `domains` (`check`), before any is measured.
+    """
+    hypothesis = _hypothesis()
+    from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: PLC0415
     from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable  # noqa: PLC0415
 
+    check(info, domains)
     strategy = points(info, domains)
-    state: dict = {"tried": 0, "cause": None, "found": None, "stopped": None}
+    state: dict = {"tried": 0, "first": None, "cause": None, "found": None, "stopped": None}
 
     def failing(values) -> bool:
         result = measure(values)
@@ -342,6 +454,7 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
             raise _Stopped
         if state["cause"] is None:
             state["cause"] = cause(result, info)
+            state["first"] = state["tried"]
         if cause(result, info) != state["cause"]:
             return False  # another bug: shrink toward the first one found
         state["found"] = (values, result)
@@ -362,10 +475,12 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
     except NoSuchExample:
         pass
     except Unsatisfiable:
-        note = "Hypothesis could draw too few points outside the excluded values; narrow exclude or near"
+        why = " (on an excluded value, or too large)" if any(d.exclude for _, d in domains) else " (too large)"
+        note = (f"Hypothesis stopped after {state['tried']} of the {examples} examples asked for: too many of its "
+                f"draws were rejected{why}")
     except Flaky:
         note = "the point failed once and passed when tried again: the case is not deterministic there"
     if state["found"] is None:
         return Search(None, None, state["tried"], note)
     values, result = state["found"]
-    return Search(values, result, state["tried"], note)
+    return Search(values, result, state["tried"], note, shrinking=state["tried"] - state["first"])

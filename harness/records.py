@@ -386,10 +386,12 @@ class Explored:
       case: the case id.
       domains: (argument, domain as --domain writes it) for every explored argument.
       tried: the examples judged, shrinking's included.
+      shrinking: of those, the ones judged while shrinking, after the first failing one (0 when
+        none failed, or the search stopped at a crash or a timeout without shrinking).
       limit: the examples the search could draw (--examples, or --explore N).
       seconds: the search's wall time.
       seed: the --seed it ran with; None when Hypothesis chose.
-      found: the failing verdict at the shrunk point; None when every example passed.
+      found: the failing verdict at the shrunk point; None when no example failed.
       inputs: the shrunk point as an --inputs literal ("" when nothing failed).
       check: a command that reruns the shrunk point ("" when none can: `note` says why).
       note: what else a reader needs: the search stopped without shrinking, say.
@@ -405,10 +407,22 @@ class Explored:
     inputs: str = ""
     check: str = ""
     note: str = ""
+    shrinking: int = 0
+
+    @property
+    def searched(self) -> int:
+        """The examples judged up to and including the first failing one (all when none failed)."""
+        return self.tried - self.shrinking
+
+    @property
+    def judged_nothing(self) -> bool:
+        """No example was judged: nothing failed, and nothing passed either."""
+        return self.found is None and self.tried == 0
 
     @property
     def failed(self) -> bool:
-        return self.found is not None
+        """Whether it fails the run: an example failed, or none was judged (never a pass)."""
+        return self.found is not None or self.judged_nothing
 
 
 @dataclasses.dataclass(frozen=True)

@@ -66,6 +66,11 @@ def _explored(suite: ET.Element, e: Explored, counts: dict) -> None:
     """One testcase per explored case (name "explore"): a failure element when an example failed."""
     case = ET.SubElement(suite, "testcase", classname=e.case, name="explore", time=_time(e.seconds))
     over = ", ".join(f"{n}={d}" for n, d in e.domains)
+    if e.judged_nothing:
+        counts["error"] += 1
+        ET.SubElement(case, "error", message=_xml_text(f"no example was judged over {over}"),
+                      type="error").text = _xml_text(e.note)
+        return
     if e.found is None:
         ET.SubElement(case, "system-out").text = _xml_text(f"{e.tried} examples passed over {over}")
         return
@@ -73,7 +78,8 @@ def _explored(suite: ET.Element, e: Explored, counts: dict) -> None:
     counts[tag] += 1
     element = ET.SubElement(case, tag, message=_xml_text(f"{e.found.verdict.value} at --inputs {e.inputs}: "
                                                          f"{e.found.reason}"), type=e.found.verdict.value)
-    lines = [f"explored {over}: {e.tried} examples", *([f"note: {e.note}"] if e.note else []),
+    lines = [f"explored {over}: {e.tried} examples ({e.searched} searching, {e.shrinking} shrinking)",
+             *([f"note: {e.note}"] if e.note else []),
              *([f"check: {e.check}"] if e.check else [])]
     element.text = _xml_text("\n".join(lines)) + "\n" + _body(e.found)
 

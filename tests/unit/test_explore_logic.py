@@ -1,7 +1,9 @@
 """Explore's pure parts: domains, the Hypothesis search over a stand-in measurement, shrinking,
 the example database and the --inputs literal. No TensorFlow (tests/unit)."""
 
+import dataclasses
 import math
+import re
 
 import numpy as np
 import pytest
@@ -201,3 +203,105 @@ def test_the_two_bugs_of_each_stand_in_fail_with_the_same_verdict_and_the_same_m
         a, b = _judged(info, values, *first()), _judged(info, values, *second())
         assert (a.verdict, a.modes_disagree, sorted(a.oracles)) == (b.verdict, b.modes_disagree, sorted(b.oracles))
         assert explore.cause(a, info) != explore.cause(b, info)
+
+
+# -- a domain that cannot be drawn is refused before any example is measured ----------------------
+
+def _never(values):
+    raise AssertionError(f"measured {values}: nothing should be measured from a domain that cannot be drawn")
+
+
+@pytest.mark.parametrize("domain, dtype, words", [
+    # Each exclusion covers (x - 0.3, x + 0.3): together they cover [0, 1], though neither does alone.
+    (Domain(0.0, 1.0, exclude=(0.25, 0.75), near=0.3), "float32", "within 0.3 of an excluded value"),
+    # float32's normal numbers start at 1.18e-38: every float32 number here is subnormal.
+    (Domain(1e-40, 1e-39), "float32", "no float32 number in [1e-40, 1e-39] can be drawn"),
+    # Hypothesis draws an example from 8 KiB: 1100 numbers of 8 bytes do not fit.
+    (Domain(-1.0, 1.0, shape=(1100,)), "float32", "shape [1100] holds 1100 numbers"),
+    (Domain(-1.0, 1.0, shape=((2,), (1100,))), "float64", "shape [1100] holds 1100 numbers"),
+])
+def test_a_domain_that_cannot_be_drawn_is_refused_before_any_example_is_measured(tmp_path, domain, dtype, words):
+    info = dataclasses.replace(_info(domain), arguments=(("x", dtype, ()),))
+    with pytest.raises(explore.ExploreError, match=re.escape(words)):
+        explore.search(info, [("x", domain)], _never, examples=10, seed=0, key="t5", database=str(tmp_path))
+
+
+def test_the_subnormal_refusal_is_the_dtype_s_own_and_a_wider_dtype_draws_there():
+    # The refusal says "draw in a wider dtype": float64's normal numbers reach 2.2e-308.
+    d = Domain(1e-40, 1e-39)
+    info = dataclasses.replace(_info(d), arguments=(("x", "float64", ()),))
+    explore.check(info, [("x", d)])
+    with pytest.raises(explore.ExploreError, match="subnormal"):
+        explore.check(_info(d), [("x", d)])
+
+
+def test_the_numbers_of_every_argument_together_count_toward_the_largest_example():
+    d = Domain(-1.0, 1.0, shape=(400,))
+    info = CaseInfo(id="t.two", description="", source="", order=1, points=("p",),
+                    arguments=(("x", "float32", (400,)), ("y", "float32", (400,))), domains=(("x", d), ("y", d)),
+                    fixed=(0.0, 0.0))
+    explore.points(info, [("x", d)])  # 400 numbers alone are drawn
+    with pytest.raises(explore.ExploreError, match="holds 800 numbers"):
+        explore.points(info, [("x", d), ("y", d)])
+
+
+@pytest.mark.parametrize("domain", [Domain(-1.0, 1.0, shape=(explore.MAX_ELEMENTS,)),
+                                    Domain(-1.0, 1.0, shape=(explore.MAX_ELEMENTS,), exclude=(-0.5, 0.0, 0.5),
+                                           near=0.1)])
+def test_the_largest_example_explore_accepts_is_drawn_every_time(domain):
+    # Guards MAX_ELEMENTS against Hypothesis's buffer: an example of that many numbers, from one
+    # interval or from several (exclusions: one more choice a number), is drawn each time asked for.
+    info = _info(domain)
+    seen = []
+
+    def measure(values):
+        seen.append(values[0][1])
+        return _result(values, Verdict.PASS)
+
+    found = explore.search(info, [("x", domain)], measure, examples=5, seed=0, key="t6", database=None)
+    assert found.tried == len(seen) == 5 and all(v.shape == (explore.MAX_ELEMENTS,) for v in seen)
+
+
+# -- how many examples were searched and how many shrinking ------------------------------------------
+
+def test_the_search_counts_the_examples_searched_apart_from_those_tried_while_shrinking(tmp_path):
+    calls = []
+
+    def measure(values):
+        calls.append(float(values[0][1]) > 88.8)
+        return _result(values, Verdict.FAIL if calls[-1] else Verdict.PASS)
+
+    d = Domain(-100.0, 100.0)
+    found = explore.search(_info(d), [("x", d)], measure, examples=200, seed=0, key="t9", database=None)
+    first = calls.index(True) + 1  # the examples up to the first failing one
+    assert found.tried == len(calls) and found.searched == first and found.shrinking == len(calls) - first > 0
+
+
+# -- what the reports say of a search ------------------------------------------------------------
+
+def test_a_search_that_judged_no_example_is_not_a_pass_in_any_report():
+    from harness.records import Explored, Report
+    from harness.report import json_report, junit, text
+
+    e = Explored(case="t.f", domains=(("x", "[0, 1]"),), tried=0, limit=10, seconds=0.1, seed=0,
+                 note="Hypothesis drew no example")
+    assert e.failed and Report(environment={}, modes=("eager",), results=(), explore=(e,)).failed
+    said = text.explored(e)
+    assert said.startswith("EXPLORE ERROR  t.f: no example was judged over x=[0, 1]") and "PASS" not in said
+    assert json_report.explored_dict(e)["verdict"] == "error"
+    assert '<error message="no example was judged over x=[0, 1]"' in junit.render(
+        Report(environment={}, modes=("eager",), results=(), explore=(e,)))
+
+
+def test_the_text_report_says_how_many_examples_were_searching_and_how_many_shrinking():
+    from harness.records import Explored
+    from harness.report import json_report, text
+
+    d = Domain(-100.0, 100.0)
+    found = _result((("x", np.float32(89.0)),), Verdict.FAIL)
+    e = Explored(case="t.f", domains=(("x", d.describe()),), tried=30, limit=100, seconds=1.0, seed=0, found=found,
+                 inputs="89.0", shrinking=21)
+    assert "shrunk, after 30 examples (9 searching, 21 shrinking) in 1.0 s" in text.explored(e).splitlines()[0]
+    assert json_report.explored_dict(e)["shrinking"] == 21
+    died = dataclasses.replace(e, found=dataclasses.replace(found, verdict=Verdict.TIMEOUT), tried=4, shrinking=0)
+    assert "timeout at --inputs '89.0', not shrunk, after 4 examples in" in text.explored(died).splitlines()[0]
