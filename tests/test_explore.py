@@ -156,6 +156,26 @@ def test_a_hang_is_a_timeout_reported_with_the_input_that_caused_it(tmp_path):
 
 
 @pytest.mark.slow
+def test_wrt_draws_every_argument_differentiates_only_those_named_and_the_commands_carry_it(tmp_path):
+    # Today: refused, "'a' is not differentiated; explore draws differentiated arguments only".
+    proc = harness(tmp_path, "explore", f"{GRADS}:naive_scaled_softplus", "--domain", "x=[-100, 100]",
+                   "--domain", "a=[1, 2]", "--wrt=x", "--seed=1", "--examples=100", "--json_out=r.json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    head = proc.stdout.splitlines()[0]
+    assert head.startswith("EXPLORE FAIL  check.naive_scaled_softplus: fail at --inputs '("), proc.stdout
+    (found,) = json.loads((tmp_path / "r.json").read_text())["explore"]
+    x, a = (float(v.split("=")[1]) for v in found["found"]["point"].split(","))
+    # Where float32's exp goes wrong: 1 / (1 + exp(x)) is subnormal above log(1 / float32 tiny) = 87.3, and
+    # exp(x) overflows above 88.72; a in [1, 2] scales the function, and moves neither.
+    assert 87.3 < x <= 89.0 and 1.0 <= a <= 2.0, found["found"]["point"]
+    assert all([s["name"] for s in m["sources"]] == ["x"] for m in found["found"]["modes"].values())
+    assert "wrt a" not in proc.stdout and "order 1" in proc.stdout
+    check = next(line for line in proc.stdout.splitlines() if line.strip().startswith("check: "))
+    assert "python -m harness check" in check and "--wrt=x" in check and f"'--inputs={found['inputs']}'" in check
+    assert "--wrt=x" in found["check"] and "--wrt=x" in found["found"]["rerun"]
+
+
+@pytest.mark.slow
 def test_explore_n_refuses_a_selected_case_s_domain_it_cannot_draw_before_any_case_runs(tmp_path):
     # Today: the case runs, then EXPLORE PASS after 0 examples, exit 0.
     cases = os.path.join(REPO, "tests", "data", "undrawable_cases.py")

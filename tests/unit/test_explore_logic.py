@@ -41,13 +41,21 @@ def test_a_domain_that_names_no_argument_or_cannot_be_satisfied_is_refused_with_
         explore.parse_domain(text)
 
 
-def test_a_case_s_domain_must_name_a_differentiated_argument_and_be_satisfiable():
+def test_a_case_s_domain_must_name_an_argument_and_be_satisfiable():
     args = dict(fn=lambda x: x, points=[{"x": np.float32(1.0)}], source="a test", description="identity")
     assert Case(id="t.ok", domains={"x": Domain(-1.0, 1.0)}, **args).domains == {"x": Domain(-1.0, 1.0)}
     with pytest.raises(CaseError, match=r"field \"domains\['y'\]\": 'y' is not an argument"):
         Case(id="t.bad", domains={"y": Domain(-1.0, 1.0)}, **args)
     with pytest.raises(CaseError, match=r"domains\['x'\].*no number is between 2 and 1"):
         Case(id="t.empty", domains={"x": Domain(2.0, 1.0)}, **args)
+
+
+def test_a_case_may_draw_an_argument_it_does_not_differentiate():
+    # Draw some arguments, differentiate others: a is drawn from its domain, and is no source.
+    d = {"x": Domain(-1.0, 1.0), "a": Domain(1.0, 2.0)}
+    case = Case(id="t.wrt", fn=lambda x, a: a * x, points=[{"x": np.float32(1.0), "a": np.float32(1.0)}],
+                wrt=["x"], domains=d, source="a test", description="a scaled identity")
+    assert case.domains == d and case.wrt == ("x",)
 
 
 def _info(domain: Domain) -> CaseInfo:
