@@ -303,8 +303,9 @@ def _hypothesis():
 def cause(result: Result, info: Optional[CaseInfo] = None) -> tuple:
     """What makes two failing verdicts the same bug, so that shrinking keeps to the one found: the
     verdict; the modes that did not compute, with their exception classes and the order each raised
-    at; every difference from the yardstick mode and every malformed gradient, each as (mode, kind,
-    order, source); every oracle that differs, with the orders, the sources and the kind of its
+    at; every difference from the yardstick mode and every malformed gradient that the verdict
+    reports as failing (not a declared deviation that happened), each as (mode, kind, order,
+    source); every oracle that differs, with the orders, the sources and the kind of its
     difference (a wrong value, a surrogate's, at a kink, a NaN or infinite gradient, an unconnected
     gradient counted as 0, a grad_fn that mishandles its upstream gradient) and what its note says
     of the point (a jump, noise, a kink within a step); and the orders whose values hold an inf or a
@@ -313,8 +314,7 @@ def cause(result: Result, info: Optional[CaseInfo] = None) -> tuple:
     modes = tuple(sorted((m, o.status.value, o.error.type if o.error else "", _stage(o.error))
                          for m, o in result.outcomes.items() if o.status is not Status.OK))
     oracles = tuple(sorted(_oracle_cause(o) for o in result.oracles.values() if o.status in ("differ", "error")))
-    return (result.verdict.value, modes, _differences(result, info), oracles, result.modes_disagree,
-            _non_finite(result))
+    return result.verdict.value, modes, _differences(result, info), oracles, _non_finite(result)
 
 
 def _stage(error) -> str:
@@ -333,9 +333,11 @@ def _source(where: str) -> str:
 def _differences(result: Result, info: Optional[CaseInfo]) -> tuple:
     """(mode, kind, order, source, weighted) for every difference from the yardstick mode and every
     malformed gradient (harness.compare: "value", "none", "nonfinite", "dtype", "shape", "status",
-    "error_type", "count", "gradient")."""
+    "error_type", "count", "gradient") that the verdict's lines report: a declared deviation that
+    happened is not part of the failure, and may come and go while shrinking."""
     from harness.compare import check_gradients, compare_outcomes  # noqa: PLC0415
 
+    said = "\n".join((result.reason,) + tuple(result.details))
     ref = result.outcomes.get(result.yardstick)
     found = set()
     for mode, outcome in result.outcomes.items():
@@ -343,11 +345,13 @@ def _differences(result: Result, info: Optional[CaseInfo]) -> tuple:
             continue
         if ref is not None and mode != result.yardstick and ref.status is not Status.SKIP:
             for m in compare_outcomes(ref, outcome, tolerance=info.tolerance if info else None):
-                found.add((mode, m.kind, -1 if m.order is None else m.order, _source(m.where), m.upstream))
+                if m.message in said:
+                    found.add((mode, m.kind, -1 if m.order is None else m.order, _source(m.where), m.upstream))
         if outcome.status is Status.OK:
             for m in check_gradients(outcome):
-                order = re.match(r"order (\d+)", m.where)
-                found.add((mode, m.kind, int(order[1]) if order else -1, _source(m.where), False))
+                if m.message in said:
+                    order = re.match(r"order (\d+)", m.where)
+                    found.add((mode, m.kind, int(order[1]) if order else -1, _source(m.where), False))
     return tuple(sorted(found))
 
 

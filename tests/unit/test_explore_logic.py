@@ -313,3 +313,27 @@ def test_the_text_report_says_how_many_examples_were_searching_and_how_many_shri
     assert json_report.explored_dict(e)["shrinking"] == 21
     died = dataclasses.replace(e, found=dataclasses.replace(found, verdict=Verdict.TIMEOUT), tried=4, shrinking=0)
     assert "timeout at --inputs '89.0', not shrunk, after 4 examples in" in text.explored(died).splitlines()[0]
+
+
+def test_a_declared_deviation_that_comes_and_goes_does_not_hold_the_shrink(tmp_path):
+    # The bug: the numeric oracle differs at order 1 above x = 10. Above 30 function also differs from
+    # eager, as an expectation declares: met there, and not part of the failure, so shrinking goes on
+    # below 30, where function agrees, to 11.
+    from harness import Expectation
+    from harness.case import VALUES_DIFFER
+
+    declared = Expectation(modes=("function",), outcome=VALUES_DIFFER, reason="declared in the test")
+    info = dataclasses.replace(_two_info(order=1), expectations=(declared,))
+
+    above = []
+
+    def measure(values):
+        x = float(values[0][1])
+        above.extend([x] if x > 30 else [])
+        # Found first above 30 (below, only once seen there), where the declared deviation happens too.
+        oracles = _numeric(1, f"order 1 gradient wrt x: {_WRONG}") if x > 30 or x > 10 and above else {
+            "numeric": OracleOutcome(name="numeric", status="match", orders=(1,))}
+        return _judged(info, values, {"x": 2.0} if x > 30 else {}, oracles)
+
+    found = explore.search(info, list(info.domains), measure, examples=100, seed=0, key="t10", database=str(tmp_path))
+    assert found.result.verdict is Verdict.FAIL and float(found.values[0][1]) == 11.0, found.result.reason
