@@ -123,7 +123,9 @@ def _inward(bound: float, dtype: str, up: bool) -> float:
     kind = np.dtype(dtype).type
     with np.errstate(over="ignore"):
         value = kind(bound)
-    if math.isinf(value) or (value < bound if up else value > bound):
+    # Compared as Python floats: NumPy compares a float32 with a Python float in float32, where
+    # float32(0.1) equals 0.1 though it is above it.
+    if math.isinf(value) or (float(value) < bound if up else float(value) > bound):
         value = np.nextafter(value, kind(np.inf if up else -np.inf))
     return float(value)
 

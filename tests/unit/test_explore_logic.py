@@ -337,3 +337,18 @@ def test_a_declared_deviation_that_comes_and_goes_does_not_hold_the_shrink(tmp_p
 
     found = explore.search(info, list(info.domains), measure, examples=100, seed=0, key="t10", database=str(tmp_path))
     assert found.result.verdict is Verdict.FAIL and float(found.values[0][1]) == 11.0, found.result.reason
+
+
+def test_a_bound_float32_cannot_hold_is_moved_inward_not_past_it():
+    # float32(0.1) = 0.10000000149... is above 0.1, float32(-0.1) below -0.1: neither may be drawn
+    # from [-0.1, 0.1]. Hypothesis draws the bounds it is given early and often.
+    d = Domain(-0.1, 0.1)
+    seen = []
+
+    def measure(values):
+        seen.append(float(values[0][1]))
+        return _result(values, Verdict.PASS)
+
+    explore.search(_info(d), [("x", d)], measure, examples=50, seed=0, key="t11", database=None)
+    assert seen and all(-0.1 <= x <= 0.1 for x in seen), [x for x in seen if abs(x) > 0.1]
+    assert max(seen) == float(np.nextafter(np.float32(0.1), np.float32(0)))  # the bound itself, inward
