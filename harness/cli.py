@@ -303,9 +303,9 @@ _COMMANDS = {
                "directory, so a failure found is tried first next time. Needs Hypothesis: pip install "
                "'harness[explore]'.",
                ("python -m harness explore cases/seeds.py:custom_square --domain 'x=[-10, 10]' --seed=0",),
-               "Exit status: 0 when examples were judged and none failed; 1 when one failed, or none was judged "
-               "(or a case point of the run failed); 2 for a usage error, a domain explore cannot draw from "
-               "among them."),
+               "Exit status: 0 when examples were judged and none failed; 1 when one failed, when none was "
+               "judged, or when Hypothesis ended the search early (or a case point of the run failed); 2 for a "
+               "usage error, a domain explore cannot draw from among them."),
 }
 _WIDTH = 100
 
@@ -1184,7 +1184,8 @@ def _explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: i
     seconds = time.monotonic() - start
     if search.result is None:
         return Explored(case=info.id, domains=described, tried=search.tried, limit=limit, seconds=seconds,
-                        seed=s.seed, note=search.note or ("Hypothesis drew no example" if not search.tried else ""))
+                        seed=s.seed, note=search.note,
+                        stopped=search.stopped or ("Hypothesis drew no example" if not search.tried else ""))
     command, why = _explore_rerun(info, search.values, s, check)
     if s.repro_dir:
         done = run_at(search.values, repro=True)

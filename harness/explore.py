@@ -415,13 +415,15 @@ def label_of(values: Sequence[tuple[str, np.ndarray]]) -> str:
 class Search:
     """What `search` found: the failing point and its verdict (None when none failed), the
     examples judged (`tried`), of them those judged while shrinking, after the first failing one
-    (`shrinking`), and a note (the search stopped without shrinking, say)."""
+    (`shrinking`), why Hypothesis ended the search before the examples asked for were judged
+    (`stopped`), and a note (the search stopped without shrinking at a crash, say)."""
 
     values: Optional[tuple]
     result: Optional[Result]
     tried: int
     note: str = ""
     shrinking: int = 0
+    stopped: str = ""
 
     @property
     def searched(self) -> int:
@@ -443,7 +445,7 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
     """
     hypothesis = _hypothesis()
     from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: PLC0415
-    from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable  # noqa: PLC0415
+    from hypothesis.errors import Flaky, HypothesisException, NoSuchExample, Unsatisfiable  # noqa: PLC0415
 
     check(info, domains)
     strategy = points(info, domains)
@@ -470,7 +472,7 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
         max_examples=examples, deadline=None, derandomize=False, verbosity=hypothesis.Verbosity.quiet,
         database=DirectoryBasedExampleDatabase(database) if database else None,
         suppress_health_check=list(hypothesis.HealthCheck))
-    note = ""
+    note = stopped = ""
     try:
         hypothesis.find(strategy, failing, settings=settings, database_key=hashlib.sha256(key.encode()).digest(),
                         random=random.Random(seed) if seed is not None else None)
@@ -482,11 +484,14 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
         pass
     except Unsatisfiable:
         why = " (on an excluded value, or too large)" if any(d.exclude for _, d in domains) else " (too large)"
-        note = (f"Hypothesis stopped after {state['tried']} of the {examples} examples asked for: too many of its "
-                f"draws were rejected{why}")
+        stopped = f"Hypothesis rejected too many of its draws{why}"
     except Flaky:
         note = "the point failed once and passed when tried again: the case is not deterministic there"
+    except HypothesisException as e:  # a health check, say: what it says, never a traceback
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        stopped = f"Hypothesis stopped the search: {type(e).__name__}" + (f": {first}" if first else "")
     if state["found"] is None:
-        return Search(None, None, state["tried"], note)
+        return Search(None, None, state["tried"], note, stopped=stopped)
     values, result = state["found"]
-    return Search(values, result, state["tried"], note, shrinking=state["tried"] - state["first"])
+    return Search(values, result, state["tried"], "; ".join(n for n in (note, stopped) if n),
+                  shrinking=state["tried"] - state["first"])

@@ -395,6 +395,9 @@ class Explored:
       inputs: the shrunk point as an --inputs literal ("" when nothing failed).
       check: a command that reruns the shrunk point ("" when none can: `note` says why).
       note: what else a reader needs: the search stopped without shrinking, say.
+      stopped: why Hypothesis ended the search before the examples asked for were judged (too
+        many draws rejected, a health check), or "" when it did not; such a search with no
+        failing example is no pass.
     """
 
     case: str
@@ -408,6 +411,7 @@ class Explored:
     check: str = ""
     note: str = ""
     shrinking: int = 0
+    stopped: str = ""
 
     @property
     def searched(self) -> int:
@@ -415,14 +419,14 @@ class Explored:
         return self.tried - self.shrinking
 
     @property
-    def judged_nothing(self) -> bool:
-        """No example was judged: nothing failed, and nothing passed either."""
-        return self.found is None and self.tried == 0
+    def incomplete(self) -> bool:
+        """No example failed, but none was judged, or Hypothesis ended the search early: no pass."""
+        return self.found is None and (self.tried == 0 or bool(self.stopped))
 
     @property
     def failed(self) -> bool:
-        """Whether it fails the run: an example failed, or none was judged (never a pass)."""
-        return self.found is not None or self.judged_nothing
+        """Whether it fails the run: an example failed, or the search was incomplete (never a pass)."""
+        return self.found is not None or self.incomplete
 
 
 @dataclasses.dataclass(frozen=True)

@@ -66,10 +66,11 @@ def _explored(suite: ET.Element, e: Explored, counts: dict) -> None:
     """One testcase per explored case (name "explore"): a failure element when an example failed."""
     case = ET.SubElement(suite, "testcase", classname=e.case, name="explore", time=_time(e.seconds))
     over = ", ".join(f"{n}={d}" for n, d in e.domains)
-    if e.judged_nothing:
+    if e.incomplete:
         counts["error"] += 1
-        ET.SubElement(case, "error", message=_xml_text(f"no example was judged over {over}"),
-                      type="error").text = _xml_text(e.note)
+        judged = f"{e.tried} of the {e.limit} examples asked for" if e.tried else "no example"
+        ET.SubElement(case, "error", message=_xml_text(f"the search over {over} judged {judged}"),
+                      type="error").text = _xml_text("\n".join(w for w in (e.stopped, e.note) if w))
         return
     if e.found is None:
         ET.SubElement(case, "system-out").text = _xml_text(f"{e.tried} examples passed over {over}")

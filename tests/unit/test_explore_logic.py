@@ -292,12 +292,29 @@ def test_a_search_that_judged_no_example_is_not_a_pass_in_any_report():
     from harness.report import json_report, junit, text
 
     e = Explored(case="t.f", domains=(("x", "[0, 1]"),), tried=0, limit=10, seconds=0.1, seed=0,
-                 note="Hypothesis drew no example")
+                 stopped="Hypothesis drew no example")
     assert e.failed and Report(environment={}, modes=("eager",), results=(), explore=(e,)).failed
     said = text.explored(e)
     assert said.startswith("EXPLORE ERROR  t.f: no example was judged over x=[0, 1]") and "PASS" not in said
+    assert "stopped: Hypothesis drew no example" in said
     assert json_report.explored_dict(e)["verdict"] == "error"
-    assert '<error message="no example was judged over x=[0, 1]"' in junit.render(
+    assert '<error message="the search over x=[0, 1] judged no example"' in junit.render(
+        Report(environment={}, modes=("eager",), results=(), explore=(e,)))
+
+
+def test_a_search_hypothesis_ended_early_without_a_failure_is_not_a_pass_in_any_report():
+    from harness.records import Explored, Report
+    from harness.report import json_report, junit, text
+
+    e = Explored(case="t.f", domains=(("x", "[0, 1]"),), tried=2, limit=20, seconds=0.1, seed=0,
+                 stopped="Hypothesis stopped the search: FailedHealthCheck: data too large")
+    assert e.failed
+    said = text.explored(e)
+    assert said.startswith("EXPLORE ERROR  t.f: none of 2 examples failed over x=[0, 1] in 0.1 s, seed 0, but "
+                           "Hypothesis ended the search before the 20 asked for, so it is no pass"), said
+    assert "    stopped: Hypothesis stopped the search: FailedHealthCheck: data too large" in said
+    assert json_report.explored_dict(e)["verdict"] == "error"
+    assert "judged 2 of the 20 examples asked for" in junit.render(
         Report(environment={}, modes=("eager",), results=(), explore=(e,)))
 
 
@@ -352,3 +369,20 @@ def test_a_bound_float32_cannot_hold_is_moved_inward_not_past_it():
     explore.search(_info(d), [("x", d)], measure, examples=50, seed=0, key="t11", database=None)
     assert seen and all(-0.1 <= x <= 0.1 for x in seen), [x for x in seen if abs(x) > 0.1]
     assert max(seen) == float(np.nextafter(np.float32(0.1), np.float32(0)))  # the bound itself, inward
+
+
+def test_hypothesis_stopping_the_search_is_a_note_and_never_a_traceback(tmp_path):
+    from hypothesis.errors import FailedHealthCheck
+
+    calls = []
+
+    def measure(values):
+        calls.append(values)
+        if len(calls) == 3:
+            raise FailedHealthCheck("data too large")
+        return _result(values, Verdict.PASS)
+
+    d = Domain(-1.0, 1.0)
+    found = explore.search(_info(d), [("x", d)], measure, examples=20, seed=0, key="t12", database=None)
+    assert found.result is None and found.tried == 2
+    assert found.stopped == "Hypothesis stopped the search: FailedHealthCheck: data too large"
