@@ -158,10 +158,12 @@ def _pieces(domain: Domain, dtype: str, what: str) -> list[tuple[float, float, b
         raise ExploreError(f"{what}: every value of {domain.describe()} is within {domain.near:g} of an excluded "
                            "value, so nothing can be drawn; narrow exclude or near, or widen the bounds")
     tiny = float(np.finfo(dtype).tiny)
-    drawn = []
+    drawn, subnormal = [], False
     for a, b, oa, ob in pieces:
         lo, hi = _inward(a, dtype, up=True), _inward(b, dtype, up=False)
         oa, ob = oa and lo == a, ob and hi == b
+        if not (lo < hi or lo == hi and not (oa or ob)):
+            continue  # no `dtype` number lies in it
         # No subnormals: TensorFlow flushes them to zero in some kernels, so such a point tests the
         # CPU's flush-to-zero setting, not the gradient. An end among them moves to the nearest
         # number that is not one, inward: zero, or the smallest normal number.
@@ -175,10 +177,15 @@ def _pieces(domain: Domain, dtype: str, what: str) -> list[tuple[float, float, b
             hi, ob = (0.0, False) if hi > 0 else (-tiny, False)
         if lo < hi or lo == hi and not (oa or ob):
             drawn.append((lo, hi, oa, ob))
-    if not drawn:
+        else:
+            subnormal = True
+    if not drawn and subnormal:
         raise ExploreError(f"{what}: no {dtype} number in {domain.describe()} can be drawn: explore draws no "
                            f"subnormal numbers (TensorFlow flushes them to zero in some kernels), and {dtype}'s "
                            f"normal numbers start at {tiny:.3g}; widen the domain, or draw in a wider dtype")
+    if not drawn:
+        raise ExploreError(f"{what}: no {dtype} number lies in {domain.describe()}; widen it, or draw in a wider "
+                           "dtype")
     return drawn
 
 
@@ -275,6 +282,7 @@ def check(info: CaseInfo, domains: Sequence[tuple[str, Domain]]) -> None:
                                    verbosity=hypothesis.Verbosity.quiet,
                                    suppress_health_check=list(hypothesis.HealthCheck))
     over = ", ".join(f"{n}={d.describe()}" for n, d in domains)
+
     def drawn(values) -> bool:
         raise _Stopped  # one example is enough: out at once, without shrinking it
 

@@ -227,6 +227,8 @@ def _never(values):
     # Hypothesis draws an example from 8 KiB: 1100 numbers of 8 bytes do not fit.
     (Domain(-1.0, 1.0, shape=(1100,)), "float32", "shape [1100] holds 1100 numbers"),
     (Domain(-1.0, 1.0, shape=((2,), (1100,))), "float64", "shape [1100] holds 1100 numbers"),
+    # float16's numbers near 0.1 are 6.1e-5 apart: none lies in this domain, subnormal or not.
+    (Domain(0.1, 0.10001), "float16", "no float16 number lies in [0.1, 0.10001]"),
 ])
 def test_a_domain_that_cannot_be_drawn_is_refused_before_any_example_is_measured(tmp_path, domain, dtype, words):
     info = dataclasses.replace(_info(domain), arguments=(("x", dtype, ()),))
