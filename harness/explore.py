@@ -373,8 +373,8 @@ _LINE_KINDS = (("surrogate", "a surrogate, not a derivative"), ("kink", "has a k
                ("upstream raises", "grad_fn fails when its upstream gradient"),
                ("impure", "runs it a second time"))
 # What an oracle's note says of the point: why some directions could not be judged there.
-_NOTE_KINDS = (("jump", "jumps within a step"), ("noisy", "too noisy at this step"), ("kink", "has a kink at the point"),
-               ("coarse", "could hide a wrong sign"))
+_NOTE_KINDS = (("jump", "jumps within a step"), ("noisy", "too noisy at this step"),
+               ("kink", "has a kink at the point"), ("coarse", "could hide a wrong sign"))
 
 
 def _oracle_cause(o) -> tuple:
