@@ -298,7 +298,8 @@ class Case:
         as tf.linalg.cholesky does) is only defined there.
       domains: argument names mapped to the Domain that explore draws their
         values from (harness.explore); an argument without one keeps its value
-        at the first point. A case without domains is not explored.
+        at the first point. An argument not in `wrt` may have one too: it is
+        drawn, and not differentiated. A case without domains is not explored.
     """
 
     id: str
@@ -522,9 +523,6 @@ class Case:
                 raise _fail(self.id, field, f"{name!r} is not an argument; arguments: {', '.join(point.names)}")
             if not isinstance(domain, Domain):
                 raise _fail(self.id, field, f"{domain!r} is not a Domain")
-            if name not in self.wrt:
-                raise _fail(self.id, field, f"{name!r} is not differentiated; explore draws differentiated "
-                                            f"arguments only: {', '.join(self.wrt) or 'none'}")
             problem = domain.problem()
             if problem is None and domain.shape is None and domain.symmetric:
                 shape = point.values[point.names.index(name)].shape

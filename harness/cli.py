@@ -332,8 +332,9 @@ _COMMANDS = {
                "directory, so a failure found is tried first next time. Needs Hypothesis: pip install "
                "'harness[explore]'.",
                ("python -m harness explore cases/seeds.py:custom_square --domain 'x=[-10, 10]' --seed=0",),
-               "Exit status: 0 when no example failed; 1 when one did (or a case point of the run failed); 2 for "
-               "a usage error."),
+               "Exit status: 0 when examples were judged and none failed; 1 when one failed, when none was "
+               "judged, or when Hypothesis ended the search early (or a case point of the run failed); 2 for a "
+               "usage error, a domain explore cannot draw from among them."),
 }
 _WIDTH = 100
 
@@ -566,6 +567,16 @@ def _explore_domains(target: str) -> list:
             raise UsageError(f"give one --domain per argument of {target}, e.g. --domain 'x=[-100, 100]'")
         if DTYPE.value not in ("float16", "float32", "float64"):
             raise UsageError(f"--dtype={DTYPE.value!r}: explore draws float16, float32 or float64")
+        # Drawable, before any worker starts: every argument is --dtype, of its domain's first shape
+        # or a scalar, as the case the worker makes of the function (harness.checking).
+        name = target.rpartition(":")[2]
+        info = CaseInfo(id=f"check.{name}", description="", source="", order=ORDER.value, points=(),
+                        arguments=tuple((n, DTYPE.value, d.shape[0] if d.shape else ()) for n, d in domains),
+                        domains=tuple(domains))
+        try:
+            explore.check(info, domains)
+        except explore.ExploreError as e:
+            raise UsageError(str(e)) from None
     return domains
 
 
@@ -1019,6 +1030,7 @@ class _Run:
             if self.s.list_only:
                 _list(self.selected)
                 return 0
+            self.check_domains()
             self.open_stream()
             self.stream(runner)
             self.explore(runner)
@@ -1108,6 +1120,15 @@ class _Run:
             with contextlib.suppress(OSError):
                 self.jsonl.close()
             self.jsonl = None
+
+    def check_domains(self) -> None:
+        """--explore N: refuses, before any case runs, a selected case's domains that cannot be drawn."""
+        explore = _explore_module() if self.s.explore else None
+        for info in (c for c in self.selected if explore and c.domains):
+            try:
+                explore.check(info, list(info.domains))
+            except explore.ExploreError as e:
+                raise UsageError(f"--explore: {e}") from None
 
     def explore(self, runner) -> None:
         """--explore N: after the run, every selected case that declares domains."""
@@ -1254,7 +1275,8 @@ def _explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: i
     seconds = time.monotonic() - start
     if search.result is None:
         return Explored(case=info.id, domains=described, tried=search.tried, limit=limit, seconds=seconds,
-                        seed=s.seed, note=search.note)
+                        seed=s.seed, note=search.note,
+                        stopped=search.stopped or ("Hypothesis drew no example" if not search.tried else ""))
     command, why = _explore_rerun(info, search.values, s, check)
     if s.repro_dir:
         done = run_at(search.values, repro=True)
@@ -1273,7 +1295,7 @@ def _explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: i
         command_kept = "" if why else command
     return Explored(case=info.id, domains=described, tried=search.tried, limit=limit, seconds=seconds,
                     seed=s.seed, found=search.result, inputs=explore.inputs_literal(search.values),
-                    check=command_kept, note="; ".join(n for n in (search.note, why) if n))
+                    check=command_kept, note="; ".join(n for n in (search.note, why) if n), shrinking=search.shrinking)
 
 
 def _explore_rerun(info: CaseInfo, values, s: Settings, check) -> tuple[str, str]:

@@ -404,13 +404,18 @@ class Explored:
       case: the case id.
       domains: (argument, domain as --domain writes it) for every explored argument.
       tried: the examples judged, shrinking's included.
+      shrinking: of those, the ones judged while shrinking, after the first failing one (0 when
+        none failed, or the search stopped at a crash or a timeout without shrinking).
       limit: the examples the search could draw (--examples, or --explore N).
       seconds: the search's wall time.
       seed: the --seed it ran with; None when Hypothesis chose.
-      found: the failing verdict at the shrunk point; None when every example passed.
+      found: the failing verdict at the shrunk point; None when no example failed.
       inputs: the shrunk point as an --inputs literal ("" when nothing failed).
       check: a command that reruns the shrunk point ("" when none can: `note` says why).
       note: what else a reader needs: the search stopped without shrinking, say.
+      stopped: why Hypothesis ended the search before the examples asked for were judged (too
+        many draws rejected, a health check), or "" when it did not; such a search with no
+        failing example is no pass.
     """
 
     case: str
@@ -423,10 +428,23 @@ class Explored:
     inputs: str = ""
     check: str = ""
     note: str = ""
+    shrinking: int = 0
+    stopped: str = ""
+
+    @property
+    def searched(self) -> int:
+        """The examples judged up to and including the first failing one (all when none failed)."""
+        return self.tried - self.shrinking
+
+    @property
+    def incomplete(self) -> bool:
+        """No example failed, but none was judged, or Hypothesis ended the search early: no pass."""
+        return self.found is None and (self.tried == 0 or bool(self.stopped))
 
     @property
     def failed(self) -> bool:
-        return self.found is not None
+        """Whether it fails the run: an example failed, or the search was incomplete (never a pass)."""
+        return self.found is not None or self.incomplete
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,8 +21,10 @@ oracle could judge its values, or every value is NaN or infinite), else ""; the 
 schema 1: a reader must not require them.
 
 "explore" (also added within schema 1, and absent from older reports) lists what
-each explored case found: its domains, the examples tried and their limit, the
-seconds, the seed, and, when an example failed, "found" (the shrunk point's
+each explored case found: its domains, the examples tried ("tried", of them
+"shrinking" after the first failing one) and their limit, the seconds, the seed,
+the verdict ("error" when no example failed but none was judged, or Hypothesis ended the
+search early: "stopped" says why), and, when an example failed, "found" (the shrunk point's
 result, as in "results"), "inputs" (that point as an --inputs literal) and
 "check" (a command that reruns it). Its results are not in "results", which
 holds the case library's own points only (what a version matrix compares).
@@ -131,10 +133,12 @@ def explored_dict(e: Explored) -> dict:
         "case": e.case,
         "domains": {name: text for name, text in e.domains},
         "tried": e.tried,
+        "shrinking": e.shrinking,
+        "stopped": e.stopped,
         "limit": e.limit,
         "seconds": _seconds(e.seconds),
         "seed": e.seed,
-        "verdict": e.found.verdict.value if e.found else "pass",
+        "verdict": e.found.verdict.value if e.found else "error" if e.incomplete else "pass",
         "found": result_dict(e.found) if e.found else None,
         "inputs": e.inputs,
         "check": e.check,

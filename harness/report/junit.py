@@ -68,6 +68,12 @@ def _explored(suite: ET.Element, e: Explored, counts: dict) -> None:
     """One testcase per explored case (name "explore"): a failure element when an example failed."""
     case = ET.SubElement(suite, "testcase", classname=_xml_text(e.case), name="explore", time=_time(e.seconds))
     over = ", ".join(f"{n}={d}" for n, d in e.domains)
+    if e.incomplete:
+        counts["error"] += 1
+        judged = f"{e.tried} of the {e.limit} examples asked for" if e.tried else "no example"
+        ET.SubElement(case, "error", message=_xml_text(f"the search over {over} judged {judged}"),
+                      type="error").text = _xml_text("\n".join(w for w in (e.stopped, e.note) if w))
+        return
     if e.found is None:
         ET.SubElement(case, "system-out").text = _xml_text(f"{e.tried} examples passed over {over}")
         return
@@ -75,7 +81,8 @@ def _explored(suite: ET.Element, e: Explored, counts: dict) -> None:
     counts[tag] += 1
     element = ET.SubElement(case, tag, message=_xml_text(f"{e.found.verdict.value} at --inputs {e.inputs}: "
                                                          f"{e.found.reason}"), type=e.found.verdict.value)
-    lines = [f"explored {over}: {e.tried} examples", *([f"note: {e.note}"] if e.note else []),
+    lines = [f"explored {over}: {e.tried} examples ({e.searched} searching, {e.shrinking} shrinking)",
+             *([f"note: {e.note}"] if e.note else []),
              *([f"check: {e.check}"] if e.check else [])]
     element.text = _xml_text("\n".join(lines)) + "\n" + _body(e.found)
 

@@ -65,12 +65,22 @@ def explored(e: Explored) -> str:
     """What exploring one case found: the shrunk point, ready to paste, or how many examples passed."""
     over = ", ".join(f"{n}={d}" for n, d in e.domains)
     seed = f", seed {e.seed}" if e.seed is not None else ""
+    if e.incomplete:
+        said = (f"no example was judged over {over} in {e.seconds:.1f} s{seed}, so nothing passed" if not e.tried else
+                f"none of {e.tried} examples failed over {over} in {e.seconds:.1f} s{seed}, but Hypothesis ended "
+                f"the search before the {e.limit} asked for, so it is no pass")
+        text = f"EXPLORE {_WORD[Verdict.ERROR]}  {e.case}: {said}"
+        return "\n".join([text] + [f"    {what}: {why}" for what, why in (("stopped", e.stopped), ("note", e.note))
+                                   if why])
     if e.found is None:
         text = f"EXPLORE PASS  {e.case}: {e.tried} examples passed over {over} in {e.seconds:.1f} s{seed}"
         return text + (f"\n    note: {e.note}" if e.note else "")
     r = e.found
-    lines = [f"EXPLORE {_WORD[r.verdict]}  {e.case}: {r.verdict.value} at --inputs {e.inputs!r}, shrunk, after "
-             f"{e.tried} examples in {e.seconds:.1f} s over {over}{seed}",
+    dead = r.verdict in (Verdict.CRASH, Verdict.TIMEOUT)  # the search stops there, without shrinking
+    counts = (f"{e.tried} examples" if dead else
+              f"{e.tried} examples ({e.searched} searching, {e.shrinking} shrinking)")
+    lines = [f"EXPLORE {_WORD[r.verdict]}  {e.case}: {r.verdict.value} at --inputs {e.inputs!r}, "
+             f"{'not shrunk' if dead else 'shrunk'}, after {counts} in {e.seconds:.1f} s over {over}{seed}",
              f"    {r.reason}"]
     lines += [f"    - {d}" for d in r.details if d != r.reason]
     if e.note:

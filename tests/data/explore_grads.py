@@ -1,4 +1,5 @@
-"""Functions the explore tests search: a naive softplus that overflows, the stable one, a hang."""
+"""Functions the explore tests search: a naive softplus that overflows (alone, and scaled by an argument
+that is drawn but not differentiated), the stable one, a hang."""
 
 import time
 
@@ -19,3 +20,9 @@ def hangs_above_ten(x):
     if tf.executing_eagerly() and float(x) > 10:
         time.sleep(3600)
     return x * x
+
+
+def naive_scaled_softplus(x, a):
+    """a * log(1 + exp(x)): overflows as naive_softplus does, whatever the scale a > 0; explored over
+    both arguments, differentiated with respect to x alone (--wrt x)."""
+    return a * tf.math.log(1 + tf.exp(x))
