@@ -158,7 +158,7 @@ FULL = flags.DEFINE_bool(
 MINIMIZE = flags.DEFINE_bool(
     "minimize", False, "Shrink each short repro.py while the same deviation holds. The function, what it uses, "
     "the input values and the driving code are reduced with pysource-minimize (pip install "
-    "'harness[minimize]'), each candidate run in a worker process under --timeout.")
+    "'.[minimize]' in the checkout), each candidate run in a worker process under --timeout.")
 MINIMIZE_SECONDS = flags.DEFINE_float(
     "minimize_seconds", 300.0, "The time budget of --minimize, per reproduction. At the budget it keeps the "
     "smallest script found so far.", lower_bound=1.0)
@@ -330,7 +330,7 @@ _COMMANDS = {
                "same cause; prints it as an input literal with a check command that reruns it. A CASE_ID "
                "explores the domains its case declares. The example database is .harness/explore-db in the working "
                "directory, so a failure found is tried first next time. Needs Hypothesis: pip install "
-               "'harness[explore]'.",
+               "'.[explore]' in the checkout.",
                ("python -m harness explore cases/seeds.py:custom_square --domain 'x=[-10, 10]' --seed=0",),
                "Exit status: 0 when examples were judged and none failed; 1 when one failed, when none was "
                "judged, or when Hypothesis ended the search early (or a case point of the run failed); 2 for a "

@@ -34,7 +34,7 @@ DATABASE = ".harness/explore-db"
 # The dtypes explore draws; bfloat16 has no NumPy type in this process, and complex numbers
 # have no ordered bounds.
 _WIDTHS = {"float16": 16, "float32": 32, "float64": 64}
-_INSTALL = "pip install 'harness[explore]'"
+_INSTALL = "pip install '.[explore]' in the harness checkout (pip install -e '.[explore]' for an editable install)"
 
 
 class ExploreError(ValueError):

@@ -38,7 +38,7 @@ def test_hypothesis_missing_is_one_line_saying_how_to_install_it(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
                           env=dict(os.environ, PYTHONPATH=REPO))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert "pip install 'harness[explore]'" in proc.stderr and "tensorflow" not in proc.stderr.lower()
+    assert "pip install '.[explore]' in the harness checkout" in proc.stderr and "tensorflow" not in proc.stderr.lower()
 
 
 @pytest.mark.parametrize("domain, words", [("x=[1, 0]", "cannot be satisfied"), ("=[0, 1]", "names no argument")])
