@@ -62,7 +62,12 @@ def _indented(lead: str, text: str) -> str:
 
 
 def explored(e: Explored) -> str:
-    """What exploring one case found: the shrunk point, ready to paste, or how many examples passed."""
+    """What exploring one case found: the shrunk point, ready to paste, or how many examples passed;
+    any control character of a case's own text escaped."""
+    return printable(_explored(e), newlines=True)
+
+
+def _explored(e: Explored) -> str:
     over = ", ".join(f"{n}={d}" for n, d in e.domains)
     seed = f", seed {e.seed}" if e.seed is not None else ""
     if e.incomplete:
