@@ -797,7 +797,8 @@ def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: C
         ran.stdout + f"(the process was killed by signal {-ran.exit})\n")
     return _write_outputs([(str(folder / "ISSUE.md"),
                             issue.render(result, text, environment, info.description, output, note=note,
-                                         seen=_seen(s.matrix, result, expected)))])
+                                         seen=_seen(s.matrix, result, expected), origin=parts.origin,
+                                         library=parts.library))])
 
 
 def _minimized(result, text: str, expected, s: Settings) -> tuple[str, str]:

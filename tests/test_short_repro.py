@@ -2,6 +2,7 @@
 run standalone without the harness. Each run starts TensorFlow in processes of its own (slow);
 the pure parts are in tests/unit/test_short_repro_logic.py."""
 
+import importlib.metadata
 import math
 import os
 import subprocess
@@ -14,6 +15,7 @@ from tests import helpers
 from tests.helpers import REPO
 
 PADDED = os.path.join("tests", "data", "padded.py")
+LIBRARY_FN = os.path.join("tests", "data", "library_fn.py")
 
 
 def _harness(*args, cwd=REPO, timeout=600):
@@ -157,3 +159,15 @@ def test_minimize_keeps_the_order_the_deviation_happens_at(tmp_path):
     assert "tape2.gradient(" in script and script.count("@tf.custom_gradient") == 2, script
     ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
     assert ran.returncode == 1 and "eager: ValueError" in ran.stdout and "function: InternalError" in ran.stdout
+
+
+@pytest.mark.slow
+def test_a_library_function_is_imported_and_its_issue_names_the_library(tmp_path):
+    proc = _harness("repro", f"{LIBRARY_FN}:log1p", "--inputs=0.5", f"--out={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    script = (tmp_path / "repro.py").read_text()
+    # The script calls TensorFlow's log1p, not a copy of TensorFlow's source.
+    assert "def log1p" not in script and "import log1p" in script, script
+    text = (tmp_path / "ISSUE.md").read_text()
+    assert f"comes from tensorflow {importlib.metadata.version('tensorflow')}" in text
+    assert "checked from the command line" not in text

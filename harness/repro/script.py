@@ -67,6 +67,8 @@ class ScriptParts:
       unconnected_zero: unconnected gradients are zeros, not None.
       command: the harness command line that reruns this case and point.
       full: the complete script (render()).
+      origin, library: for a function from an installed library, its module and name, and the
+        distribution with its version ("tensorflow 2.21.0"); "" for one defined with the case.
     """
 
     case: str
@@ -86,6 +88,8 @@ class ScriptParts:
     unconnected_zero: bool
     command: str
     full: str
+    origin: str = ""
+    library: str = ""
 
 
 def parts(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool, command: str) -> ScriptParts:
@@ -99,12 +103,21 @@ def parts(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool
     # The short script imports numpy and tensorflow itself, and nothing else.
     imports = [line for line in code.imports.splitlines() if line not in ("import numpy as np", "import tensorflow as tf")]
     return ScriptParts(
-        case=case.id, point=point.label, order=case.order, description=case.description, source=case.source,
+        case=case.id, point=point.label, order=case.order, description=_described(case, code), source=case.source,
         imports="\n".join(imports), definitions=code.definitions, expression=code.expression,
         builder=case.fn is None, names=tuple(point.names), inputs=tuple(_literal(v) for v in point.values),
         dtypes=tuple(v.dtype.name for v in point.values), shapes=tuple(tuple(v.shape) for v in point.values),
         wrt=tuple(case.wrt_indices), unconnected_zero=unconnected_zero, command=command,
-        full=render(case, point, modes, unconnected_zero, command))
+        full=render(case, point, modes, unconnected_zero, command), origin=code.origin, library=code.library)
+
+
+def _described(case: Case, code) -> str:
+    """What the script says the function is: for a library's function, which one and from which
+    release (a command-line check's own description says only that it was checked there)."""
+    if not code.library:
+        return case.description
+    origin = f"{code.origin} from {code.library}"
+    return origin if case.id.startswith("check.") else f"{case.description} ({origin})"
 
 
 def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool, command: str) -> str:
@@ -119,7 +132,7 @@ def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: boo
     make = (f"def make_function():\n    return {code.expression}, []\n" if case.fn is not None else
             _BUILD.format(expression=code.expression, wrt_variables=case.wrt_variables))
     return _TEMPLATE.format(
-        case_id=case.id, point=point.label, order=case.order, description=case.description,
+        case_id=case.id, point=point.label, order=case.order, description=_described(case, code),
         source=case.source, command=command,
         header="\n".join(_HEADER_IMPORTS), imports=("\n".join(imports) + "\n") if imports else "",
         definitions=code.definitions + "\n\n\n" if code.definitions else "",

@@ -152,6 +152,18 @@ def test_the_issue_says_when_only_the_weighted_chain_differs():
                                   "and other values with upstream weights")
 
 
+def test_the_issue_names_the_library_the_function_comes_from_with_its_version():
+    result = _result([_ok("eager", [1.0], [2.0]), _ok("function", [1.0], [2.0])])
+    text = issue.render(result, "print(1)\n", {"tensorflow": "2.21.0"}, "log1p checked from the command line",
+                        "1\n", origin="tensorflow.python.ops.gen_math_ops.log1p", library="tensorflow 2.21.0")
+    assert text.startswith("# tensorflow: `tensorflow.python.ops.gen_math_ops.log1p` (")
+    assert ("### Custom code\n\nNo: the function under test, `tensorflow.python.ops.gen_math_ops.log1p`, comes from "
+            "tensorflow 2.21.0\n") in text
+    assert "checked from the command line" not in text
+    assert ("The same function `tensorflow.python.ops.gen_math_ops.log1p`, differentiated to order 1 at `x=1.0`, "
+            "does not do the same in every mode") in text
+
+
 def test_minimizing_keeps_the_statements_that_decide_the_exit_status():
     text = "import sys\nfound = {}\ndiffers = []\nprint('SAME:')\nraise SystemExit(1 if differs else 0)\n"
     assert minimize._statements(text)[-minimize._PROTECTED:] == [
