@@ -79,6 +79,13 @@ CASES = """
         return x * x, grad
 
 
+    @tf.custom_gradient
+    def product_wrong(x, y):
+        def grad(dy):
+            return dy * y, dy * 2.0 * x  # d(xy)/dy is x, not 2x
+        return x * y, grad
+
+
     def only_under_the_harness(x):
         # Traced modes scale by 3 only while the harness's worker is imported: a script run
         # on its own cannot show it.
@@ -91,6 +98,8 @@ CASES = """
              description="grad 3x for x**2"),
         Case(id="mine.only_under_the_harness", fn=only_under_the_harness, points=[{"x": np.float32(1.0)}],
              source="test", description="a difference the harness's process causes"),
+        Case(id="mine.product_wrong", fn=product_wrong, points=[{"x": np.float32(2.0), "y": np.float32(3.0)}],
+             source="test", description="grad 2x where x is due, of two scalar inputs"),
     ]
 """
 
@@ -115,6 +124,23 @@ def test_a_wrong_gradient_gets_a_script_that_computes_the_numeric_derivative(rep
     numeric = float(ran.stdout.split("numeric: order 1 ")[1].split()[0])
     assert math.isclose(numeric, 4.0, rel_tol=1e-6)
     assert "DIFFERS: order 1 6.0 vs the numeric" in ran.stdout
+
+
+@pytest.mark.slow
+def test_a_numeric_deviation_of_several_scalar_inputs_gets_a_script_that_prints_the_numeric_derivative(
+        repro_dir_run, tmp_path):
+    proc, root = repro_dir_run
+    [folder] = (root / "mine.product_wrong").iterdir()
+    assert (folder / "ISSUE.md").exists(), proc.stderr[-3000:]
+    ran = _standalone(folder / "repro.py", tmp_path)
+    assert ran.returncode == 1, ran.stdout + ran.stderr[-2000:]
+    # d(xy)/dx = y = 3 and d(xy)/dy = x = 2 at (2, 3): grad_fn says 3 and 4.
+    numeric = {line.split()[4]: float(line.split()[5]) for line in ran.stdout.splitlines()
+               if line.startswith("numeric: order 1 wrt ")}
+    assert list(numeric) == ["X", "Y"], ran.stdout
+    assert math.isclose(numeric["X"], 3.0, rel_tol=1e-6) and math.isclose(numeric["Y"], 2.0, rel_tol=1e-6)
+    assert "DIFFERS: order 1 3.0 4.0 vs the numeric" in ran.stdout
+    assert "AGREE" not in ran.stdout
 
 
 @pytest.mark.slow

@@ -133,8 +133,16 @@ def _said(outcome: ModeOutcome) -> str:
     return f"raises {outcome.error.type}" if outcome.error else outcome.status.value
 
 
+# Names the script's own code binds: an input must not take one (an input `y` would be the
+# function's output once `y = f(x, y)` ran).
+_OWN = frozenset({"tf", "np", "sys", "found", "mode", "run", "graph", "session", "y", "dy", "h", "up", "down",
+                  "numeric", "got", "differs", "kind", "base", "below", "bad", "sources", "said", "name", "value",
+                  "i", "e", "t"})
+_OWN_NUMBERED = re.compile(r"(d\d+y|tape\d+)$")
+
+
 def _variable(name: str, taken: set[str]) -> str:
-    while name in taken or name in ("tf", "np", "sys", "found", "mode", "run", "graph", "session"):
+    while name in taken or name in _OWN or _OWN_NUMBERED.match(name):
         name += "_"
     return name
 
@@ -317,20 +325,21 @@ def _verdict_code(dev: _Deviation, parts: ScriptParts, ref: ModeOutcome, constan
 def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], tolerance: ToleranceOverride,
                   result: Result, outputs: int) -> list[str]:
     numeric = result.oracles["numeric"]
-    if len(parts.wrt) != 1 or parts.shapes[parts.wrt[0]] != ():
-        raise NotShort("the numeric derivative differs, and the short script writes it out for one scalar "
-                       "input only")
+    if any(parts.shapes[i] != () for i in parts.wrt):
+        raise NotShort("the numeric derivative differs, and the short script writes it out for scalar inputs only")
     if ref.status is not Status.OK or not numeric.differ:
         raise NotShort("the numeric oracle differs, with no order saying where")
     k = numeric.differ[0]
     match = re.search(r"central differences in (\w+) with step ([0-9.e+-]+)", numeric.note)
     dtype = match[1] if match else parts.dtypes[parts.wrt[0]]
     step = float(match[2]) if match else NUMERIC_STEPS[dtype]
+    tol = numeric_tolerance_for(parts.dtypes[parts.wrt[0]], tolerance)
+    if len(parts.wrt) > 1:
+        return _numeric_code_of_several(parts, ref, constants, tol, k, dtype, step, outputs)
     i = parts.wrt[0]
     x = constants[i]
     below = f"0:{outputs}" if k == 1 else f"{outputs + k - 2}"
     got = outputs + k - 1
-    tol = numeric_tolerance_for(parts.dtypes[i], tolerance)
     args = lambda shift: ", ".join(  # noqa: E731
         f"tf.constant({c}.astype(np.{dtype}) {shift} h)" if j == i else
         (f"tf.constant({c}.astype(np.{dtype}))" if parts.dtypes[j].startswith("float") else f"tf.constant({c})")
@@ -346,6 +355,38 @@ def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], to
             f"differs = got is None or not np.allclose(got, numeric, rtol={tol.rtol:g}, atol={tol.atol:g}, "
             "equal_nan=True)",
             f"print('DIFFERS:' if differs else 'SAME:', 'order {k}', got, 'vs the numeric', numeric)",
+            "raise SystemExit(1 if differs else 0)"]
+
+
+def _numeric_code_of_several(parts: ScriptParts, ref: ModeOutcome, constants: list[str], tol, k: int, dtype: str,
+                             step: float, outputs: int) -> list[str]:
+    """The numeric derivative at order `k` for several scalar inputs: the order below summed,
+    then central differences along one input at a time, printed beside each gradient."""
+    n = len(parts.wrt)
+    below = f"0:{outputs}" if k == 1 else f"{outputs + n * (k - 2)}:{outputs + n * (k - 1)}"
+    first = outputs + n * (k - 1)
+    base = ", ".join(f"{c}.astype(np.{dtype})" if parts.dtypes[j].startswith("float") else c
+                     for j, c in enumerate(constants))
+    names = [constants[i] for i in parts.wrt]
+    return ["", "# The numeric derivative: central differences of the sum of the order below, one input",
+            f"# at a time, in {dtype} with the step {step:g} (scaled by the input's size above 1).",
+            "def below(xs):",
+            f"    return sum(np.sum(t) for t in gradients(*[tf.constant(v) for v in xs])[{below}])",
+            "",
+            "",
+            f"base = [{base}]",
+            "numeric = []",
+            f"for i in {list(parts.wrt)!r}:",
+            f"    h = {step!r} * max(1.0, abs(float(base[i])))",
+            "    up, down = list(base), list(base)",
+            "    up[i], down[i] = base[i] + h, base[i] - h",
+            "    numeric.append((below(up) - below(down)) / (2 * h))",
+            f"got = found[{ref.mode!r}][{first}:{first + n}] if not isinstance(found[{ref.mode!r}], str) else None",
+            f"for name, value in zip({names!r}, numeric):",
+            f"    print(f'numeric: order {k} wrt {{name}}', value)",
+            f"differs = got is None or not all(np.allclose(g, v, rtol={tol.rtol:g}, atol={tol.atol:g}, equal_nan=True) "
+            "for g, v in zip(got, numeric))",
+            f"print('DIFFERS:' if differs else 'SAME:', 'order {k}', *(got or ['none']), 'vs the numeric', *numeric)",
             "raise SystemExit(1 if differs else 0)"]
 
 

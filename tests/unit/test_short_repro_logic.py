@@ -111,10 +111,37 @@ def test_a_numeric_deviation_computes_central_differences_in_the_oracles_dtype()
                                            what="the values differ from the numeric derivative")
 
 
+def test_a_numeric_deviation_of_several_scalar_inputs_gets_the_numeric_derivative_per_input():
+    note = "central differences in float64 with step 7.62939e-06, every element"
+    parts = _parts(definitions="def f(x, y):\n    return x * y", names=("x", "y"),
+                   inputs=("np.array(1.0, dtype=np.float32)", "np.array(2.0, dtype=np.float32)"),
+                   dtypes=("float32", "float32"), shapes=((), ()), wrt=(0, 1))
+    sources = (Differentiated("x", "float32", ()), Differentiated("y", "float32", ()))
+    two = [dataclasses.replace(_ok(m, [2.0], [3.0, 3.0]), sources=sources) for m in ("eager", "function")]
+    result = _result(two,
+                     oracles={"numeric": OracleOutcome(name="numeric", status="differ", orders=(1,), differ=(1,),
+                                                       note=note)})
+    made = short.render(parts, result)
+    assert "for i in [0, 1]:" in made.text and "print(f'numeric: order 1 wrt {name}', value)" in made.text
+    assert made.expected == short.Expected(exit=1, outcomes={"eager": "ok"},
+                                           what="the values differ from the numeric derivative")
+    ast.parse(made.text)
+
+
 def test_names_that_the_definitions_use_are_not_taken_by_the_inputs():
     parts = _parts(definitions="X = 2.0\n\n\ndef f(x):\n    return X * x")
     made = short.render(parts, _result([_raises("eager", "ValueError"), _raises("function", "InternalError")]))
     assert "X_ = np.array(1.0, dtype=np.float32)" in made.text and "tf.constant(X_)" in made.text
+
+
+def test_an_input_named_like_a_name_of_the_script_is_renamed():
+    # `y = f(x, y)` would put the output where the second input was: its gradient is then 1.
+    parts = _parts(definitions="def f(x, y):\n    return x * y", names=("x", "y"),
+                   inputs=("np.array(1.0, dtype=np.float32)", "np.array(2.0, dtype=np.float32)"),
+                   dtypes=("float32", "float32"), shapes=((), ()), wrt=(0, 1))
+    made = short.render(parts, _result([_raises("eager", "ValueError"), _raises("function", "InternalError")]))
+    assert "def gradients(x, y_):" in made.text and "y = f(x, y_)" in made.text
+    assert "dy = tape1.gradient(y, [x, y_])" in made.text
 
 
 def test_shows_compares_every_mode_printed_and_the_exit_status():
