@@ -100,6 +100,8 @@ CASES = """
              source="test", description="a difference the harness's process causes"),
         Case(id="mine.product_wrong", fn=product_wrong, points=[{"x": np.float32(2.0), "y": np.float32(3.0)}],
              source="test", description="grad 2x where x is due, of two scalar inputs"),
+        Case(id="mine.square_wrong_vector", fn=square_wrong, points=[{"x": np.array([1.0, 2.0], np.float32)}],
+             source="test", description="grad 3x for x**2, of a vector"),
     ]
 """
 
@@ -141,6 +143,20 @@ def test_a_numeric_deviation_of_several_scalar_inputs_gets_a_script_that_prints_
     assert math.isclose(numeric["X"], 3.0, rel_tol=1e-6) and math.isclose(numeric["Y"], 2.0, rel_tol=1e-6)
     assert "DIFFERS: order 1 3.0 4.0 vs the numeric" in ran.stdout
     assert "AGREE" not in ran.stdout
+
+
+@pytest.mark.slow
+def test_a_numeric_deviation_of_a_vector_gets_the_numeric_derivative_element_by_element(repro_dir_run, tmp_path):
+    proc, root = repro_dir_run
+    [folder] = (root / "mine.square_wrong_vector").iterdir()
+    assert (folder / "ISSUE.md").exists(), proc.stderr[-3000:]
+    ran = _standalone(folder / "repro.py", tmp_path)
+    assert ran.returncode == 1, ran.stdout + ran.stderr[-2000:]
+    # d/dx sum(x**2) = 2x = [2, 4] at [1, 2]; grad_fn says 3x = [3, 6].
+    line = next(s for s in ran.stdout.splitlines() if s.startswith("numeric: order 1 wrt X "))
+    numeric = [float(v) for v in line.split("[")[1].rstrip("]").split()]
+    assert len(numeric) == 2 and all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(numeric, [2.0, 4.0])), line
+    assert "DIFFERS: order 1 [3. 6.] vs the numeric" in ran.stdout
 
 
 @pytest.mark.slow

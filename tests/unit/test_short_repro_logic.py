@@ -134,6 +134,25 @@ def test_names_that_the_definitions_use_are_not_taken_by_the_inputs():
     assert "X_ = np.array(1.0, dtype=np.float32)" in made.text and "tf.constant(X_)" in made.text
 
 
+def test_a_numeric_deviation_of_a_vector_differs_element_by_element_up_to_a_bound():
+    note = "central differences in float64 with step 7.62939e-06, every element"
+    oracles = {"numeric": OracleOutcome(name="numeric", status="differ", orders=(1,), differ=(1,), note=note)}
+
+    def vector(size):
+        sources = (Differentiated("x", "float32", (size,)),)
+        value = np.zeros(size, dtype=np.float32)
+        out = (Output(value=value, dtype="float32", shape=(size,)),)
+        return _result([ModeOutcome(mode=m, status=Status.OK, sources=sources, orders=(out, out))
+                        for m in ("eager", "function")], oracles=oracles)
+
+    made = short.render(_parts(shapes=((2,),), inputs=("np.array([1.0, 2.0], dtype=np.float32)",)), vector(2))
+    assert "for at in np.ndindex(base[i].shape):" in made.text and made.expected.exit == 1
+    ast.parse(made.text)
+    # Two runs of the tapes per element: past 64 elements the complete script says why.
+    with pytest.raises(short.NotShort, match="at most 64 elements in all, not 65"):
+        short.render(_parts(shapes=((65,),)), vector(65))
+
+
 def test_an_input_named_like_a_name_of_the_script_is_renamed():
     # `y = f(x, y)` would put the output where the second input was: its gradient is then 1.
     parts = _parts(definitions="def f(x, y):\n    return x * y", names=("x", "y"),
