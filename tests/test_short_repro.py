@@ -5,9 +5,11 @@ the pure parts are in tests/unit/test_short_repro_logic.py."""
 import importlib.metadata
 import math
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -15,6 +17,7 @@ from tests import helpers
 from tests.helpers import REPO
 
 PADDED = os.path.join("tests", "data", "padded.py")
+NAN_SECOND = os.path.join("tests", "data", "nan_second.py")
 LIBRARY_FN = os.path.join("tests", "data", "library_fn.py")
 
 
@@ -199,6 +202,77 @@ def test_minimize_keeps_the_order_the_deviation_happens_at(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]  # the case's verdict: xfail
     script = (tmp_path / "out" / "repro.py").read_text()
     assert "tape2.gradient(" in script and script.count("@tf.custom_gradient") == 2, script
+    ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
+    assert ran.returncode == 1 and "eager: ValueError" in ran.stdout and "function: InternalError" in ran.stdout
+
+
+@pytest.mark.slow
+def test_minimize_keeps_a_numeric_deviations_function_and_values(tmp_path):
+    # slope's own gradient is NaN where d/dx (-2x) = -2: a minimised script must still call
+    # neg_square and show NaN against about -2, not some other pair of numbers.
+    proc = _harness("repro", f"{NAN_SECOND}:neg_square", "--inputs=1.5", "--order=2", f"--out={tmp_path / 'out'}",
+                    "--minimize", "--minimize_seconds=600", timeout=900)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "check.neg_square[x=1.5]: minimised repro.py from" in proc.stdout
+    script = (tmp_path / "out" / "repro.py").read_text()
+    assert "neg_square(x)" in script and "def slope(" in script and "nan" in script, script
+    ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
+    assert ran.returncode == 1, ran.stderr[-2000:]
+    line = next(s for s in ran.stdout.splitlines() if s.startswith("DIFFERS"))
+    assert line.startswith("DIFFERS: order 2 nan vs the numeric "), ran.stdout
+    assert math.isclose(float(line.split()[-1]), -2.0, rel_tol=1e-6), ran.stdout
+
+
+@pytest.mark.slow
+def test_minimize_keeps_the_smallest_script_when_its_budget_runs_out(tmp_path):
+    proc = _harness("repro", f"{PADDED}:padded", "--inputs=1.5", f"--out={tmp_path / 'out'}", "--minimize",
+                    "--minimize_seconds=60", timeout=600)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    said = next(s for s in proc.stdout.splitlines() if s.startswith("check.padded[x=1.5]: "))
+    assert said.endswith("; stopped at the time budget of 60 s, so this is the smallest script found so far"), said
+    before, after = (int(n) for n in said.split("from ")[1].split(" lines")[0].split(" to "))
+    script = (tmp_path / "out" / "repro.py").read_text()
+    assert after < before and len(script.splitlines()) == after, said
+    ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
+    assert ran.returncode == 1 and "eager: ValueError" in ran.stdout and "function: InternalError" in ran.stdout
+    assert ran.stdout.strip() in (tmp_path / "out" / "ISSUE.md").read_text()
+
+
+def _wait_for(path, text, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.mark.slow
+def test_sigterm_while_minimising_stops_within_seconds_and_keeps_the_smallest_script(tmp_path):
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with open(out, "w") as o, open(err, "w") as e:
+        proc = subprocess.Popen([sys.executable, "-m", "harness", "repro", f"{PADDED}:padded", "--inputs=1.5",
+                                 f"--out={tmp_path / 'out'}", "--minimize", "--minimize_seconds=600"],
+                                stdout=o, stderr=e, cwd=REPO)
+    try:
+        # Every 50 candidates the minimiser logs how far it got: it is well under way.
+        assert _wait_for(err, "minimise check.padded[x=1.5]: 50 candidates", 400), err.read_text()[-3000:]
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)  # against a budget of 600 s
+        seconds = time.monotonic() - start
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and seconds < 30
+    said = err.read_text()
+    assert "Traceback" not in said, said[-3000:]
+    last = said.strip().splitlines()[-1]
+    assert last.startswith(f"harness: interrupted while writing reproductions: {tmp_path / 'out' / 'repro.py'} holds "
+                           "the smallest script the minimiser found so far ("), last
+    assert last.endswith("not checked in a fresh process; no ISSUE.md beside an unchecked script"), last
+    lines = int(last.split("found so far (")[1].split(" lines")[0])
+    script = (tmp_path / "out" / "repro.py").read_text()
+    assert len(script.splitlines()) == lines and not (tmp_path / "out" / "ISSUE.md").exists()
     ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
     assert ran.returncode == 1 and "eager: ValueError" in ran.stdout and "function: InternalError" in ran.stdout
 

@@ -5,6 +5,8 @@ import ast
 import dataclasses
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -229,3 +231,153 @@ def test_minimize_without_its_reducer_is_a_usage_error_before_any_case_runs():
     assert proc.returncode == 2
     assert proc.stderr == ("harness: error: --minimize needs pysource-minimize: pip install "
                            "'harness[minimize]'\n")
+
+
+# -- the minimiser's search, with a stand-in for the candidate runner ------------------------------
+
+# A short script's shape: the function under test imported from a library, the driving function,
+# a helper the deviation does not need, and the three protected statements at the end.
+SCRIPT = """\
+import numpy as np
+import tensorflow as tf
+from mylib import f
+
+
+def unused(v):
+    return v * 3.0
+
+
+def gradients(x):
+    with tf.GradientTape() as tape1:
+        tape1.watch(x)
+        y = f(x)
+    dy = tape1.gradient(y, x)
+    return [y, dy]
+
+
+X = np.array(1.5, dtype=np.float32)
+PADDING = unused(X) + 1.0
+found = {}
+found['eager'] = [t.numpy() for t in gradients(tf.constant(X))]
+print('eager: ok', *found['eager'])
+differs = True
+print('DIFFERS: order 1', found['eager'][1], 'vs the numeric', 4.0)
+raise SystemExit(1 if differs else 0)
+"""
+EXPECTED = short.Expected(exit=1, outcomes={"eager": "ok"}, what="the values differ from the numeric derivative")
+PRINTED = "eager: ok 2.25 6.0\nDIFFERS: order 1 6.0 vs the numeric 4.0\n"
+
+
+class _FakeRunner:
+    """Stands in for the candidate runner: every candidate prints what the script printed and
+    computes `values(candidate)`; each run advances `clock` by one second."""
+
+    def __init__(self, clock, values=lambda text: [np.float32(2.25), np.float32(6.0)], after=None):
+        self.clock, self.values, self.after, self.runs = clock, values, after, 0
+
+    def __call__(self, timeout, stop):
+        self.stop = stop
+        return self
+
+    def run(self, text):
+        self.runs += 1
+        self.clock[0] += 1.0
+        if self.after:
+            self.after(self)
+        computed = {"found": {"eager": [np.asarray(v) for v in self.values(text)]}}
+        return minimize._Run(verify.Ran(1, PRINTED, ""), ("ok",), computed)
+
+    def close(self):
+        pass
+
+
+def _minimize(monkeypatch, runner, clock, **kw):
+    monkeypatch.setattr(minimize.time, "monotonic", lambda: clock[0])
+    return minimize.minimize(SCRIPT, EXPECTED, timeout=60, function="f", runner=runner, **kw)
+
+
+def test_minimize_keeps_the_smallest_script_so_far_when_its_budget_runs_out(monkeypatch):
+    clock = [0.0]
+    made = _minimize(monkeypatch, _FakeRunner(clock), clock, budget=8)
+    # Eight one-second candidates fit the budget; the ninth check finds it spent.
+    assert made.candidates == 8 and made.stopped == "stopped at the time budget of 8 s"
+    assert made.shrunk and made.after_lines < made.before_lines == len(SCRIPT.splitlines())
+    assert made.summary().endswith("stopped at the time budget of 8 s, so this is the smallest script found so far")
+    assert "checker return False" not in made.summary()
+    ast.parse(made.text)
+
+
+def test_a_budget_spent_before_any_smaller_script_held_keeps_the_script_and_says_so(monkeypatch):
+    clock = [0.0]
+    made = _minimize(monkeypatch, _FakeRunner(clock), clock, budget=0.5)
+    assert not made.shrunk and made.text == SCRIPT
+    assert made.summary() == "repro.py not minimised: stopped at the time budget of 0.5 s (0 candidates tried in 1 s)"
+
+
+def test_a_minimised_script_still_imports_and_calls_the_function_under_test(monkeypatch):
+    # Every candidate prints and computes the same: only the function check keeps the import
+    # and the call inside the function that runs the tapes (what is left of it).
+    clock = [0.0]
+    made = _minimize(monkeypatch, _FakeRunner(clock), clock, budget=10_000)
+    assert made.stopped == "" and made.shrunk
+    assert "from mylib import f\n" in made.text
+    body = made.text.split("def gradients(", 1)[1].split("\n\n", 1)[0]
+    assert "f(x)" in body, made.text
+    assert "unused" not in made.text and "PADDING" not in made.text
+
+
+def test_a_candidate_with_other_values_is_rejected_though_its_lines_keep_their_shape(monkeypatch):
+    # Dropping the helper would change the gradient: 6.0 while it is there, 0.0 without it.
+    def values(text):
+        return [np.float32(2.25), np.float32(6.0 if "unused(X)" in text else 0.0)]
+
+    clock = [0.0]
+    made = _minimize(monkeypatch, _FakeRunner(clock, values), clock, budget=10_000)
+    assert "unused(X)" in made.text
+
+
+def test_values_match_within_the_dtypes_tolerance_with_nan_where_it_was():
+    nan = np.float32("nan")
+    base = {"found": {"eager": [np.asarray(np.float32(1.0)), np.asarray(nan)]}, "numeric": np.asarray(-2.0)}
+    # float32: rtol 1.3e-6, atol 1e-5 (the brief's table); float64: 1e-7 both.
+    near = {"found": {"eager": [np.asarray(np.float32(1.000005)), np.asarray(nan)]}, "numeric": np.asarray(-2.0)}
+    assert minimize._close(near, base, None)
+    far = {"found": {"eager": [np.asarray(np.float32(1.0001)), np.asarray(nan)]}, "numeric": np.asarray(-2.0)}
+    assert not minimize._close(far, base, None)
+    no_nan = {"found": {"eager": [np.asarray(np.float32(1.0)), np.asarray(np.float32(0.0))]}, "numeric": np.asarray(-2.0)}
+    assert not minimize._close(no_nan, base, None)
+    other_dtype = {"found": {"eager": [np.asarray(1.0), np.asarray(np.float64("nan"))]}, "numeric": np.asarray(-2.0)}
+    assert not minimize._close(other_dtype, base, None)
+    assert not minimize._close({"found": {"eager": "ValueError"}, "numeric": np.asarray(-2.0)}, base, None)
+
+
+def test_a_stop_ends_the_minimiser_with_the_smallest_script_so_far(monkeypatch):
+    def stop_after_five(runner):
+        if runner.runs == 5:
+            runner.stop.set()
+
+    clock = [0.0]
+    stop = threading.Event()
+    made = _minimize(monkeypatch, _FakeRunner(clock, after=stop_after_five), clock, budget=10_000, stop=stop)
+    assert made.stopped == "interrupted" and made.candidates == 4 and made.shrunk
+    assert made.after_lines < made.before_lines
+
+
+def test_a_stop_ends_a_repro_check_and_its_process_at_once():
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    start = time.monotonic()
+    with pytest.raises(verify.Interrupted):
+        verify.run("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(120)\n", timeout=300, stop=stop)
+    assert time.monotonic() - start < 30  # against a script that sleeps 120 s
+
+
+def test_a_printed_value_must_stay_the_value_not_only_a_number_in_its_place():
+    want = ["eager: ok -2.25 -3.0 nan", "numeric: order 2 -1.9999999999962637",
+            "DIFFERS: order 2 nan vs the numeric -1.9999999999962637"]
+    # float32's tolerance (rtol 1.3e-6, atol 1e-5): a rounding apart is the same value.
+    assert minimize._prints_the_same(["eager: ok -2.25 -3.0000002 nan"] + want[1:], want, 1.3e-6, 1e-5)
+    # The minimiser put 0 where numeric was printed: the line has its shape and lies.
+    assert not minimize._prints_the_same([want[0], "numeric: order 2 0", want[2]], want, 1.3e-6, 1e-5)
+    assert not minimize._prints_the_same([want[0], want[2]], want, 1.3e-6, 1e-5)
+    assert not minimize._prints_the_same(["eager: ok -2.25 -3.0 0.0"] + want[1:], want, 1.3e-6, 1e-5)
