@@ -798,6 +798,8 @@ def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: C
         text, note, made = _minimized(result, text, expected, s, parts, info.tolerance, stop)
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        # An ISSUE.md from before describes another script: it goes, whatever this one's check says.
+        (folder / "ISSUE.md").unlink(missing_ok=True)
     except OSError as e:
         sys.stderr.write(f"harness: cannot write {folder}: {e.strerror or e}; choose another directory\n")
         return False

@@ -113,6 +113,10 @@ CASES = """
 def repro_dir_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cases")
     (folder / "mine.py").write_text(textwrap.dedent(CASES))
+    # An ISSUE.md from an earlier run, beside a script that will fail its check this time.
+    stale = folder / "r" / "mine.only_under_the_harness" / "x=1.0"
+    stale.mkdir(parents=True)
+    (stale / "ISSUE.md").write_text("an earlier script's issue\n")
     proc = _harness(f"--case_file={folder / 'mine.py'}", f"--repro_dir={folder / 'r'}")
     return proc, folder / "r"
 
@@ -160,6 +164,14 @@ def test_a_numeric_deviation_of_a_vector_gets_the_numeric_derivative_element_by_
     numeric = [float(v) for v in line.split("[")[1].rstrip("]").split()]
     assert len(numeric) == 2 and all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(numeric, [2.0, 4.0])), line
     assert "DIFFERS: order 1 [3. 6.] vs the numeric" in ran.stdout
+
+
+@pytest.mark.slow
+def test_a_new_script_that_fails_its_check_removes_the_old_issue(repro_dir_run):
+    proc, root = repro_dir_run
+    folder = root / "mine.only_under_the_harness" / "x=1.0"
+    assert "does not show what the harness saw for mine.only_under_the_harness[x=1.0]" in proc.stderr
+    assert (folder / "repro.py").exists() and not (folder / "ISSUE.md").exists()
 
 
 @pytest.mark.slow
