@@ -746,7 +746,7 @@ def _repro_folder(root: str, case: str, point: str) -> Path:
 
 def _reproduction(result, parts, tolerance, full: bool):
     """(the repro.py text, what running it must show, a sentence for ISSUE.md on the script)."""
-    from harness.repro import short  # noqa: PLC0415
+    from harness.repro import script, short  # noqa: PLC0415
 
     note = ""
     if not full:
@@ -755,11 +755,20 @@ def _reproduction(result, parts, tolerance, full: bool):
             return made.text, made.expected, ""
         except short.NotShort as e:
             note = f"This is the harness's complete script: the short one cannot show this ({e})."
-    expected = short.full_expected(result, tolerance)
+    full_text, numeric = parts.full, False
+    try:
+        if short.deviation(result, tolerance).kind == "numeric" and not parts.builder:
+            k, dtype, step, tol = short.numeric_check(result, parts, tolerance)
+            full_text = script.with_numeric(parts.full, result.yardstick or next(iter(result.outcomes)), k, dtype,
+                                            step, tol.rtol, tol.atol)
+            numeric = True
+    except short.NotShort:
+        pass
+    expected = short.full_expected(result, tolerance, numeric=numeric)
     if expected.exit == 0 and any(o.status == "differ" for o in result.oracles.values()):
         note += (" The script shows the modes agreeing; that the agreed values are wrong is the harness's "
                  "oracle finding, above.")
-    return parts.full, expected, note.strip()
+    return full_text, expected, note.strip()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,6 +3,7 @@ run standalone without the harness. Each run starts TensorFlow in processes of i
 the pure parts are in tests/unit/test_short_repro_logic.py."""
 
 import importlib.metadata
+import json
 import math
 import os
 import signal
@@ -105,6 +106,8 @@ CASES = """
              source="test", description="grad 2x where x is due, of two scalar inputs"),
         Case(id="mine.square_wrong_vector", fn=square_wrong, points=[{"x": np.array([1.0, 2.0], np.float32)}],
              source="test", description="grad 3x for x**2, of a vector"),
+        Case(id="mine.square_wrong_long", fn=square_wrong, points=[{"x": np.arange(1, 66, dtype=np.float32) / 8}],
+             source="test", description="grad 3x for x**2, of 65 elements"),
     ]
 """
 
@@ -164,6 +167,24 @@ def test_a_numeric_deviation_of_a_vector_gets_the_numeric_derivative_element_by_
     numeric = [float(v) for v in line.split("[")[1].rstrip("]").split()]
     assert len(numeric) == 2 and all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(numeric, [2.0, 4.0])), line
     assert "DIFFERS: order 1 [3. 6.] vs the numeric" in ran.stdout
+
+
+@pytest.mark.slow
+def test_the_complete_script_prints_the_numeric_derivative_too_and_exits_1(repro_dir_run, tmp_path):
+    # 65 elements: past the short script's bound, so the complete script is written.
+    proc, root = repro_dir_run
+    [folder] = (root / "mine.square_wrong_long").iterdir()
+    assert (folder / "ISSUE.md").exists(), proc.stderr[-3000:]
+    assert "def disagreements(results):" in (folder / "repro.py").read_text()
+    ran = _standalone(folder / "repro.py", tmp_path)
+    assert ran.returncode == 1, ran.stdout + ran.stderr[-2000:]
+    assert "AGREE\nWRONG: the numeric derivative differs\n" in ran.stdout
+    line = next(s for s in ran.stdout.splitlines() if s.startswith("  order 1 gradient wrt x: eager "))
+    got, numeric = (json.loads(part) for part in line.split("eager ")[1].split(" vs the numeric "))
+    x = [i / 8 for i in range(1, 66)]
+    # grad_fn says 3x; d/dx sum(x**2) = 2x.
+    assert all(math.isclose(g, 3 * v, rel_tol=1e-6) for g, v in zip(got, x)) and len(got) == 65
+    assert all(math.isclose(n, 2 * v, rel_tol=1e-6) for n, v in zip(numeric, x)) and len(numeric) == 65
 
 
 @pytest.mark.slow

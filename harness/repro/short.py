@@ -27,7 +27,7 @@ from harness.records import ModeOutcome, Result, Status
 from harness.repro.script import WRITTEN_OUT, ScriptParts
 from harness.tolerance import NUMERIC_STEPS, ToleranceOverride, numeric_tolerance_for, tolerance_for
 
-__all__ = ["NotShort", "Expected", "Short", "deviation", "render"]
+__all__ = ["NotShort", "Expected", "Short", "deviation", "numeric_check", "render"]
 
 # The modes it writes out are the complete script's (script.WRITTEN_OUT): the tapes as they are,
 # inside tf.function with these options, and a v1 graph.
@@ -323,6 +323,22 @@ def _verdict_code(dev: _Deviation, parts: ScriptParts, ref: ModeOutcome, constan
     return _numeric_code(parts, ref, constants, tolerance, result, outputs)
 
 
+def numeric_check(result: Result, parts: ScriptParts, tolerance: ToleranceOverride = None):
+    """How a script checks what the numeric oracle found: the order it differs at, the dtype and
+    step of its central differences, and its tolerance.
+
+    Raises:
+      NotShort: the oracle names no order.
+    """
+    numeric = result.oracles["numeric"]
+    if not numeric.differ:
+        raise NotShort("the numeric oracle differs, with no order saying where")
+    match = re.search(r"central differences in (\w+) with step ([0-9.e+-]+)", numeric.note)
+    dtype = match[1] if match else parts.dtypes[parts.wrt[0]]
+    step = float(match[2]) if match else NUMERIC_STEPS[dtype]
+    return numeric.differ[0], dtype, step, numeric_tolerance_for(parts.dtypes[parts.wrt[0]], tolerance)
+
+
 # Each element of an input the numeric derivative differs along costs two runs of the tapes: a
 # bug report's script stays at a few seconds.
 _NUMERIC_ELEMENTS = 64
@@ -330,18 +346,13 @@ _NUMERIC_ELEMENTS = 64
 
 def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], tolerance: ToleranceOverride,
                   result: Result, outputs: int) -> list[str]:
-    numeric = result.oracles["numeric"]
     elements = sum(math.prod(parts.shapes[i]) for i in parts.wrt)
     if elements > _NUMERIC_ELEMENTS:
         raise NotShort(f"the numeric derivative differs, and the short script writes it out for inputs of at most "
                        f"{_NUMERIC_ELEMENTS} elements in all, not {elements}")
-    if ref.status is not Status.OK or not numeric.differ:
+    if ref.status is not Status.OK:
         raise NotShort("the numeric oracle differs, with no order saying where")
-    k = numeric.differ[0]
-    match = re.search(r"central differences in (\w+) with step ([0-9.e+-]+)", numeric.note)
-    dtype = match[1] if match else parts.dtypes[parts.wrt[0]]
-    step = float(match[2]) if match else NUMERIC_STEPS[dtype]
-    tol = numeric_tolerance_for(parts.dtypes[parts.wrt[0]], tolerance)
+    k, dtype, step, tol = numeric_check(result, parts, tolerance)
     if len(parts.wrt) > 1 or parts.shapes[parts.wrt[0]] != ():
         return _numeric_code_of_each(parts, ref, constants, tol, k, dtype, step, outputs)
     i = parts.wrt[0]
@@ -403,9 +414,10 @@ def _numeric_code_of_each(parts: ScriptParts, ref: ModeOutcome, constants: list[
             "raise SystemExit(1 if differs else 0)"]
 
 
-def full_expected(result: Result, tolerance: ToleranceOverride = None) -> Expected:
+def full_expected(result: Result, tolerance: ToleranceOverride = None, numeric: bool = False) -> Expected:
     """What the complete script (harness.repro.script) must show for `result`: each mode it
-    writes out as the harness saw it, and exit 1 when those modes disagree or a gradient is malformed."""
+    writes out as the harness saw it, and exit 1 when those modes disagree, a gradient is
+    malformed, or (`numeric`: the script checks it) the numeric derivative differs."""
     written = {m: o for m, o in result.outcomes.items() if m in WRITTEN_OUT and o.status is not Status.SKIP}
     if not written:
         raise NotShort("no mode the script writes out ran")
@@ -415,6 +427,7 @@ def full_expected(result: Result, tolerance: ToleranceOverride = None) -> Expect
         return Expected(exit=None, outcomes={}, what=f"{dead[0]} {written[dead[0]].status.value}")
     differ = any(compare_outcomes(first, o, tolerance=tolerance, upstream=False) for o in written.values())
     malformed = any(o.status is Status.OK and check_gradients(o) for o in written.values())
-    return Expected(exit=1 if differ or malformed else 0, outcomes={m: _shown(o) for m, o in written.items()},
+    return Expected(exit=1 if differ or malformed or numeric else 0,
+                    outcomes={m: _shown(o) for m, o in written.items()},
                     what="the modes disagree" if differ else "a malformed gradient" if malformed else
-                    "every mode it writes out agrees")
+                    "the values differ from the numeric derivative" if numeric else "every mode it writes out agrees")

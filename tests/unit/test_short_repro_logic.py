@@ -2,6 +2,7 @@
 running it must show, the issue's sentence and the minimiser's protected statements (tests/unit)."""
 
 import ast
+import collections
 import dataclasses
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from harness.records import Differentiated, ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Verdict
-from harness.repro import issue, minimize, short, verify
+from harness.repro import issue, minimize, script, short, verify
 from harness.repro.script import ScriptParts
 from tests.helpers import REPO
 
@@ -153,6 +154,18 @@ def test_a_numeric_deviation_of_a_vector_differs_element_by_element_up_to_a_boun
     # Two runs of the tapes per element: past 64 elements the complete script says why.
     with pytest.raises(short.NotShort, match="at most 64 elements in all, not 65"):
         short.render(_parts(shapes=((65,),)), vector(65))
+
+
+def test_the_complete_script_checks_the_numeric_derivative_where_the_oracle_differs():
+    full = script._TEMPLATE.format_map(collections.defaultdict(str, body=""))
+    checked = script.with_numeric(full, "eager", 2, "float64", 1e-5, 0.002, 0.0)
+    assert ("NUMERIC = {'mode': 'eager', 'order': 2, 'dtype': 'float64', 'step': 1e-05, 'rtol': 0.002, 'atol': 0.0}"
+            in checked)
+    result = _result([_ok("eager", [1.0], [2.0]), _ok("function", [1.0], [2.0])],
+                     oracles={"numeric": OracleOutcome(name="numeric", status="differ", differ=(1,))})
+    assert short.full_expected(result).exit == 0  # the modes agree: all the script shows without NUMERIC
+    assert short.full_expected(result, numeric=True) == short.Expected(
+        exit=1, outcomes={"eager": "ok", "function": "ok"}, what="the values differ from the numeric derivative")
 
 
 def test_an_input_named_like_a_name_of_the_script_is_renamed():
