@@ -21,9 +21,9 @@ when it reproduces the deviation itself, not only a line of the same shape:
 
 Every candidate runs in a worker process that has TensorFlow imported, under a
 timeout: a candidate that hangs, or kills the process, is rejected and the
-worker replaced. When the time budget runs out, or a stop is asked for (Ctrl-C,
-SIGTERM), the candidate running is ended and the smallest script that held so
-far is the result.
+worker replaced. When the time budget runs out no further candidate runs; when a
+stop is asked for (Ctrl-C, SIGTERM) the one running is ended too. Either way the
+smallest script that held so far is the result.
 """
 
 from __future__ import annotations
@@ -408,8 +408,8 @@ def minimize(text: str, expected: Expected, *, budget: float, timeout: float,
     """Shrinks the short script `text` while running it shows `expected` the same way.
 
     Args:
-      budget: seconds to spend; when they run out, the candidate running ends the search and
-        the smallest script that held so far is the result.
+      budget: seconds to spend; once they have run out no further candidate runs, and the
+        smallest script that held so far is the result.
       timeout: seconds one candidate may run.
       progress: called with (candidates tried, characters of the smallest script so far).
       docstring: put at the top of the result.
