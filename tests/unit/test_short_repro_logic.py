@@ -394,3 +394,17 @@ def test_a_printed_value_must_stay_the_value_not_only_a_number_in_its_place():
     assert not minimize._prints_the_same([want[0], "numeric: order 2 0", want[2]], want, 1.3e-6, 1e-5)
     assert not minimize._prints_the_same([want[0], want[2]], want, 1.3e-6, 1e-5)
     assert not minimize._prints_the_same(["eager: ok -2.25 -3.0 0.0"] + want[1:], want, 1.3e-6, 1e-5)
+
+
+def test_an_interrupt_while_writing_reproductions_is_said_in_one_line():
+    from pathlib import Path
+
+    from harness import cli
+
+    done = [True, cli._Stopped(Path("r/a/x=1.0"), "the script as written"), cli._Stopped(Path("r/b/x=2.0"), ""),
+            cli._Stopped(Path("r/c/x=3.0"), "")]
+    assert cli._stopped_line(done) == (
+        "harness: interrupted while writing reproductions: r/a/x=1.0/repro.py holds the script as written, not "
+        "checked in a fresh process; 1 of 4 reproductions was finished before it; 2 were not written; no ISSUE.md "
+        "beside an unchecked script")
+    assert "\n" not in cli._stopped_line(done)
