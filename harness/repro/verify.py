@@ -68,23 +68,33 @@ def run(script: str, timeout: float, stop: Optional[threading.Event] = None) -> 
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                    start_new_session=True)
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                out, err = process.communicate(timeout=max(0.0, min(_SLICE_S, deadline - time.monotonic())))
-                return Ran(exit=process.returncode, stdout=out, stderr=err)
-            except subprocess.TimeoutExpired:
-                stopped = stop is not None and stop.is_set()
-                if not stopped and time.monotonic() < deadline:
-                    continue
-            # The script leads its own process group: end everything it started with it.
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except OSError:
-                process.kill()
-            out, err = process.communicate()
-            if stopped:
-                raise Interrupted("a stop was asked for while the script ran")
-            return Ran(exit=None, stdout=out or "", stderr=err or "")
+        try:
+            while True:
+                try:
+                    out, err = process.communicate(timeout=max(0.0, min(_SLICE_S, deadline - time.monotonic())))
+                    return Ran(exit=process.returncode, stdout=out, stderr=err)
+                except subprocess.TimeoutExpired:
+                    stopped = stop is not None and stop.is_set()
+                    if not stopped and time.monotonic() < deadline:
+                        continue
+                _end(process)
+                out, err = process.communicate()
+                if stopped:
+                    raise Interrupted("a stop was asked for while the script ran")
+                return Ran(exit=None, stdout=out or "", stderr=err or "")
+        except BaseException:  # Ctrl-C in this thread too: the script must not outlive the check
+            _end(process)
+            raise
+
+
+def _end(process: subprocess.Popen) -> None:
+    """Kills the script and everything it started: it leads its own process group."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        process.kill()
 
 
 def shows(ran: Ran, expected: Expected) -> Optional[str]:
