@@ -27,11 +27,12 @@ import shlex
 import signal
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from absl import app, flags, logging
+from absl import app, flags
 
 from harness import modes as _modes
 from harness import report as _report
@@ -810,7 +811,7 @@ def _repro_folder(root: str, case: str, point: str) -> Path:
 
 def _reproduction(result, parts, tolerance, full: bool):
     """(the repro.py text, what running it must show, a sentence for ISSUE.md on the script)."""
-    from harness.repro import short  # noqa: PLC0415
+    from harness.repro import script, short  # noqa: PLC0415
 
     note = ""
     if not full:
@@ -819,40 +820,71 @@ def _reproduction(result, parts, tolerance, full: bool):
             return made.text, made.expected, ""
         except short.NotShort as e:
             note = f"This is the harness's complete script: the short one cannot show this ({e})."
-    expected = short.full_expected(result, tolerance)
+    full_text, numeric = parts.full, False
+    try:
+        if short.deviation(result, tolerance).kind == "numeric" and not parts.builder:
+            k, dtype, step, tol = short.numeric_check(result, parts, tolerance)
+            full_text = script.with_numeric(parts.full, result.yardstick or next(iter(result.outcomes)), k, dtype,
+                                            step, tol.rtol, tol.atol)
+            numeric = True
+    except short.NotShort:
+        pass
+    expected = short.full_expected(result, tolerance, numeric=numeric)
     if expected.exit == 0 and any(o.status == "differ" for o in result.oracles.values()):
         note += (" The script shows the modes agreeing; that the agreed values are wrong is the harness's "
                  "oracle finding, above.")
-    return parts.full, expected, note.strip()
+    return full_text, expected, note.strip()
 
 
-def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: CaseInfo, s: Settings) -> bool:
+@dataclasses.dataclass(frozen=True)
+class _Stopped:
+    """What a reproduction left when a stop was asked for: in `folder`, repro.py holds `written`
+    (in words; "" when nothing was written)."""
+
+    folder: Path
+    written: str
+
+
+def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: CaseInfo, s: Settings,
+                 stop: Optional[threading.Event] = None):
     """Writes one reproduction, after running it in a fresh process: ISSUE.md only when the script
     shows what the harness saw. Returns False when something could not be written, or the script
-    does not show it (said on stderr)."""
+    does not show it (said on stderr), True when all is well, and a _Stopped when `stop` was set
+    before it was done."""
     from harness.repro import issue, short, verify  # noqa: PLC0415
 
+    stop = stop or threading.Event()
+    if stop.is_set():
+        return _Stopped(folder, "")
     ok, parts = scripts.get(result.point, (False, "the worker died before it could send the script's source"))
     if not ok:
-        logging.warning("no reproduction for %s: %s", result.name, parts)
+        _say(f"no reproduction for {result.name}: {parts}")
         return True
     try:
         text, expected, note = _reproduction(result, parts, info.tolerance, s.full)
     except short.NotShort as e:
-        logging.warning("no reproduction for %s: %s", result.name, e)
+        _say(f"no reproduction for {result.name}: {e}")
         return True
+    made = None
     if s.minimize and note:
-        logging.warning("repro.py for %s is not minimised: %s", result.name, note)
+        _say(f"repro.py for {result.name} is not minimised: {note}")
     elif s.minimize:
-        text, note = _minimized(result, text, expected, s)
+        text, note, made = _minimized(result, text, expected, s, parts, info.tolerance, stop)
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        # An ISSUE.md from before describes another script: it goes, whatever this one's check says.
+        (folder / "ISSUE.md").unlink(missing_ok=True)
     except OSError as e:
         sys.stderr.write(f"harness: cannot write {folder}: {e.strerror or e}; choose another directory\n")
         return False
     if not _write_outputs([(str(folder / "repro.py"), text)]):
         return False
-    ran = verify.run(text, timeout=min(s.timeout, _SCRIPT_SECONDS))
+    if stop.is_set():
+        return _Stopped(folder, _unchecked(made))
+    try:
+        ran = verify.run(text, timeout=min(s.timeout, _SCRIPT_SECONDS), stop=stop)
+    except verify.Interrupted:
+        return _Stopped(folder, _unchecked(made))
     why = verify.shows(ran, expected)
     if why:
         sys.stderr.write(f"harness: {folder / 'repro.py'} does not show what the harness saw for {result.name}: "
@@ -862,22 +894,33 @@ def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: C
         ran.stdout + f"(the process was killed by signal {-ran.exit})\n")
     return _write_outputs([(str(folder / "ISSUE.md"),
                             issue.render(result, text, environment, info.description, output, note=note,
-                                         seen=_seen(s.matrix, result, expected)))])
+                                         seen=_seen(s.matrix, result, expected), origin=parts.origin,
+                                         library=parts.library))])
 
 
-def _minimized(result, text: str, expected, s: Settings) -> tuple[str, str]:
-    """The short script `text` shrunk by harness.repro.minimize, and a sentence saying so
-    (the unshrunk script and no sentence when it cannot be shrunk)."""
+def _unchecked(made) -> str:
+    """What repro.py holds when a stop came before its check, in words."""
+    if made is None:
+        return "the script as written"
+    if not made.shrunk:
+        return "the script as written, unminimised"
+    return (f"the smallest script the minimiser found so far ({made.after_lines} lines, from {made.before_lines}; "
+            "each candidate kept showed the deviation in its runner)")
+
+
+def _minimized(result, text: str, expected, s: Settings, parts, tolerance, stop: threading.Event):
+    """The short script `text` shrunk by harness.repro.minimize, a sentence saying so, and the
+    minimiser's record (the unshrunk script, no sentence and None when it cannot be shrunk)."""
     from harness.repro import minimize  # noqa: PLC0415
 
     live = sys.stderr.isatty()
 
     def progress(tried: int, size: int) -> None:
         if live:
-            sys.stderr.write(f"\rminimise {result.name}: {tried} candidates, smallest {size} characters ")
+            sys.stderr.write(f"\rharness: minimise {result.name}: {tried} candidates, smallest {size} characters ")
             sys.stderr.flush()
         elif tried % 50 == 0:
-            logging.info("minimise %s: %d candidates, smallest %d characters", result.name, tried, size)
+            _say(f"minimise {result.name}: {tried} candidates, smallest {size} characters")
 
     docstring = '"""' + textwrap.fill(
         f"Minimised from the harness case {result.case} at {result.point}: {expected.what}. Needs only "
@@ -886,16 +929,18 @@ def _minimized(result, text: str, expected, s: Settings) -> tuple[str, str]:
 
     try:
         made = minimize.minimize(text, expected, budget=s.minimize_seconds, timeout=s.timeout,
-                                 progress=progress, docstring=docstring)
+                                 progress=progress, docstring=docstring, function=parts.expression,
+                                 tolerance=tolerance, stop=stop)
     except ValueError as e:
-        logging.warning("repro.py for %s is not minimised: %s", result.name, e)
-        return text, ""
+        _say(f"repro.py for {result.name} is not minimised: {e}")
+        return text, "", None
     finally:
         if live:
             sys.stderr.write("\n")
     summary = made.summary()
-    print(f"{result.name}: {summary}", flush=True)
-    return made.text, f"Minimised by the harness ({summary})."
+    if made.stopped != "interrupted":  # an interrupted run says so in one line at its end
+        print(f"{result.name}: {summary}", flush=True)
+    return made.text, (f"Minimised by the harness ({summary})." if made.shrunk else ""), made
 
 
 def _read_matrix(path: str) -> dict:
@@ -934,15 +979,44 @@ def _seen(matrix: Optional[dict], result, expected) -> str:
             + " (from a version matrix: the same outcome in every mode shown, and the same verdict).")
 
 
-def _write_repros(wanted: Sequence[tuple[Path, object, dict, CaseInfo]], environment: dict, s: Settings) -> bool:
-    """Writes each reproduction; their scripts run in parallel, one per core."""
+def _write_repros(wanted: Sequence[tuple[Path, object, dict, CaseInfo]], environment: dict, s: Settings):
+    """Writes each reproduction; their scripts run in parallel, one per core. Returns whether
+    all went well, or, when Ctrl-C or SIGTERM came, the line that says what was left."""
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
     if not wanted:
         return True
-    with ThreadPoolExecutor(max_workers=max(1, min(len(wanted), os.cpu_count() or 1))) as threads:
-        done = list(threads.map(lambda w: _write_repro(w[0], w[1], w[2], environment, w[3], s), wanted))
-    return all(done)
+    stop = threading.Event()
+    threads = ThreadPoolExecutor(max_workers=max(1, min(len(wanted), os.cpu_count() or 1)))
+    futures = [threads.submit(_write_repro, w[0], w[1], w[2], environment, w[3], s, stop) for w in wanted]
+    try:
+        done = [f.result() for f in futures]
+    except KeyboardInterrupt:
+        # Every candidate and check running is ended at once; what each left is said in one line.
+        stop.set()
+        while True:
+            try:
+                threads.shutdown(wait=True)
+                break
+            except KeyboardInterrupt:
+                continue
+        return _stopped_line([f.result() for f in futures])
+    threads.shutdown(wait=True)
+    return all(d is True for d in done)
+
+
+def _stopped_line(done: Sequence) -> str:
+    stopped = [d for d in done if isinstance(d, _Stopped)]
+    written = [d for d in stopped if d.written]
+    said = [f"{d.folder / 'repro.py'} holds {d.written}, not checked in a fresh process" for d in written]
+    finished = len(done) - len(stopped)
+    if finished:
+        said.append(f"{finished} of {len(done)} reproductions {'was' if finished == 1 else 'were'} finished before it")
+    left = len(stopped) - len(written)
+    if left:
+        said.append(f"{left} {'was' if left == 1 else 'were'} not written")
+    return "harness: interrupted while writing reproductions: " + "; ".join(said) + (
+        "; no ISSUE.md beside an unchecked script" if written else "")
 
 
 def _merge(paths: Sequence[str]) -> int:
@@ -1014,8 +1088,14 @@ class _Run:
             return stop
         with self.signals.deferred():  # a signal now waits until what ran is on disk
             report = self.report()
-        if self.signals.caught is None:
-            self.written = self.write_reproductions(report) and self.written
+        if self.signals.caught is not None:
+            return self.summary(report)
+        written = self.write_reproductions(report)
+        if isinstance(written, str):  # Ctrl-C or SIGTERM while writing them: exits as an interrupted run
+            self.summary(report)
+            sys.stderr.write(written + "\n")
+            return 130
+        self.written = written and self.written
         return self.summary(report)
 
     def run_cases(self) -> Optional[int]:
@@ -1157,8 +1237,9 @@ class _Run:
             _say(f"streamed each result as it finished to {self.s.jsonl_out} ({how}, JSON Lines)")
         return report
 
-    def write_reproductions(self, report) -> bool:
-        """repro's one reproduction into --out, or --repro_dir's for every fail, xpass and crash."""
+    def write_reproductions(self, report):
+        """repro's one reproduction into --out, or --repro_dir's for every fail, xpass and crash: whether all
+        went well, or the line to say when a stop was asked for (see _write_repros)."""
         ordered = [self.finished[i] for i in sorted(self.finished)]
         infos = {c.id: c for c in self.selected}
         wanted = []
@@ -1173,7 +1254,7 @@ class _Run:
                         try:
                             folder = _repro_folder(self.s.repro_dir, r.case, r.point)
                         except ValueError as e:
-                            logging.warning("no reproduction for %s: %s; remove the link", r.name, e)
+                            _say(f"no reproduction for {r.name}: {e}; remove the link")
                             continue
                         wanted.append((folder, r, done.scripts, infos[r.case]))
         return _write_repros(wanted, self.environment, self.s)
@@ -1284,7 +1365,7 @@ def _explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: i
         try:
             folder = _repro_folder(s.repro_dir, r.case, r.point)
         except ValueError as e:
-            logging.warning("no reproduction for %s: %s; remove the link", r.name, e)
+            _say(f"no reproduction for {r.name}: {e}; remove the link")
         else:
             _write_repro(folder, r, done.scripts, environment, info, s)
     if check is None and not why:

@@ -437,7 +437,7 @@ def test_check_wrt_expect_and_symmetric(tmp_path):
     # A straight-through estimator: the numeric difference declared from the command line.
     proc, [r] = _check(tmp_path, "sign_ste", "--inputs=[0.5, -2.0]", "--expect=numeric:values differ:an STE")
     assert proc.returncode == 0 and r["verdict"] == "xfail", proc.stdout
-    assert "an STE" in " ".join(r["details"]) and f"--expect=numeric:values differ:an STE" in r["rerun"]
+    assert "an STE" in " ".join(r["details"]) and "--expect=numeric:values differ:an STE" in r["rerun"]
     # An error every mode is meant to raise.
     proc, [r] = _check(tmp_path, "refuses", "--inputs=-1.0", "--expect=all:ValueError")
     assert proc.returncode == 0 and r["verdict"] == "xfail", proc.stdout

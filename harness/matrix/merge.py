@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import sys
 from typing import Mapping, Optional, Sequence
 
 from harness import report as _report

@@ -23,7 +23,7 @@ import socket
 import xml.etree.ElementTree as ET
 from typing import Iterable
 
-from harness.records import VERDICTS, Explored, Report, Result, Verdict
+from harness.records import VERDICTS, Explored, Report, Result
 
 __all__ = ["render"]
 

@@ -60,24 +60,24 @@ def _how(result: Result) -> str:
     return "; ".join(parts)
 
 
-def _behaviour(result: Result) -> str:
+def _behaviour(result: Result, function: str = "`tf.custom_gradient` function") -> str:
     at = f"differentiated to order {result.order} at `{result.point}`"
     if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
-        return f"The `tf.custom_gradient` function, {at}, {'kills the process' if result.verdict is Verdict.CRASH else 'hangs'}:"
+        return f"The {function}, {at}, {'kills the process' if result.verdict is Verdict.CRASH else 'hangs'}:"
     if result.modes_disagree:
-        return f"The same `tf.custom_gradient` function, {at}, does not do the same in every mode: {_how(result)}."
+        return f"The same {function}, {at}, does not do the same in every mode: {_how(result)}."
     if result.oracles.get("upstream") is not None and result.oracles["upstream"].status == "differ":
-        return (f"The `tf.custom_gradient` function, {at}, gives the same result in every mode, and it is wrong "
+        return (f"The {function}, {at}, gives the same result in every mode, and it is wrong "
                 "inside any loss but the plain sum of its outputs: `repro.py` computes the plain sum only, so it "
                 "shows the modes agreeing; the harness's upstream-gradient check (the explanation below) is what "
                 "shows the difference:")
     if any(o.status == "differ" for o in result.oracles.values()):
-        return f"The `tf.custom_gradient` function, {at}, gives the same result in every mode, and it is wrong:"
-    return f"The `tf.custom_gradient` function, {at}, gives the same result in every mode:"
+        return f"The {function}, {at}, gives the same result in every mode, and it is wrong:"
+    return f"The {function}, {at}, gives the same result in every mode:"
 
 
 def render(result: Result, script: str, environment: Mapping[str, str], description: str, output: str,
-           seen: str = "", note: str = "") -> str:
+           seen: str = "", note: str = "", origin: str = "", library: str = "") -> str:
     """The issue text for `result`: the template's headings, the environment, the explanation,
     `script` (repro.py) and `output`, what running it printed.
 
@@ -85,14 +85,18 @@ def render(result: Result, script: str, environment: Mapping[str, str], descript
       seen: a sentence naming the TensorFlow releases where this was seen (from a version
         matrix), if known.
       note: a sentence on the script, e.g. why it is the complete one.
+      origin, library: for a function from an installed library, its module and name and the
+        distribution with its version: the title and "Custom code" name them.
     """
     details = "".join(f"\n- {d}" for d in result.details[:_DETAILS])
     if len(result.details) > _DETAILS:
         details += f"\n- ({len(result.details) - _DETAILS} more lines: run the harness command below)"
     seen_line = f"\n\n{seen}" if seen else ""
     note_line = f"\n\n{note}" if note else ""
+    custom = (f"No: the function under test, `{origin}`, comes from {library}" if library else "Yes")
+    title = f"{library.split()[0]}: `{origin}`" if library else f"tf.custom_gradient: {description}"
     return f"""\
-# tf.custom_gradient: {description} ({_headline(result)})
+# {title} ({_headline(result)})
 
 ### Issue type
 
@@ -112,7 +116,7 @@ binary
 
 ### Custom code
 
-Yes
+{custom}
 
 ### OS platform and distribution
 
@@ -124,7 +128,7 @@ Yes
 
 ### Current behavior?
 
-{_behaviour(result)} {result.reason}{details}
+{_behaviour(result, *([f"function `{origin}`"] if origin else []))} {result.reason}{details}
 
 ### Standalone code to reproduce the issue
 

@@ -18,7 +18,7 @@ from harness.case import Case, Point
 from harness.repro.source import extract
 from harness.tolerance import tolerance_for
 
-__all__ = ["ScriptParts", "parts", "render"]
+__all__ = ["ScriptParts", "parts", "render", "with_numeric"]
 
 _HEADER_IMPORTS = ("import json", "import platform", "import sys", "", "import numpy as np",
                    "import tensorflow as tf")
@@ -67,6 +67,8 @@ class ScriptParts:
       unconnected_zero: unconnected gradients are zeros, not None.
       command: the harness command line that reruns this case and point.
       full: the complete script (render()).
+      origin, library: for a function from an installed library, its module and name, and the
+        distribution with its version ("tensorflow 2.21.0"); "" for one defined with the case.
     """
 
     case: str
@@ -86,6 +88,8 @@ class ScriptParts:
     unconnected_zero: bool
     command: str
     full: str
+    origin: str = ""
+    library: str = ""
 
 
 def parts(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool, command: str) -> ScriptParts:
@@ -99,12 +103,21 @@ def parts(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool
     # The short script imports numpy and tensorflow itself, and nothing else.
     imports = [line for line in code.imports.splitlines() if line not in ("import numpy as np", "import tensorflow as tf")]
     return ScriptParts(
-        case=case.id, point=point.label, order=case.order, description=case.description, source=case.source,
+        case=case.id, point=point.label, order=case.order, description=_described(case, code), source=case.source,
         imports="\n".join(imports), definitions=code.definitions, expression=code.expression,
         builder=case.fn is None, names=tuple(point.names), inputs=tuple(_literal(v) for v in point.values),
         dtypes=tuple(v.dtype.name for v in point.values), shapes=tuple(tuple(v.shape) for v in point.values),
         wrt=tuple(case.wrt_indices), unconnected_zero=unconnected_zero, command=command,
-        full=render(case, point, modes, unconnected_zero, command))
+        full=render(case, point, modes, unconnected_zero, command), origin=code.origin, library=code.library)
+
+
+def _described(case: Case, code) -> str:
+    """What the script says the function is: for a library's function, which one and from which
+    release (a command-line check's own description says only that it was checked there)."""
+    if not code.library:
+        return case.description
+    origin = f"{code.origin} from {code.library}"
+    return origin if case.id.startswith("check.") else f"{case.description} ({origin})"
 
 
 def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool, command: str) -> str:
@@ -119,7 +132,7 @@ def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: boo
     make = (f"def make_function():\n    return {code.expression}, []\n" if case.fn is not None else
             _BUILD.format(expression=code.expression, wrt_variables=case.wrt_variables))
     return _TEMPLATE.format(
-        case_id=case.id, point=point.label, order=case.order, description=case.description,
+        case_id=case.id, point=point.label, order=case.order, description=_described(case, code),
         source=case.source, command=command,
         header="\n".join(_HEADER_IMPORTS), imports=("\n".join(imports) + "\n") if imports else "",
         definitions=code.definitions + "\n\n\n" if code.definitions else "",
@@ -128,6 +141,16 @@ def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: boo
         tolerances=tolerances,
         body=_BODY,
     )
+
+
+def with_numeric(full: str, mode: str, order: int, dtype: str, step: float, rtol: float, atol: float) -> str:
+    """The complete script `full` checking `mode`'s gradients at `order` against central
+    differences in `dtype` with `step`, within rtol and atol (the numeric oracle's)."""
+    numeric = {"mode": mode, "order": order, "dtype": dtype, "step": step, "rtol": rtol, "atol": atol}
+    line = "\nNUMERIC = None  #"
+    if full.count(line) != 1:
+        raise ValueError("the complete script has no NUMERIC line to set")
+    return full.replace(line, f"\nNUMERIC = {numeric!r}  #", 1)
 
 
 _BUILD = '''\
@@ -174,6 +197,7 @@ ORDER = {order_value}
 MODES = {modes}
 UNCONNECTED = tf.UnconnectedGradients.{unconnected}
 TOLERANCE = {tolerances}  # dtype: (rtol, atol), |got - eager| <= atol + rtol * |eager|
+NUMERIC = None  # set where the harness's numeric oracle says the values are wrong: see wrong()
 
 {body}'''
 
@@ -190,8 +214,8 @@ _BODY = textwrap.dedent('''
         return [t for t in tensors if t is not None and (t.dtype.is_floating or t.dtype.is_complex)]
 
 
-    def tape_orders(fn, variables, xs, stage):
-        """Orders 0..ORDER with nested tapes: the tape for order k records order k-1."""
+    def tape_orders(fn, variables, xs, stage, order=ORDER):
+        """Orders 0..order with nested tapes: the tape for order k records order k-1."""
         sources = [xs[i] for i in WRT] + variables
 
         def upto(k):
@@ -202,14 +226,14 @@ _BODY = textwrap.dedent('''
                 tape.watch(sources)
                 orders = upto(k - 1)
             # Below the last order, the tapes of the orders above are recording this one.
-            above = "" if k == ORDER else (f", while recording for order {k + 1}" if k + 1 == ORDER
-                                           else f", while recording for orders {k + 1} to {ORDER}")
+            above = "" if k == order else (f", while recording for order {k + 1}" if k + 1 == order
+                                           else f", while recording for orders {k + 1} to {order}")
             stage[0] = f"order {k}{above}"
             ys = targets(orders[-1])
             grads = tape.gradient(ys, sources, unconnected_gradients=UNCONNECTED) if ys else [None] * len(sources)
             return orders + [[dense(g) for g in grads]]
 
-        return upto(ORDER)
+        return upto(order)
 
 
     def failure(error, stage):
@@ -329,6 +353,38 @@ _BODY = textwrap.dedent('''
         return found
 
 
+    def wrong(results):
+        """NUMERIC's mode's gradients at NUMERIC's order against central differences of the sum of
+        the order below, one input element at a time: each gradient that differs, beside its
+        numeric derivative."""
+        got = results.get(NUMERIC["mode"]) if NUMERIC else None
+        if got is None or got["status"] != "ok":
+            return []
+        k = NUMERIC["order"]
+        fn, variables = make_function()
+
+        def below(xs):
+            orders = tape_orders(fn, variables, [tf.constant(v) for v in xs], ["forward"], order=k - 1)
+            return sum(np.sum(t.numpy()) for t in targets(orders[-1]))
+
+        base = [v.astype(NUMERIC["dtype"]) if v.dtype.kind == "f" else v for v in INPUTS]
+        found = []
+        for j, i in enumerate(WRT):
+            numeric = np.zeros(base[i].shape)
+            for at in np.ndindex(base[i].shape):
+                h = NUMERIC["step"] * max(1.0, abs(float(base[i][at])))
+                up, down = [v.copy() for v in base], [v.copy() for v in base]
+                up[i][at] += h
+                down[i][at] -= h
+                numeric[at] = (below(up) - below(down)) / (2 * h)
+            gradient = got["orders"][k][j]
+            if gradient is None or not np.allclose(gradient, numeric, rtol=NUMERIC["rtol"], atol=NUMERIC["atol"],
+                                                   equal_nan=True):
+                found.append(f"order {k} gradient wrt {NAMES[i]}: {NUMERIC['mode']} "
+                             f"{None if gradient is None else gradient.tolist()} vs the numeric {numeric.tolist()}")
+        return found
+
+
     def encode(value):
         if value is None:
             return None
@@ -354,10 +410,12 @@ _BODY = textwrap.dedent('''
                    "xla": lambda: run_function(jit_compile=True)}
         results = {mode: runners[mode]() for mode in MODES}
         problems = disagreements(results)
+        numeric = wrong(results)
         if "--json" in sys.argv:
             encoded = {m: dict(r, orders=[[encode(v) for v in o] for o in r.get("orders", [])])
                        for m, r in results.items()}
-            print(json.dumps({"environment": environment, "modes": encoded, "disagreements": problems}))
+            print(json.dumps({"environment": environment, "modes": encoded, "disagreements": problems,
+                              "numeric": numeric}))
         else:
             print(", ".join(f"{k} {v}" for k, v in environment.items()))
             for mode, r in results.items():
@@ -371,7 +429,9 @@ _BODY = textwrap.dedent('''
                     first = lines[-1] if lines[0] == "in user code:" else lines[0]
                     print(f"{mode}: {r['error_type']} at {r['stage']}: {first}")
             print("\\n".join(["DISAGREE:"] + [f"  {p}" for p in problems]) if problems else "AGREE")
-        return 1 if problems else 0
+            if numeric:
+                print("\\n".join(["WRONG: the numeric derivative differs"] + [f"  {p}" for p in numeric]))
+        return 1 if problems or numeric else 0
 
 
     if __name__ == "__main__":

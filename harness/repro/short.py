@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 import re
 import textwrap
 from typing import Optional
@@ -26,7 +27,7 @@ from harness.records import ModeOutcome, Result, Status
 from harness.repro.script import WRITTEN_OUT, ScriptParts
 from harness.tolerance import NUMERIC_STEPS, ToleranceOverride, numeric_tolerance_for, tolerance_for
 
-__all__ = ["NotShort", "Expected", "Short", "deviation", "render"]
+__all__ = ["NotShort", "Expected", "Short", "deviation", "numeric_check", "render"]
 
 # The modes it writes out are the complete script's (script.WRITTEN_OUT): the tapes as they are,
 # inside tf.function with these options, and a v1 graph.
@@ -133,8 +134,16 @@ def _said(outcome: ModeOutcome) -> str:
     return f"raises {outcome.error.type}" if outcome.error else outcome.status.value
 
 
+# Names the script's own code binds: an input must not take one (an input `y` would be the
+# function's output once `y = f(x, y)` ran).
+_OWN = frozenset({"tf", "np", "sys", "found", "mode", "run", "graph", "session", "y", "dy", "h", "up", "down",
+                  "numeric", "got", "differs", "kind", "base", "below", "bad", "sources", "said", "name", "value",
+                  "i", "e", "t", "at", "slope"})
+_OWN_NUMBERED = re.compile(r"(d\d+y|tape\d+)$")
+
+
 def _variable(name: str, taken: set[str]) -> str:
-    while name in taken or name in ("tf", "np", "sys", "found", "mode", "run", "graph", "session"):
+    while name in taken or name in _OWN or _OWN_NUMBERED.match(name):
         name += "_"
     return name
 
@@ -314,23 +323,42 @@ def _verdict_code(dev: _Deviation, parts: ScriptParts, ref: ModeOutcome, constan
     return _numeric_code(parts, ref, constants, tolerance, result, outputs)
 
 
-def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], tolerance: ToleranceOverride,
-                  result: Result, outputs: int) -> list[str]:
+def numeric_check(result: Result, parts: ScriptParts, tolerance: ToleranceOverride = None):
+    """How a script checks what the numeric oracle found: the order it differs at, the dtype and
+    step of its central differences, and its tolerance.
+
+    Raises:
+      NotShort: the oracle names no order.
+    """
     numeric = result.oracles["numeric"]
-    if len(parts.wrt) != 1 or parts.shapes[parts.wrt[0]] != ():
-        raise NotShort("the numeric derivative differs, and the short script writes it out for one scalar "
-                       "input only")
-    if ref.status is not Status.OK or not numeric.differ:
+    if not numeric.differ:
         raise NotShort("the numeric oracle differs, with no order saying where")
-    k = numeric.differ[0]
     match = re.search(r"central differences in (\w+) with step ([0-9.e+-]+)", numeric.note)
     dtype = match[1] if match else parts.dtypes[parts.wrt[0]]
     step = float(match[2]) if match else NUMERIC_STEPS[dtype]
+    return numeric.differ[0], dtype, step, numeric_tolerance_for(parts.dtypes[parts.wrt[0]], tolerance)
+
+
+# Each element of an input the numeric derivative differs along costs two runs of the tapes: a
+# bug report's script stays at a few seconds.
+_NUMERIC_ELEMENTS = 64
+
+
+def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], tolerance: ToleranceOverride,
+                  result: Result, outputs: int) -> list[str]:
+    elements = sum(math.prod(parts.shapes[i]) for i in parts.wrt)
+    if elements > _NUMERIC_ELEMENTS:
+        raise NotShort(f"the numeric derivative differs, and the short script writes it out for inputs of at most "
+                       f"{_NUMERIC_ELEMENTS} elements in all, not {elements}")
+    if ref.status is not Status.OK:
+        raise NotShort("the numeric oracle differs, with no order saying where")
+    k, dtype, step, tol = numeric_check(result, parts, tolerance)
+    if len(parts.wrt) > 1 or parts.shapes[parts.wrt[0]] != ():
+        return _numeric_code_of_each(parts, ref, constants, tol, k, dtype, step, outputs)
     i = parts.wrt[0]
     x = constants[i]
     below = f"0:{outputs}" if k == 1 else f"{outputs + k - 2}"
     got = outputs + k - 1
-    tol = numeric_tolerance_for(parts.dtypes[i], tolerance)
     args = lambda shift: ", ".join(  # noqa: E731
         f"tf.constant({c}.astype(np.{dtype}) {shift} h)" if j == i else
         (f"tf.constant({c}.astype(np.{dtype}))" if parts.dtypes[j].startswith("float") else f"tf.constant({c})")
@@ -349,9 +377,47 @@ def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], to
             "raise SystemExit(1 if differs else 0)"]
 
 
-def full_expected(result: Result, tolerance: ToleranceOverride = None) -> Expected:
+def _numeric_code_of_each(parts: ScriptParts, ref: ModeOutcome, constants: list[str], tol, k: int, dtype: str,
+                          step: float, outputs: int) -> list[str]:
+    """The numeric derivative at order `k` for several inputs, or one with elements: the order
+    below summed, then central differences along one element at a time, printed beside each
+    gradient."""
+    n = len(parts.wrt)
+    below = f"0:{outputs}" if k == 1 else f"{outputs + n * (k - 2)}:{outputs + n * (k - 1)}"
+    first = outputs + n * (k - 1)
+    base = ", ".join(f"{c}.astype(np.{dtype})" if parts.dtypes[j].startswith("float") else c
+                     for j, c in enumerate(constants))
+    names = [constants[i] for i in parts.wrt]
+    return ["", "# The numeric derivative: central differences of the sum of the order below, one element",
+            f"# at a time, in {dtype} with the step {step:g} (scaled by the element's size above 1).",
+            "def below(xs):",
+            f"    return sum(np.sum(t) for t in gradients(*[tf.constant(v) for v in xs])[{below}])",
+            "",
+            "",
+            f"base = [{base}]",
+            "numeric = []",
+            f"for i in {list(parts.wrt)!r}:",
+            "    slope = np.zeros(base[i].shape)",
+            "    for at in np.ndindex(base[i].shape):",
+            f"        h = {step!r} * max(1.0, abs(float(base[i][at])))",
+            "        up, down = [v.copy() for v in base], [v.copy() for v in base]",
+            "        up[i][at] += h",
+            "        down[i][at] -= h",
+            "        slope[at] = (below(up) - below(down)) / (2 * h)",
+            "    numeric.append(slope)",
+            f"got = found[{ref.mode!r}][{first}:{first + n}] if not isinstance(found[{ref.mode!r}], str) else None",
+            f"for name, value in zip({names!r}, numeric):",
+            f"    print(f'numeric: order {k} wrt {{name}}', value)",
+            f"differs = got is None or not all(np.allclose(g, v, rtol={tol.rtol:g}, atol={tol.atol:g}, equal_nan=True) "
+            "for g, v in zip(got, numeric))",
+            f"print('DIFFERS:' if differs else 'SAME:', 'order {k}', *(got or ['none']), 'vs the numeric', *numeric)",
+            "raise SystemExit(1 if differs else 0)"]
+
+
+def full_expected(result: Result, tolerance: ToleranceOverride = None, numeric: bool = False) -> Expected:
     """What the complete script (harness.repro.script) must show for `result`: each mode it
-    writes out as the harness saw it, and exit 1 when those modes disagree or a gradient is malformed."""
+    writes out as the harness saw it, and exit 1 when those modes disagree, a gradient is
+    malformed, or (`numeric`: the script checks it) the numeric derivative differs."""
     written = {m: o for m, o in result.outcomes.items() if m in WRITTEN_OUT and o.status is not Status.SKIP}
     if not written:
         raise NotShort("no mode the script writes out ran")
@@ -361,6 +427,7 @@ def full_expected(result: Result, tolerance: ToleranceOverride = None) -> Expect
         return Expected(exit=None, outcomes={}, what=f"{dead[0]} {written[dead[0]].status.value}")
     differ = any(compare_outcomes(first, o, tolerance=tolerance, upstream=False) for o in written.values())
     malformed = any(o.status is Status.OK and check_gradients(o) for o in written.values())
-    return Expected(exit=1 if differ or malformed else 0, outcomes={m: _shown(o) for m, o in written.items()},
+    return Expected(exit=1 if differ or malformed or numeric else 0,
+                    outcomes={m: _shown(o) for m, o in written.items()},
                     what="the modes disagree" if differ else "a malformed gradient" if malformed else
-                    "every mode it writes out agrees")
+                    "the values differ from the numeric derivative" if numeric else "every mode it writes out agrees")

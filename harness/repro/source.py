@@ -4,14 +4,19 @@ The function (or builder) is found in its module's source with `ast`; the
 top-level definitions and imports it refers to, directly or through each
 other, are copied in their original order. Imports of this package are never
 copied: a reproduction needs only TensorFlow and NumPy (and whatever the case
-itself imports, such as tf_keras).
+itself imports, such as tf_keras). A function that comes from an installed
+library (TensorFlow's own, Keras's) is imported from it, not copied: the
+script calls the library, and says which release.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib.metadata
 import inspect
+import os
+import sysconfig
 from typing import Any, Callable
 
 __all__ = ["Extract", "ReproError", "extract"]
@@ -28,6 +33,8 @@ class Extract:
     imports: str
     definitions: str
     expression: str
+    origin: str = ""  # for a library's function: its module and name
+    library: str = ""  # for a library's function: the distribution and its version
 
 
 def _bound_names(node: ast.stmt) -> list[str]:
@@ -68,14 +75,36 @@ def _lambda_node(tree: ast.Module, fn: Callable) -> ast.Lambda:
     return found[0]
 
 
+def _installed(module) -> str:
+    """"DISTRIBUTION VERSION" when `module` belongs to an installed distribution (in this
+    environment's site-packages), else ""."""
+    path = os.path.realpath(getattr(module, "__file__", None) or "")
+    roots = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")}
+    if not path or not any(os.path.commonpath([root, path]) == root for root in roots):
+        return ""
+    top = module.__name__.split(".")[0]
+    for name in importlib.metadata.packages_distributions().get(top, []):
+        try:
+            return f"{name} {importlib.metadata.version(name)}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return ""
+
+
 def extract(obj: Any) -> Extract:
-    """The source needed to define `obj`, a function or builder from a case module.
+    """The source needed to define `obj`, a function or builder from a case module; for one
+    from an installed library, the import that names it.
 
     Raises:
       ReproError: `obj` is not a top-level def or a lone lambda of a module
         whose source can be read.
     """
     module = inspect.getmodule(obj)
+    name = getattr(obj, "__name__", "")
+    library = _installed(module) if module is not None else ""
+    if library and name.isidentifier() and getattr(module, name, None) is obj:
+        return Extract(imports=f"from {module.__name__} import {name}", definitions="", expression=name,
+                       origin=f"{module.__name__}.{name}", library=library)
     try:
         source = inspect.getsource(module)
     except (TypeError, OSError):
@@ -86,9 +115,8 @@ def extract(obj: Any) -> Extract:
     top = {}
     for node in tree.body:
         if not _is_ours(node):
-            for name in _bound_names(node):
-                top[name] = node
-    name = getattr(obj, "__name__", "")
+            for bound in _bound_names(node):
+                top[bound] = node
     if name in top and getattr(module, name, None) is obj:
         root, expression = top[name], name
     elif name == "<lambda>":

@@ -11,15 +11,21 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Optional
 
 from harness.repro.short import Expected
 
-__all__ = ["Ran", "run", "shows"]
+__all__ = ["Interrupted", "Ran", "run", "shows"]
+
+# How often a wait for the script looks whether a stop was asked for.
+_SLICE_S = 0.1
 
 _BOOT = """\
 import runpy, sys
@@ -44,20 +50,51 @@ class Ran:
     stderr: str
 
 
-def run(script: str, timeout: float) -> Ran:
-    """Runs the text `script` as repro.py in a fresh, isolated process."""
+class Interrupted(Exception):
+    """A stop was asked for (Ctrl-C, SIGTERM) while a script ran; the script's processes are ended."""
+
+
+def run(script: str, timeout: float, stop: Optional[threading.Event] = None) -> Ran:
+    """Runs the text `script` as repro.py in a fresh, isolated process.
+
+    Raises:
+      Interrupted: `stop` was set before it ended; it and whatever it started are killed.
+    """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONDONTWRITEBYTECODE="1")
     with tempfile.TemporaryDirectory(prefix="harness-repro-") as folder:
         path = Path(folder) / "repro.py"
         path.write_text(script, encoding="utf-8")
+        process = subprocess.Popen([sys.executable, "-I", "-c", _BOOT, str(path)], cwd=folder, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+        deadline = time.monotonic() + timeout
         try:
-            done = subprocess.run([sys.executable, "-I", "-c", _BOOT, str(path)], cwd=folder, env=env,
-                                  capture_output=True, text=True, timeout=timeout, start_new_session=True)
-        except subprocess.TimeoutExpired as e:
-            def text(b):
-                return b.decode("utf-8", "replace") if isinstance(b, bytes) else (b or "")
-            return Ran(exit=None, stdout=text(e.stdout), stderr=text(e.stderr))
-    return Ran(exit=done.returncode, stdout=done.stdout, stderr=done.stderr)
+            while True:
+                try:
+                    out, err = process.communicate(timeout=max(0.0, min(_SLICE_S, deadline - time.monotonic())))
+                    return Ran(exit=process.returncode, stdout=out, stderr=err)
+                except subprocess.TimeoutExpired:
+                    stopped = stop is not None and stop.is_set()
+                    if not stopped and time.monotonic() < deadline:
+                        continue
+                _end(process)
+                out, err = process.communicate()
+                if stopped:
+                    raise Interrupted("a stop was asked for while the script ran")
+                return Ran(exit=None, stdout=out or "", stderr=err or "")
+        except BaseException:  # Ctrl-C in this thread too: the script must not outlive the check
+            _end(process)
+            raise
+
+
+def _end(process: subprocess.Popen) -> None:
+    """Kills the script and everything it started: it leads its own process group."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        process.kill()
 
 
 def shows(ran: Ran, expected: Expected) -> Optional[str]:
