@@ -15,7 +15,7 @@ tf-keras (`pip install 'harness[keras]'`) every mode skips these cases, saying w
 import numpy as np
 import tensorflow as tf
 
-from harness import VALUES_DIFFER, Case, Expectation
+from harness import VALUES_DIFFER, Case, Expectation, Tol
 from harness.cases import FORWARD_USES_THE_BODY
 from harness.modes import KNOWN_MODES
 
@@ -158,15 +158,14 @@ CASES = [
         points=[_BATCH],
         wrt_variables=True,
         skip_modes=_SKIP,
+        # Only keras_mixed computes in float16: there the tanh features saturate to exactly 1 where float32
+        # gives 1 - 3e-4, so 1 - tanh**2 is 0 and a kernel gradient of 1.5e-3 (with upstream weights) becomes
+        # 0. float16 rounding, judged against the gradients' scale (about 1) instead of element by element.
+        tolerance={"float16": Tol(rtol=1e-2, atol=2e-3)},
         source=f"{_DOCS} (pattern: gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495)",
         description="a functional model whose shared head sees the features directly and through a "
                     "gradient reversal layer (factor 0.5): the feature weights get 1 - 0.5 of the gradient",
         expectations=[
-            Expectation(
-                modes=["keras_mixed"], outcome=VALUES_DIFFER,
-                reason="float16 rounding, not a fault: the tanh features saturate to exactly 1 in float16 where "
-                       "float32 gives 1 - 3e-4, so 1 - tanh**2 is 0 and a kernel gradient of 1.5e-3 becomes 0",
-            ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the layer's tf.identity gives +1 where grad_fn reverses the sign",

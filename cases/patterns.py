@@ -259,6 +259,12 @@ CASES = [
         description="(3 * id(x))**2 with the upstream 18x clipped to [-1, 1]: gradient clip(18x, -1, 1)",
         expectations=[
             Expectation(
+                modes=["keras_mirrored"], outcome=VALUES_DIFFER,
+                reason="under MirroredStrategy each replica's grad_fn receives its half of dy (Keras divides the "
+                       "loss by the global batch of two), clips it to [-1, 1], and the optimizer sums the two "
+                       "replicas' gradients (all_reduce_sum_gradients): where the clip bites the result is +-2",
+            ),
+            Expectation(
                 modes=["keras_mixed"], outcome=VALUES_DIFFER,
                 reason="under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer, which "
                        "differentiates the loss times the loss scale (2**15 at the first step: "
@@ -282,6 +288,12 @@ CASES = [
         source=_pattern("clipping the upstream gradient by norm"),
         description="(3 * id(x))**2 with the upstream 18x rescaled to norm 1: gradient x / ||x||",
         expectations=[
+            Expectation(
+                modes=["keras_mirrored"], outcome=VALUES_DIFFER,
+                reason="under MirroredStrategy each replica's grad_fn receives its half of dy (Keras divides the "
+                       "loss by the global batch of two), clips that to norm 1, and the optimizer sums the two "
+                       "replicas' gradients (all_reduce_sum_gradients): norm 2 instead of 1",
+            ),
             Expectation(
                 modes=["keras_mixed"], outcome=VALUES_DIFFER,
                 reason="under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer, which "
@@ -474,6 +486,12 @@ CASES = [
         analytic=lambda x: {0: np.sinh(x), 1: np.cosh(x)},
         skip_modes=dict.fromkeys(["saved_model", "saved_model_nocg"], _PYTHON_CANNOT_BE_SAVED),
         expectations=[
+            Expectation(
+                modes=["keras_mixed"], outcome="InvalidArgumentError",
+                reason="under mixed_float16 x arrives in float16, so np.cosh returns a float16 array where the "
+                       "tf.numpy_function declares Tout=tf.float32: '0-th value returned by pyfunc is half, but "
+                       "expects float'",
+            ),
             Expectation(
                 modes=["xla", "keras_xla"], outcome="InvalidArgumentError",
                 reason="XLA cannot compile Python: there is no XLA kernel for the PyFuncStateless op "

@@ -80,8 +80,9 @@ def build_custom_matmul_dense():
     return layer
 
 
-class NamedVariablesLayer(_Layer):
-    """A layer whose grad_fn(dy, variables) matches the gradients to its variables by name."""
+class ClippedVariableGradient(_Layer):
+    """x * w whose grad_fn(dy, variables) clips the weight's gradient to norm 1; w is read once, in the
+    forward, so the float16 read of the policy reaches grad_fn too."""
 
     def build(self, input_shape):
         self.w = self.add_weight("w", shape=(2,), initializer=tf_keras.initializers.Constant([2.0, -1.0]))
@@ -90,17 +91,19 @@ class NamedVariablesLayer(_Layer):
     def call(self, x):
         @tf.custom_gradient
         def scaled(v):
-            def grad(dy, variables=None):
-                by_name = {self.w.name: dy * v}
-                return dy * self.w, [by_name[u.name] for u in variables]
+            w = tf.convert_to_tensor(self.w)  # read once, in the forward (autocast under the policy)
 
-            return v * self.w, grad
+            def grad(dy, variables=None):
+                clipped = tf.clip_by_norm(tf.cast(dy * v, variables[0].dtype), 1.0)
+                return dy * w, [clipped]
+
+            return v * w, grad
 
         return scaled(x)
 
 
-def build_named_variables():
-    layer = NamedVariablesLayer()
+def build_clipped_variable_gradient():
+    layer = ClippedVariableGradient()
     layer.build((2,))
     return layer
 
@@ -161,22 +164,32 @@ CASES = [
                     "computes them, and the case guards that",
     ),
     Case(
-        id="training.grad_fn_variables_by_name",
-        build=build_named_variables,
+        id="training.grad_fn_clips_variable_gradient",
+        build=build_clipped_variable_gradient,
         points=[{"x": np.array([1.0, 3.0], np.float32)}],
         wrt_variables=True,
         skip_modes=_SKIP,
         source="https://www.tensorflow.org/api_docs/python/tf/custom_gradient (grad_fn(dy, variables)); "
-               f"{_AUTOCAST}",
-        description="x * w with grad_fn(dy, variables) matching its gradient to the layer's weight by name: "
-                    "gradients [2, -1] w.r.t. x and [1, 3] w.r.t. w",
+               "https://www.tensorflow.org/tutorials/distribute/custom_training (the loss divided by the global "
+               "batch, the gradients summed over replicas: tf_keras optimizer.py aggregate_gradients, "
+               "all_reduce_sum_gradients); pattern: per-layer gradient clipping inside a custom gradient",
+        description="x * w with grad_fn(dy, variables) clipping the weight's gradient x * dy to norm 1: "
+                    "gradients [2, -1] w.r.t. x and [1, 3] / sqrt(10) w.r.t. w",
         expectations=[
             Expectation(
-                modes=["keras_mixed"], outcome="TypeError",
-                reason="grad_fn(dy, variables) reads self.w in the backward pass, outside the layer's call, where "
-                       "the AutoCastVariable gives its float32 value: dy (float16) * w (float32) is a TypeError; "
-                       "under MirroredStrategy the variables grad_fn is given are the MirroredVariables themselves, "
-                       "so the lookup by name works there",
+                modes=["numeric", "upstream"], outcome=VALUES_DIFFER, reason="gradient clipping by design",
+            ),
+            Expectation(
+                modes=["keras_mirrored"], outcome=VALUES_DIFFER,
+                reason="under MirroredStrategy each replica's grad_fn receives its share of dy (Keras divides the "
+                       "loss by the global batch) and clips its own share to norm 1, and the optimizer then sums "
+                       "the replicas' gradients: the weight's gradient has norm 2, one per replica, instead of 1",
+            ),
+            Expectation(
+                modes=["keras_mixed"], outcome=VALUES_DIFFER,
+                reason="under mixed_float16 the LossScaleOptimizer differentiates the loss times 2**15 "
+                       "(get_scaled_loss), so grad_fn clips the scaled gradient to norm 1 and the optimizer "
+                       "divides it by 2**15 afterwards: norm 2**-15",
             ),
         ],
     ),

@@ -6,8 +6,8 @@ tensor (autocast under a mixed-precision policy) and passed to the function. The
 per sample is the weighted sum of the function's floating outputs with that sample's weights: the
 upstream weights of order 1 (harness.upstream) for the weighted chain, ones for the plain one.
 The model is compiled with a per-sample loss equal to that output, and plain SGD; one call of
-`train_on_batch` (the train function `fit` makes, `make_train_function`, on one batch of two
-identical samples) takes one step. The gradient is read from the step: the optimizer's
+the train function `fit` makes (`make_train_function`), on an iterator over a distributed dataset
+of batches of two samples, as fit calls it, takes one step. The gradient is read from the step: the optimizer's
 `update_step(gradient, variable)`, the method every tf_keras optimizer implements to apply a
 gradient, records what it is given (after the loss-scale optimizer unscaled it and the strategy
 all-reduced it) in a slot beside each weight. Reading it back from the variable's change would
@@ -18,14 +18,15 @@ lose digits to the update's rounding (w - lr * g in the weight's dtype).
 - keras_xla: jit_compile=True.
 - keras_mixed: the mixed_float16 policy while the layers and the model are made: the function
   computes in float16 from float32 weights (autocast), the optimizer is wrapped in a
-  LossScaleOptimizer by compile; judged with float16 tolerances. A step the loss-scale optimizer
+  LossScaleOptimizer by compile; judged with tolerance.NARROW_TOLERANCES. A step the loss-scale optimizer
   skips (a non-finite scaled gradient halves the scale) is taken again, as fit's next step would.
 - keras_mirrored: under tf.distribute.MirroredStrategy over two logical CPU devices (made by
   `_devices.split_cpu` before TensorFlow initialises): each replica takes one of the two samples,
   Keras divides the loss by the global batch, and the optimizer all-reduces (sums) the gradients.
 
-Two steps per point, plain and weighted, restore the point's values (and the builder's initial
-variable values) first. A step computes order 1 only: the outcome's `top_order` says so, and its
+Two steps per point, plain and weighted, each after assigning the point's values (the arguments
+that are not differentiated are non-trainable variables of the layer) and the builder's initial
+variable values. A step computes order 1 only: the outcome's `top_order` says so, and its
 order 0 is empty (a step returns no outputs). One model per case and input signature serves
 every point, as the traced modes do.
 """
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -42,21 +43,10 @@ from harness import upstream
 from harness.case import Case, Point
 from harness.modes import _devices, _reuse
 from harness.modes.shared import Subject, build_error, build_subject, flat_outputs, is_target, tf
-from harness.records import Differentiated, ModeOutcome, Output, RunOptions, Status, error_info
+from harness.modes.step_rules import BATCH, LEARNING_RATE, MIXED_TRIES, NEEDS_KERAS, WIDTH, weight_row, why_not
+from harness.records import ModeOutcome, Output, RunOptions, Status, error_info
 
-__all__ = ["LEARNING_RATE", "BATCH", "runner_for", "keras", "NEEDS_KERAS"]
-
-# Plain SGD's learning rate: a power of two, so the step's own arithmetic adds no rounding of its own.
-LEARNING_RATE = 0.5
-# Two identical samples: one per replica under the strategy; the mean over them is exact.
-BATCH = 2
-# How many steps keras_mixed takes while the loss-scale optimizer skips them: the dynamic scale
-# starts at 2**15 and halves on each skip, down to 1 (tf_keras's _DynamicLossScaleState).
-MIXED_TRIES = 17
-WIDTH = upstream.TARGETS * upstream.PERIOD  # one sample: the order 1 weight tables, flat
-
-NEEDS_KERAS = ("needs tf_keras (pip install 'harness[keras]'): from TensorFlow 2.16 tf.keras is Keras 3, "
-               "whose training loop these modes do not drive")
+__all__ = ["keras", "runner_for"]
 
 
 def keras():
@@ -99,18 +89,6 @@ def _skip(mode: str, reason: str) -> ModeOutcome:
     return ModeOutcome(mode=mode, status=Status.SKIP, note=reason)
 
 
-def why_not(mode: _Mode, case: Case, point: Point) -> Optional[str]:
-    """Why `mode` cannot train this point's inputs, or None when it can."""
-    for name, i in zip(case.wrt, case.wrt_indices):
-        dtype = point.values[i].dtype
-        if dtype.kind == "c":
-            return f"{name} is {dtype.name}: a Keras trainable weight here is real floating, and a loss is real"
-        if mode.mixed and dtype.name != "float32":
-            return (f"{name} is {dtype.name}: the mixed_float16 policy trains float32 weights and computes in "
-                    "float16, so only float32 points are trained under it")
-    return None
-
-
 def run(mode: _Mode, case: Case, options: RunOptions) -> list[ModeOutcome]:
     """Every point of `case`, one model per input signature."""
     module = keras()
@@ -123,7 +101,7 @@ def run(mode: _Mode, case: Case, options: RunOptions) -> list[ModeOutcome]:
     outcomes: dict[int, ModeOutcome] = {}
     built: dict = {}
     for index, point in enumerate(case.points):
-        reason = why_not(mode, case, point)
+        reason = why_not(mode.name, case, point)
         if reason:
             outcomes[index] = _skip(mode.name, reason)
             continue
@@ -181,6 +159,13 @@ class _Step:
             self.model = _model(module)(self.layer)
             optimizer = _recording_sgd(module)(learning_rate=LEARNING_RATE)
             self.model.compile(optimizer=optimizer, loss=_per_sample, **mode.compile_options)
+            # What fit does per step: its train function, on an iterator over the distributed dataset
+            # (train_on_batch would make and distribute a dataset at every call). The batch is two dummy
+            # samples; each sample's loss weights are the layer's `row` variable, assigned per step.
+            batch = tf.data.Dataset.from_tensors((np.zeros((BATCH, 1), np.float32),
+                                                  np.zeros((BATCH,), np.float32))).repeat()
+            self.iterator = iter(self.model.distribute_strategy.experimental_distribute_dataset(batch))
+            self.train_function = self.model.make_train_function()
         self.trained = list(self.layer.case_arguments) + list(self.subject.variables)
         # The builder's variables start every step from the values it gave them.
         self.initial = [v.numpy() for v in self.subject.variables]
@@ -197,13 +182,12 @@ class _Step:
         sources = self.subject.records(point)
         stage = "order 1"
         try:
-            plain = self._step(point, np.ones(WIDTH, np.float32))
+            plain = self._step(point, weight_row(self.case.id, point.label, weighted=False))
             weighted = None
             if self.options.upstream:
                 stage = "order 1 with upstream weights"
-                seed = upstream.seed(self.case.id, point.label)
                 try:
-                    weighted = self._step(point, upstream.flat_tables(seed, 1).astype(np.float32))
+                    weighted = self._step(point, weight_row(self.case.id, point.label, weighted=True))
                 except NotApplicable:
                     raise
                 except Exception as e:  # noqa: BLE001 - the weighted step alone failed: the case's grad_fn
@@ -230,13 +214,15 @@ class _Step:
             variable.assign(point.values[i])
         for variable, value in zip(self.subject.variables, self.initial):
             variable.assign(value)
+        for i, variable in self.layer.constants.items():
+            variable.assign(point.values[int(i)])
         optimizer = self._optimizer()
-        x = np.tile(row, (BATCH, 1))
-        y = np.zeros((BATCH,), np.float32)
+        self.layer.row.assign(row)
         first = self._loss_scale()
         for tries in range(1, (MIXED_TRIES if self.mode.mixed else 1) + 1):
             optimizer.reset_records()
-            self.model.train_on_batch(x, y)
+            with self.model.distribute_strategy.scope():
+                self.train_function(self.iterator)
             if self.layer.not_applicable:
                 raise NotApplicable(self.layer.not_applicable)
             records = [optimizer.record_of(variable) for variable in self.trained]
@@ -259,10 +245,12 @@ class _Step:
 
 def _error_info(exc: BaseException, stage: str):
     """The exception's record, without the call arguments tf_keras appends to an exception raised in a
-    layer's call ("Call arguments received by layer ...: • rows=..."): its own line comes before them."""
+    layer's call ("Call arguments received by layer ...: • samples=..."): its own line comes before them."""
     info = error_info(exc, stage)
-    head, cut, _ = info.message.partition("Call arguments received by layer")
-    return dataclasses.replace(info, message=head.rstrip()) if cut else info
+    message, cut, _ = info.message.partition("Call arguments received by layer")
+    if message.startswith("Exception encountered when calling layer"):
+        message = message.partition("\n\n")[2]  # its first paragraph names the layer, the rest is the error
+    return dataclasses.replace(info, message=message.strip()) if cut else info
 
 
 def _outputs(values, sources) -> tuple[Output, ...]:
@@ -289,7 +277,10 @@ def _case_layer(module):
             super().__init__(**kwargs)
             self._fn = subject.fn
             self._case = case
-            self._constants = {i: point.values[i] for i in range(len(point.values)) if i not in case.wrt_indices}
+            self._count = len(point.values)
+            # The arguments not differentiated: assigned at every point, never trained.
+            self.constants = {str(i): tf.Variable(point.values[i], trainable=False, name=f"argument{i}")
+                              for i in range(len(point.values)) if i not in case.wrt_indices}
             self.case_arguments = [self.add_weight(name=name, shape=point.values[i].shape,
                                               dtype=tf.as_dtype(point.values[i].dtype), initializer="zeros",
                                               trainable=True)
@@ -297,14 +288,17 @@ def _case_layer(module):
             # Tracked, so the model trains them: the builder's trainable variables (a Keras model it
             # returned is tracked as the function itself).
             self.case_variables = list(subject.variables)
+            # Each sample's loss weights (step_rules.weight_row), assigned before each step.
+            self.row = tf.Variable(np.zeros(WIDTH, np.float32), trainable=False, name="loss_weights")
             self.not_applicable = ""
 
-        def call(self, rows):
+        def call(self, samples):
+            rows = tf.broadcast_to(self.row, [tf.shape(samples)[0], WIDTH])  # one row per sample
             args = []
             weights = iter(self.case_arguments)
-            for i in range(len(self._case.points[0].values)):
-                if i in self._constants:
-                    value = tf.constant(self._constants[i])
+            for i in range(self._count):
+                if str(i) in self.constants:
+                    value = tf.convert_to_tensor(self.constants[str(i)])
                     if value.dtype.is_floating and self._compute_dtype_object != value.dtype and self._autocast:
                         value = tf.cast(value, self._compute_dtype_object)  # as Keras casts a layer's inputs
                     args.append(value)
@@ -317,6 +311,12 @@ def _case_layer(module):
                 self.not_applicable = ("the function has a complex output: a training loss is real" if complex_
                                        else "the function has no floating output to train on")
                 raise NotApplicable(self.not_applicable)
+            # The gradient of this linear loss needs nothing of the forward's values, so without this
+            # control dependency TensorFlow may run a weight's update before a forward read of that
+            # weight which the backward still uses (seen: x's update before grad_fn's read of x). The
+            # gradient of a loss that depends on the outputs waits for them anyway; so do these weights.
+            with tf.control_dependencies(targets):
+                rows = tf.identity(rows)
             total = tf.zeros(tf.shape(rows)[:1], tf.float32)
             for index, t in enumerate(targets):
                 total += _weighted_sum(rows, index, t)
@@ -344,8 +344,8 @@ def _model(module):
             super().__init__(**kwargs)
             self.case_layer = layer
 
-        def call(self, rows):
-            return self.case_layer(rows)
+        def call(self, samples):
+            return self.case_layer(samples)
 
     _CLASSES["model"] = _StepModel
     return _StepModel
@@ -369,10 +369,14 @@ def _recording_sgd(module):
                                       self.add_variable_from_reference(variable, "applied", shape=[]))
 
         def update_step(self, gradient, variable):
+            # SGD's own update first: a gradient it cannot apply (a malformed shape) fails as in fit.
+            applied = super().update_step(gradient, variable)
             record, seen = self._records[self._var_key(variable)]
-            record.assign(tf.cast(gradient, record.dtype))
+            # What the update applied to each element: SGD's assign_add broadcasts a gradient of another
+            # shape that broadcasts (a scalar for a vector weight).
+            record.assign(tf.broadcast_to(tf.cast(gradient, record.dtype), tf.shape(record)))
             seen.assign(tf.ones([], seen.dtype))
-            return super().update_step(gradient, variable)
+            return applied
 
         def reset_records(self):
             for _, seen in getattr(self, "_records", {}).values():
