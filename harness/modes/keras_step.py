@@ -368,6 +368,17 @@ def _recording_sgd(module):
                 self._records[key] = (self.add_variable_from_reference(variable, "applied_gradient"),
                                       self.add_variable_from_reference(variable, "applied", shape=[]))
 
+        def apply_gradients(self, grads_and_vars, *args, **kwargs):
+            # Every update waits for every gradient: a grad_fn that reads a weight in the backward pass
+            # (self.kernel) otherwise has no data dependency on that weight's update, and in tf_keras's
+            # compiled train step the update was seen to run first now and then, so the gradient of
+            # another source used the updated weight (keras.custom_gradient_layer_weights, flaky).
+            pairs = list(grads_and_vars)
+            ready = [g for g, _ in pairs if g is not None]
+            with tf.control_dependencies(ready):
+                pairs = [(g if g is None else tf.identity(g), v) for g, v in pairs]
+            return super().apply_gradients(pairs, *args, **kwargs)
+
         def update_step(self, gradient, variable):
             # SGD's own update first: a gradient it cannot apply (a malformed shape) fails as in fit.
             applied = super().update_step(gradient, variable)
