@@ -138,8 +138,9 @@ CASES = [
         build=build_scaled_tanh,
         points=[{"x": np.array([0.5, -1.0, 2.0], np.float32)}],
         skip_modes=_SKIP,
-        source=f"{_AUTOCAST} (AutoCastVariable casts a read to float16 only inside enable_auto_cast_variables, "
-               "which Layer.__call__ enters around call; a grad_fn runs later, in the backward pass)",
+        source="https://www.tensorflow.org/api_docs/python/tf/keras/mixed_precision/Policy (mixed_float16: float32 "
+               f"variables read as float16 in a layer's call); {_AUTOCAST} (AutoCastVariable casts a read only "
+               "inside enable_auto_cast_variables, which Layer.__call__ enters around call; grad_fn runs later)",
         description="scale * tanh(x) whose grad_fn reads the layer's float32 scale weight: under mixed_float16 "
                     "dy arrives in float16 and meets the uncast float32 weight",
         expectations=[
@@ -170,10 +171,9 @@ CASES = [
         points=[{"x": np.array([1.0, 3.0], np.float32)}],
         wrt_variables=True,
         skip_modes=_SKIP,
-        source="https://www.tensorflow.org/api_docs/python/tf/custom_gradient (grad_fn(dy, variables)); "
-               "https://www.tensorflow.org/tutorials/distribute/custom_training (the loss divided by the global "
-               "batch, the gradients summed over replicas: tf_keras optimizer.py aggregate_gradients, "
-               "all_reduce_sum_gradients); pattern: per-layer gradient clipping inside a custom gradient",
+        source="https://www.tensorflow.org/api_docs/python/tf/distribute/MirroredStrategy (the loss divided by the "
+               "global batch, the gradients summed over replicas: tf_keras optimizer.py aggregate_gradients, "
+               "all_reduce_sum_gradients); pattern: per-layer gradient clipping in grad_fn(dy, variables)",
         description="x * w with grad_fn(dy, variables) clipping the weight's gradient x * dy to norm 1: "
                     "gradients [2, -1] w.r.t. x and [1, 3] / sqrt(10) w.r.t. w",
         expectations=[
@@ -208,9 +208,9 @@ CASES = [
                                    "(its weighted chain keeps the first pass's factor 0.25, a difference in the "
                                    "weighted chain alone, which no expectation can declare)",
                     **_SKIP},
-        source="https://www.tensorflow.org/guide/function#executing_python_side_effects (Python code runs "
-               "when a function is traced, not on every call); pattern: a gradient reversal layer whose factor "
-               "follows a schedule kept in a Python attribute",
+        source="https://www.tensorflow.org/api_docs/python/tf/function (Python side effects run when a function "
+               "is traced, not on every call); pattern: a gradient reversal layer whose factor follows a schedule "
+               "kept in a Python attribute",
         description="gradient reversal whose factor (0.25 per backward pass, up to 1) is counted in a Python "
                     "attribute by grad_fn: every step eagerly, once per trace in a compiled train function",
         expectations=[
