@@ -15,7 +15,7 @@ tf-keras (`pip install 'harness[keras]'`) every mode skips these cases, saying w
 import numpy as np
 import tensorflow as tf
 
-from harness import VALUES_DIFFER, Case, Expectation
+from harness import VALUES_DIFFER, Case, Expectation, Tol
 from harness.cases import FORWARD_USES_THE_BODY
 from harness.modes import KNOWN_MODES
 
@@ -158,6 +158,10 @@ CASES = [
         points=[_BATCH],
         wrt_variables=True,
         skip_modes=_SKIP,
+        # Only keras_mixed computes in float16: there the tanh features saturate to exactly 1 where float32
+        # gives 1 - 3e-4, so 1 - tanh**2 is 0 and a kernel gradient of 1.5e-3 (with upstream weights) becomes
+        # 0. float16 rounding, judged against the gradients' scale (about 1) instead of element by element.
+        tolerance={"float16": Tol(rtol=1e-2, atol=2e-3)},
         source=f"{_DOCS} (pattern: gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495)",
         description="a functional model whose shared head sees the features directly and through a "
                     "gradient reversal layer (factor 0.5): the feature weights get 1 - 0.5 of the gradient",
@@ -182,5 +186,13 @@ CASES = [
         source=f"{_DOCS} (a layer whose custom gradient covers its own weights through `variables`)",
         description="a layer computing softplus(x W + b) with grad_fn(dy, variables) giving the kernel and "
                     "bias gradients, then Dense: orders 1 and 2 w.r.t. inputs and weights",
+        expectations=[
+            Expectation(
+                modes=["keras_mixed"], outcome="TypeError",
+                reason="grad_fn reads self.kernel in the backward pass, outside the layer's call, where tf_keras's "
+                       "AutoCastVariable is not cast (enable_auto_cast_variables is entered only by Layer.__call__): "
+                       "a float32 kernel meets the float16 dy",
+            ),
+        ],
     ),
 ]

@@ -259,6 +259,19 @@ CASES = [
         description="(3 * id(x))**2 with the upstream 18x clipped to [-1, 1]: gradient clip(18x, -1, 1)",
         expectations=[
             Expectation(
+                modes=["keras_mirrored"], outcome=VALUES_DIFFER,
+                reason="under MirroredStrategy each replica's grad_fn receives its half of dy (Keras divides the "
+                       "loss by the global batch of two), clips it to [-1, 1], and the optimizer sums the two "
+                       "replicas' gradients (all_reduce_sum_gradients): where the clip bites the result is +-2",
+            ),
+            Expectation(
+                modes=["keras_mixed"], outcome=VALUES_DIFFER,
+                reason="under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer, which "
+                       "differentiates the loss times the loss scale (2**15 at the first step: "
+                       "get_scaled_loss) and divides the gradients by it afterwards, so grad_fn clips the scaled "
+                       "dy and the clipped values come out divided by 32768",
+            ),
+            Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the body tf.identity passes 18x through unclipped",
             ),
@@ -275,6 +288,19 @@ CASES = [
         source=_pattern("clipping the upstream gradient by norm"),
         description="(3 * id(x))**2 with the upstream 18x rescaled to norm 1: gradient x / ||x||",
         expectations=[
+            Expectation(
+                modes=["keras_mirrored"], outcome=VALUES_DIFFER,
+                reason="under MirroredStrategy each replica's grad_fn receives its half of dy (Keras divides the "
+                       "loss by the global batch of two), clips that to norm 1, and the optimizer sums the two "
+                       "replicas' gradients (all_reduce_sum_gradients): norm 2 instead of 1",
+            ),
+            Expectation(
+                modes=["keras_mixed"], outcome=VALUES_DIFFER,
+                reason="under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer, which "
+                       "differentiates the loss times the loss scale (2**15 at the first step: "
+                       "get_scaled_loss) and divides the gradients by it afterwards, so grad_fn clips the scaled "
+                       "dy and the clipped values come out divided by 32768",
+            ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
                 reason=FORWARD_USES_THE_BODY + ": the body tf.identity passes 18x through unscaled",
@@ -396,6 +422,11 @@ CASES = [
                     "sin(x) * w: 1.5 cos(x) w.r.t. x, sum(sin x) w.r.t. w",
         expectations=[
             Expectation(
+                modes=["keras_mixed"], outcome="TypeError",
+                reason="the builder's plain tf.Variable w is not a Keras weight, so the mixed_float16 policy does "
+                       "not autocast it: sin(x) in float16 times w in float32 is a TypeError",
+            ),
+            Expectation(
                 modes=["forward"], outcome="NotImplementedError",
                 reason="recompute_grad runs its body with recording stopped, so forward mode needs grad_fn transposed, "
                        "and recompute_grad's transpose (custom_gradient.py) refuses: 'Consider not using "
@@ -413,6 +444,11 @@ CASES = [
         description="the same to order 2: tf.recompute_grad cannot be differentiated twice, "
                     "NotImplementedError in every mode",
         expectations=[
+            Expectation(
+                modes=["keras_mixed"], outcome="TypeError",
+                reason="the builder's plain tf.Variable w is not a Keras weight, so the mixed_float16 policy does "
+                       "not autocast it: sin(x) in float16 times w in float32 is a TypeError",
+            ),
             Expectation(
                 modes=["saved_model"], outcome="LookupError",
                 reason="tf.recompute_grad's grad_wrapper is itself a custom gradient (inner_recompute_grad in "
@@ -451,7 +487,13 @@ CASES = [
         skip_modes=dict.fromkeys(["saved_model", "saved_model_nocg"], _PYTHON_CANNOT_BE_SAVED),
         expectations=[
             Expectation(
-                modes=["xla"], outcome="InvalidArgumentError",
+                modes=["keras_mixed"], outcome="InvalidArgumentError",
+                reason="under mixed_float16 x arrives in float16, so np.cosh returns a float16 array where the "
+                       "tf.numpy_function declares Tout=tf.float32: '0-th value returned by pyfunc is half, but "
+                       "expects float'",
+            ),
+            Expectation(
+                modes=["xla", "keras_xla"], outcome="InvalidArgumentError",
                 reason="XLA cannot compile Python: there is no XLA kernel for the PyFuncStateless op "
                        "('Detected unsupported operations when trying to compile graph')",
             ),

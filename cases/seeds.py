@@ -203,7 +203,8 @@ CASES = [
                     "cannot branch on a tensor",
         expectations=[
             Expectation(
-                modes=["no_autograph", "function", "xla", "graph", "saved_model"],
+                modes=["no_autograph", "function", "xla", "graph", "saved_model", "keras_fit", "keras_xla",
+                       "keras_mixed", "keras_mirrored"],
                 outcome="OperatorNotAllowedInGraphError",
                 reason="a Python `if` on a symbolic tensor cannot be traced, and autograph does not "
                        "convert the function inside the tf.custom_gradient wrapper",

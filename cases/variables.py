@@ -13,6 +13,15 @@ import tensorflow as tf
 from harness import VALUES_DIFFER, Case, Expectation
 from harness.cases import FORWARD_USES_THE_BODY
 
+# Under the mixed_float16 policy the case's argument arrives in float16 (an autocast Keras weight),
+# and the builder's own variables are plain tf.Variables, which no policy casts.
+_PLAIN_VARIABLE_UNDER_MIXED = Expectation(
+    modes=["keras_mixed"], outcome="TypeError",
+    reason="the builder's plain tf.Variable is not a Keras weight, so the mixed_float16 policy does not autocast "
+           "it: its float32 value meets the float16 argument in the forward (TypeError: 'does not match type "
+           "float16')",
+)
+
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 
 
@@ -129,6 +138,7 @@ CASES = [
         source=_DOCS,
         description="x * w with grad_fn(dy, variables): gradient w = [2, -1] w.r.t. x and x = [1, 3] "
                     "w.r.t. w",
+        expectations=[_PLAIN_VARIABLE_UNDER_MIXED],
     ),
     Case(
         id="variables.two_variables",
@@ -139,6 +149,7 @@ CASES = [
         source=_DOCS,
         description="tanh(W^T x + b) reading two variables, gradients matched to `variables` by identity, "
                     "to order 2 w.r.t. x, W and b",
+        expectations=[_PLAIN_VARIABLE_UNDER_MIXED],
     ),
     Case(
         id="variables.variable_as_argument",
@@ -148,6 +159,7 @@ CASES = [
         source=_DOCS,
         description="a resource variable passed as an argument is an input, not one of `variables`: "
                     "gradients [1.5, -2] w.r.t. x and [1, 3] w.r.t. v",
+        expectations=[_PLAIN_VARIABLE_UNDER_MIXED],
     ),
     Case(
         id="variables.non_trainable",
@@ -156,6 +168,7 @@ CASES = [
         source=_DOCS,
         description="a non-trainable variable read in the forward pass is not one of `variables`, so "
                     "grad_fn(dy) suffices: gradient 3 w.r.t. x",
+        expectations=[_PLAIN_VARIABLE_UNDER_MIXED],
     ),
     Case(
         id="variables.missing_variables_argument",
@@ -165,8 +178,10 @@ CASES = [
         description="reading a trainable variable with a grad_fn that takes no `variables`: TypeError "
                     "in every mode, at the call",
         expectations=[
+            _PLAIN_VARIABLE_UNDER_MIXED,
             Expectation(
-                modes=["eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model"],
+                modes=["eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model", "keras_eager",
+                       "keras_fit", "keras_xla", "keras_mirrored"],
                 outcome="TypeError",
                 reason="both decorators check grad_fn's signature when the function reads a variable "
                        "and raise '@tf.custom_gradient grad_fn must accept keyword argument "
@@ -182,8 +197,10 @@ CASES = [
         description="the issue's code: a custom gradient whose grad_fn reads a variable, called in a "
                     "tf.cond branch: gradient w = 2, but tf.function raises AttributeError",
         expectations=[
+            _PLAIN_VARIABLE_UNDER_MIXED,
             Expectation(
-                modes=["no_autograph", "function", "xla", "saved_model"], outcome="AttributeError",
+                modes=["no_autograph", "function", "xla", "saved_model", "keras_fit", "keras_xla", "keras_mirrored"],
+                outcome="AttributeError",
                 reason="the variable is created eagerly, so grad_fn's read inside the If op's gradient "
                        "branch captures its handle, an EagerTensor, directly; cond_v2._resolve_grad_inputs "
                        "asks every external capture for .graph, which an EagerTensor does not have. The v1 "
@@ -207,6 +224,7 @@ CASES = [
         source="https://github.com/tensorflow/tensorflow/issues/50170",
         description="a variable read under tf.cond inside grad_fn itself: gradient 2 at x = 5, 0 at x = -5",
         expectations=[
+            _PLAIN_VARIABLE_UNDER_MIXED,
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=-5.0"],
                 reason=FORWARD_USES_THE_BODY + ": the body w * x gives w = 2 where grad_fn's tf.cond gives 0",

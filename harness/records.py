@@ -174,6 +174,12 @@ class ModeOutcome:
     the same gradients with the seeded upstream weights instead of ones; empty
     when the check is off. `upstream_error` is what the weighted chain raised
     where the plain one did not, with the order it raised at.
+
+    `top_order` is set by a mode that computes fewer orders than the case asks for: a training
+    step (harness.modes.keras_step) computes order 1 only, and its `orders[0]` is empty (a step
+    returns no outputs); only order 1 is compared. `computed_in` names the dtype the values were
+    computed in when it is narrower than their own (float16 under a mixed-precision policy, for
+    float32 weights): they are judged with that dtype's tolerance.
     """
 
     mode: str
@@ -185,6 +191,8 @@ class ModeOutcome:
     usage: Optional["Usage"] = None  # None: this mode cannot observe the gradient functions
     upstream: tuple[tuple[Output, ...], ...] = ()
     upstream_error: Optional[ErrorInfo] = None
+    top_order: Optional[int] = None
+    computed_in: str = ""
 
     def portable(self) -> "ModeOutcome":
         """This outcome with every value portable (Output.portable), to send to another process."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Optional, Union
 
-__all__ = ["Tol", "DEFAULT_TOLERANCES", "NUMERIC_TOLERANCES", "NUMERIC_STEPS", "ToleranceOverride",
-           "tolerance_for", "numeric_tolerance_for"]
+__all__ = ["Tol", "DEFAULT_TOLERANCES", "NUMERIC_TOLERANCES", "NUMERIC_STEPS", "NARROW_TOLERANCES",
+           "ToleranceOverride", "tolerance_for", "numeric_tolerance_for", "narrow_tolerance_for"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +66,15 @@ NUMERIC_STEPS: Mapping[str, float] = {
     "float64": 2.0 ** -17,
 }
 
+# Values computed in a narrower dtype than the truth they are compared with: a training step under
+# the mixed_float16 policy computes in float16 from float32 weights and returns float32 gradients.
+# Every op of its forward and backward rounds to float16 (eps 2**-10), so the comparison allows the
+# numeric oracle's float16 relative part, and an absolute part of float16's eps, for elements
+# that cancel to near zero (tanh saturating to 1 in float16 makes 1 - y**2 exactly 0).
+NARROW_TOLERANCES: Mapping[str, Tol] = {
+    "float16": Tol(rtol=1e-2, atol=2.0 ** -10),
+}
+
 # A case overrides either every dtype at once (a Tol) or some dtypes by name.
 ToleranceOverride = Optional[Union[Tol, Mapping[str, Tol]]]
 
@@ -86,3 +95,13 @@ def numeric_tolerance_for(dtype: str, override: ToleranceOverride = None) -> Tol
     if override and dtype in override:
         return override[dtype]
     return NUMERIC_TOLERANCES.get(dtype, NUMERIC_TOLERANCES["float64"])
+
+
+def narrow_tolerance_for(dtype: str, override: ToleranceOverride = None) -> Tol:
+    """The tolerance for values computed in `dtype` (NARROW_TOLERANCES) and compared with a wider truth;
+    a case's override for `dtype` wins, as elsewhere."""
+    if isinstance(override, Tol):
+        return override
+    if override and dtype in override:
+        return override[dtype]
+    return NARROW_TOLERANCES.get(dtype, tolerance_for(dtype))

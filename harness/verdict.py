@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectation
 from harness.compare import Mismatch, check_gradients, compare_outcomes
-from harness.modes import LADDER
+from harness.modes import LADDER, STEP_MODES
 from harness.records import (CaseInfo, ErrorInfo, Measured, ModeOutcome, OracleOutcome, Result, RunOptions,
                              Status, Verdict)
 from harness.tolerance import Tol
@@ -83,22 +83,29 @@ def yardstick(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], tf_v
 
 def oracle_subject(outcomes: Mapping[str, ModeOutcome], reference: str) -> tuple[str, str]:
     """The mode whose values the oracles check, and a note saying so when it is not `reference`:
-    the reference's, unless it computed none; then the first selected mode that did."""
+    the reference's, unless it computed none; then the first selected mode that did. A training
+    step (an outcome with `top_order`) computes order 1 only and is never checked."""
     ref = outcomes.get(reference)
-    if ref is None or ref.status is Status.OK:
+    if ref is None or ref.status is Status.OK and ref.top_order is None:
         return reference, ""
     for mode, outcome in outcomes.items():
-        if outcome.status is Status.OK:
-            how = f"raised {ref.error.type}" if ref.error else ref.status.value
+        if outcome.status is Status.OK and outcome.top_order is None:
+            how = (f"computes order {ref.top_order} only" if ref.top_order is not None
+                   else f"raised {ref.error.type}" if ref.error else ref.status.value)
             return mode, f"; checked on {mode}'s values, since {reference} (the yardstick mode) {how}"
+    if ref.top_order is not None:
+        return next((m for m, o in outcomes.items() if o.top_order is None), reference), ""
     return reference, ""
 
 
 def _yardstick(default: str, modes: Sequence[str], expected: Mapping[str, Expectation]) -> str:
-    # A mode declared to deviate, or skipped, is no yardstick: the first that is neither is.
+    # A mode declared to deviate, or skipped, is no yardstick: the first that is neither is, a
+    # training step (which computes order 1 only) only when no other mode is left.
     if default in modes and default not in expected:
         return default
-    return next((m for m in modes if m not in expected), default if default in modes else next(iter(modes), default))
+    ordered = [m for m in modes if m not in STEP_MODES] + [m for m in modes if m in STEP_MODES]
+    return next((m for m in ordered if m not in expected),
+                default if default in modes else next(iter(ordered), default))
 
 
 def _met(e: Expectation, outcome: ModeOutcome, disagreements: list[Mismatch],

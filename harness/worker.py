@@ -72,7 +72,11 @@ def prepare() -> None:
     so a worker does it before it is told where the cases come from. Done once."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from harness import execute, probe  # noqa: F401, PLC0415 - TensorFlow comes in here
+    from harness.modes import _devices  # noqa: PLC0415
 
+    # Before any op runs, while TensorFlow's devices can still be configured: keras_mirrored's two
+    # logical CPU devices. Every other mode places its ops on CPU:0 as before.
+    _devices.split_cpu()
     probe.install()  # before any case module runs its @tf.custom_gradient; installs once
 
 

@@ -23,7 +23,7 @@ MODES = ("eager", "function", "graph")
 THEMES = ("seeds", "docs", "patterns", "structure", "dtypes", "variables", "keras", "regressions")
 ROOT = Path(__file__).resolve().parent.parent
 _SOURCE = re.compile(r"^(seeds/|https://www\.tensorflow\.org/api_docs/python/tf/|"
-                     r"https://github\.com/tensorflow/tensorflow/issues/\d+)")
+                     r"https://github\.com/(tensorflow/tensorflow|keras-team/tf-keras)/issues/\d+)")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,174 @@
+"""The training-step modes end to end: each bug class of cases/training.py (and the library's cases
+that show one) passes in the core modes, whose results the shared library fixture holds, and is
+found by the training-step mode built for it. The library-wide run in every step mode, with the
+mirrored one that needs a worker's two logical CPU devices, is a command-line run in the slow tier.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from harness import upstream
+from harness.modes import STEP_MODES
+from tests import helpers
+
+pytest.importorskip("tf_keras")
+
+
+@pytest.fixture(scope="module")
+def cases(library_cases):
+    return {c.id: c for c in library_cases}
+
+
+def _values(outcome, order=1):
+    return [o.value for o in outcome.orders[order]]
+
+
+def _weighted(outcome):
+    return [o.value for o in outcome.upstream[0]]
+
+
+def _core_verdicts(library_results, case_id):
+    return {r.verdict.value for r in library_results[case_id]}
+
+
+def test_grad_fn_reading_a_weight_outside_autocast_fails_only_under_mixed_precision(cases, library_results):
+    case_id = "training.grad_fn_reads_weight_without_autocast"
+    assert _core_verdicts(library_results, case_id) == {"pass"}  # invisible to eager, function and graph
+    result, = helpers.run(cases[case_id], ("eager", "keras_fit", "keras_mixed"))
+    assert result.verdict.value == "xfail", result.reason
+    mixed = result.outcomes["keras_mixed"]
+    assert mixed.error.type == "TypeError" and mixed.error.stage == "order 1, training step"
+    assert "float32 that does not match type float16" in mixed.error.first_line
+    # float32 in a compiled step is fine: 1.5 * (1 - tanh(x)**2), the derivative of 1.5 tanh(x).
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(_values(result.outcomes["keras_fit"])[0], 1.5 * (1 - np.tanh(x) ** 2), rtol=1e-6)
+
+
+def test_python_side_effect_in_grad_fn_runs_once_per_trace_in_the_compiled_train_function(cases, library_results):
+    case_id = "training.python_side_effect_in_grad_fn"
+    assert _core_verdicts(library_results, case_id) == {"xfail"}  # the numeric oracle only: a reversal
+    case = cases[case_id]
+    result, = helpers.run(case, ("eager", "keras_eager", "keras_fit"))
+    assert result.verdict.value == "xfail"
+    w = upstream.weights(upstream.seed(case_id, case.points[0].label), 1, 0, (2,))
+    # Eager code counts every backward pass: factor 0.25 for the plain chain, 0.5 for the weighted.
+    for mode in ("eager", "keras_eager"):
+        np.testing.assert_array_equal(_values(result.outcomes[mode])[0], [-0.25, -0.25])
+        np.testing.assert_array_equal(_weighted(result.outcomes[mode])[0], -0.5 * w)
+    # The train function traced twice on its first call (it created the optimizer's variables), then
+    # never again: factor 0.5 for both steps.
+    fit = result.outcomes["keras_fit"]
+    np.testing.assert_array_equal(_values(fit)[0], [-0.5, -0.5])
+    np.testing.assert_array_equal(_weighted(fit)[0], -0.5 * w)
+    assert "as declared: keras_fit values differ: a compiled train function runs" in " ".join(result.details)
+
+
+def test_a_grad_fn_clipping_dy_clips_the_loss_scaled_gradient_under_mixed_precision(cases):
+    result, = helpers.run(cases["patterns.clip_gradient_by_value"], ("eager", "keras_fit", "keras_mixed"))
+    assert result.verdict.value == "xfail"
+    eager = _values(result.outcomes["eager"])[0]
+    np.testing.assert_array_equal(_values(result.outcomes["keras_fit"])[0], eager)
+    # The loss-scale optimizer's first scale is 2**15: grad_fn clips 2**15 * dy to +-1, and the
+    # optimizer divides by 2**15 again.
+    np.testing.assert_array_equal(_values(result.outcomes["keras_mixed"])[0], np.sign(eager) * 2.0 ** -15)
+
+
+def test_a_variable_gradient_clipped_in_grad_fn_is_rescaled_by_the_loss_scale(cases, library_results):
+    case_id = "training.grad_fn_clips_variable_gradient"
+    assert _core_verdicts(library_results, case_id) == {"xfail"}  # the numeric oracle only: clipping
+    result, = helpers.run(cases[case_id], ("eager", "keras_eager", "keras_fit", "keras_xla", "keras_mixed"))
+    assert result.verdict.value == "xfail"
+    clipped = np.array([1.0, 3.0]) / np.sqrt(10.0)  # x * dy = [1, 3], clipped to norm 1
+    for mode in ("eager", "keras_eager", "keras_fit", "keras_xla"):
+        x_grad, w_grad = _values(result.outcomes[mode])
+        np.testing.assert_array_equal(x_grad, [2.0, -1.0])  # w
+        np.testing.assert_allclose(w_grad, clipped, rtol=1e-6)
+    # The loss-scale optimizer's first scale, 2**15, overflows x's gradient (2**15 * w[0] = 65536 is above
+    # float16's 65504), so that step is skipped and the next runs at 2**14: grad_fn clips 2**14 * [1, 3]
+    # to norm 1, and the optimizer divides by 2**14.
+    np.testing.assert_allclose(_values(result.outcomes["keras_mixed"])[1], clipped * 2.0 ** -14, rtol=1e-2)
+    assert "keras_mixed values differ" in result.reason
+
+
+def test_tracker_report_custom_matmul_trains_under_mixed_precision_on_this_release(cases, library_results):
+    case_id = "training.tracker_custom_matmul_mixed_precision"
+    assert "keras-team/tf-keras/issues/197" in cases[case_id].source
+    result, = helpers.run(cases[case_id], ("eager", "keras_mixed"))
+    assert result.verdict.value == "pass", result.reason
+    x = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]])
+    # The kernel's gradient of sum(x @ W) is x^T @ ones: each column is the column sums of x.
+    kernel = _values(result.outcomes["keras_mixed"])[1]
+    np.testing.assert_allclose(kernel, np.repeat(x.sum(axis=0)[:, None], 2, axis=1), rtol=1e-3)
+    assert result.outcomes["keras_mixed"].computed_in == "float16"
+
+
+def test_mirrored_skips_in_a_process_whose_devices_were_fixed_and_says_how_many_it_has(cases):
+    import tensorflow as tf
+
+    result, = helpers.run(cases["variables.grad_fn_variables"], ("eager", "keras_mirrored"))
+    mirrored = result.outcomes["keras_mirrored"]
+    count = len(tf.config.list_logical_devices("CPU"))
+    if count >= 2:
+        assert mirrored.status.value == "ok"
+    else:
+        assert mirrored.status.value == "skip"
+        assert f"this process has {count}:" in mirrored.note
+
+
+def test_a_complex_point_is_skipped_by_every_step_with_its_reason(cases):
+    case = next(c for c in cases.values() if any(v.dtype.kind == "c" for p in c.points for v in p.values))
+    results = helpers.run(case, ("eager", "keras_fit"))
+    for point, result in zip(case.points, results):
+        outcome = result.outcomes["keras_fit"]
+        complex_inputs = [n for n, i in zip(case.wrt, case.wrt_indices) if point.values[i].dtype.kind == "c"]
+        if complex_inputs:
+            assert outcome.status.value == "skip" and outcome.note.startswith(f"{complex_inputs[0]} is complex")
+
+
+def test_without_keras_2_every_step_mode_skips_and_says_what_to_install(cases, monkeypatch):
+    from harness.modes import keras_step
+
+    monkeypatch.setattr(keras_step, "keras", lambda: None)
+    results = helpers.run(cases["docs.log1pexp"], ("eager",) + STEP_MODES)
+    for result in results:
+        assert result.verdict.value == "pass"
+        for mode in STEP_MODES:
+            outcome = result.outcomes[mode]
+            assert outcome.status.value == "skip"
+            assert outcome.note.startswith("needs tf_keras (pip install 'harness[keras]')")
+
+
+@pytest.fixture(scope="module")
+def step_run(tmp_path_factory):
+    """The whole library in --mode keras (eager and the five steps) through workers, which split the CPU."""
+    folder = tmp_path_factory.mktemp("step_run")
+    proc = helpers.harness("--mode=keras", f"--json_out={folder / 'r.json'}", timeout=3000)
+    return proc, json.loads((folder / "r.json").read_text())
+
+
+@pytest.mark.slow
+def test_every_library_case_is_pass_xfail_or_skip_in_the_training_step_modes(step_run):
+    proc, report = step_run
+    bad = [f"{r['case']}[{r['point']}]: {r['verdict']}: {r['reason']}" for r in report["results"]
+           if r["verdict"] not in ("pass", "xfail", "skip")]
+    assert not bad, "\n".join(bad)
+    assert proc.returncode == 0
+    ran = {m for r in report["results"] for m, o in r["modes"].items() if o["status"] == "ok"}
+    assert set(STEP_MODES) <= ran
+
+
+@pytest.mark.slow
+def test_mirrored_strategy_runs_in_a_worker_and_reproduces_the_per_replica_traces(step_run):
+    _, report = step_run
+    by_id = {r["case"]: r for r in report["results"]}
+    mirrored = by_id["training.grad_fn_clips_variable_gradient"]["modes"]["keras_mirrored"]
+    assert mirrored["status"] == "ok" and mirrored["orders"][1][0]["value"] == [2.0, -1.0]
+    # Each replica clips its half of x * dy = [0.5, 1.5] to norm 1; the optimizer sums the two.
+    np.testing.assert_allclose(mirrored["orders"][1][1]["value"], 2 * np.array([1.0, 3.0]) / np.sqrt(10.0),
+                               rtol=1e-6)
+    # Each replica's grad_fn ran while the second trace was made, at counts 3 and 4 (factors 0.75
+    # and 1), each with half the loss: -(0.75 + 1) / 2.
+    side = by_id["training.python_side_effect_in_grad_fn"]["modes"]["keras_mirrored"]
+    assert side["orders"][1][0]["value"] == [-0.875, -0.875]
