@@ -870,6 +870,9 @@ def _write_repro(folder: Path, result, scripts: dict, environment: dict, info: C
         _say(f"repro.py for {result.name} is not minimised: {note}")
     elif s.minimize:
         text, note, made = _minimized(result, text, expected, s, parts, info.tolerance, stop)
+    there = [name for name in ("repro.py", "ISSUE.md") if (folder / name).exists()]
+    if there:
+        _say(f"{folder} already holds {' and '.join(there)}, from before: replacing {'them' if len(there) > 1 else 'it'}")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         # An ISSUE.md from before describes another script: it goes, whatever this one's check says.

@@ -75,6 +75,11 @@ def test_repro_command_writes_script_and_issue(tmp_path):
     assert "function: InternalError: Recorded operation" in issue and "eager: ValueError: custom_gradient" in issue
     assert "python -m harness --mode=all '--cases=seeds.docstring_nested[x=1.0]'" in issue
     assert (out / "repro.py").read_text() in issue
+    assert "already holds" not in proc.stderr
+    # Issue 26 item 4: a second repro into the same folder replaced both files without a word.
+    again = harness("repro", "seeds.docstring_nested", f"--out={out}")
+    assert again.returncode == 0, again.stderr
+    assert f"harness: {out} already holds repro.py and ISSUE.md, from before: replacing them" in again.stderr
 
 
 BROKEN = """
