@@ -322,11 +322,10 @@ _COMMANDS = {
               "record DIR -- CMD) as the case recorded.MODULE.QUALNAME, one point per recorded call, judged as any "
               "case; each point names the test that made the call. --order and --expect apply to every replayed "
               "case (narrow them with --cases).",
-              ("python -m pytest tests/ --harness-record=.harness/recorded",
-               "python -m harness replay .harness/recorded --mode all --json_out r.json"),
+              ("python -m harness replay .harness/recorded --mode all --json_out r.json",),
               _VERDICT_EXIT),
     _RECORD: ("python -m harness record DIR [flags] -- CMD [ARG ...]",
-              "run a command, recording the custom gradients its Python processes call into DIR",
+              "run CMD, recording the custom gradients it calls into DIR",
               "Runs CMD (a unittest or absltest suite, a script) with the recorder started in every Python process "
               "it starts, through the environment; each writes what it recorded into DIR when it exits. For a "
               "pytest suite, python -m pytest --harness-record=DIR does the same. Replay it with python -m harness "

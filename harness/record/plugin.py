@@ -42,6 +42,8 @@ class _Recording:
 
     def pytest_terminal_summary(self, terminalreporter):
         terminalreporter.write_line(self.session.summary())
+        if self.session.stopped:
+            terminalreporter.write_line(self.session.stopped_line())
 
     def pytest_unconfigure(self, config):
         session = self.session
@@ -72,7 +74,18 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
                                    command=" ".join(["pytest"] + list(args)))
         recorder.install(session)
     except Exception as e:  # noqa: BLE001 - a recorder that cannot start leaves the tests alone
-        sys.stderr.write(f"harness record: warning: not recording ({type(e).__name__}: {e}); the tests run as "
-                         "without --harness-record\n")
+        early_config.pluginmanager.register(_NotRecording(f"{type(e).__name__}: {e}"), "harness-record-session")
         return
+    session.say_stopped_at_once = False
     early_config.pluginmanager.register(_Recording(session), "harness-record-session")
+
+
+class _NotRecording:
+    """Says, once, at the end where pytest's capturing cannot hide it, why nothing was recorded."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def pytest_terminal_summary(self, terminalreporter):
+        terminalreporter.write_line(f"harness record: warning: not recording ({self.why}); the tests ran as "
+                                    "without --harness-record")

@@ -97,6 +97,8 @@ class Session:
         self.stopped = ""  # why recording stopped, once it has
         self.started = time.time()
         self.written: Optional[str] = None
+        # Under pytest, output during a test is captured: the plugin says it in the summary instead.
+        self.say_stopped_at_once = True
 
     # -- the hook ---------------------------------------------------------------------------
 
@@ -138,8 +140,12 @@ class Session:
     def stop(self, error: BaseException) -> None:
         if not self.stopped:
             self.stopped = f"{type(error).__name__}: {error}"
-            sys.stderr.write(f"harness record: warning: recording stopped ({self.stopped}); the tests go on, and "
-                             "what was recorded before is kept\n")
+            if self.say_stopped_at_once:
+                sys.stderr.write(self.stopped_line() + "\n")
+
+    def stopped_line(self) -> str:
+        return (f"harness record: warning: recording stopped ({self.stopped}); the tests went on, and what was "
+                "recorded before is kept")
 
     # -- one call ---------------------------------------------------------------------------
 
@@ -219,8 +225,6 @@ class Session:
                 f"{points} point{'s' if points != 1 else ''} kept ({drawn} without values, to be replayed at drawn "
                 f"values) in {self.folder}")
         text += f"; dropped: {dropped}" if dropped else "; nothing dropped"
-        if self.stopped:
-            text += f"; recording stopped early: {self.stopped}"
         return text
 
     def write(self) -> str:
