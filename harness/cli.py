@@ -155,8 +155,9 @@ SEED = flags.DEFINE_integer(
     "found is tried first next time.")
 
 RECORDED = flags.DEFINE_string(
-    "recorded", None, "repro: a recorded folder (python -m harness record, or pytest --harness-record) whose "
-    "recorded.* cases the case id names.")
+    "recorded", None, "Replay this recorded folder's functions as cases. The folder is what python -m pytest "
+    "--harness-record=DIR or python -m harness record DIR wrote; its cases run instead of the built-in library "
+    "(unless --library is given), as python -m harness replay DIR runs them.")
 RECORD_POINTS = flags.DEFINE_integer(
     "record_points", 3, "record: the distinct points kept per function.", lower_bound=1)
 
@@ -271,7 +272,7 @@ _FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
     (EXPLORE, _EXECUTION, (_RUN,)),
     (MARKDOWN_OUT, None, (_MERGE,)),
     (HTML_OUT, None, (_MERGE,)),
-    (RECORDED, None, (_REPRO,)),
+    (RECORDED, _SELECTION, (_RUN, _REPRO)),
     (RECORD_POINTS, None, (_RECORD,)),
 )}
 
@@ -552,7 +553,7 @@ def _settings(command: str, args: Sequence[str]) -> Settings:
 
 def _recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
     """replay's DIR (or repro's --recorded), checked to hold a recording, before any case runs."""
-    folder = args[0] if command == _REPLAY else RECORDED.value
+    folder = args[0] if command == _REPLAY else RECORDED.value  # --recorded: a run (the matrix's), or repro
     if not folder:
         return None
     from harness.checking import InputError, parse_expect  # noqa: PLC0415

@@ -66,11 +66,23 @@ class _Function:
         self.bytes = 0
         self.grad_takes_variables = False
         self.copies: dict = {}  # closure fingerprint -> serialised copy (or why there is none)
+        try:
+            self.parameters = [p.name for p in inspect.signature(f).parameters.values()
+                               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            self.parameters = []
+
+    @property
+    def converted(self) -> bool:
+        """Whether this is AutoGraph's conversion of a function (defined inside one it converted)."""
+        return "tf__" in self.qualname
 
     def as_dict(self) -> dict:
-        return {"module": self.module, "qualname": self.qualname, "file": self.file, "line": self.line,
+        return {"module": self.module, "qualname": _plain_name(self.qualname), "file": self.file, "line": self.line,
+                "autograph": self.converted,
                 "root": _root(self.module, self.file) if self.file else "", "calls": self.calls,
                 "grad_takes_variables": self.grad_takes_variables, "importable": self.importable(),
+                "parameters": self.parameters,
                 "points": self.points}
 
     def importable(self) -> bool:
@@ -213,10 +225,9 @@ class Session:
 
     def summary(self) -> str:
         """One line: what was recorded where, and what was dropped."""
-        points = sum(len(f.points) for f in self.functions.values())
-        called = [f for f in self.functions.values() if f.calls]
-        drawn = sum(1 for f in self.functions.values() for p in f.points
-                    if any("spec" in a for a in p["args"]) or "note" in p)
+        called = _merged([f.as_dict() for f in self.functions.values() if f.calls], self.limits.points)
+        points = sum(len(f["points"]) for f in called)
+        drawn = sum(1 for f in called for p in f["points"] if any("spec" in a for a in p["args"]) or "note" in p)
         dropped = ", ".join(f"{n} {what}" for what, n in (
             ("points over the total limit", self.dropped["points_over_total"]),
             ("points whose values were over the byte limit (kept as signatures)", self.dropped["values_over_bytes"]),
@@ -233,9 +244,53 @@ class Session:
         data = {"tensorflow": tf.version.VERSION, "python": platform.python_version(), "command": self.command,
                 "started": self.started, "limits": dataclasses.asdict(self.limits),
                 "dropped": dict(self.dropped), "stopped": self.stopped,
-                "functions": [f.as_dict() for f in self.functions.values() if f.calls]}
+                "functions": _merged([f.as_dict() for f in self.functions.values() if f.calls], self.limits.points)}
         self.written = str(store.write(self.folder, data, self.arrays))
         return self.written
+
+
+def _plain_name(qualname: str) -> str:
+    """The qualname of the function AutoGraph converted, for its converted copy's: AutoGraph wraps
+    the conversion in two factories and prefixes each converted function with "tf__"."""
+    factories = "outer_factory.<locals>.inner_factory.<locals>."
+    if factories in qualname:
+        qualname = qualname.split(factories, 1)[1]
+    return ".".join(part[4:] if part.startswith("tf__") else part for part in qualname.split("."))
+
+
+def _merged(functions: list[dict], limit: int) -> list[dict]:
+    """AutoGraph's converted copies under the function they convert: a converted method's name
+    lacks its class, so a converted "call._g" goes with "DoReFa.call._g" of the same module.
+    The original's points come first, then the converted ones', up to `limit`."""
+    originals = [f for f in functions if not f["autograph"]]
+    kept = list(originals)
+    for f in (f for f in functions if f["autograph"]):
+        home = next((o for o in originals if o["module"] == f["module"] and
+                     (o["qualname"] == f["qualname"] or o["qualname"].endswith("." + f["qualname"]))), None)
+        if home is None:
+            kept.append(f)
+        else:
+            home["calls"] += f["calls"]
+            home["points"] = (home["points"] + [_unconverted(p, home) for p in f["points"]])[:limit]
+    return kept
+
+
+def _closure(copy: dict) -> dict:
+    return dict(zip(copy.get("freevars", ()), copy.get("closure", ())))
+
+
+def _unconverted(point: dict, home: dict) -> dict:
+    """A converted function's point with the original's copy in place of AutoGraph's code, where the
+    original's closure holds the same values (AutoGraph's own, such as ag__, aside)."""
+    copy = (point.get("function") or {}).get("copy")
+    if copy is None:
+        return point
+    values = _closure(copy)
+    for other in home["points"]:
+        original = (other.get("function") or {}).get("copy")
+        if original is not None and all(values.get(k) == v for k, v in _closure(original).items()):
+            return dict(point, function=other["function"])
+    return point
 
 
 def _key(described) -> str:

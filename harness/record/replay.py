@@ -244,7 +244,9 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
                 expectations: Sequence[Expectation], description: str, source: str) -> Case:
     first = points[0]
     fn, problem = _function(record, first.get("function"), loader)
-    names = _parameter_names(fn if fn is not None else (lambda: None), len(first["args"]))
+    names = _parameter_names(fn, len(first["args"])) if fn is not None else \
+        (list(record.get("parameters") or [])[:len(first["args"])]
+         + [f"arg{i}" for i in range(len(record.get("parameters") or []), len(first["args"]))])
     made, notes, taken = [], {}, set()
     unsupported = ""
     for number, point in enumerate(points):

@@ -9,7 +9,9 @@ when recorded, and a global the test changed at run time has its import-time val
 
 A closure value is kept when it is plain data (numbers, strings, None, tuples, lists and dicts
 of them, NumPy arrays, eager tensors as their values, dtypes), a module, something importable
-by name, or a function copied the same way; anything else (a Keras layer, a variable, a graph
+by name, a function copied the same way, or an object with `get_config()` whose class is
+importable (a Keras layer, a larq quantizer: made again with `from_config`, as Keras reloads
+one, so what its config leaves out, such as built weights, is not there); anything else (a Keras layer, a variable, a graph
 tensor) makes the copy fail with a sentence naming it, and the function is skipped on replay.
 """
 
@@ -75,6 +77,16 @@ def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, whe
     if isinstance(module, str) and isinstance(qualname, str) and module != "__main__" \
             and resolve(module, qualname) is value:
         return {"ref": [module, qualname]}
+    cls = type(value)
+    if callable(getattr(value, "get_config", None)) and resolve(cls.__module__, cls.__qualname__) is cls:
+        # A Keras layer or quantizer: made again from its config, as Keras itself saves one.
+        try:
+            config = value.get_config()
+        except Exception as e:  # noqa: BLE001
+            raise Unserialisable(f"{where} holds a {cls.__name__} object whose get_config() raises "
+                                 f"{type(e).__name__}: {e}") from None
+        return {"config": [cls.__module__, cls.__qualname__,
+                           dump_value(config, arrays, depth, f"{where}'s {cls.__name__} config")]}
     if isinstance(value, types.FunctionType):
         if depth >= _DEPTH:
             raise Unserialisable(f"{where} holds functions nested more than {_DEPTH} deep")
@@ -104,7 +116,7 @@ def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict], d
         "defaults": None if f.__defaults__ is None else [dump_value(v, arrays, depth, "a default")
                                                            for v in f.__defaults__],
         "kwdefaults": {k: dump_value(v, arrays, depth, "a default") for k, v in (f.__kwdefaults__ or {}).items()},
-        "closure": cells,
+        "closure": cells, "freevars": list(code.co_freevars),
     }
 
 
@@ -139,6 +151,14 @@ def load_value(entry: dict, load_array: Callable[[dict], np.ndarray], module_glo
         return found
     if kind == "function":
         return load_function(entry["function"], load_array, module_globals)
+    if kind == "config":
+        module, qualname, config = entry["config"]
+        importlib.import_module(module)
+        cls = resolve(module, qualname)
+        if cls is None:
+            raise Unserialisable(f"{module}.{qualname} is no longer there")
+        config = load_value(config, load_array, module_globals)
+        return cls.from_config(config) if hasattr(cls, "from_config") else cls(**config)
     raise Unserialisable(f"an unknown kind of value {kind!r}")
 
 

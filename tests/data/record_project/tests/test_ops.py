@@ -1,4 +1,5 @@
-"""The user's own tests: all pass, though two of the gradients they call are wrong."""
+"""The user's own tests: all pass, though two of the gradients they call are wrong (scaled_square
+ignores dy; clipped_relu takes a Python `if` on a tensor, which no graph can)."""
 
 import numpy as np
 import tensorflow as tf
@@ -36,3 +37,22 @@ def test_softsign_in_function():
         return gradient(ops.softsign, x)
 
     np.testing.assert_allclose(step(tf.constant([0.0, 1.0])), [1.0, 0.25])
+
+
+class Scale:
+    """An object a test's own custom gradient closes over: not plain data, so it cannot be copied."""
+
+    def __init__(self, factor):
+        self.factor = factor
+
+
+def test_scaled_by_an_object():
+    scale = Scale(2.0)
+
+    @tf.custom_gradient
+    def times(x):
+        def grad(dy):
+            return scale.factor * dy
+        return scale.factor * x, grad
+
+    np.testing.assert_allclose(gradient(times, tf.constant(1.0)), 2.0)
