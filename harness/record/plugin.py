@@ -34,7 +34,11 @@ class _Recording:
         self.session = session
 
     def pytest_runtest_protocol(self, item, nextitem):
-        self.session.node = item.nodeid
+        node = item.nodeid
+        if node.startswith("::"):  # a test module outside the rootdir (--pyargs): name it by its module
+            module = getattr(getattr(item, "module", None), "__name__", None)
+            node = f"{module or item.path}{node}"
+        self.session.node = node
         return None  # pytest's own protocol runs the test
 
     def pytest_runtest_logfinish(self, nodeid, location):
