@@ -233,3 +233,88 @@ def test_a_recorder_failure_in_a_test_is_one_warning_line_and_the_tests_pass(pro
     warnings = [line for line in (proc.stdout + proc.stderr).splitlines() if "warning" in line]
     assert warnings == ["harness record: warning: recording stopped (ZeroDivisionError: a recorder fault); the tests "
                         "went on, and what was recorded before is kept"]
+
+
+def test_a_script_s_functions_are_replayed_with_their_arguments_as_called_and_a_variable_reader_is_skipped(tmp_path):
+    """`record` on a script: its functions live in __main__ (copied, over the script's globals made
+    again), a Python scalar and a keyword argument are passed as recorded and shown in the label (the
+    keyword argument makes the graph modes fail, as custom_gradient takes one in eager code only), and
+    a function that reads a variable is skipped, naming it."""
+    (tmp_path / "script.py").write_text(textwrap.dedent("""
+        import tensorflow as tf
+
+        SCALE = tf.Variable(3.0, name="scale")
+
+
+        @tf.custom_gradient
+        def shifted_cube(x, shift, power=3.0):
+            def grad(dy):  # shift is an input too (a Python float made a tensor), with no gradient
+                return power * tf.pow(x + shift, power - 1.0) * dy, None
+            return tf.pow(x + shift, power), grad
+
+
+        @tf.custom_gradient
+        def scaled(x):
+            def grad(dy, variables=None):
+                return dy * SCALE, [dy * x]
+            return x * SCALE, grad
+
+
+        if __name__ == "__main__":
+            with tf.GradientTape() as tape:
+                x = tf.constant(2.0)
+                tape.watch(x)
+                y = shifted_cube(x, 0.5, power=2.0) + scaled(x)
+            print(float(tape.gradient(y, x)))
+    """))
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
+    folder = tmp_path / "rec"
+    proc = helpers.harness("record", str(folder), "--", sys.executable, "script.py", cwd=str(tmp_path), env=env,
+                           timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip() == "8.0", proc.stdout + proc.stderr
+    functions = {f["qualname"]: f for f in store.read(str(folder))["functions"]}
+    assert functions["scaled"]["points"][0]["variables"][0]["name"] == "scale:0"
+    assert functions["scaled"]["grad_takes_variables"]
+    proc = helpers.harness("replay", str(folder), "--mode=all", f"--json_out={tmp_path / 'r.json'}",
+                           cwd=str(tmp_path), env=env, timeout=600)
+    results = {r["case"]: r for r in json.loads((tmp_path / "r.json").read_text())["results"]}
+    cube = results["recorded.__main__.shifted_cube"]
+    assert cube["point"] == "x=2.0,shift=0.5,power=2.0"
+    # Passed as the script passed it, the keyword argument is what TensorFlow refuses in graphs.
+    assert cube["verdict"] == "fail" and "supports keywords arguments only when eager execution is enabled" in \
+        cube["reason"], cube
+    assert "recorded: an eager call made by code outside any test (an import, a fixture or the script itself)" \
+        in cube["details"]
+    skipped = results["recorded.__main__.scaled"]
+    assert skipped["verdict"] == "skip"
+    assert "it reads the variables scale:0, which replay does not make again" in skipped["reason"]
+
+
+def test_a_point_over_the_byte_limit_keeps_its_signature_and_the_drop_is_said(project, tmp_path):
+    folder = tmp_path / "small"
+    shutil.copytree(project / "mylib", folder / "mylib")
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    (folder / "conftest.py").write_text(textwrap.dedent("""
+        from harness.record import recorder, store
+
+        recorder.installed_session().limits = store.Limits(points=3, function_bytes=16)
+    """))
+    (folder / "test_big.py").write_text(textwrap.dedent("""
+        import numpy as np
+        import tensorflow as tf
+        from mylib import ops
+
+        def test_small_then_big():
+            ops.square(tf.constant([1.0, 2.0]))           # 8 bytes: kept
+            ops.square(tf.constant(np.ones(16, np.float32)))  # 64 more bytes: over the 16 of a function
+    """))
+    rec = tmp_path / "rec"
+    proc = user_pytest(folder, f"--harness-record={rec}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("1 custom-gradient function called, 2 points kept (1 without values, to be replayed at drawn values)"
+            in proc.stdout and "dropped: 1 points whose values were over the byte limit (kept as signatures)"
+            in proc.stdout), proc.stdout
+    [square] = store.read(str(rec))["functions"]
+    small, big = square["points"]
+    assert "array" in small["args"][0] and big["args"][0] == {"spec": {"dtype": "float32", "shape": [16]}}
+    assert big["note"] == "values over the recording's byte limit: replayed at drawn values"
