@@ -584,9 +584,10 @@ def _record(folder: str, command: Sequence[str]) -> int:
         raise UsageError(f"cannot write {folder}: {e.strerror or e}; choose another directory") from None
     site = Path(hook.__file__).resolve().parent / "_site"
     root = Path(harness.__file__).resolve().parent.parent
-    path = [str(site), str(root)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    path = [str(site)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **{hook.ENV_FOLDER: os.path.abspath(folder),
-                                                                   hook.ENV_POINTS: str(RECORD_POINTS.value)})
+                                                                   hook.ENV_POINTS: str(RECORD_POINTS.value),
+                                                                   hook.ENV_PATH: str(root)})
     try:
         return subprocess.run(list(command), env=env, check=False).returncode
     except OSError as e:

@@ -1,6 +1,8 @@
 """Recording any Python process, started through the environment: `python -m harness record DIR -- CMD`.
 
-The record command puts harness/record/_site first on PYTHONPATH and DIR in $HARNESS_RECORD;
+The record command puts harness/record/_site first on PYTHONPATH, DIR in $HARNESS_RECORD and
+the folder holding this harness in $HARNESS_RECORD_PATH (appended to sys.path only where the
+process cannot import harness itself);
 Python imports the sitecustomize there as it starts, which calls `start()`: the recorder is
 installed (TensorFlow is patched the moment it is imported), unittest's TestCase.run (absltest's
 too) notes each test's id as the node that made a call, and at exit this process writes its
@@ -14,10 +16,11 @@ import atexit
 import os
 import sys
 
-__all__ = ["ENV_FOLDER", "ENV_POINTS", "start"]
+__all__ = ["ENV_FOLDER", "ENV_PATH", "ENV_POINTS", "start"]
 
 ENV_FOLDER = "HARNESS_RECORD"
 ENV_POINTS = "HARNESS_RECORD_POINTS"
+ENV_PATH = "HARNESS_RECORD_PATH"  # the folder holding the harness package, for a process that lacks it
 
 
 def _script() -> str:

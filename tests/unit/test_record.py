@@ -8,6 +8,7 @@ it) start TensorFlow and are in tests/test_record.py.
 
 import configparser
 import json
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -271,3 +272,31 @@ def test_record_runs_the_command_with_the_recorder_in_its_environment_and_return
                            env=no_tensorflow, timeout=60)
     assert proc.returncode == 3, proc.stderr
     assert proc.stdout.split() == [str(tmp_path / "rec"), "5", "True"]
+
+
+def test_replay_and_a_run_with_recorded_replace_the_library_and_rerun_through_replay(tmp_path):
+    from absl import flags
+    from absl.testing import flagsaver
+
+    from harness import cli
+
+    folder = recording(tmp_path / "rec", [])
+    with flagsaver.flagsaver():
+        flags.FLAGS(["harness", "--order=2", "--expect=numeric:values differ:a straight-through estimator"])
+        replayed = cli._settings("replay", [str(folder)])
+    with flagsaver.flagsaver():
+        flags.FLAGS(["harness", f"--recorded={folder}"])
+        run = cli._settings("run", [])
+    for settings in (replayed, run):
+        assert settings.origins.recorded[0] == str(folder) and not settings.origins.library
+    assert replayed.origins.recorded[1:] == (2, ("numeric:values differ:a straight-through estimator",))
+    rerun = cli.rerun_command("recorded.m.f", "x=1.0", replayed)
+    assert shlex.split(rerun) == ["python", "-m", "harness", "replay", str(folder), "--order=2",
+                                  "--expect=numeric:values differ:a straight-through estimator", "--mode=all",
+                                  "--cases=recorded.m.f[x=1.0]"]
+    assert shlex.split(cli.rerun_command("recorded.m.f", "x=1.0", run))[:5] == ["python", "-m", "harness", "replay",
+                                                                              str(folder)]
+    with flagsaver.flagsaver():  # the rerun command parses and takes its flags
+        command, args = cli._split(flags.FLAGS(["harness", *shlex.split(rerun)[3:]]))
+        cli._refuse_other_flags(command, args)
+    assert (command, args) == ("replay", [str(folder)])

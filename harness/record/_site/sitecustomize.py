@@ -1,5 +1,9 @@
 """Started by `python -m harness record DIR -- CMD`: records this Python process (harness.record.hook),
-then runs the sitecustomize this one stands in front of, if there is one."""
+then runs the sitecustomize this one stands in front of, if there is one.
+
+Only this folder is on PYTHONPATH: the harness is found through $HARNESS_RECORD_PATH, appended
+to sys.path where the process's own packages do not already hold it, so the command's own
+packages always come first."""
 
 import importlib.machinery
 import importlib.util
@@ -7,6 +11,8 @@ import os
 import sys
 
 try:
+    if importlib.util.find_spec("harness") is None and os.environ.get("HARNESS_RECORD_PATH"):
+        sys.path.append(os.environ["HARNESS_RECORD_PATH"])
     from harness.record import hook
 
     hook.start()
