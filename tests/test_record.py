@@ -88,7 +88,8 @@ def test_recording_keeps_every_called_function_with_the_test_and_the_context_of_
     assert "its closure variable 'scale' holds a Scale object" in times["function"]["problem"]
     summary = [line for line in proc.stdout.splitlines() if line.startswith("harness record:")]
     assert summary == [f"harness record: 6 custom-gradient functions called, 6 points kept (1 without values, to be "
-                       f"replayed at drawn values) in {folder}; dropped: 1 closures that could not be copied"]
+                       f"replayed at drawn values) in {folder}; nothing dropped; 1 closure could not be copied (replay "
+                       "skips it, saying why)"]
 
 
 def test_the_tests_outcomes_and_output_are_the_same_with_recording_on(plain, recorded):
@@ -312,7 +313,7 @@ def test_a_point_over_the_byte_limit_keeps_its_signature_and_the_drop_is_said(pr
     proc = user_pytest(folder, f"--harness-record={rec}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ("1 custom-gradient function called, 2 points kept (1 without values, to be replayed at drawn values)"
-            in proc.stdout and "dropped: 1 points whose values were over the byte limit (kept as signatures)"
+            in proc.stdout and "dropped: the values of 1 point over the byte limit (kept as signature)"
             in proc.stdout), proc.stdout
     [square] = store.read(str(rec))["functions"]
     small, big = square["points"]

@@ -228,14 +228,19 @@ class Session:
         called = _merged([f.as_dict() for f in self.functions.values() if f.calls], self.limits.points)
         points = sum(len(f["points"]) for f in called)
         drawn = sum(1 for f in called for p in f["points"] if any("spec" in a for a in p["args"]) or "note" in p)
-        dropped = ", ".join(f"{n} {what}" for what, n in (
-            ("points over the total limit", self.dropped["points_over_total"]),
-            ("points whose values were over the byte limit (kept as signatures)", self.dropped["values_over_bytes"]),
-            ("closures that could not be copied", self.dropped["functions_not_copied"])) if n)
+        total, over = self.dropped["points_over_total"], self.dropped["values_over_bytes"]
+        dropped = ", ".join(what for n, what in (
+            (total, f"{total} point{'s' if total != 1 else ''} over the total limit"),
+            (over, f"the values of {over} point{'s' if over != 1 else ''} over the byte limit (kept as "
+                   f"signature{'s' if over != 1 else ''})")) if n)
         text = (f"harness record: {len(called)} custom-gradient function{'s' if len(called) != 1 else ''} called, "
                 f"{points} point{'s' if points != 1 else ''} kept ({drawn} without values, to be replayed at drawn "
                 f"values) in {self.folder}")
         text += f"; dropped: {dropped}" if dropped else "; nothing dropped"
+        uncopied = self.dropped["functions_not_copied"]
+        if uncopied:
+            text += (f"; {uncopied} closure{'s' if uncopied != 1 else ''} could not be copied "
+                     f"(replay skips {'them' if uncopied != 1 else 'it'}, saying why)")
         return text
 
     def write(self) -> str:

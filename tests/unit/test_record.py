@@ -300,3 +300,15 @@ def test_replay_and_a_run_with_recorded_replace_the_library_and_rerun_through_re
         command, args = cli._split(flags.FLAGS(["harness", *shlex.split(rerun)[3:]]))
         cli._refuse_other_flags(command, args)
     assert (command, args) == ("replay", [str(folder)])
+
+
+def test_the_session_s_last_line_says_what_was_kept_and_each_kind_of_drop():
+    from harness.record import recorder
+
+    session = recorder.Session("/rec")
+    assert session.summary() == ("harness record: 0 custom-gradient functions called, 0 points kept (0 without "
+                                 "values, to be replayed at drawn values) in /rec; nothing dropped")
+    session.dropped.update(points_over_total=2, values_over_bytes=1, functions_not_copied=1)
+    assert session.summary().endswith("; dropped: 2 points over the total limit, the values of 1 point over the byte "
+                                      "limit (kept as signature); 1 closure could not be copied (replay skips it, "
+                                      "saying why)")
