@@ -82,12 +82,14 @@ def test_recording_keeps_every_called_function_with_the_test_and_the_context_of_
     assert square["points"][0]["args"][0]["dtype"] == "float32" and square["points"][0]["args"][0]["shape"] == [2]
     power = functions["make_power.<locals>.power"]
     assert not power["importable"] and "copy" in power["points"][0]["function"]
+    closures = [p["function"]["copy"]["closure"] for p in power["points"]]
+    assert closures == [[{"python": 3.0}], [{"python": 2.0}]]  # the factory's p, one per closure
     softsign = functions["softsign"]["points"][0]
     assert softsign["context"] == "tf.function" and softsign["args"] == [{"spec": {"dtype": "float32", "shape": [2]}}]
     times = functions["test_scaled_by_an_object.<locals>.times"]["points"][0]
     assert "its closure variable 'scale' holds a Scale object" in times["function"]["problem"]
     summary = [line for line in proc.stdout.splitlines() if line.startswith("harness record:")]
-    assert summary == [f"harness record: 6 custom-gradient functions called, 6 points kept (1 without values, to be "
+    assert summary == [f"harness record: 6 custom-gradient functions called, 7 points kept (1 without values, to be "
                        f"replayed at drawn values) in {folder}; nothing dropped; 1 closure could not be copied (replay "
                        "skips it, saying why)"]
 
@@ -107,6 +109,7 @@ def test_replay_finds_the_two_bugs_and_names_the_test_that_called_each(replayed,
     verdicts = {case: [r["verdict"] for r in rs] for case, rs in by_case(results).items()}
     assert verdicts == {"recorded.mylib.ops.square": ["pass"], "recorded.mylib.ops.scaled_square": ["fail"],
                         "recorded.mylib.ops.clipped_relu": ["fail"], "recorded.mylib.ops.make_power.power": ["pass"],
+                        "recorded.mylib.ops.make_power.power_2": ["pass"],
                         "recorded.mylib.ops.softsign": ["pass"], "recorded.test_ops.test_scaled_by_an_object.times":
                         ["skip"]}
     scaled = results[("recorded.mylib.ops.scaled_square", "x=3.0")]
@@ -141,6 +144,15 @@ def test_recorded_points_are_labelled_from_their_values(replayed):
     _, results, _ = replayed
     assert ("recorded.mylib.ops.square", "x=[1.0,2.0]") in results
     assert ("recorded.mylib.ops.make_power.power", "x=2.0") in results
+
+
+def test_a_factory_s_closures_with_different_values_are_a_case_each(replayed):
+    _, results, _ = replayed
+    cube, square = results[("recorded.mylib.ops.make_power.power", "x=2.0")], \
+        results[("recorded.mylib.ops.make_power.power_2", "x=2.0")]
+    # d/dx x**3 = 12 and d/dx x**2 = 4 at x = 2: each case ran its own closure's p.
+    assert cube["modes"]["eager"]["orders"][1][0]["value"] == 12.0
+    assert square["modes"]["eager"]["orders"][1][0]["value"] == 4.0
 
 
 def test_a_rerun_command_reruns_its_point_through_replay(replayed, recorded):

@@ -7,6 +7,7 @@
 - `plugin`: the pytest plugin (`--harness-record=DIR`), inert without that flag.
 - `hook`: the same recorder for any Python process, started through the environment
   (`python -m harness record DIR -- CMD ...`).
+- `serial`: copies of functions that cannot be imported by name (closures, a test's own).
 - `replay`: the recorded functions as harness Cases, built in a worker.
 
 Importing this package, `store` or `plugin` imports no TensorFlow.

@@ -27,8 +27,9 @@ def test_clipped_relu():
 
 
 def test_power():
-    cube = ops.make_power(3.0)
+    cube, square = ops.make_power(3.0), ops.make_power(2.0)
     np.testing.assert_allclose(gradient(cube, tf.constant(2.0)), 12.0)
+    np.testing.assert_allclose(gradient(square, tf.constant(2.0)), 4.0)
 
 
 def test_softsign_in_function():
