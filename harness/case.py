@@ -300,6 +300,9 @@ class Case:
         values from (harness.explore); an argument without one keeps its value
         at the first point. An argument not in `wrt` may have one too: it is
         drawn, and not differentiated. A case without domains is not explored.
+      notes: point labels mapped to one line said with that point's result
+        (a replayed recording names the test that made the call); a label the
+        case does not have (left out when it was narrowed) is dropped.
     """
 
     id: str
@@ -321,6 +324,7 @@ class Case:
     oracle_tolerance: ToleranceOverride = None
     symmetric: Sequence[str] = ()
     domains: Mapping[str, Domain] = dataclasses.field(default_factory=dict)
+    notes: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -499,6 +503,9 @@ class Case:
                     raise _fail(self.id, field, f"{key!r} needs a reason: say why")
         object.__setattr__(self, "kinks", dict(self.kinks))
         object.__setattr__(self, "skip_modes", dict(self.skip_modes))
+        if not isinstance(self.notes, Mapping) or not all(isinstance(v, str) for v in self.notes.values()):
+            raise _fail(self.id, "notes", "give a mapping from point label to a line of text")
+        object.__setattr__(self, "notes", {k: v for k, v in self.notes.items() if k in labels})
 
     def _validate_symmetric(self) -> tuple[str, ...]:
         names = (self.symmetric,) if isinstance(self.symmetric, str) else tuple(self.symmetric)

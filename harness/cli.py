@@ -5,6 +5,8 @@
     python -m harness repro CASE_ID|PATH.py:NAME [--point P] --out DIR
     python -m harness merge REPORT.json ... --markdown_out M --html_out H --json_out J
     python -m harness explore PATH.py:NAME|CASE_ID --domain 'x=[-100, 100]' ...
+    python -m harness replay DIR [flags]             run what a recording kept (harness.record)
+    python -m harness record DIR -- CMD ...          record the custom gradients CMD runs
 
 Every flag is in _FLAG_TABLE with its --help group and the commands that take it; a command
 given a flag it does not take refuses it, naming the commands it belongs to.
@@ -182,6 +184,13 @@ SEED = flags.DEFINE_integer(
     "example database (.harness/explore-db) alone, as Hypothesis does. Default: Hypothesis chooses, and a failure "
     "found is tried first next time.")
 
+RECORDED = flags.DEFINE_string(
+    "recorded", None, "Replay this recorded folder's functions as cases. The folder is what python -m pytest "
+    "--harness-record=DIR or python -m harness record DIR wrote; its cases run instead of the built-in library "
+    "(unless --library is given), as python -m harness replay DIR runs them.")
+RECORD_POINTS = flags.DEFINE_integer(
+    "record_points", 3, "record: the distinct points kept per function.", lower_bound=1)
+
 _OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 _CASES_PER_EXTRA_WORKER = 8
 _JOBS_PER_CPU = 4
@@ -246,7 +255,8 @@ for _flag in (REPRO_DIR, OUT):
 _HELP = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
 
 _RUN, _CHECK, _REPRO, _MERGE, _EXPLORE = "run", "check", "repro", "merge", "explore"
-_RUNS_CASES = (_RUN, _CHECK, _REPRO, _EXPLORE)
+_REPLAY, _RECORD = "replay", "record"
+_RUNS_CASES = (_RUN, _CHECK, _REPRO, _EXPLORE, _REPLAY)
 _SELECTION, _JUDGING, _REPORTS, _EXECUTION = "Selection", "Modes and oracles", "Reports", "Execution"
 _GROUPS = (_SELECTION, _JUDGING, _REPORTS, _EXECUTION)
 
@@ -254,12 +264,12 @@ _GROUPS = (_SELECTION, _JUDGING, _REPORTS, _EXECUTION)
 # shown in that command's --help only) and the commands that take it. The help and the refusal of
 # a flag given to a command that does not take it both read this table, so they cannot drift.
 _FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
-    (CASES, _SELECTION, (_RUN,)),  # check runs one function at its --inputs
+    (CASES, _SELECTION, (_RUN, _REPLAY)),  # check runs one function at its --inputs
     (CASE_FILES, _SELECTION, _RUNS_CASES),
     (LIBRARY, _SELECTION, _RUNS_CASES),
-    (LIST, _SELECTION, (_RUN,)),  # check runs one function at its --inputs
-    (SHARD_INDEX, _SELECTION, (_RUN,)),  # check runs one function at its --inputs
-    (NUM_SHARDS, _SELECTION, (_RUN,)),  # check runs one function at its --inputs
+    (LIST, _SELECTION, (_RUN, _REPLAY)),
+    (SHARD_INDEX, _SELECTION, (_RUN, _REPLAY)),
+    (NUM_SHARDS, _SELECTION, (_RUN, _REPLAY)),
     (MODE, _JUDGING, _RUNS_CASES),
     (NUMERIC, _JUDGING, _RUNS_CASES),
     (NUMERIC_FULL, _JUDGING, _RUNS_CASES),
@@ -269,20 +279,20 @@ _FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
     (STRICT_XPASS, _JUDGING, _RUNS_CASES),
     (JSON_OUT, _REPORTS, _RUNS_CASES + (_MERGE,)),
     (JUNIT_OUT, _REPORTS, _RUNS_CASES),
-    (JSONL_OUT, _REPORTS, (_RUN, _CHECK, _REPRO)),
-    (REPRO_DIR, _REPORTS, (_RUN, _CHECK, _EXPLORE)),  # repro writes into --out
+    (JSONL_OUT, _REPORTS, (_RUN, _CHECK, _REPRO, _REPLAY)),
+    (REPRO_DIR, _REPORTS, (_RUN, _CHECK, _EXPLORE, _REPLAY)),  # repro writes into --out
     (FULL, _REPORTS, _RUNS_CASES),
     (MINIMIZE, _REPORTS, _RUNS_CASES),
     (MINIMIZE_SECONDS, _REPORTS, _RUNS_CASES),
     (MATRIX_JSON, _REPORTS, _RUNS_CASES),
-    (JOBS, _EXECUTION, (_RUN, _CHECK, _REPRO)),  # explore runs one example at a time
+    (JOBS, _EXECUTION, (_RUN, _CHECK, _REPRO, _REPLAY)),  # explore runs one example at a time
     (TIMEOUT, _EXECUTION, _RUNS_CASES),
     (INPROCESS, _EXECUTION, _RUNS_CASES),
     (INPUTS, None, (_CHECK, _REPRO)),
-    (ORDER, None, (_CHECK, _REPRO, _EXPLORE)),
+    (ORDER, None, (_CHECK, _REPRO, _EXPLORE, _REPLAY)),
     (DTYPE, None, (_CHECK, _REPRO, _EXPLORE)),
     (WRT, None, (_CHECK, _REPRO, _EXPLORE)),
-    (EXPECT, None, (_CHECK, _REPRO, _EXPLORE)),
+    (EXPECT, None, (_CHECK, _REPRO, _EXPLORE, _REPLAY)),
     (SYMMETRIC, None, (_CHECK, _REPRO)),
     (POINT, None, (_REPRO,)),
     (OUT, None, (_REPRO,)),
@@ -292,6 +302,8 @@ _FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
     (EXPLORE, _EXECUTION, (_RUN,)),
     (MARKDOWN_OUT, None, (_MERGE,)),
     (HTML_OUT, None, (_MERGE,)),
+    (RECORDED, _SELECTION, (_RUN, _REPRO)),
+    (RECORD_POINTS, None, (_RECORD,)),
 )}
 
 _VERDICT_EXIT = exit_status_text()
@@ -336,6 +348,22 @@ _COMMANDS = {
                "Exit status: 0 when examples were judged and none failed; 1 when one failed, when none was "
                "judged, or when Hypothesis ended the search early (or a case point of the run failed); 2 for a "
                "usage error, a domain explore cannot draw from among them."),
+    _REPLAY: ("python -m harness replay DIR [flags]",
+              "run every custom gradient a recorded test session called, as cases",
+              "Runs every function a recording kept (python -m pytest --harness-record=DIR, or python -m harness "
+              "record DIR -- CMD) as the case recorded.MODULE.QUALNAME, one point per recorded call, judged as any "
+              "case; each point names the test that made the call. --order and --expect apply to every replayed "
+              "case (narrow them with --cases).",
+              ("python -m harness replay .harness/recorded --mode all --json_out r.json",),
+              _VERDICT_EXIT),
+    _RECORD: ("python -m harness record DIR [flags] -- CMD [ARG ...]",
+              "run CMD, recording the custom gradients it calls into DIR",
+              "Runs CMD (a unittest or absltest suite, a script) with the recorder started in every Python process "
+              "it starts, through the environment; each writes what it recorded into DIR when it exits. For a "
+              "pytest suite, python -m pytest --harness-record=DIR does the same. Replay it with python -m harness "
+              "replay DIR.",
+              ("python -m harness record .harness/ut -- python -m unittest discover tests/data/record_project",),
+              "Exit status: CMD's own; 2 for a usage error."),
 }
 _WIDTH = 100
 
@@ -385,7 +413,7 @@ def _main_help() -> str:
 
     width = max(len(name(f)) for fs in grouped.values() for f in fs)
     targets = {_RUN: "", _CHECK: " PATH.py:NAME", _REPRO: " CASE_ID|PATH.py:NAME", _MERGE: " REPORT.json...",
-               _EXPLORE: " PATH.py:NAME|CASE_ID"}
+               _EXPLORE: " PATH.py:NAME|CASE_ID", _REPLAY: " DIR", _RECORD: " DIR -- CMD"}
     commands = [(command + targets[command], _COMMANDS[command][1]) for command in _COMMANDS]
     commands.append(("list", "python -m harness --list: the selected cases with their descriptions"))
     left = max(len(c) for c, _ in commands)
@@ -508,6 +536,7 @@ class Settings:
     examples: int = 0  # explore --examples
     seed: Optional[int] = None
     domains: tuple = ()  # explore --domain: (argument, Domain) pairs
+    recorded: Optional[str] = None  # replay DIR, or repro --recorded DIR: the recorded folder
 
 
 def _settings(command: str, args: Sequence[str]) -> Settings:
@@ -522,7 +551,8 @@ def _settings(command: str, args: Sequence[str]) -> Settings:
     modes = _modes.parse_modes(MODE.value)
     _check_outputs()
     matrix = _check_repro_flags(command)
-    target = args[0] if args else None
+    recorded = _recorded_folder(command, args)
+    target = args[0] if args and command != _REPLAY else None
     check = _check_spec(target, domains) if target and (command == _CHECK or ".py:" in target) else None
     if command == _EXPLORE:
         patterns = [f"check.{check.name}" if check else target]
@@ -534,11 +564,14 @@ def _settings(command: str, args: Sequence[str]) -> Settings:
             patterns = [f"{chosen}[{POINT.value}]"] if POINT.value else ([target] if check is None else None)
         # Case files and check targets replace the library, unless a repro names a case id.
         default_library = (command == _REPRO and check is None) or not (CASE_FILES.value or check)
+    default_library = default_library and recorded is None  # a recording replaces the library too
     with_library = LIBRARY.value if LIBRARY.value is not None else default_library
-    if not with_library and not CASE_FILES.value and check is None:
+    if not with_library and not CASE_FILES.value and check is None and recorded is None:
         raise UsageError("no cases: give --case_file, or drop --nolibrary")
     origins = Origins(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
-                      themes=_themes(patterns))
+                      themes=_themes(patterns),
+                      recorded=(recorded, ORDER.value, tuple(EXPECT.value) if command == _REPLAY else ())
+                      if recorded else None)
     options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
                          numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value)
     return Settings(
@@ -549,7 +582,51 @@ def _settings(command: str, args: Sequence[str]) -> Settings:
         list_only=LIST.value, json_out=JSON_OUT.value, junit_out=JUNIT_OUT.value, jsonl_out=_jsonl_path(),
         repro_dir=REPRO_DIR.value, out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
         minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value, examples=EXAMPLES.value,
-        seed=SEED.value, domains=tuple(domains))
+        seed=SEED.value, domains=tuple(domains), recorded=recorded)
+
+
+def _recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
+    """replay's DIR (or repro's --recorded), checked to hold a recording, before any case runs."""
+    folder = args[0] if command == _REPLAY else RECORDED.value  # --recorded: a run (the matrix's), or repro
+    if not folder:
+        return None
+    from harness.checking import InputError, parse_expect  # noqa: PLC0415
+    from harness.record import store  # noqa: PLC0415
+
+    try:
+        store.read(folder)
+        for text in EXPECT.value if command == _REPLAY else ():
+            parse_expect(text)
+    except (store.RecordError, InputError) as e:
+        raise UsageError(str(e)) from None
+    return os.path.abspath(folder)
+
+
+def _record(folder: str, command: Sequence[str]) -> int:
+    """python -m harness record DIR -- CMD: runs CMD with the recorder started in its Python processes."""
+    import subprocess  # noqa: PLC0415
+
+    import harness  # noqa: PLC0415
+    from harness.record import hook, store  # noqa: PLC0415
+
+    if Path(folder).exists() and not Path(folder).is_dir():
+        raise UsageError(f"{folder} is a file; give a directory for the recording (it is created if missing)")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        store.clear(folder)
+    except OSError as e:
+        raise UsageError(f"cannot write {folder}: {e.strerror or e}; choose another directory") from None
+    site = Path(hook.__file__).resolve().parent / "_site"
+    root = Path(harness.__file__).resolve().parent.parent
+    path = [str(site)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **{hook.ENV_FOLDER: os.path.abspath(folder),
+                                                                   hook.ENV_POINTS: str(RECORD_POINTS.value),
+                                                                   hook.ENV_PATH: str(root)})
+    try:
+        return subprocess.run(list(command), env=env, check=False).returncode
+    except OSError as e:
+        raise UsageError(f"cannot run {command[0]}: {e.strerror or e}; give the command after --, e.g. "
+                         "python -m harness record DIR -- python -m unittest") from None
 
 
 def _explore_domains(target: str) -> list:
@@ -586,7 +663,10 @@ def rerun_command(case_id: str, point: str, s: Settings, check=None, inputs: Opt
     the check spec it reruns (None: a case id), whose `inputs` (default: all of them) are the
     point's --inputs."""
     mode = "all" if tuple(s.modes) == _modes.CORE_MODES else ",".join(s.modes)
-    parts = ["python", "-m", "harness"]
+    parts = ["python", "-m", "harness"] + (["replay", s.recorded] if s.recorded else [])
+    if s.recorded:  # a recorded case reruns through replay, whichever command ran it
+        parts += ([f"--order={s.origins.recorded[1]}"] if s.origins.recorded[1] != 1 else [])
+        parts += [f"--expect={text}" for text in s.origins.recorded[2]]
     if check is not None:
         parts += ["check", check.target] + [f"--inputs={i}" for i in (check.inputs if inputs is None else inputs)]
         parts += [f"--order={check.order}", f"--dtype={check.dtype}"]
@@ -642,7 +722,9 @@ def _split(argv: Sequence[str]) -> tuple[str, list[str]]:
                          f"--cases){hint}")
     if command == _RUN and args:
         raise UsageError(f"run takes no arguments, got {' '.join(args)}; select cases with --cases")
-    if command in (_CHECK, _REPRO, _EXPLORE) and len(args) != 1:
+    if command == _RECORD and (not args or len(args) < 2):
+        raise UsageError("record takes a folder and the command to run: python -m harness record DIR -- CMD ...")
+    if command in (_CHECK, _REPRO, _EXPLORE, _REPLAY) and len(args) != 1:
         raise UsageError(f"{command} takes one target, got {len(args)}: {' '.join(args) or 'none'}")
     return command, args
 
@@ -1060,6 +1142,8 @@ def run(argv: Sequence[str]) -> int:
     _refuse_other_flags(command, args)
     if command == _MERGE:
         return _merge(args)
+    if command == _RECORD:
+        return _record(args[0], args[1:])
     settings = _settings(command, args)
     if command == _EXPLORE:
         return _explore_command(settings, args[0])

@@ -172,7 +172,8 @@ def info(case: Case) -> CaseInfo:
                     arguments=tuple((n, v.dtype.name, v.shape) for n, v in zip(case.points[0].names,
                                                                               case.points[0].values)),
                     domains=tuple(case.domains.items()), target=_target(case),
-                    fixed=tuple(_plain(v) for v in case.points[0].values) if case.domains else ())
+                    fixed=tuple(_plain(v) for v in case.points[0].values) if case.domains else (),
+                    notes=tuple(case.notes.items()))
 
 
 def _plain(value) -> object:

@@ -842,4 +842,4 @@ def _surrogate(check: _Check, agreed: ModeOutcome) -> str:
     return (f"; {where_flat} (the same value at every shift of up to ±h checked), so its true derivative is 0 "
             f"and the custom gradient ({agreed.mode}'s) is a surrogate, not a derivative (a straight-through "
             "estimator's or a quantizer's). If that is intended, declare it: Expectation(modes=('numeric',), "
-            "outcome=VALUES_DIFFER, reason=...) in the case, or --expect 'numeric:values differ' with check")
+            "outcome=VALUES_DIFFER, reason=...) in the case, or --expect 'numeric:values differ' with check or replay")

@@ -542,6 +542,9 @@ def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequ
             continue
         results.append(judge(case, label, m.outcomes, tf_version=tf_version, reference=reference,
                              rerun=reruns[label], strict_xpass=strict_xpass, oracles=m.oracles, repeats=m.repeats))
+    notes = dict(case.notes)
+    results = [dataclasses.replace(r, details=r.details + (notes[r.point],)) if r.point in notes else r
+               for r in results]
     if changed:
         reason = (f"the case left process-wide state changed, which later cases in its process would inherit: "
                   f"{'; '.join(changed)}; undo each change, and join each thread it starts, before it returns")

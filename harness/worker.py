@@ -38,6 +38,8 @@ class Origins:
     case_files: tuple[str, ...] = ()
     check: Optional[CheckSpec] = None
     themes: Optional[tuple[str, ...]] = None  # library modules to load; None: all
+    # A recorded folder to replay (harness.record): (its path, the order, --expect texts).
+    recorded: Optional[tuple[str, int, tuple[str, ...]]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,9 +99,24 @@ def load(origins: Origins) -> Loaded:
             cases.append(checking.make_case(origins.check))
         except (CaseError, checking.InputError) as e:
             raise loader.LoadError(str(e)) from None
+    if origins.recorded is not None:
+        cases += _recorded_cases(*origins.recorded)
     loader.select([loader.info(c) for c in cases], None)  # refuses duplicate ids
     return Loaded(cases={c.id: c for c in cases}, environment=execute.environment(),
                   baseline=state.snapshot(), threads=state.threads())
+
+
+def _recorded_cases(folder: str, order: int, expect: tuple[str, ...]) -> list:
+    from harness import checking, loader  # noqa: PLC0415
+    from harness.case import CaseError, Expectation  # noqa: PLC0415
+    from harness.record import replay, store  # noqa: PLC0415
+
+    try:
+        expectations = [Expectation(modes=m, outcome=o, reason=r)
+                        for m, o, r in (checking.parse_expect(t) for t in expect)]
+        return replay.cases(folder, order, expectations)
+    except (store.RecordError, CaseError, checking.InputError) as e:
+        raise loader.LoadError(str(e)) from None
 
 
 def _scripts(case, job: Job) -> dict[str, tuple[bool, object]]:

@@ -27,13 +27,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = ("run", "check", "repro", "merge", "explore")
+COMMANDS = ("run", "check", "repro", "merge", "explore", "replay", "record")
 # Commands another step of CI runs, by a pattern on the command, with why.
 LEFT_TO_CI = (
     (re.compile(r"python3 -m venv \.venv && \.venv/bin/pip install '\.\[keras\]'"),
      "the README's install and first run: CI ran it, as written, to make this environment"),
     (re.compile(r"pip install -e '\.\[test\]'"), "the test command: CI runs every test in its own environment"),
-    (re.compile(r"-m pytest"), "a test command: CI runs every test in its own environment"),
+    (re.compile(r"-m pytest -q (tests/unit|-m slow)"), "a test command: CI runs every test in its own environment"),
     (re.compile(r"scripts/matrix\.py"), "the version matrix: CI runs it on three releases"),
 )
 TIMEOUT = 900
@@ -47,7 +47,7 @@ def readme_commands(text: str) -> list[str]:
         if line.startswith("```"):
             fenced = not fenced
             continue
-        if not fenced and line.startswith("    ") and re.match(r"(python3?|pip|\.venv/bin/)\S*\s", line[4:]):
+        if not fenced and line.startswith("    ") and re.match(r"(\(cd |python3?|pip|\.venv/bin/)\S*\s", line[4:]):
             commands.append(line[4:].strip())
     return commands
 
@@ -60,10 +60,16 @@ def help_examples(run) -> list[str]:
         lines = proc.stdout.splitlines()
         if "Example:" not in lines:
             raise SystemExit(f"readme_check: `python -m harness {command} --help` has no Example: section")
+        pending = ""  # a command continued on the next line with a backslash
         for line in lines[lines.index("Example:") + 1:]:
-            if not line.startswith("  python "):
+            if not pending and not line.startswith("  python "):
                 break
-            examples.append(line.strip())
+            pending = f"{pending} {line.strip()}".strip()
+            if pending.endswith("\\"):
+                pending = pending[:-1].strip()
+            else:
+                examples.append(pending)
+                pending = ""
     return examples
 
 

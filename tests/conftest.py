@@ -35,6 +35,10 @@ from tests import helpers
 
 CORE_MODES = ("eager", "function", "graph")
 
+# tests/data holds case files and a user project with tests of its own (the recording tests run
+# them on purpose); pytest does not collect them as the harness's tests.
+collect_ignore = ["data"]
+
 
 @pytest.fixture(scope="session")
 def library_cases():

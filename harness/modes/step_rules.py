@@ -32,7 +32,7 @@ WIDTH = upstream.TARGETS * upstream.PERIOD
 # The mode whose weights must be float32.
 MIXED = "keras_mixed"
 
-NEEDS_KERAS = ("needs tf_keras (pip install 'harness[keras]'): from TensorFlow 2.16 tf.keras is Keras 3, "
+NEEDS_KERAS = ("needs tf_keras (pip install '.[keras]' in the harness checkout): from TensorFlow 2.16 tf.keras is Keras 3, "
                "whose training loop these modes do not drive")
 
 

@@ -76,7 +76,7 @@ def require() -> None:
     try:
         import pysource_minimize  # noqa: F401, PLC0415
     except ImportError:
-        raise MissingReducer("--minimize needs pysource-minimize: pip install 'harness[minimize]'") from None
+        raise MissingReducer("--minimize needs pysource-minimize: pip install '.[minimize]' in the harness checkout") from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ from harness import cli
 from tests import helpers
 from tests.helpers import REPO, imported
 
-COMMANDS = ("run", "check", "repro", "merge", "explore")
+COMMANDS = ("run", "check", "repro", "merge", "explore", "replay", "record")
 
 
 def harness(env, *args, cwd=REPO, python=()):
@@ -175,20 +175,20 @@ def test_help_imports_no_tensorflow():  # COMMAND --help: in the test above
 @pytest.mark.parametrize("args, message", [
     (["merge", "--inputs", "x"], "--inputs is a flag of python -m harness check and repro, not of merge"),
     (["merge", "a.json", "--markdown_out=m.md", "--mode=eager"],
-     "--mode is a flag of python -m harness run, check, repro and explore, not of merge"),
+     "--mode is a flag of python -m harness run, check, repro, explore and replay, not of merge"),
     (["check", "f.py:f", "--inputs=1.0", "--markdown_out=m.md"], "--markdown_out is a flag of python -m harness merge, "
                                                                  "not of check"),
     (["check", "f.py:f", "--inputs=1.0", "--point=x=1.0", "--out=o"],
      "--point, --out are flags of python -m harness repro, not of check"),
     (["repro", "seeds.custom_square", "--out=o", "--repro_dir=d"],
-     "--repro_dir is a flag of python -m harness run, check and explore, not of repro"),
-    (["--order=2"], "--order is a flag of python -m harness check, repro and explore, not of a plain run"),
+     "--repro_dir is a flag of python -m harness run, check, explore and replay, not of repro"),
+    (["--order=2"], "--order is a flag of python -m harness check, repro, explore and replay, not of a plain run"),
     (["explore", "f.py:f", "--inputs=1.0"], "--inputs is a flag of python -m harness check and repro, not of explore"),
     (["check", "f.py:f", "--inputs=1.0", "--domain=x=[0, 1]"],
      "--domain is a flag of python -m harness explore, not of check"),
     (["run", "--out=o"], "--out is a flag of python -m harness repro, not of a plain run"),
     # Issue 26 item 4: one function has no cases to select or shard, and a missing file is said at once.
-    (["check", "f.py:f", "--inputs=1.0", "--cases=x"], "--cases is a flag of python -m harness run, not of check"),
+    (["check", "f.py:f", "--inputs=1.0", "--cases=x"], "--cases is a flag of python -m harness run and replay, not of check"),
     (["check", "f.py:f", "--inputs=1.0", "--shard_index=0"], "--shard_index is a flag of python -m harness run"),
     (["check", "missing.py:f", "--inputs=1.0"], "missing.py does not exist; give the Python file that defines f"),
     (["explore", "missing.py:f", "--domain=x=[0, 1]"], "missing.py does not exist"),
@@ -223,8 +223,8 @@ def test_flags_of_two_other_commands_are_named_in_one_line():
     with flagsaver.flagsaver():
         for name in ("inputs", "mode"):
             flags.FLAGS[name].present = 1
-        with pytest.raises(cli.UsageError, match=r"^--mode is a flag of python -m harness run, check, repro and "
-                                                 r"explore; "
+        with pytest.raises(cli.UsageError, match=r"^--mode is a flag of python -m harness run, check, repro, "
+                                                 r"explore and replay; "
                                                  r"--inputs is a flag of python -m harness check and repro, not of "
                                                  r"merge; give the command they belong to, or drop them$"):
             cli._refuse_other_flags("merge", ["a.json"])

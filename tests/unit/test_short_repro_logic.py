@@ -243,7 +243,7 @@ def test_minimize_without_its_reducer_is_a_usage_error_before_any_case_runs():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr == ("harness: error: --minimize needs pysource-minimize: pip install "
-                           "'harness[minimize]'\n")
+                           "'.[minimize]' in the harness checkout\n")
 
 
 # -- the minimiser's search, with a stand-in for the candidate runner ------------------------------

@@ -1,0 +1,67 @@
+"""Recording any Python process, started through the environment: `python -m harness record DIR -- CMD`.
+
+The record command puts harness/record/_site first on PYTHONPATH, DIR in $HARNESS_RECORD and
+the folder holding this harness in $HARNESS_RECORD_PATH (appended to sys.path only where the
+process cannot import harness itself);
+Python imports the sitecustomize there as it starts, which calls `start()`: the recorder is
+installed (TensorFlow is patched the moment it is imported), unittest's TestCase.run (absltest's
+too) notes each test's id as the node that made a call, and at exit this process writes its
+recorded-<pid>.json into DIR. Every Python process CMD starts is recorded the same way, each
+into its own file; replay reads them together.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+
+__all__ = ["ENV_FOLDER", "ENV_PATH", "ENV_POINTS", "start"]
+
+ENV_FOLDER = "HARNESS_RECORD"
+ENV_POINTS = "HARNESS_RECORD_POINTS"
+ENV_PATH = "HARNESS_RECORD_PATH"  # the folder holding the harness package, for a process that lacks it
+
+
+def _script() -> str:
+    argv = getattr(sys, "argv", None) or [""]
+    return os.path.basename(argv[0]) if argv[0] else "python"
+
+
+def start() -> None:
+    folder = os.environ.get(ENV_FOLDER)
+    if not folder:
+        return
+    from harness.record import recorder, store  # noqa: PLC0415
+
+    session = recorder.Session(folder, store.Limits(points=int(os.environ.get(ENV_POINTS) or 3)))
+    session.node = ""
+    recorder.install(session)
+    _note_unittest(session)
+
+    def finish() -> None:
+        session.command = " ".join(getattr(sys, "argv", []) or [])
+        if not any(f.calls for f in session.functions.values()):
+            return
+        try:
+            session.write()
+            sys.stderr.write(session.summary() + "\n")
+        except Exception as e:  # noqa: BLE001
+            sys.stderr.write(f"harness record: warning: could not write {folder} ({type(e).__name__}: {e})\n")
+
+    atexit.register(finish)
+
+
+def _note_unittest(session) -> None:
+    import unittest  # noqa: PLC0415 - the standard library's, imported by absltest anyway
+
+    run = unittest.TestCase.run
+
+    def noting_run(self, result=None):
+        session.node = self.id()
+        try:
+            return run(self, result)
+        finally:
+            session.node = ""
+
+    unittest.TestCase.run = noting_run

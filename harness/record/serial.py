@@ -1,0 +1,184 @@
+"""A copy of a function that cannot be imported by name: one defined in a test, made by a
+factory, a closure.
+
+The copy is the function's code object (`marshal`, the format .pyc files use: readable by the
+same Python minor version only), its defaults and the values its closure holds, and the module
+whose globals it reads. Replaying it makes the function again with `types.FunctionType` over the
+globals of that module, imported afresh: the function sees the same helpers and imports it saw
+when recorded, and a global the test changed at run time has its import-time value again.
+
+A closure value is kept when it is plain data (numbers, strings, None, tuples, lists and dicts
+of them, NumPy arrays, eager tensors as their values, dtypes), a module, something importable
+by name, a function copied the same way, or an object with `get_config()` whose class is
+importable (a Keras layer, a larq quantizer: made again with `from_config`, as Keras reloads
+one, so what its config leaves out, such as built weights, is not there); anything else (a Keras layer, a variable, a graph
+tensor) makes the copy fail with a sentence naming it, and the function is skipped on replay.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import marshal
+import sys
+import types
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+__all__ = ["Unserialisable", "dump_function", "load_function", "resolve", "python_version"]
+
+_DEPTH = 4
+
+
+class Unserialisable(ValueError):
+    """The function cannot be copied; the message says which value stops it."""
+
+
+def python_version() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def resolve(module: str, qualname: str) -> Optional[Any]:
+    """The object `module`.`qualname` names where the module is already imported, else None."""
+    obj = sys.modules.get(module)
+    if obj is None or "<" in qualname:
+        return None
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _is_eager_tensor(value: Any) -> bool:
+    return type(value).__name__ == "EagerTensor"
+
+
+def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, where: str) -> dict:
+    """One closure cell's (or default's) value as JSON; `arrays` stores an array and returns its entry."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"python": value}
+    if isinstance(value, complex):
+        return {"complex": [value.real, value.imag]}
+    if isinstance(value, (tuple, list)):
+        return {type(value).__name__: [dump_value(v, arrays, depth, where) for v in value]}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"dict": {k: dump_value(v, arrays, depth, where) for k, v in value.items()}}
+    if isinstance(value, (np.ndarray, np.generic)):
+        return arrays(np.asarray(value))
+    if _is_eager_tensor(value):
+        return {"tensor": arrays(value.numpy())}
+    if type(value).__name__ == "DType" and hasattr(value, "as_numpy_dtype"):
+        return {"dtype": value.name}
+    if isinstance(value, types.ModuleType):
+        return {"module": value.__name__}
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if isinstance(module, str) and isinstance(qualname, str) and module != "__main__" \
+            and resolve(module, qualname) is value:
+        return {"ref": [module, qualname]}
+    cls = type(value)
+    if callable(getattr(value, "get_config", None)) and resolve(cls.__module__, cls.__qualname__) is cls:
+        # A Keras layer or quantizer: made again from its config, as Keras itself saves one.
+        try:
+            config = value.get_config()
+        except Exception as e:  # noqa: BLE001
+            raise Unserialisable(f"{where} holds a {cls.__name__} object whose get_config() raises "
+                                 f"{type(e).__name__}: {e}") from None
+        return {"config": [cls.__module__, cls.__qualname__,
+                           dump_value(config, arrays, depth, f"{where}'s {cls.__name__} config")]}
+    if isinstance(value, types.FunctionType):
+        if depth >= _DEPTH:
+            raise Unserialisable(f"{where} holds functions nested more than {_DEPTH} deep")
+        return {"function": dump_function(value, arrays, depth + 1)}
+    raise Unserialisable(f"{where} holds a {type(value).__name__} object, which is not plain data")
+
+
+def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict], depth: int = 0) -> dict:
+    """`f` as JSON: its code, defaults, closure values and module.
+
+    Raises:
+      Unserialisable: a closure value or default is not something this can copy.
+    """
+    code = f.__code__
+    cells = []
+    for name, cell in zip(code.co_freevars, f.__closure__ or ()):
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # a cell not yet filled
+            cells.append({"empty": True})
+            continue
+        cells.append(dump_value(contents, arrays, depth, f"its closure variable {name!r}"))
+    return {
+        "module": f.__module__, "name": f.__name__, "qualname": f.__qualname__, "file": code.co_filename,
+        "line": code.co_firstlineno, "python": python_version(),
+        "code": base64.b64encode(marshal.dumps(code)).decode("ascii"),
+        "defaults": None if f.__defaults__ is None else [dump_value(v, arrays, depth, "a default")
+                                                           for v in f.__defaults__],
+        "kwdefaults": {k: dump_value(v, arrays, depth, "a default") for k, v in (f.__kwdefaults__ or {}).items()},
+        "closure": cells, "freevars": list(code.co_freevars),
+    }
+
+
+def load_value(entry: dict, load_array: Callable[[dict], np.ndarray], module_globals: Callable[[dict], dict]) -> Any:
+    kind = next(iter(entry))
+    if kind == "python":
+        return entry["python"]
+    if kind == "complex":
+        return complex(*entry["complex"])
+    if kind in ("tuple", "list"):
+        return (tuple if kind == "tuple" else list)(load_value(e, load_array, module_globals) for e in entry[kind])
+    if kind == "dict":
+        return {k: load_value(v, load_array, module_globals) for k, v in entry["dict"].items()}
+    if kind == "array":
+        return load_array(entry)
+    if kind == "tensor":
+        import tensorflow as tf  # noqa: PLC0415 - replay runs in a worker, with TensorFlow
+
+        return tf.constant(load_array(entry["tensor"]))
+    if kind == "dtype":
+        import tensorflow as tf  # noqa: PLC0415
+
+        return tf.as_dtype(entry["dtype"])
+    if kind == "module":
+        return importlib.import_module(entry["module"])
+    if kind == "ref":
+        module, qualname = entry["ref"]
+        importlib.import_module(module)
+        found = resolve(module, qualname)
+        if found is None:
+            raise Unserialisable(f"{module}.{qualname} is no longer there")
+        return found
+    if kind == "function":
+        return load_function(entry["function"], load_array, module_globals)
+    if kind == "config":
+        module, qualname, config = entry["config"]
+        importlib.import_module(module)
+        cls = resolve(module, qualname)
+        if cls is None:
+            raise Unserialisable(f"{module}.{qualname} is no longer there")
+        config = load_value(config, load_array, module_globals)
+        return cls.from_config(config) if hasattr(cls, "from_config") else cls(**config)
+    raise Unserialisable(f"an unknown kind of value {kind!r}")
+
+
+def load_function(entry: dict, load_array: Callable[[dict], np.ndarray],
+                  module_globals: Callable[[dict], dict]) -> types.FunctionType:
+    """The function `dump_function` copied, over the globals `module_globals(entry)` gives.
+
+    Raises:
+      Unserialisable: it was recorded under another Python, or a value cannot be made again.
+    """
+    if entry.get("python") != python_version():
+        raise Unserialisable(f"its code was recorded under Python {entry.get('python')} and this is Python "
+                             f"{python_version()}; Python's code format differs between them: replay it under "
+                             f"Python {entry.get('python')}")
+    code = marshal.loads(base64.b64decode(entry["code"]))
+    closure = tuple(types.CellType() if "empty" in c else types.CellType(load_value(c, load_array, module_globals))
+                    for c in entry["closure"])
+    defaults = None if entry["defaults"] is None else tuple(load_value(v, load_array, module_globals)
+                                                             for v in entry["defaults"])
+    made = types.FunctionType(code, module_globals(entry), entry["name"], defaults, closure or None)
+    made.__qualname__ = entry["qualname"]
+    made.__kwdefaults__ = {k: load_value(v, load_array, module_globals) for k, v in entry["kwdefaults"].items()} or None
+    return made

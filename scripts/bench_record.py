@@ -1,0 +1,142 @@
+"""Measures what recording costs a test session, and what replay costs per point (issue 24).
+
+Two measurements, each by whole processes, N times, wall clock (CPU time beside it):
+
+  recording: the same pytest session without and with --harness-record=DIR. The target is a
+    ratio of medians <= 1.20. By default the session is tests/data/record_project's tests; give
+    the larq suite with --python (an environment with larq 0.14.0) and --suite, e.g.
+      --suite "--pyargs larq.quantizers_test larq.layers_test" --env TF_USE_LEGACY_KERAS=1
+  replay: the record_project recording replayed (python -m harness replay DIR) against a case
+    file holding the same functions at the same recorded values (written here from the
+    recording: the importable functions, with fn= and their points), run with
+    python -m harness --case_file; both with --cases for the same functions, so both run the
+    same points. The ratio of wall-clock medians per point is replay's cost; the target is ~1.
+
+Both include interpreter start-up and the TensorFlow import, which dominate; run it on an idle
+machine. Exit status: 0 whatever the ratios; non-zero only when a run itself fails.
+
+Usage (from the repository root):
+  python scripts/bench_record.py --runs 5
+  python scripts/bench_record.py --runs 3 --python /path/to/larq-venv/bin/python \
+      --suite "--pyargs larq.quantizers_test larq.layers_test" --env TF_USE_LEGACY_KERAS=1 --skip_replay
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = ROOT / "tests" / "data" / "record_project"
+RECORD_TARGET = 1.20
+
+
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(command: list[str], cwd: str, env: dict, ok=(0,)) -> tuple[float, float]:
+    cpu, start = child_cpu(), time.monotonic()
+    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    if proc.returncode not in ok:
+        sys.exit(f"{shlex.join(command)} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return seconds, child_cpu() - cpu
+
+
+def medians(command: list[str], cwd: str, env: dict, runs: int, ok=(0,)) -> tuple[float, float]:
+    walls, cpus = zip(*(timed(command, cwd, env, ok) for _ in range(runs)))
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def bench_recording(args, work: Path, env: dict) -> None:
+    folder = work / "project"
+    cwd = str(folder) if not args.suite else str(work)
+    suite = shlex.split(args.suite) if args.suite else ["tests"]
+    base = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "harness.record.plugin", *suite]
+    # The suite's own exit status (larq's has errors under recent TensorFlow) is the same either way.
+    ok = tuple(range(0, 6))
+    plain = medians(base, cwd, env, args.runs, ok)
+    recording = medians(base + [f"--harness-record={work / 'rec-bench'}"], cwd, env, args.runs, ok)
+    print(f"recording: session without {plain[0]:.2f} s wall ({plain[1]:.2f} s CPU), with --harness-record "
+          f"{recording[0]:.2f} s wall ({recording[1]:.2f} s CPU): ratio {recording[0] / plain[0]:.3f} wall, "
+          f"{recording[1] / plain[1]:.3f} CPU (target <= {RECORD_TARGET})")
+
+
+def case_file(recorded: Path, out: Path) -> list[str]:
+    """A case file with the recording's importable functions at their recorded values; their ids."""
+    sys.path.insert(0, str(ROOT))
+    from harness.record import store  # noqa: PLC0415
+
+    data = store.read(str(recorded))
+    lines = ["import numpy as np", "from harness import Case", "from mylib import ops", "", "CASES = ["]
+    ids = []
+    for f in data["functions"]:
+        if not f["importable"] or any("array" not in a for p in f["points"] for a in p["args"]):
+            continue
+        points = ", ".join("{" + ", ".join(f"{n!r}: np.load({str(recorded / a['array'])!r})"
+                                           for n, a in zip(f["parameters"], p["args"])) + "}" for p in f["points"])
+        ids.append(f"recorded.{f['module']}.{f['qualname']}")
+        lines.append(f"    Case(id={ids[-1]!r}, fn=ops.{f['qualname']}, points=[{points}], source='bench', "
+                     "description='the recorded function, written as a case'),")
+    out.write_text("\n".join(lines + ["]", ""]))
+    return ids
+
+
+def bench_replay(args, work: Path, env: dict) -> None:
+    folder = work / "project"
+    recorded = work / "rec"
+    proc = subprocess.run([args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "harness.record.plugin",
+                           "tests", f"--harness-record={recorded}"], cwd=folder, env=env, capture_output=True,
+                          text=True)
+    if proc.returncode:
+        sys.exit(f"recording record_project failed:\n{proc.stdout[-2000:]}")
+    ids = case_file(recorded, work / "cases_file.py")
+    env = dict(env, PYTHONPATH=os.pathsep.join([str(ROOT), str(folder)]))
+    selection = f"--cases={','.join(ids)}"
+    common = ["--mode=all", selection, "--jobs=1"]
+    replay = medians([args.python, "-m", "harness", "replay", str(recorded), *common], str(work), env, args.runs,
+                     (0, 1))
+    written = medians([args.python, "-m", "harness", f"--case_file={work / 'cases_file.py'}", *common], str(work),
+                      env, args.runs, (0, 1))
+    report = work / "r.json"
+    subprocess.run([args.python, "-m", "harness", "replay", str(recorded), *common, f"--json_out={report}"],
+                   cwd=work, env=env, capture_output=True)
+    points = len(json.loads(report.read_text())["results"])
+    print(f"replay: {points} points of {len(ids)} functions; replay {replay[0]:.2f} s wall ({replay[1]:.2f} s CPU), "
+          f"the same as a case file {written[0]:.2f} s wall ({written[1]:.2f} s CPU): per point "
+          f"{replay[0] / points:.3f} s against {written[0] / points:.3f} s, ratio {replay[0] / written[0]:.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--suite", default="", help="pytest arguments of the suite to record (default: "
+                                                    "record_project's tests)")
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the suite's environment")
+    parser.add_argument("--skip_replay", action="store_true")
+    args = parser.parse_args()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2",
+               **dict(e.split("=", 1) for e in args.env))
+    with tempfile.TemporaryDirectory(prefix="bench-record-") as work:
+        work = Path(work)
+        shutil.copytree(PROJECT, work / "project")
+        bench_recording(args, work, env)
+        if not args.skip_replay:
+            bench_replay(args, work, env)
+
+
+if __name__ == "__main__":
+    main()

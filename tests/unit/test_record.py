@@ -1,0 +1,313 @@
+"""Recording (harness.record): the parts that need no TensorFlow.
+
+The pytest plugin's options and its inertness without them, the entry point that registers it,
+the recorded folder's format and its refusals, copies of closures, replay's labels and notes,
+and the command line's refusals of a bad recording. The end-to-end runs (record a suite, replay
+it) start TensorFlow and are in tests/test_record.py.
+"""
+
+import configparser
+import json
+import shlex
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from harness.record import replay, serial, store
+from harness.records import CaseInfo, RunOptions
+from harness.verdict import judge_measured
+from tests import helpers
+from tests.helpers import REPO
+
+
+def pytest_run(env, folder, *args):
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                           "harness.record.plugin", *args], capture_output=True, text=True, cwd=folder, env=env,
+                          timeout=120)
+
+
+# -- the plugin ----------------------------------------------------------------------------------
+
+def test_the_plugin_is_registered_through_the_pytest11_entry_point():
+    config = configparser.ConfigParser()
+    config.read(f"{REPO}/setup.cfg")
+    entries = [line.strip() for line in config["options.entry_points"]["pytest11"].splitlines() if line.strip()]
+    assert "harness-record = harness.record.plugin" in entries
+    assert "harness.record" in config["options"]["packages"].split()
+
+
+def test_without_the_flag_the_plugin_imports_neither_the_recorder_nor_tensorflow(tmp_path, no_tensorflow):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_plain.py").write_text(textwrap.dedent("""
+        import sys
+
+        def test_nothing_of_the_recorder_is_loaded():
+            assert "harness.record.recorder" not in sys.modules
+            assert "tensorflow" not in sys.modules
+            assert not any(type(f).__name__ == "_Finder" for f in sys.meta_path)
+    """))
+    proc = pytest_run(no_tensorflow, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "harness record" not in proc.stdout + proc.stderr
+
+
+def test_with_the_flag_the_recorder_is_installed_before_the_first_conftest_is_imported(tmp_path, no_tensorflow):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    # conftest.py is the first user code pytest imports: the recorder must already be waiting for
+    # TensorFlow's import then, so a module decorating at import time is seen.
+    (tmp_path / "conftest.py").write_text(textwrap.dedent("""
+        from harness.record import recorder
+
+        SEEN_AT_CONFTEST = recorder.installed_session() is not None
+    """))
+    (tmp_path / "test_early.py").write_text(textwrap.dedent("""
+        import sys
+
+        import conftest
+
+        def test_the_recorder_was_there_before_conftest():
+            assert conftest.SEEN_AT_CONFTEST
+            assert any(type(f).__name__ == "_Finder" for f in sys.meta_path)
+    """))
+    proc = pytest_run(no_tensorflow, tmp_path, f"--harness-record={tmp_path / 'rec'}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_recorder_that_cannot_start_is_one_warning_line_and_the_tests_run(tmp_path, no_tensorflow):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n")
+    (tmp_path / "a_file").write_text("")
+    proc = pytest_run(no_tensorflow, tmp_path, f"--harness-record={tmp_path / 'a_file'}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = (proc.stdout + proc.stderr).splitlines()
+    warnings = [line for line in said if line.startswith("harness record: warning:")]
+    assert len(warnings) == 1 and "not recording (FileExistsError" in warnings[0], proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout
+
+
+def test_record_points_below_one_is_refused_with_a_warning_and_the_tests_run(tmp_path, no_tensorflow):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n")
+    proc = pytest_run(no_tensorflow, tmp_path, f"--harness-record={tmp_path / 'rec'}", "--harness-record-points=0")
+    assert proc.returncode == 0 and "1 passed" in proc.stdout
+    assert "--harness-record-points=0: keep at least 1 point per function" in proc.stdout
+
+
+# -- the folder ------------------------------------------------------------------------------------
+
+def recording(folder, functions, **extra):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "recorded-1.json").write_text(json.dumps(dict({"schema": store.SCHEMA, "functions": functions},
+                                                          **extra)))
+    return folder
+
+
+def test_reading_a_missing_folder_says_how_to_record_one(tmp_path):
+    with pytest.raises(store.RecordError, match=r"no such directory; record one with python -m pytest "
+                                                r"--harness-record=DIR"):
+        store.read(str(tmp_path / "absent"))
+
+
+def test_reading_a_folder_without_a_recording_says_so(tmp_path):
+    with pytest.raises(store.RecordError, match=r"holds no recording \(recorded-\*\.json\)"):
+        store.read(str(tmp_path))
+
+
+def test_a_file_that_is_not_json_is_refused_naming_it(tmp_path):
+    (tmp_path / "recorded-7.json").write_text("{not json")
+    with pytest.raises(store.RecordError, match=r"recorded-7\.json: cannot read it as JSON"):
+        store.read(str(tmp_path))
+
+
+def test_a_file_of_another_schema_is_refused(tmp_path):
+    recording(tmp_path, [], schema="harness.report/1")
+    (tmp_path / "recorded-1.json").write_text(json.dumps({"schema": "harness.report/1", "functions": []}))
+    with pytest.raises(store.RecordError, match=r"schema 'harness.report/1', not harness.recorded/1"):
+        store.read(str(tmp_path))
+
+
+def test_a_value_file_that_is_gone_is_refused_naming_it(tmp_path):
+    recording(tmp_path, [{"module": "m", "qualname": "f", "points": [
+        {"args": [{"array": "values/1-0.npy", "dtype": "float32", "shape": []}]}]}])
+    with pytest.raises(store.RecordError, match=r"values/1-0\.npy is missing"):
+        store.read(str(tmp_path))
+
+
+def test_values_round_trip_through_the_folder_with_their_dtype_and_shape(tmp_path):
+    value = np.arange(6, dtype=np.float64).reshape(2, 3) / 7
+    entry = {"array": "values/1-0.npy", "dtype": "float64", "shape": [2, 3]}
+    store.write(str(tmp_path), {"functions": [{"module": "m", "qualname": "f", "points": [{"args": [entry]}]}]},
+                {"1-0.npy": value})
+    [written] = tmp_path.glob("recorded-*.json")
+    entry = dict(entry, array=entry["array"])
+    read = store.read(str(tmp_path))
+    assert read["functions"][0]["points"][0]["args"][0] == entry
+    loaded = store.load_array(str(tmp_path), entry)
+    assert loaded.dtype == np.float64 and loaded.shape == (2, 3) and np.array_equal(loaded, value)
+    assert json.loads(written.read_text())["schema"] == "harness.recorded/1"
+
+
+def test_clearing_a_folder_removes_only_a_session_s_files(tmp_path):
+    recording(tmp_path, [])
+    (tmp_path / "values").mkdir()
+    (tmp_path / "values" / "1-0.npy").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("mine")
+    store.clear(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["notes.txt"]
+
+
+# -- copies of closures ----------------------------------------------------------------------------
+
+def make_affine(scale, shift=(1.0, 2.0)):
+    def affine(x, bias=0.5):
+        return x * scale + shift[1] + bias
+    return affine
+
+
+class Opaque:
+    pass
+
+
+def keep(arrays):
+    def store_array(value):
+        arrays.append(value)
+        return {"array": len(arrays) - 1}
+    return store_array
+
+
+def test_a_factory_s_closure_is_copied_and_made_again_over_its_module_s_globals():
+    arrays = []
+    copy = serial.dump_function(make_affine(3.0), keep(arrays))
+    made = serial.load_function(json.loads(json.dumps(copy)), lambda e: arrays[e["array"]],
+                                lambda entry: globals())
+    assert made(2.0) == 3.0 * 2.0 + 2.0 + 0.5 and made(2.0, bias=0.0) == 8.0
+    assert made.__qualname__ == "make_affine.<locals>.affine"
+
+
+def test_a_closure_over_an_object_is_not_copied_and_the_reason_names_the_variable():
+    opaque = Opaque()
+
+    def uses():
+        return opaque
+
+    with pytest.raises(serial.Unserialisable, match=r"its closure variable 'opaque' holds a Opaque object"):
+        serial.dump_function(uses, keep([]))
+
+
+def test_a_copy_made_under_another_python_is_refused_naming_both_versions():
+    copy = dict(serial.dump_function(make_affine(1.0), keep([])), python="2.7")
+    with pytest.raises(serial.Unserialisable, match=rf"recorded under Python 2.7 and this is Python "
+                                                    rf"{sys.version_info.major}\.{sys.version_info.minor}"):
+        serial.load_function(copy, lambda e: None, lambda entry: globals())
+
+
+# -- replay's ids, labels and notes ----------------------------------------------------------------
+
+def test_a_case_id_leaves_out_locals_and_names_a_lambda():
+    assert replay._case_id("mylib.ops", "make_power.<locals>.power") == "recorded.mylib.ops.make_power.power"
+    assert replay._case_id("t", "f.<locals>.<lambda>") == "recorded.t.f.lambda"
+
+
+def test_a_drawn_point_says_drawn_and_a_repeated_label_gets_a_number():
+    taken = set()
+    big = np.zeros((3, 4), np.float32)
+    assert replay._label(["x"], [big], {}, False, taken) == "x=float32[3,4]"
+    assert replay._label(["x"], [big + 1], {}, False, taken) == "x=float32[3,4]#2"
+    assert replay._label(["x"], [np.float32(0.5)], {}, True, taken) == "drawn:x=0.5"
+    assert replay._label(["x", "c"], [np.float32(1.5), 2.0], {"k": 3}, False, taken) == "x=1.5,c=2.0,k=3"
+
+
+def test_a_point_s_note_is_said_with_its_result():
+    info = CaseInfo(id="recorded.m.f", description="d", source="s", order=1, points=("x=1.0", "x=2.0"),
+                    notes=(("x=2.0", "recorded: an eager call made by tests/test_m.py::test_two"),))
+    results = judge_measured(info, [], points=info.points, modes=("eager",), options=RunOptions(),
+                             tf_version="2.21.0", reference="eager", reruns={p: "" for p in info.points})
+    assert "recorded: an eager call made by tests/test_m.py::test_two" in results[1].details
+    assert not any("test_two" in d for d in results[0].details)
+
+
+# -- the command line ------------------------------------------------------------------------------
+
+def test_replay_of_a_missing_folder_is_a_usage_error(no_tensorflow, tmp_path):
+    proc = helpers.harness("replay", str(tmp_path / "absent"), env=no_tensorflow, timeout=60)
+    helpers.assert_usage_error(proc, "absent: no such directory; record one with")
+
+
+def test_replay_of_a_garbled_recording_is_a_usage_error(no_tensorflow, tmp_path):
+    (tmp_path / "recorded-3.json").write_text("[1, 2")
+    proc = helpers.harness("replay", str(tmp_path), env=no_tensorflow, timeout=60)
+    helpers.assert_usage_error(proc, "recorded-3.json: cannot read it as JSON")
+
+
+def test_replay_takes_one_folder(no_tensorflow, tmp_path):
+    proc = helpers.harness("replay", env=no_tensorflow, timeout=60)
+    helpers.assert_usage_error(proc, "replay takes one target, got 0")
+
+
+def test_record_without_a_command_is_a_usage_error(no_tensorflow, tmp_path):
+    proc = helpers.harness("record", str(tmp_path / "rec"), env=no_tensorflow, timeout=60)
+    helpers.assert_usage_error(proc, "record takes a folder and the command to run")
+
+
+def test_record_of_a_command_that_does_not_exist_is_a_usage_error(no_tensorflow, tmp_path):
+    proc = helpers.harness("record", str(tmp_path / "rec"), "--", "no-such-command-here", env=no_tensorflow,
+                           timeout=60)
+    helpers.assert_usage_error(proc, "cannot run no-such-command-here")
+
+
+def test_record_runs_the_command_with_the_recorder_in_its_environment_and_returns_its_status(no_tensorflow,
+                                                                                           tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys
+        from harness.record import recorder
+        print(os.environ["HARNESS_RECORD"], os.environ["HARNESS_RECORD_POINTS"], recorder.installed_session() is not None)
+        sys.exit(3)
+    """))
+    proc = helpers.harness("record", str(tmp_path / "rec"), "--record_points=5", "--", sys.executable, str(script),
+                           env=no_tensorflow, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout.split() == [str(tmp_path / "rec"), "5", "True"]
+
+
+def test_replay_and_a_run_with_recorded_replace_the_library_and_rerun_through_replay(tmp_path):
+    from absl import flags
+    from absl.testing import flagsaver
+
+    from harness import cli
+
+    folder = recording(tmp_path / "rec", [])
+    with flagsaver.flagsaver():
+        flags.FLAGS(["harness", "--order=2", "--expect=numeric:values differ:a straight-through estimator"])
+        replayed = cli._settings("replay", [str(folder)])
+    with flagsaver.flagsaver():
+        flags.FLAGS(["harness", f"--recorded={folder}"])
+        run = cli._settings("run", [])
+    for settings in (replayed, run):
+        assert settings.origins.recorded[0] == str(folder) and not settings.origins.library
+    assert replayed.origins.recorded[1:] == (2, ("numeric:values differ:a straight-through estimator",))
+    rerun = cli.rerun_command("recorded.m.f", "x=1.0", replayed)
+    assert shlex.split(rerun) == ["python", "-m", "harness", "replay", str(folder), "--order=2",
+                                  "--expect=numeric:values differ:a straight-through estimator", "--mode=all",
+                                  "--cases=recorded.m.f[x=1.0]"]
+    assert shlex.split(cli.rerun_command("recorded.m.f", "x=1.0", run))[:5] == ["python", "-m", "harness", "replay",
+                                                                              str(folder)]
+    with flagsaver.flagsaver():  # the rerun command parses and takes its flags
+        command, args = cli._split(flags.FLAGS(["harness", *shlex.split(rerun)[3:]]))
+        cli._refuse_other_flags(command, args)
+    assert (command, args) == ("replay", [str(folder)])
+
+
+def test_the_session_s_last_line_says_what_was_kept_and_each_kind_of_drop():
+    from harness.record import recorder
+
+    session = recorder.Session("/rec")
+    assert session.summary() == ("harness record: 0 custom-gradient functions called, 0 points kept (0 without "
+                                 "values, to be replayed at drawn values) in /rec; nothing dropped")
+    session.dropped.update(points_over_total=2, values_over_bytes=1, functions_not_copied=1)
+    assert session.summary().endswith("; dropped: 2 points over the total limit, the values of 1 point over the byte "
+                                      "limit (kept as signature); 1 closure could not be copied (replay skips it, "
+                                      "saying why)")
