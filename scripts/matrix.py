@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing it
 
 from harness import report as report_io  # noqa: E402
-from harness.matrix import envs, merge, pins  # noqa: E402
+from harness.matrix import envs, merge, outputs, pins  # noqa: E402
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -141,7 +141,7 @@ def main(argv: list[str]) -> int:
                                f"see {args.out_dir / f'{version}.log'}")
             say(f"[{version}] {failed[version]}")
     try:
-        merge.main(reports, markdown_out=str(args.markdown_out), html_out=str(args.html_out),
+        outputs.main(reports, markdown_out=str(args.markdown_out), html_out=str(args.html_out),
                    json_out=str(args.json_out), failed=failed)
     except merge.MergeError as e:
         sys.stderr.write(f"matrix: cannot merge: {e}\n")

@@ -9,8 +9,10 @@ import sys
 import numpy as np
 import pytest
 
+from harness.cli import options as cli_options
+from harness.cli import repro as cli_repro
+from harness.cli import settings as cli_settings
 from tests.helpers import REPO, assert_usage_error, harness
-
 
 # -- 1. an output that is not a number -------------------------------------------------------
 
@@ -103,13 +105,12 @@ def test_colliding_paths_are_a_usage_error(tmp_path, args, message):
 
 
 def test_symlinked_outputs_collide(tmp_path):
-    from harness import cli
 
     (tmp_path / "r.json").write_text("")
     (tmp_path / "link.xml").symlink_to(tmp_path / "r.json")
-    with pytest.raises(cli.UsageError, match="same file"):
-        cli._distinct([("--json_out", str(tmp_path / "r.json")), ("--junit_out", str(tmp_path / "link.xml"))])
-    cli._distinct([("--json_out", str(tmp_path / "r.json")), ("--junit_out", None)])
+    with pytest.raises(cli_options.UsageError, match="same file"):
+        cli_settings.distinct_outputs([("--json_out", str(tmp_path / "r.json")), ("--junit_out", str(tmp_path / "link.xml"))])
+    cli_settings.distinct_outputs([("--json_out", str(tmp_path / "r.json")), ("--junit_out", None)])
 
 
 # -- 6. a complex literal under a real dtype ---------------------------------------------------
@@ -187,25 +188,23 @@ def test_names_stay_as_given_for_a_builder_and_for_star_args():
 # -- 10. repro folders for long ids ------------------------------------------------------------
 
 def test_repro_folder_names_are_bounded_readable_and_unique():
-    from harness import cli
 
-    assert cli._safe("x=1.0,y=2.0") == "x=1.0_y=2.0"  # short names are as before
-    a, b = cli._safe(LONG_ID), cli._safe(LONG_ID[:-1] + "b")
+    assert cli_repro.safe_name("x=1.0,y=2.0") == "x=1.0_y=2.0"  # short names are as before
+    a, b = cli_repro.safe_name(LONG_ID), cli_repro.safe_name(LONG_ID[:-1] + "b")
     assert len(a) <= 100 and len(b) <= 100 and a != b and a.startswith("long.aaaa")
-    assert cli._safe("\u00e9" * 200).isascii() and len(cli._safe("\u00e9" * 200)) <= 100
-    assert cli._safe("..") not in ("", ".", "..")
+    assert cli_repro.safe_name("\u00e9" * 200).isascii() and len(cli_repro.safe_name("\u00e9" * 200)) <= 100
+    assert cli_repro.safe_name("..") not in ("", ".", "..")
 
 
 def test_repro_folder_stays_inside_repro_dir(tmp_path):
-    from harness import cli
 
     root = tmp_path / "repro"
-    folder = cli._repro_folder(str(root), LONG_ID, "x=3.0")
+    folder = cli_repro.repro_folder(str(root), LONG_ID, "x=3.0")
     assert folder.parent.parent == root and len(folder.parent.name) <= 100
     root.mkdir()
     (root / "small.square").symlink_to(tmp_path)
     with pytest.raises(ValueError, match="outside --repro_dir"):
-        cli._repro_folder(str(root), "small.square", "x=3.0")
+        cli_repro.repro_folder(str(root), "small.square", "x=3.0")
 
 
 @pytest.mark.slow
@@ -304,10 +303,9 @@ def test_jobs_beyond_the_selection_starts_one_worker_per_case(tmp_path, monkeypa
 
 
 def test_jobs_beyond_four_per_cpu_is_a_usage_error_saying_the_limit():
-    from harness import cli
 
     limit = 4 * (os.cpu_count() or 1)
-    assert cli._jobs_ok(limit) and cli._jobs_ok(0)
+    assert cli_options._jobs_ok(limit) and cli_options._jobs_ok(0)
     assert_usage_error(harness(f"--jobs={limit + 1}", "--cases=nothing.x"), f"give at most {limit}")
 
 
@@ -332,7 +330,7 @@ def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(t
 
     (tmp_path / "cases.py").write_text(CASE_FILE)
     (tmp_path / "out").mkdir()
-    real = cli._runner
+    real = cli_settings.runner_for
 
     def vanish(settings):  # after the checks, before any case: the report's directory goes away
         shutil.rmtree(tmp_path / "out")
@@ -354,7 +352,7 @@ def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(t
 def test_a_merge_output_that_fails_at_the_end_is_one_line_and_the_others_are_written(tmp_path, monkeypatch,
                                                                                      capsys):
     from harness import report
-    from harness.matrix import merge
+    from harness.matrix import outputs
 
     source = tmp_path / "r.json"
     source.write_text(json.dumps({"schema": "harness.report/1", "environment": {"tensorflow": "2.21.0"},
@@ -367,7 +365,7 @@ def test_a_merge_output_that_fails_at_the_end_is_one_line_and_the_others_are_wri
         real(path, text)
 
     monkeypatch.setattr(report, "write", full_disk)
-    status = merge.main([str(source)], markdown_out=str(tmp_path / "m.md"), json_out=str(tmp_path / "m.json"))
+    status = outputs.main([str(source)], markdown_out=str(tmp_path / "m.md"), json_out=str(tmp_path / "m.json"))
     err = capsys.readouterr().err
     assert status == 1 and err.count("\n") == 1, err
     assert f"harness: cannot write {tmp_path / 'm.md'}: No space left on device" in err

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from harness.loader import shard
-from harness.matrix import merge
+from harness.matrix import outputs
 from harness.records import CaseInfo
 from tests.helpers import harness
 
@@ -51,7 +51,7 @@ def test_merged_shards_equal_one_run(tmp_path, seed_run):
 
     def merged(paths, name):
         target = tmp_path / f"{name}.matrix.json"
-        assert merge.main(paths, json_out=str(target)) == 0
+        assert outputs.main(paths, json_out=str(target)) == 0
         return json.loads(target.read_text())
 
     assert merged([first, second], "shards")["rows"] == merged([whole], "whole")["rows"]

@@ -1,7 +1,7 @@
 """Merges JSON reports from several TensorFlow versions into one matrix.
 
 Pure: plain data in, frozen records out; no TensorFlow, no printing. Only
-`load_report` reads a file and `main` writes them.
+`load_report` reads a file; harness.matrix.outputs writes the renderings.
 
 Rows are (case, point, mode); columns are TensorFlow versions, taken from each
 report's environment.tensorflow and sorted by numeric release. Reports of the
@@ -22,7 +22,6 @@ import json
 import re
 from typing import Mapping, Optional, Sequence
 
-from harness import report as _report
 from harness.records import error_headline
 from harness.report.json_report import SCHEMA as REPORT_SCHEMA
 from harness.versions import release_tuple
@@ -32,6 +31,7 @@ __all__ = [
     "Cell",
     "Column",
     "Matrix",
+    "HOW_TO_MAKE",
     "MergeError",
     "NOT_INSTALLED",
     "NOT_RUN",
@@ -41,7 +41,6 @@ __all__ = [
     "SCHEMA",
     "Step",
     "load_report",
-    "main",
     "merge",
 ]
 
@@ -52,7 +51,7 @@ ABSENT = "absent"  # this version's reports have no result for the case and poin
 NOT_INSTALLED = "not installed"  # this version could not be installed
 NOT_RUN = "not run"  # the result exists but holds no outcome for this mode (skip, crash elsewhere)
 
-_HOW_TO_MAKE = "give a report written by `python -m harness --json_out`"
+HOW_TO_MAKE = "give a report written by `python -m harness --json_out`"
 
 
 class MergeError(Exception):
@@ -310,7 +309,7 @@ def _check(name: str, data: object) -> None:
     """Raises MergeError unless `data` has the shape of a harness.report/1 report."""
     if not isinstance(data, dict) or "schema" not in data or "results" not in data:
         found = f"keys {sorted(data)[:6]}" if isinstance(data, dict) else f"a JSON {type(data).__name__}"
-        raise _fail(name, f"not a harness report (no \"schema\" and \"results\"; found {found}); {_HOW_TO_MAKE}")
+        raise _fail(name, f"not a harness report (no \"schema\" and \"results\"; found {found}); {HOW_TO_MAKE}")
     schema = data["schema"]
     if schema == SCHEMA:
         raise _fail(name, f"this is a merged matrix ({SCHEMA}), not a report; merge the per-version reports "
@@ -321,12 +320,12 @@ def _check(name: str, data: object) -> None:
     environment = data.get("environment")
     if not isinstance(environment, dict) or not isinstance(environment.get("tensorflow"), str):
         raise _fail(name, "environment.tensorflow is missing, so the TensorFlow version is unknown; "
-                          f"{_HOW_TO_MAKE}")
+                          f"{HOW_TO_MAKE}")
     if not isinstance(data["results"], list):
-        raise _fail(name, f"\"results\" is a JSON {type(data['results']).__name__}, not a list; {_HOW_TO_MAKE}")
+        raise _fail(name, f"\"results\" is a JSON {type(data['results']).__name__}, not a list; {HOW_TO_MAKE}")
     modes = data.get("modes", [])
     if not isinstance(modes, list) or not all(isinstance(m, str) for m in modes):
-        raise _fail(name, f"\"modes\" is {_json_type(modes)}, not a list of mode names; {_HOW_TO_MAKE}")
+        raise _fail(name, f"\"modes\" is {_json_type(modes)}, not a list of mode names; {HOW_TO_MAKE}")
     for index, result in enumerate(data["results"]):
         _check_result(name, index, result)
 
@@ -347,24 +346,24 @@ _MODE_FIELDS = {"stage": str, "error_type": str, "error_message": str}
 def _check_result(name: str, index: int, result: object) -> None:
     where = f"results[{index}]"
     if not isinstance(result, dict):
-        raise _fail(name, f"{where} is not an object; {_HOW_TO_MAKE}")
+        raise _fail(name, f"{where} is not an object; {HOW_TO_MAKE}")
     for key in ("case", "point", "verdict"):
         if not isinstance(result.get(key), str):
-            raise _fail(name, f"{where} has no string {key!r} (found {result.get(key)!r}); {_HOW_TO_MAKE}")
+            raise _fail(name, f"{where} has no string {key!r} (found {result.get(key)!r}); {HOW_TO_MAKE}")
     modes = result.get("modes")
     if not isinstance(modes, dict) or not all(isinstance(m, dict) and isinstance(m.get("status"), str)
                                               for m in modes.values()):
         raise _fail(name, f"{where} ({result['case']}[{result['point']}]) has no \"modes\" with a "
-                          f"\"status\" each; {_HOW_TO_MAKE}")
+                          f"\"status\" each; {HOW_TO_MAKE}")
     fields = [(key, result.get(key), kind, where) for key, kind in _RESULT_FIELDS.items()]
     fields += [(key, outcome.get(key), kind, f"{where}.modes.{mode}") for mode, outcome in modes.items()
                for key, kind in _MODE_FIELDS.items()]
     for key, value, kind, at in fields:
         if value is not None and not isinstance(value, kind):
             wanted = "a list of strings" if kind is list else "a string"
-            raise _fail(name, f"{at}.{key} is {_json_type(value)}, not {wanted}; {_HOW_TO_MAKE}")
+            raise _fail(name, f"{at}.{key} is {_json_type(value)}, not {wanted}; {HOW_TO_MAKE}")
     if not all(isinstance(d, str) for d in result.get("details") or ()):
-        raise _fail(name, f"{where}.details holds something that is not a string; {_HOW_TO_MAKE}")
+        raise _fail(name, f"{where}.details holds something that is not a string; {HOW_TO_MAKE}")
 
 
 def load_report(path: str) -> dict:
@@ -378,14 +377,14 @@ def load_report(path: str) -> dict:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
-        raise _fail(path, f"no such file; {_HOW_TO_MAKE}") from None
+        raise _fail(path, f"no such file; {HOW_TO_MAKE}") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise _fail(path, f"cannot read it ({e}); {_HOW_TO_MAKE}") from None
+        raise _fail(path, f"cannot read it ({e}); {HOW_TO_MAKE}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         hint = " (this is the JSON Lines stream; give the --json_out file beside it)" if path.endswith(".jsonl") else ""
-        raise _fail(path, f"not JSON ({e.msg} at line {e.lineno}, column {e.colno}){hint}; {_HOW_TO_MAKE}") from None
+        raise _fail(path, f"not JSON ({e.msg} at line {e.lineno}, column {e.colno}){hint}; {HOW_TO_MAKE}") from None
     _check(path, data)
     return data
 
@@ -499,7 +498,7 @@ def merge(reports: Mapping[str, dict], failed: Optional[Mapping[str, str]] = Non
     """
     failed = dict(failed or {})
     if not reports and not failed:
-        raise MergeError(f"no reports to merge; {_HOW_TO_MAKE}")
+        raise MergeError(f"no reports to merge; {HOW_TO_MAKE}")
     by_version: dict[str, list[tuple[str, dict]]] = {}
     for name, data in reports.items():
         _check(name, data)
@@ -555,41 +554,3 @@ def merge(reports: Mapping[str, dict], failed: Optional[Mapping[str, str]] = Non
     rows.sort(key=lambda row: not row.changed)  # stable: changed rows first, each group in its order
     return Matrix(columns=tuple(columns), modes=tuple(modes), rows=tuple(rows))
 
-
-def main(paths: Sequence[str], markdown_out: Optional[str] = None, html_out: Optional[str] = None,
-         json_out: Optional[str] = None, failed: Optional[Mapping[str, str]] = None) -> int:
-    """Merges report files and writes the matrix: `python -m harness merge`.
-
-    Every output path is checked before any report is read, and each file is
-    written atomically.
-
-    Args:
-      paths: the JSON reports (schema harness.report/1) to merge.
-      markdown_out, html_out, json_out: where to write each rendering; at
-        least one is needed.
-      failed: TensorFlow version to why it could not be installed.
-
-    Returns:
-      0, or 1 when an output could not be written at the end (said on stderr).
-      Verdicts do not decide it: each run's own exit status judged them, and
-      a matrix exists to show them.
-
-    Raises:
-      MergeError: no reports or no output, an output that cannot be written,
-        or a report that cannot be merged.
-    """
-    from harness.matrix import render  # noqa: PLC0415 - render imports this module's records
-
-    outputs = [(path, fn) for path, fn in ((markdown_out, render.markdown), (html_out, render.html),
-                                           (json_out, render.json_text)) if path]
-    if not paths and not failed:
-        raise MergeError(f"no reports to merge; {_HOW_TO_MAKE}")
-    if not outputs:
-        raise MergeError("nothing to write; give --markdown_out, --html_out or --json_out")
-    for path, _ in outputs:
-        try:
-            _report.check_writable(path)
-        except ValueError as e:
-            raise MergeError(str(e)) from None
-    matrix = merge({path: load_report(path) for path in paths}, failed)
-    return 0 if _report.write_each([(path, lambda fn=fn: fn(matrix)) for path, fn in outputs]) else 1

@@ -1,6 +1,6 @@
 """Renders a merged matrix: Markdown, one self-contained HTML page, and JSON.
 
-Each renderer is a pure `fn(matrix) -> str`; `merge.main` writes the files.
+Each renderer is a pure `fn(matrix) -> str`; `outputs.main` writes the files.
 The Markdown and HTML show one row per case and point (`Matrix.points`), the
 modes folded into each cell; the JSON keeps a row per case, point and mode.
 """

@@ -16,7 +16,9 @@ import pytest
 from absl import flags
 from absl.testing import flagsaver
 
-from harness import cli
+from harness.cli import help as cli_help
+from harness.cli import options as cli_options
+from harness.cli import settings as cli_settings
 from tests import helpers
 from tests.helpers import REPO, imported
 
@@ -36,66 +38,66 @@ def section(text, heading):
 
 
 def grouped(group):
-    return [flags.FLAGS[name] for name, (g, _) in cli._FLAG_TABLE.items() if g == group]
+    return [flags.FLAGS[name] for name, (g, _) in cli_options.FLAG_TABLE.items() if g == group]
 
 
 # -- the table ----------------------------------------------------------------------------------
 
 def test_every_flag_of_the_harness_is_in_the_table_once_with_a_known_group_and_commands():
-    defined = {f.name for f in flags.FLAGS.flags_by_module_dict()["harness.cli"]}
-    assert defined == set(cli._FLAG_TABLE)
-    for name, (group, commands) in cli._FLAG_TABLE.items():
-        assert group in cli._GROUPS + (None,), name
-        assert commands and set(commands) <= set(cli._COMMANDS), name
+    defined = {f.name for f in flags.FLAGS.flags_by_module_dict()["harness.cli.options"]}
+    assert defined == set(cli_options.FLAG_TABLE)
+    for name, (group, commands) in cli_options.FLAG_TABLE.items():
+        assert group in cli_options.GROUPS + (None,), name
+        assert commands and set(commands) <= set(cli_help.COMMANDS), name
         if group is None:  # a command's own flag: shown in that command's help only
-            assert cli._RUN not in commands, name
+            assert cli_options.RUN_CMD not in commands, name
 
 
 # -- python -m harness --help --------------------------------------------------------------------
 
 def test_top_help_lists_the_commands_and_the_four_groups_within_60_lines_of_100_columns():
-    text = cli.command_help(None)
+    text = cli_help.command_help(None)
     lines = text.splitlines()
     assert lines[0].startswith("usage: python -m harness ")
     assert len(lines) <= 60 and max(map(len, lines)) <= 100, (len(lines), max(map(len, lines)))
     commands = section(text, "Commands:")
     for command in ("run", "check PATH.py:NAME", "repro CASE_ID|PATH.py:NAME", "merge REPORT.json...", "list"):
         assert sum(line.startswith(f"  {command} ") for line in commands) == 1, command
-    assert "python -m harness --list" in next(line for line in commands if line.startswith("  list "))
+    assert "(the same as --list)" in next(line for line in commands if line.startswith("  list "))
     for heading in ("Selection:", "Modes and oracles:", "Reports:", "Execution:"):
         assert heading in lines
     assert "python -m harness COMMAND --help" in lines[-1] and "--helpfull" in lines[-1]
 
 
-@pytest.mark.parametrize("group", cli._GROUPS)
+@pytest.mark.parametrize("group", cli_options.GROUPS)
 def test_top_help_shows_every_flag_of_a_group_in_it_on_one_line_with_its_first_sentence_and_default(group):
-    shown = section(cli.command_help(None), f"{group}:")
+    shown = section(cli_help.command_help(None), f"{group}:")
     assert len(shown) == len(grouped(group))
     for f, line in zip(grouped(group), shown):
-        written = cli._written(f)
+        written = cli_help.written_as(f)
         assert line.startswith(f"  {written}"), (f.name, line)
         if f.default not in (None, [], "") and not isinstance(f, flags.BooleanFlag):
             assert f"--{f.name}={f.default_as_str.strip(chr(39))}" in line
         if isinstance(f, flags.BooleanFlag) and f.default is not None:
             assert line.startswith(f"  {written} ({'on' if f.default else 'off'})"), line
-        summary = cli.first_sentence(cli._said(f))
+        summary = cli_help.first_sentence(cli_help.help_line(f))
         assert line.endswith(f"  {summary}"), (f.name, line)  # one line: nothing wrapped
         assert summary.endswith("."), f.name
 
 
 def test_a_summary_is_the_help_s_first_sentence():
-    assert cli.first_sentence("Comma list of globs, e.g. 'seeds.*'. Default: every case.") == \
+    assert cli_help.first_sentence("Comma list of globs, e.g. 'seeds.*'. Default: every case.") == \
         "Comma list of globs, e.g. 'seeds.*'."
-    assert cli.first_sentence("Numeric oracle: check every element. Without it, a few.") == \
+    assert cli_help.first_sentence("Numeric oracle: check every element. Without it, a few.") == \
         "Numeric oracle: check every element."
-    assert cli.first_sentence("One sentence only.") == "One sentence only."
+    assert cli_help.first_sentence("One sentence only.") == "One sentence only."
 
 
 def test_top_help_shows_no_command_s_own_flag():
-    lines = cli.command_help(None).splitlines()
-    for name, (group, _) in cli._FLAG_TABLE.items():
+    lines = cli_help.command_help(None).splitlines()
+    for name, (group, _) in cli_options.FLAG_TABLE.items():
         if group is None:
-            assert not [line for line in lines if line.startswith(f"  {cli._written(flags.FLAGS[name])}")], name
+            assert not [line for line in lines if line.startswith(f"  {cli_help.written_as(flags.FLAGS[name])}")], name
 
 
 # -- COMMAND --help -------------------------------------------------------------------------------
@@ -106,20 +108,20 @@ def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command, no_ten
     assert proc.returncode == 0 and "absl.flags" in imported(proc), proc.stderr
     assert not [m for m in imported(proc) if m.startswith("tensorflow")]
     text = proc.stdout
-    assert text == cli.command_help(command) + "\n"
+    assert text == cli_help.command_help(command) + "\n"
     lines = text.splitlines()
-    assert lines[0] == f"usage: {cli._COMMANDS[command][0]}"
+    assert lines[0] == f"usage: {cli_help.COMMANDS[command][0]}"
     assert max(map(len, lines)) <= 100
-    own, shared = cli._flags_of(command, own=True), cli._flags_of(command, own=False)
+    own, shared = cli_help.flags_of(command, own=True), cli_help.flags_of(command, own=False)
     for f in own + shared:
-        assert f"\n  {cli._written(f)}\n" in text, f.name
+        assert f"\n  {cli_help.written_as(f)}\n" in text, f.name
     if command != "run":
         assert f"{command} flags:" in lines and own
         assert "Shared flags it takes (python -m harness --help says what each does):" in lines
     said = text[:text.index("\nExample:\n")].replace("python -m harness --help", "")
-    for name, (_, commands) in cli._FLAG_TABLE.items():
+    for name, (_, commands) in cli_options.FLAG_TABLE.items():
         if command not in commands:  # another command's flag is not shown (the example may give a run's)
-            assert f"--{name}" not in said and cli._written(flags.FLAGS[name]) not in said, (command, name)
+            assert f"--{name}" not in said and cli_help.written_as(flags.FLAGS[name]) not in said, (command, name)
     example = section(text, "Example:")
     assert example and all(line.startswith("  python -m harness ") for line in example)
     if command != "run":
@@ -142,31 +144,31 @@ def target_exists(target):
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_example_passes_the_command_line_checks_and_names_what_exists(command):
-    for line in cli._COMMANDS[command][3]:
+    for line in cli_help.COMMANDS[command][3]:
         argv = shlex.split(line)
         assert argv[:3] == ["python", "-m", "harness"]
         with flagsaver.flagsaver():
             rest = flags.FLAGS(["harness", *argv[3:]])
-            name, args = cli._split(rest)
-            cli._refuse_other_flags(name, args)  # raises UsageError for a flag of another command
+            name, args = cli_settings.split_command(rest)
+            cli_settings.refuse_other_flags(name, args)  # raises UsageError for a flag of another command
             if name == "check":
-                cli._check_spec(args[0])
+                cli_settings.check_spec(args[0])
                 assert target_exists(args[0]), args[0]
             if name == "repro":
-                assert cli.OUT.value
+                assert cli_options.OUT.value
                 assert f'id="{args[0]}"' in open(os.path.join(REPO, "cases", "seeds.py"), encoding="utf-8").read()
             if name == "merge":  # the report the line before writes
-                assert args == [shlex.split(cli._COMMANDS[command][3][0])[-1].split("=")[-1]]
+                assert args == [shlex.split(cli_help.COMMANDS[command][3][0])[-1].split("=")[-1]]
 
 
 def test_help_imports_no_tensorflow():  # COMMAND --help: in the test above
-    code = ("import sys\nfrom harness import cli\n"
-            "for c in (None, *cli._COMMANDS):\n    cli.command_help(c)\n"
+    code = ("import sys\nfrom harness.cli import help as cli_help\n"
+            "for c in (None, *cli_help.COMMANDS):\n    cli_help.command_help(c)\n"
             "assert 'tensorflow' not in sys.modules, sorted(m for m in sys.modules if 'tensorflow' in m)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode == 0, proc.stderr
     proc = harness(os.environ, "--help", python=("-X", "importtime"))  # each COMMAND --help: above
-    assert proc.returncode == 0 and proc.stdout == cli.command_help(None) + "\n"
+    assert proc.returncode == 0 and proc.stdout == cli_help.command_help(None) + "\n"
     assert "absl.flags" in imported(proc) and not [m for m in imported(proc) if m.startswith("tensorflow")]
 
 
@@ -202,18 +204,18 @@ def test_a_flag_of_another_command_exits_2_with_one_line_naming_its_command(args
 
 
 def test_the_refusal_follows_the_table_for_every_flag_and_command():
-    for name, (_, commands) in cli._FLAG_TABLE.items():
+    for name, (_, commands) in cli_options.FLAG_TABLE.items():
         for command in COMMANDS:
             target = {"run": [], "merge": ["a.json"]}.get(command, ["f.py:f"])
             with flagsaver.flagsaver():
                 flags.FLAGS[name].present = 1
                 if command in commands:
-                    cli._refuse_other_flags(command, target)
+                    cli_settings.refuse_other_flags(command, target)
                 else:
-                    with pytest.raises(cli.UsageError) as raised:
-                        cli._refuse_other_flags(command, target)
+                    with pytest.raises(cli_options.UsageError) as raised:
+                        cli_settings.refuse_other_flags(command, target)
                     said = str(raised.value)
-                    assert (f"--{name} is a flag of python -m harness {cli._and(commands)}, not of "
+                    assert (f"--{name} is a flag of python -m harness {cli_settings.and_list(commands)}, not of "
                             f"{'a plain run' if command == 'run' else command};" in said
                             or (command == "run" and said.startswith(f"--{name} describe the function of check "
                                                                      "PATH.py:NAME"))), said
@@ -223,21 +225,26 @@ def test_flags_of_two_other_commands_are_named_in_one_line():
     with flagsaver.flagsaver():
         for name in ("inputs", "mode"):
             flags.FLAGS[name].present = 1
-        with pytest.raises(cli.UsageError, match=r"^--mode is a flag of python -m harness run, check, repro, "
+        with pytest.raises(cli_options.UsageError, match=r"^--mode is a flag of python -m harness run, check, repro, "
                                                  r"explore and replay; "
                                                  r"--inputs is a flag of python -m harness check and repro, not of "
                                                  r"merge; give the command they belong to, or drop them$"):
-            cli._refuse_other_flags("merge", ["a.json"])
+            cli_settings.refuse_other_flags("merge", ["a.json"])
 
 
 # -- run is the plain run ---------------------------------------------------------------------------
 
 def test_run_is_the_plain_run():
-    assert cli._split(["harness"]) == cli._split(["harness", "run"]) == ("run", [])
-    with pytest.raises(cli.UsageError, match="run takes no arguments, got extra"):
-        cli._split(["harness", "run", "extra"])
-    with pytest.raises(cli.UsageError, match="unknown command 'list'.*listed with --list"):
-        cli._split(["harness", "list"])
+    assert cli_settings.split_command(["harness"]) == cli_settings.split_command(["harness", "run"]) == ("run", [])
+    with pytest.raises(cli_options.UsageError, match="run takes no arguments, got extra"):
+        cli_settings.split_command(["harness", "run", "extra"])
+    # Issue 26 item 4: --help listed `list`, which was an unknown command; it is a run with --list now.
+    with flagsaver.flagsaver():
+        assert cli_settings.split_command(["harness", "list"]) == ("run", []) and flags.FLAGS.list
+    with pytest.raises(cli_options.UsageError, match="list takes no arguments, got seeds"):
+        cli_settings.split_command(["harness", "list", "seeds"])
+    with pytest.raises(cli_options.UsageError, match="unknown command 'lists'; commands: run, .*, list "):
+        cli_settings.split_command(["harness", "lists"])
 
 
 def test_run_and_no_command_answer_alike(no_tensorflow, tmp_path):
@@ -257,22 +264,22 @@ def test_the_rerun_commands_the_harness_prints_pass_the_refusal():
     with flagsaver.flagsaver():  # every flag a rerun carries over
         flags.FLAGS(["harness", "--case_file=mine.py", "--library", "--unconnected_gradients=zero", "--strict_xpass",
                      "--nonumeric", "--noupstream", "--numeric_full", "--repeat=3"])
-        settings = dataclasses.replace(cli._settings("run", []), modes=("eager",))
-        lines = [cli.rerun_command("check.f", "x=1.0", settings, check), cli.rerun_command("a.b", "x=1.0", settings)]
+        settings = dataclasses.replace(cli_settings.settings_for("run", []), modes=("eager",))
+        lines = [cli_settings.rerun_command("check.f", "x=1.0", settings, check), cli_settings.rerun_command("a.b", "x=1.0", settings)]
     assert lines[0].startswith("python -m harness check f.py:f ") and "--nonumeric" in lines[1]
     for line in lines:
         with flagsaver.flagsaver():
-            command, args = cli._split(flags.FLAGS(["harness", *shlex.split(line)[3:]]))
-            cli._refuse_other_flags(command, args)
+            command, args = cli_settings.split_command(flags.FLAGS(["harness", *shlex.split(line)[3:]]))
+            cli_settings.refuse_other_flags(command, args)
 
 
 def test_cases_splits_at_commas_outside_brackets_only():
     # Issue 23 item 1: every printed rerun line holds a point label, which has commas in it.
-    assert cli.split_patterns("seeds.*, t.mul[x=2.0,y=3.0],t.v[x=float32[8,64]],seeds.s[pq],") == [
+    assert cli_options.split_patterns("seeds.*, t.mul[x=2.0,y=3.0],t.v[x=float32[8,64]],seeds.s[pq],") == [
         "seeds.*", "t.mul[x=2.0,y=3.0]", "t.v[x=float32[8,64]]", "seeds.s[pq]"]
     with flagsaver.flagsaver():
         flags.FLAGS(["harness", "--cases=t.mul[x=2.0,y=3.0],docs.*"])
-        assert cli.CASES.value == ["t.mul[x=2.0,y=3.0]", "docs.*"]
+        assert cli_options.CASES.value == ["t.mul[x=2.0,y=3.0]", "docs.*"]
 
 
 def test_the_matrix_scripts_help_names_the_harness_arguments_and_keeps_versions_whole(no_tensorflow):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import merge, render
+from harness.matrix import merge, outputs, render
 from harness.matrix.merge import ABSENT, NOT_INSTALLED, NOT_RUN, MergeError
 
 MODES = ("eager", "function", "graph")
@@ -304,7 +304,7 @@ def test_main_writes_every_output(tmp_path):
     paths = [write(tmp_path, "report-2.16.2.json", report("2.16.2", result("a"))),
              write(tmp_path, "report-2.21.0.json", report("2.21.0", result("a", function=raised("ValueError", "v"))))]
     outs = [str(tmp_path / n) for n in ("m.md", "m.html", "m.json")]
-    assert merge.main(paths, *outs) == 0
+    assert outputs.main(paths, *outs) == 0
     markdown_text, page, data = (Path(out).read_text(encoding="utf-8") for out in outs)
     assert "function: ok → ValueError" in markdown_text
     assert "<table" in page
@@ -313,22 +313,22 @@ def test_main_writes_every_output(tmp_path):
 
 def test_main_checks_output_paths_before_reading_any_report(tmp_path):
     with pytest.raises(MergeError, match="does not exist; create it first"):
-        merge.main([str(tmp_path / "missing.json")], markdown_out=str(tmp_path / "no" / "m.md"))
+        outputs.main([str(tmp_path / "missing.json")], markdown_out=str(tmp_path / "no" / "m.md"))
 
 
 def test_main_refuses_to_run_without_reports_or_outputs(tmp_path):
     path = write(tmp_path, "r.json", report("2.21.0", result("a")))
     with pytest.raises(MergeError, match="nothing to write"):
-        merge.main([path])
+        outputs.main([path])
     with pytest.raises(MergeError, match="no reports to merge"):
-        merge.main([], markdown_out=str(tmp_path / "m.md"))
+        outputs.main([], markdown_out=str(tmp_path / "m.md"))
 
 
 def test_main_passes_on_a_bad_report_as_merge_error_and_writes_nothing(tmp_path):
     good = write(tmp_path, "good.json", report("2.21.0", result("a")))
     bad = write(tmp_path, "bad.json", "{")
     with pytest.raises(MergeError, match="bad.json: not JSON"):
-        merge.main([good, bad], markdown_out=str(tmp_path / "m.md"))
+        outputs.main([good, bad], markdown_out=str(tmp_path / "m.md"))
     assert not (tmp_path / "m.md").exists()
 
 

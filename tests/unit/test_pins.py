@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness.matrix import merge, pins
+from harness.matrix import outputs, pins
 from tests.helpers import ROOT
 
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
@@ -181,7 +181,7 @@ def test_workflow_runs_the_documented_harness_commands():
     assert merges == [("python -m harness merge report-*.json --markdown_out matrix.md --html_out matrix.html "
                        "--json_out matrix.json")]
     # Each merge flag is a parameter of the function the CLI hands it to.
-    parameters = inspect.signature(merge.main).parameters
+    parameters = inspect.signature(outputs.main).parameters
     for flag in re.findall(r"--(\w+)", merges[0]):
         assert flag in parameters
     assert 'cat matrix.md >> "$GITHUB_STEP_SUMMARY"' in lines

@@ -16,6 +16,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from harness.cli import settings as cli_settings
 from harness.record import replay, serial, store
 from harness.records import CaseInfo, RunOptions
 from harness.verdict import judge_measured
@@ -277,27 +278,26 @@ def test_replay_and_a_run_with_recorded_replace_the_library_and_rerun_through_re
     from absl import flags
     from absl.testing import flagsaver
 
-    from harness import cli
 
     folder = recording(tmp_path / "rec", [])
     with flagsaver.flagsaver():
         flags.FLAGS(["harness", "--order=2", "--expect=numeric:values differ:a straight-through estimator"])
-        replayed = cli._settings("replay", [str(folder)])
+        replayed = cli_settings.settings_for("replay", [str(folder)])
     with flagsaver.flagsaver():
         flags.FLAGS(["harness", f"--recorded={folder}"])
-        run = cli._settings("run", [])
+        run = cli_settings.settings_for("run", [])
     for settings in (replayed, run):
         assert settings.origins.recorded[0] == str(folder) and not settings.origins.library
     assert replayed.origins.recorded[1:] == (2, ("numeric:values differ:a straight-through estimator",))
-    rerun = cli.rerun_command("recorded.m.f", "x=1.0", replayed)
+    rerun = cli_settings.rerun_command("recorded.m.f", "x=1.0", replayed)
     assert shlex.split(rerun) == ["python", "-m", "harness", "replay", str(folder), "--order=2",
                                   "--expect=numeric:values differ:a straight-through estimator", "--mode=all",
                                   "--cases=recorded.m.f[x=1.0]"]
-    assert shlex.split(cli.rerun_command("recorded.m.f", "x=1.0", run))[:5] == ["python", "-m", "harness", "replay",
+    assert shlex.split(cli_settings.rerun_command("recorded.m.f", "x=1.0", run))[:5] == ["python", "-m", "harness", "replay",
                                                                               str(folder)]
     with flagsaver.flagsaver():  # the rerun command parses and takes its flags
-        command, args = cli._split(flags.FLAGS(["harness", *shlex.split(rerun)[3:]]))
-        cli._refuse_other_flags(command, args)
+        command, args = cli_settings.split_command(flags.FLAGS(["harness", *shlex.split(rerun)[3:]]))
+        cli_settings.refuse_other_flags(command, args)
     assert (command, args) == ("replay", [str(folder)])
 
 

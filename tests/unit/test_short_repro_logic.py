@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 
+from harness.cli import repro as cli_repro
 from harness.records import Differentiated, ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Verdict
 from harness.repro import issue, minimize, script, short, verify
 from harness.repro.script import ScriptParts
 from tests.helpers import REPO
-
 
 # -- the pieces, without TensorFlow --------------------------------------------------------------
 
@@ -399,12 +399,11 @@ def test_a_printed_value_must_stay_the_value_not_only_a_number_in_its_place():
 def test_an_interrupt_while_writing_reproductions_is_said_in_one_line():
     from pathlib import Path
 
-    from harness import cli
 
-    done = [True, cli._Stopped(Path("r/a/x=1.0"), "the script as written"), cli._Stopped(Path("r/b/x=2.0"), ""),
-            cli._Stopped(Path("r/c/x=3.0"), "")]
-    assert cli._stopped_line(done) == (
+    done = [True, cli_repro.Stopped(Path("r/a/x=1.0"), "the script as written"), cli_repro.Stopped(Path("r/b/x=2.0"), ""),
+            cli_repro.Stopped(Path("r/c/x=3.0"), "")]
+    assert cli_repro.stopped_line(done) == (
         "harness: interrupted while writing reproductions: r/a/x=1.0/repro.py holds the script as written, not "
         "checked in a fresh process; 1 of 4 reproductions was finished before it; 2 were not written; no ISSUE.md "
         "beside an unchecked script")
-    assert "\n" not in cli._stopped_line(done)
+    assert "\n" not in cli_repro.stopped_line(done)

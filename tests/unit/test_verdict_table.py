@@ -2,7 +2,8 @@
 all say what records.VERDICTS says. Pure logic: no TensorFlow."""
 
 import re
-from harness import cli
+
+from harness.cli import help as cli_help
 from harness.matrix import render
 from harness.records import VERDICTS, Verdict, exit_status_text
 from harness.report import junit, text
@@ -36,8 +37,8 @@ def test_the_exit_status_sentence_is_the_tables_in_the_help_and_the_readme():
     sentence = exit_status_text()
     assert sentence == ("Exit status: 0 when every verdict is pass, xfail, xpass or skip; 1 when any is fail, flaky, "
                         "error, crash or timeout; 2 for a usage error.")
-    assert cli._VERDICT_EXIT == sentence
-    assert " ".join(cli.command_help("check").split()).count(sentence) == 1
+    assert cli_help.VERDICT_EXIT == sentence
+    assert " ".join(cli_help.command_help("check").split()).count(sentence) == 1
     assert sentence[:-1] in " ".join(README.split())
     table = README[README.index("| verdict | meaning |"):README.index("Exit status: 0")]
     assert re.findall(r"`(\w+)`", " ".join(line.split("|")[1] for line in table.splitlines()[2:] if line)) == [

@@ -1,0 +1,39 @@
+"""python -m harness record DIR -- CMD: run a command with the recorder in every Python process it
+starts (harness.record).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+from harness.cli.options import RECORD_POINTS, UsageError
+
+
+def record_command(folder: str, command: Sequence[str]) -> int:
+    """python -m harness record DIR -- CMD: runs CMD with the recorder started in its Python processes."""
+    import subprocess  # noqa: PLC0415
+
+    import harness  # noqa: PLC0415
+    from harness.record import hook, store  # noqa: PLC0415
+
+    if Path(folder).exists() and not Path(folder).is_dir():
+        raise UsageError(f"{folder} is a file; give a directory for the recording (it is created if missing)")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        store.clear(folder)
+    except OSError as e:
+        raise UsageError(f"cannot write {folder}: {e.strerror or e}; choose another directory") from None
+    site = Path(hook.__file__).resolve().parent / "_site"
+    root = Path(harness.__file__).resolve().parent.parent
+    path = [str(site)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **{hook.ENV_FOLDER: os.path.abspath(folder),
+                                                                   hook.ENV_POINTS: str(RECORD_POINTS.value),
+                                                                   hook.ENV_PATH: str(root)})
+    try:
+        return subprocess.run(list(command), env=env, check=False).returncode
+    except OSError as e:
+        raise UsageError(f"cannot run {command[0]}: {e.strerror or e}; give the command after --, e.g. "
+                         "python -m harness record DIR -- python -m unittest") from None
+

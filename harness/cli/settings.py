@@ -1,0 +1,371 @@
+"""The command's Settings, read and checked from the flags once before any case runs, and the rerun
+command a result prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from absl import flags
+
+from harness import modes as _modes
+from harness import report as _report
+from harness.cli.help import COMMANDS
+from harness.cli.options import (
+    CASE_FILES,
+    CASES,
+    CASES_PER_EXTRA_WORKER,
+    CHECK_CMD,
+    DTYPE,
+    EXAMPLES,
+    EXPECT,
+    EXPLORE,
+    EXPLORE_CMD,
+    FLAG_TABLE,
+    FULL,
+    INPROCESS,
+    INPUTS,
+    JOBS,
+    JSON_OUT,
+    JSONL_OUT,
+    JUNIT_OUT,
+    LIBRARY,
+    LIST,
+    LIST_CMD,
+    MINIMIZE,
+    MINIMIZE_SECONDS,
+    MODE,
+    NUM_SHARDS,
+    NUMERIC,
+    NUMERIC_FULL,
+    ORDER,
+    OUT,
+    POINT,
+    RECORD_CMD,
+    RECORDED,
+    REPEAT,
+    REPLAY_CMD,
+    REPRO_CMD,
+    REPRO_DIR,
+    RUN_CMD,
+    SEED,
+    SHARD_INDEX,
+    STRICT_XPASS,
+    SYMMETRIC,
+    TIMEOUT,
+    UNCONNECTED,
+    UPSTREAM,
+    WRT,
+    UsageError,
+)
+from harness.records import RunOptions
+
+
+def check_spec(target: str, domains: Sequence = ()):
+    from harness.checking import CheckSpec, InputError, parse_expect, parse_inputs  # noqa: PLC0415
+
+    path, colon, name = target.rpartition(":")
+    if not colon or not path.endswith(".py") or not name.isidentifier():
+        raise UsageError(f"{target!r} is not PATH.py:NAME; e.g. tests/data/my_grads.py:log1pexp")
+    if not Path(path).is_file():  # said now, not by a worker after TensorFlow's import
+        what = "is a directory" if Path(path).is_dir() else "does not exist"
+        raise UsageError(f"{path} {what}; give the Python file that defines {name}")
+    try:
+        if not domains:
+            parse_inputs(INPUTS.value, DTYPE.value)  # refuse bad literals before any case runs
+        for text in EXPECT.value:
+            parse_expect(text)
+    except InputError as e:
+        raise UsageError(str(e)) from None
+    return CheckSpec(target=target, inputs=tuple(INPUTS.value), dtype=DTYPE.value, order=ORDER.value,
+                     wrt=tuple(WRT.value or ()), expect=tuple(EXPECT.value), symmetric=tuple(SYMMETRIC.value or ()),
+                     domains=tuple(domains))
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Everything a command does, read from the flags once (settings_for), before any case runs.
+
+    The steps after it read this record, never a flag: what runs, how it is judged (`options`),
+    where reports and reproductions go, and what a rerun command must carry.
+    """
+
+    command: str
+    modes: tuple[str, ...]
+    options: RunOptions
+    strict_xpass: bool
+    check: object  # harness.checking.CheckSpec for a PATH.py:NAME target, else None
+    patterns: Optional[tuple[str, ...]]
+    origins: object  # harness.worker.Origins: where the cases come from
+    shard: tuple[int, int]
+    case_files: tuple[str, ...]
+    library: Optional[bool]  # as given: a rerun command carries --library only when it was
+    jobs: int
+    timeout: float
+    inprocess: bool
+    list_only: bool
+    json_out: Optional[str]
+    junit_out: Optional[str]
+    jsonl_out: Optional[str]  # the stream's path: --jsonl_out, else beside --json_out
+    repro_dir: Optional[str]
+    out: Optional[str]
+    full: bool
+    minimize: bool
+    minimize_seconds: float
+    matrix: Optional[dict] = dataclasses.field(default=None, compare=False)  # --matrix_json's contents
+    explore: int = 0  # --explore N
+    examples: int = 0  # explore --examples
+    seed: Optional[int] = None
+    domains: tuple = ()  # explore --domain: (argument, Domain) pairs
+    recorded: Optional[str] = None  # replay DIR, or repro --recorded DIR: the recorded folder
+
+
+def settings_for(command: str, args: Sequence[str]) -> Settings:
+    """Checks and reads every flag `command` takes; a mistake is a UsageError, before any case runs."""
+    from harness.cli.explore import explore_domains, explore_module  # noqa: PLC0415 - it imports this module
+    from harness.cli.repro import check_repro_flags  # noqa: PLC0415 - it imports this module
+    from harness.worker import Origins  # noqa: PLC0415
+
+    if command == REPRO_CMD and not OUT.value:
+        raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
+    if command == EXPLORE_CMD or EXPLORE.value:
+        explore_module()  # Hypothesis missing: said before any case runs
+    domains = explore_domains(args[0]) if command == EXPLORE_CMD else ()
+    modes = _modes.parse_modes(MODE.value)
+    check_outputs()
+    matrix = check_repro_flags(command)
+    recorded = recorded_folder(command, args)
+    target = args[0] if args and command != REPLAY_CMD else None
+    check = check_spec(target, domains) if target and (command == CHECK_CMD or ".py:" in target) else None
+    if command == EXPLORE_CMD:
+        patterns = [f"check.{check.name}" if check else target]
+        default_library = not (CASE_FILES.value or check)
+    else:
+        patterns = CASES.value
+        if command == REPRO_CMD:
+            chosen = f"check.{check.name}" if check else target
+            patterns = [f"{chosen}[{POINT.value}]"] if POINT.value else ([target] if check is None else None)
+        # Case files and check targets replace the library, unless a repro names a case id.
+        default_library = (command == REPRO_CMD and check is None) or not (CASE_FILES.value or check)
+    default_library = default_library and recorded is None  # a recording replaces the library too
+    with_library = LIBRARY.value if LIBRARY.value is not None else default_library
+    if not with_library and not CASE_FILES.value and check is None and recorded is None:
+        raise UsageError("no cases: give --case_file, or drop --nolibrary")
+    origins = Origins(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
+                      themes=themes(patterns),
+                      recorded=(recorded, ORDER.value, tuple(EXPECT.value) if command == REPLAY_CMD else ())
+                      if recorded else None)
+    options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
+                         numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value)
+    return Settings(
+        command=command, modes=modes, options=options, strict_xpass=STRICT_XPASS.value, check=check,
+        patterns=tuple(patterns) if patterns else None, origins=origins,
+        shard=(0, 1) if command == EXPLORE_CMD else shard(), case_files=tuple(CASE_FILES.value),
+        library=LIBRARY.value, jobs=JOBS.value, timeout=TIMEOUT.value, inprocess=INPROCESS.value,
+        list_only=LIST.value, json_out=JSON_OUT.value, junit_out=JUNIT_OUT.value, jsonl_out=jsonl_path(),
+        repro_dir=REPRO_DIR.value, out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
+        minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value, examples=EXAMPLES.value,
+        seed=SEED.value, domains=tuple(domains), recorded=recorded)
+
+
+def recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
+    """replay's DIR (or repro's --recorded), checked to hold a recording, before any case runs."""
+    folder = args[0] if command == REPLAY_CMD else RECORDED.value  # --recorded: a run (the matrix's), or repro
+    if not folder:
+        return None
+    from harness.checking import InputError, parse_expect  # noqa: PLC0415
+    from harness.record import store  # noqa: PLC0415
+
+    try:
+        store.read(folder)
+        for text in EXPECT.value if command == REPLAY_CMD else ():
+            parse_expect(text)
+    except (store.RecordError, InputError) as e:
+        raise UsageError(str(e)) from None
+    return os.path.abspath(folder)
+
+
+def rerun_command(case_id: str, point: str, s: Settings, check=None, inputs: Optional[Sequence[str]] = None) -> str:
+    """The command line that reruns one case at one point alone with the settings `s`; `check`
+    the check spec it reruns (None: a case id), whose `inputs` (default: all of them) are the
+    point's --inputs."""
+    mode = "all" if tuple(s.modes) == _modes.CORE_MODES else ",".join(s.modes)
+    parts = ["python", "-m", "harness"] + (["replay", s.recorded] if s.recorded else [])
+    if s.recorded:  # a recorded case reruns through replay, whichever command ran it
+        parts += ([f"--order={s.origins.recorded[1]}"] if s.origins.recorded[1] != 1 else [])
+        parts += [f"--expect={text}" for text in s.origins.recorded[2]]
+    if check is not None:
+        parts += ["check", check.target] + [f"--inputs={i}" for i in (check.inputs if inputs is None else inputs)]
+        parts += [f"--order={check.order}", f"--dtype={check.dtype}"]
+        if check.wrt:
+            parts.append(f"--wrt={','.join(check.wrt)}")
+        parts += [f"--expect={text}" for text in check.expect]
+        if check.symmetric:
+            parts.append(f"--symmetric={','.join(check.symmetric)}")
+    parts.append(f"--mode={mode}")
+    if check is None:
+        parts.append(f"--cases={case_id}[{point}]")
+    parts += [f"--case_file={path}" for path in s.case_files]
+    if s.library and s.case_files:
+        parts.append("--library")
+    if s.options.unconnected_zero:
+        parts.append("--unconnected_gradients=zero")
+    if s.strict_xpass:
+        parts.append("--strict_xpass")
+    if not s.options.numeric:
+        parts.append("--nonumeric")
+    if not s.options.upstream:
+        parts.append("--noupstream")
+    if s.options.numeric_full:
+        parts.append("--numeric_full")
+    if s.options.repeat != 1:
+        parts.append(f"--repeat={s.options.repeat}")
+    return shlex.join(parts)
+
+
+def jsonl_path() -> Optional[str]:
+    if JSONL_OUT.value:
+        return JSONL_OUT.value
+    if JSON_OUT.value:
+        return str(Path(JSON_OUT.value).with_suffix(".jsonl"))
+    return None
+
+
+def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """(the command, its arguments) from the arguments absl left; `run` and no command are one run."""
+    if len(argv) < 2:
+        return RUN_CMD, []
+    command, args = argv[1], list(argv[2:])
+    if command == LIST_CMD:  # the same as a run with --list
+        if args:
+            raise UsageError(f"list takes no arguments, got {' '.join(args)}; select cases with --cases")
+        flags.FLAGS.list = True
+        return RUN_CMD, []
+    if command not in COMMANDS:
+        raise UsageError(f"unknown command {command!r}; commands: {', '.join(COMMANDS)}, list (select cases with "
+                         "--cases)")
+    if command == RUN_CMD and args:
+        raise UsageError(f"run takes no arguments, got {' '.join(args)}; select cases with --cases")
+    if command == RECORD_CMD and (not args or len(args) < 2):
+        raise UsageError("record takes a folder and the command to run: python -m harness record DIR -- CMD ...")
+    if command in (CHECK_CMD, REPRO_CMD, EXPLORE_CMD, REPLAY_CMD) and len(args) != 1:
+        raise UsageError(f"{command} takes one target, got {len(args)}: {' '.join(args) or 'none'}")
+    return command, args
+
+
+def and_list(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def refuse_other_flags(command: str, args: Sequence[str]) -> None:
+    """Refuses a flag given to a command that does not take it (where it would do nothing), naming
+    the commands it belongs to."""
+    if command == RUN_CMD or (command in (REPRO_CMD, EXPLORE_CMD) and ".py:" not in args[0]):
+        given = [f"--{f.name}" for f in (WRT, EXPECT, SYMMETRIC) if flags.FLAGS[f.name].present]
+        if given:  # more than "not here": what says the same for a case
+            raise UsageError(f"{', '.join(given)} describe the function of check PATH.py:NAME; a case file says "
+                             "the same with Case(wrt=..., expectations=..., symmetric=...)")
+    belong: dict[tuple[str, ...], list[str]] = {}
+    for name, (_, commands) in FLAG_TABLE.items():
+        if command not in commands and flags.FLAGS[name].present:
+            belong.setdefault(commands, []).append(f"--{name}")
+    if not belong:
+        return
+    one = sum(len(given) for given in belong.values()) == 1
+    parts = [f"{', '.join(given)} {'is a flag' if len(given) == 1 else 'are flags'} of python -m harness "
+             f"{and_list(commands)}" for commands, given in belong.items()]
+    here = "a plain run" if command == RUN_CMD else command
+    raise UsageError(f"{'; '.join(parts)}, not of {here}; give the command {'it belongs' if one else 'they belong'} "
+                     f"to, or drop {'it' if one else 'them'}")
+
+
+def distinct_outputs(outputs: Sequence[tuple[str, Optional[str]]], inputs: Sequence[str] = ()) -> None:
+    """Refuses two outputs, or an output and an input, that are one file (compared resolved)."""
+    seen = {os.path.realpath(path): f"input report {path}" for path in inputs}
+    for what, path in outputs:
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{seen[real]} and {what} are the same file {path}; give each its own path")
+        seen[real] = what
+
+
+def check_outputs() -> None:
+    stream = "--jsonl_out" if JSONL_OUT.value else "the JSON Lines stream (--json_out with the suffix .jsonl)"
+    distinct_outputs([("--json_out", JSON_OUT.value), ("--junit_out", JUNIT_OUT.value), (stream, jsonl_path())])
+    if JSON_OUT.value and not JSONL_OUT.value:  # the flag validators checked the others
+        try:
+            _report.check_writable(jsonl_path())
+        except ValueError as e:
+            raise UsageError(f"{stream}: {e}, or give --jsonl_out") from None
+
+
+def write_outputs(outputs: Sequence[tuple[str, str]]) -> bool:
+    """Writes each (path, text); a failure is one line on stderr and the rest are still written.
+
+    Returns:
+      Whether every one was written.
+    """
+    return _report.write_each(outputs, wrote=lambda path: say(f"wrote {path}"))
+
+
+def say(text: str) -> None:
+    """One line of the harness's own on stderr: `harness: TEXT`, no log record's time or thread."""
+    sys.stderr.write(f"harness: {text}\n")
+    sys.stderr.flush()
+
+
+def themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
+    """Library modules the patterns can select from; None when any could match."""
+    if not patterns:
+        return None
+    themes = set()
+    for pattern in patterns:
+        theme = pattern.split("[")[0].split(".")[0]
+        if not theme or any(c in theme for c in "*?[]"):
+            return None
+        themes.add(theme)
+    return tuple(sorted(themes))
+
+
+def runner_for(s: Settings):
+    from harness import head_start, pool  # noqa: PLC0415 - no TensorFlow unless in-process
+
+    if s.inprocess:
+        head_start.discard()  # a --flagfile said --inprocess: the worker started ahead is not needed
+        return pool.InProcess(s.origins)
+    return pool.WorkerPool(s.timeout, s.origins)
+
+
+def pool_size(cases: int, jobs: int) -> int:
+    if jobs:
+        return jobs
+    return max(1, min(os.cpu_count() or 1, 1 + (cases - 1) // CASES_PER_EXTRA_WORKER))
+
+
+def shard() -> tuple[int, int]:
+    """(index, count) from the flags, else from the variables test runners set."""
+    def number(flag, variable: str, default: int) -> int:
+        if flag.value is not None:
+            return flag.value
+        text = os.environ.get(variable, "")
+        if not text:
+            return default
+        if not text.isdigit():
+            raise UsageError(f"${variable}={text!r} is not a number; unset it or give --{flag.name}")
+        return int(text)
+
+    index, count = number(SHARD_INDEX, "TEST_SHARD_INDEX", 0), number(NUM_SHARDS, "TEST_TOTAL_SHARDS", 1)
+    if count < 1 or index >= count:
+        raise UsageError(f"shard index {index} is not below the number of shards {count}; "
+                         "give --shard_index from 0 to --num_shards - 1")
+    if os.environ.get("TEST_SHARD_STATUS_FILE") and count > 1:
+        Path(os.environ["TEST_SHARD_STATUS_FILE"]).touch()  # tells the test runner sharding is supported
+    return index, count
+
