@@ -326,7 +326,7 @@ def test_a_derived_jsonl_path_that_is_a_directory_is_a_usage_error(tmp_path):
 def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(tmp_path, monkeypatch, capsys):
     import shutil
 
-    from harness import cli
+    from harness.cli import run as cli_run
 
     (tmp_path / "cases.py").write_text(CASE_FILE)
     (tmp_path / "out").mkdir()
@@ -336,7 +336,7 @@ def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(t
         shutil.rmtree(tmp_path / "out")
         return real(settings)
 
-    monkeypatch.setattr(cli, "_runner", vanish)
+    monkeypatch.setattr(cli_run, "runner_for", vanish)  # where the run looks it up
     status = run_here(f"--case_file={tmp_path / 'cases.py'}", "--cases=small.square", "--mode=eager",
                       "--nonumeric", "--noupstream", f"--json_out={tmp_path / 'out' / 'r.json'}",
                       f"--junit_out={tmp_path / 'r.xml'}", f"--jsonl_out={tmp_path / 'r.jsonl'}")

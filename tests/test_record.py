@@ -164,7 +164,7 @@ def test_a_rerun_command_reruns_its_point_through_replay(replayed, recorded):
     proc = subprocess.run([sys.executable] + shlex.split(command)[1:], capture_output=True, text=True,
                           cwd=str(out), timeout=600, env=dict(os.environ, PYTHONPATH=REPO))
     assert proc.returncode == 1 and proc.stdout.startswith("FAIL     recorded.mylib.ops.scaled_square[x=3.0]")
-    assert proc.stdout.splitlines()[-1].startswith("1 cases at 1 points: 1 fail in ")
+    assert proc.stdout.splitlines()[-1].startswith("1 case at 1 point: 1 fail in ")
 
 
 def test_repro_dir_writes_a_reproduction_of_each_recorded_failure(replayed):

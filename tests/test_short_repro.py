@@ -258,14 +258,22 @@ def test_minimize_keeps_a_numeric_deviations_function_and_values(tmp_path):
 
 @pytest.mark.slow
 def test_minimize_keeps_the_smallest_script_when_its_budget_runs_out(tmp_path):
+    # A budget of 10 s runs out long before the 1000-odd candidates a whole minimisation tries (43 s
+    # on an idle machine); whether a smaller script held within it depends on the machine, so both
+    # endings are accepted, each with what it must keep (the budget logic itself: tests/unit, on a
+    # fake clock).
     proc = _harness("repro", f"{PADDED}:padded", "--inputs=1.5", f"--out={tmp_path / 'out'}", "--minimize",
-                    "--minimize_seconds=60", timeout=600)
+                    "--minimize_seconds=10", timeout=600)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    said = next(s for s in proc.stdout.splitlines() if s.startswith("check.padded[x=1.5]: "))
-    assert said.endswith("; stopped at the time budget of 60 s, so this is the smallest script found so far"), said
-    before, after = (int(n) for n in said.split("from ")[1].split(" lines")[0].split(" to "))
     script = (tmp_path / "out" / "repro.py").read_text()
-    assert after < before and len(script.splitlines()) == after, said
+    said = next(s for s in proc.stdout.splitlines() if s.startswith("check.padded[x=1.5]: "))
+    if "not minimised" in said:
+        assert "repro.py not minimised: stopped at the time budget of 10 s (" in said, said
+        assert len(script.splitlines()) == 74, said  # the script as written
+    else:
+        assert said.endswith("; stopped at the time budget of 10 s, so this is the smallest script found so far"), said
+        before, after = (int(n) for n in said.split("from ")[1].split(" lines")[0].split(" to "))
+        assert after < before and len(script.splitlines()) == after, said
     ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
     assert ran.returncode == 1 and "eager: ValueError" in ran.stdout and "function: InternalError" in ran.stdout
     assert ran.stdout.strip() in (tmp_path / "out" / "ISSUE.md").read_text()

@@ -137,7 +137,7 @@ def test_without_keras_2_every_step_mode_skips_and_says_what_to_install(cases, m
         for mode in STEP_MODES:
             outcome = result.outcomes[mode]
             assert outcome.status.value == "skip"
-            assert outcome.note.startswith("needs tf_keras (pip install 'harness[keras]')")
+            assert outcome.note.startswith("needs tf_keras (pip install '.[keras]' in the harness checkout)")
 
 
 @pytest.fixture(scope="module")
