@@ -326,7 +326,7 @@ def test_a_derived_jsonl_path_that_is_a_directory_is_a_usage_error(tmp_path):
 def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(tmp_path, monkeypatch, capsys):
     import shutil
 
-    from harness.cli import run as cli_run
+    from harness.cli import run_loop as cli_run
 
     (tmp_path / "cases.py").write_text(CASE_FILE)
     (tmp_path / "out").mkdir()
@@ -341,7 +341,7 @@ def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(t
                       "--nonumeric", "--noupstream", f"--json_out={tmp_path / 'out' / 'r.json'}",
                       f"--junit_out={tmp_path / 'r.xml'}", f"--jsonl_out={tmp_path / 'r.jsonl'}")
     captured = capsys.readouterr()
-    errors = [line for line in captured.err.splitlines() if line.startswith("harness:")]
+    errors = [line for line in captured.err.splitlines() if line.startswith("harness: cannot")]
     assert status == 1 and len(errors) == 1, captured.err
     assert f"cannot write {tmp_path / 'out' / 'r.json'}: No such file or directory" in errors[0]
     assert "Traceback" not in captured.err and "1 case at 1 point: 1 pass" in captured.out

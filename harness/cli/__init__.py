@@ -4,7 +4,7 @@
     help      --help and COMMAND --help, read from that table; parsing the flags
     settings  the Settings a command runs with, read from the flags once before any case runs;
               the rerun command, the output paths and the workers
-    run       the run loop of run, check, repro, replay and list: stream, reports, summary
+    run_loop  the run loop of run, check, repro, replay and list: stream, reports, summary
     repro     repro.py and ISSUE.md for a result: written, checked, minimised
     explore   explore, and a run's --explore
     merge     merge: reports of several releases into one version matrix
@@ -29,7 +29,7 @@ from harness.cli.help import parse_flags, usage_exit
 from harness.cli.merge import merge_command
 from harness.cli.options import EXPLORE_CMD, MERGE_CMD, RECORD_CMD, UsageError
 from harness.cli.record import record_command
-from harness.cli.run import Run
+from harness.cli.run_loop import Run
 from harness.cli.settings import refuse_other_flags, settings_for, split_command
 
 __all__ = ["main", "run"]

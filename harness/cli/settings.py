@@ -72,9 +72,6 @@ def check_spec(target: str, domains: Sequence = ()):
     path, colon, name = target.rpartition(":")
     if not colon or not path.endswith(".py") or not name.isidentifier():
         raise UsageError(f"{target!r} is not PATH.py:NAME; e.g. tests/data/my_grads.py:log1pexp")
-    if not Path(path).is_file():  # said now, not by a worker after TensorFlow's import
-        what = "is a directory" if Path(path).is_dir() else "does not exist"
-        raise UsageError(f"{path} {what}; give the Python file that defines {name}")
     try:
         if not domains:
             parse_inputs(INPUTS.value, DTYPE.value)  # refuse bad literals before any case runs
@@ -82,6 +79,9 @@ def check_spec(target: str, domains: Sequence = ()):
             parse_expect(text)
     except InputError as e:
         raise UsageError(str(e)) from None
+    if not Path(path).is_file():  # said now, not by a worker after TensorFlow's import
+        what = "is a directory" if Path(path).is_dir() else "does not exist"
+        raise UsageError(f"{path} {what}; give the Python file that defines {name}")
     return CheckSpec(target=target, inputs=tuple(INPUTS.value), dtype=DTYPE.value, order=ORDER.value,
                      wrt=tuple(WRT.value or ()), expect=tuple(EXPECT.value), symmetric=tuple(SYMMETRIC.value or ()),
                      domains=tuple(domains))

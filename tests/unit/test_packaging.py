@@ -2,7 +2,6 @@
 non-editable install (the README's own), though every test run from the checkout passes."""
 
 import configparser
-from pathlib import Path
 
 from tests.helpers import ROOT
 
