@@ -204,6 +204,13 @@ _VECTOR = {"x": np.array([-2.0, -0.3, 0.0, 0.4, 1.7], np.float32)}
 _PYTHON_CANNOT_BE_SAVED = ("tf.numpy_function runs a Python function of this process: a SavedModel holds the "
                            "op but not the function, so a loading process cannot run it")
 
+# Under mixed_float16 a clip inside grad_fn sees the loss-scaled upstream gradient.
+_CLIPS_THE_SCALED_DY = ("under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer, which differentiates "
+                        "the loss times the loss scale (2**15 at the first step: get_scaled_loss) and divides the "
+                        "gradients by it afterwards, so grad_fn clips the scaled dy and the clipped values come out "
+                        "divided by 32768")
+
+
 CASES = [
     Case(
         id="patterns.gradient_reversal",
@@ -266,10 +273,7 @@ CASES = [
             ),
             Expectation(
                 modes=["keras_mixed"], outcome=VALUES_DIFFER,
-                reason="under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer, which "
-                       "differentiates the loss times the loss scale (2**15 at the first step: "
-                       "get_scaled_loss) and divides the gradients by it afterwards, so grad_fn clips the scaled "
-                       "dy and the clipped values come out divided by 32768",
+                reason=_CLIPS_THE_SCALED_DY,
             ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
@@ -296,10 +300,7 @@ CASES = [
             ),
             Expectation(
                 modes=["keras_mixed"], outcome=VALUES_DIFFER,
-                reason="under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer, which "
-                       "differentiates the loss times the loss scale (2**15 at the first step: "
-                       "get_scaled_loss) and divides the gradients by it afterwards, so grad_fn clips the scaled "
-                       "dy and the clipped values come out divided by 32768",
+                reason=_CLIPS_THE_SCALED_DY,
             ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,

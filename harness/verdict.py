@@ -427,24 +427,36 @@ def _said_once(lines: Sequence[str], outcomes: Mapping[str, ModeOutcome]) -> lis
     return kept
 
 
+# The modes that trace the case's code through AutoGraph.
+_AUTOGRAPH_MODES = frozenset({"function", "xla", "saved_model", "keras_fit", "keras_xla", "keras_mixed",
+                              "keras_mirrored"})
 _WRONG_COUNT = re.compile(r"expected to return (\d+) gradients?, but returned (\d+)")
 _NONE_GRADIENT = re.compile(r"gradient wrt (\S+): \w+=None \(unconnected\) numeric=")
 
 
-def _hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutcome], lines: Sequence[str]) -> list[str]:
+def _hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutcome],
+           lines: Sequence[str]) -> list[str]:
     """What to do, for the common causes, each only where its cause is what happened here."""
     hints = []
     errors = [o.error for o in outcomes.values() if o.status is Status.ERROR and o.error is not None]
     custom = any(o.usage is not None and o.usage.ran for o in outcomes.values())
-    if any(e.is_a("OperatorNotAllowedInGraphError") or "as a Python `bool` is not allowed" in e.message
-           for e in errors):
-        if custom:
+    branching = [m for m, o in outcomes.items() if o.status is Status.ERROR and o.error is not None
+                 and (o.error.is_a("OperatorNotAllowedInGraphError")
+                      or "as a Python `bool` is not allowed" in o.error.message)]
+    if branching:
+        # Where a mode that runs AutoGraph raises it too, AutoGraph left the `if` alone; else only the
+        # modes without AutoGraph (graph, no_autograph, ...) do, and AutoGraph converted it.
+        if not any(m in _AUTOGRAPH_MODES for m in branching):
+            hints.append("hint: a Python `if` or bool() on a tensor cannot run in graph code without AutoGraph "
+                         "(a tf.compat.v1 graph, autograph=False): use tf.cond or tf.where")
+        elif custom:
             hints.append("hint: a Python `if` or bool() on a tensor inside a custom gradient cannot run in graph code, "
                          "and AutoGraph does not convert a function under @tf.custom_gradient: use tf.cond or "
                          "tf.where (TensorFlow's advice to decorate it with @tf.function does not help there)")
         else:
-            hints.append("hint: a Python `if` or bool() on a tensor cannot run in graph code without AutoGraph "
-                         "(a tf.compat.v1 graph, autograph=False): use tf.cond or tf.where")
+            hints.append("hint: a Python `if` or bool() on a tensor that AutoGraph did not convert (its source "
+                         "cannot be read, or it is in code AutoGraph leaves alone) cannot run in graph code: use "
+                         "tf.cond or tf.where")
     counts = next((m for m in (_WRONG_COUNT.search(e.message) for e in errors) if m), None)
     if counts or any("Num gradients" in e.message for e in errors):
         wanted = int(counts.group(1)) if counts else 0
@@ -456,9 +468,12 @@ def _hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutc
         hints.append("hint: multiply the gradient by dy: grad_fn must return the upstream gradient dy times the "
                      "derivative, not the derivative alone nor a sum over dy")
     unconnected = next((m.group(1) for m in (_NONE_GRADIENT.search(line) for line in lines) if m), None)
-    if unconnected:
+    if unconnected and custom:
         hints.append(f"hint: grad_fn returned None for {unconnected}, whose derivative is not zero here: None tells "
                      f"TensorFlow that {unconnected} does not affect the output; return its gradient")
+    elif unconnected:
+        hints.append(f"hint: the gradient of {unconnected} is None (unconnected), though its derivative is not zero "
+                     "here: an op on its path has no gradient, or tf.stop_gradient cuts it")
     return hints
 
 

@@ -62,7 +62,12 @@ def test_a_python_if_inside_a_custom_gradient_gets_the_tf_cond_hint_not_tensorfl
     plain = judged(ok("eager"), bool_error("function", IN_USER_CODE, usage=Usage()),
                    bool_error("graph", BOOL_TEXT, usage=Usage()))
     [hint] = [d for d in plain.details if d.startswith("hint: ")]
-    assert "custom gradient" not in hint and "without AutoGraph" in hint
+    assert "custom gradient" not in hint and "that AutoGraph did not convert" in hint
+    # An `if` around a custom gradient: AutoGraph converts it in function mode, only graph raises; the
+    # custom gradient ran, but the `if` is not inside it, and the hint does not say it is.
+    around = judged(eager, dataclasses.replace(ok("function"), usage=CUSTOM), bool_error("graph", BOOL_TEXT))
+    [hint] = [d for d in around.details if d.startswith("hint: ")]
+    assert "inside a custom gradient" not in hint and "without AutoGraph (a tf.compat.v1 graph" in hint
 
 
 def test_a_wrong_number_of_gradients_gets_the_one_per_input_hint():
@@ -93,9 +98,14 @@ def test_grad_fn_ignoring_dy_gets_the_multiply_by_dy_hint_and_nothing_else_does(
 def test_an_unconnected_none_where_the_derivative_is_not_zero_gets_its_hint():
     line = "order 1 gradient wrt y: eager=None (unconnected) numeric=1.5 abs err 1.5 rel err 1"
     numeric = OracleOutcome(name="numeric", status="differ", orders=(0, 1), differ=(1,), details=(line,))
-    r = judged(*[ok(m) for m in ("eager", "function", "graph")], oracles={"numeric": numeric})
+    r = judged(*[dataclasses.replace(ok(m), usage=CUSTOM) for m in ("eager", "function", "graph")],
+               oracles={"numeric": numeric})
     [hint] = [d for d in r.details if d.startswith("hint: ")]
     assert hint.startswith("hint: grad_fn returned None for y, whose derivative is not zero here")
+    # Without a custom gradient there is no grad_fn to blame: the op on the path is.
+    plain = judged(*[ok(m) for m in ("eager", "function", "graph")], oracles={"numeric": numeric})
+    [hint] = [d for d in plain.details if d.startswith("hint: ")]
+    assert "grad_fn" not in hint and "an op on its path has no gradient, or tf.stop_gradient cuts it" in hint
 
 
 def test_a_verdicts_block_shows_a_few_detail_lines_its_hints_and_says_where_the_rest_are():
