@@ -55,6 +55,15 @@ def timed(command: list[str], cwd: str, env: dict, ok=(0,)) -> tuple[float, floa
     return seconds, child_cpu() - cpu
 
 
+def plugin_args(python: str) -> list[str]:
+    """Load the recording plugin by its entry point where the install registered it, else by module
+    (naming the module where the entry point exists registers it twice, which pytest refuses)."""
+    probe = ("from importlib.metadata import entry_points; "
+             "print(any(e.name == 'harness-record' for e in entry_points(group='pytest11')))")
+    found = subprocess.run([python, "-c", probe], capture_output=True, text=True).stdout.strip() == "True"
+    return ["-p", "harness-record"] if found else ["-p", "harness.record.plugin"]
+
+
 def medians(command: list[str], cwd: str, env: dict, runs: int, ok=(0,)) -> tuple[float, float]:
     walls, cpus = zip(*(timed(command, cwd, env, ok) for _ in range(runs)))
     return statistics.median(walls), statistics.median(cpus)
@@ -64,7 +73,7 @@ def bench_recording(args, work: Path, env: dict) -> None:
     folder = work / "project"
     cwd = str(folder) if not args.suite else str(work)
     suite = shlex.split(args.suite) if args.suite else ["tests"]
-    base = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "harness.record.plugin", *suite]
+    base = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(args.python), *suite]
     # The suite's own exit status (larq's has errors under recent TensorFlow) is the same either way.
     ok = tuple(range(0, 6))
     plain = medians(base, cwd, env, args.runs, ok)
@@ -97,7 +106,7 @@ def case_file(recorded: Path, out: Path) -> list[str]:
 def bench_replay(args, work: Path, env: dict) -> None:
     folder = work / "project"
     recorded = work / "rec"
-    proc = subprocess.run([args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "harness.record.plugin",
+    proc = subprocess.run([args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(args.python),
                            "tests", f"--harness-record={recorded}"], cwd=folder, env=env, capture_output=True,
                           text=True)
     if proc.returncode:

@@ -10,6 +10,20 @@ REPO = str(ROOT)
 DATA = ROOT / "tests" / "data"
 
 
+def _record_plugin_args():
+    """How a child pytest loads the recording plugin: by its entry point's name where the install
+    registered it (`-p harness.record.plugin` there would register the same module twice, which
+    pytest refuses), by its module where it did not (an install older than the entry point)."""
+    from importlib.metadata import entry_points
+
+    if any(ep.name == "harness-record" for ep in entry_points(group="pytest11")):
+        return ["-p", "harness-record"]
+    return ["-p", "harness.record.plugin"]
+
+
+RECORD_PLUGIN = _record_plugin_args()
+
+
 def harness(*args, cwd=None, env=None, python=(), timeout=300):
     """`python [PYTHON...] -m harness ARGS` in a subprocess, from the checkout unless `cwd` is given."""
     return subprocess.run([sys.executable, *python, "-m", "harness", *args], capture_output=True, text=True,

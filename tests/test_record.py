@@ -26,8 +26,8 @@ pytestmark = pytest.mark.slow
 
 def user_pytest(folder, *args, env=None):
     environment = dict(env or os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-                           "harness.record.plugin", *args], capture_output=True, text=True, cwd=folder,
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *helpers.RECORD_PLUGIN,
+                           *args], capture_output=True, text=True, cwd=folder,
                           env=environment, timeout=600)
 
 

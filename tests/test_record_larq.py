@@ -31,8 +31,8 @@ SURROGATE = "is a surrogate, not a derivative (a straight-through estimator's or
 def recorded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("larq")
     env = dict(os.environ, PYTHONPATH=REPO, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-                           "harness.record.plugin", "--pyargs", "larq.quantizers_test",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *helpers.RECORD_PLUGIN,
+                           "--pyargs", "larq.quantizers_test",
                            f"--harness-record={folder / 'rec'}"], capture_output=True, text=True, cwd=str(folder),
                           env=env, timeout=1800)
     assert "harness record: 6 custom-gradient functions called" in proc.stdout, proc.stdout[-3000:]

@@ -25,8 +25,8 @@ from tests.helpers import REPO
 
 
 def pytest_run(env, folder, *args):
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-                           "harness.record.plugin", *args], capture_output=True, text=True, cwd=folder, env=env,
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *helpers.RECORD_PLUGIN,
+                           *args], capture_output=True, text=True, cwd=folder, env=env,
                           timeout=120)
 
 
