@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness import Case, Expectation, VALUES_DIFFER, Verdict, oracles, probe, upstream
+from harness import Case, Expectation, VALUES_DIFFER, Verdict, probe, upstream
+from harness.oracles import numeric
 from tests.helpers import harness, run
 
 ALL = ("eager", "function", "graph")
@@ -171,7 +172,7 @@ def test_an_oracle_that_raises_is_an_error_naming_it(monkeypatch):
     def broken(*args, **kwargs):
         raise KeyError("boom")
 
-    monkeypatch.setattr(oracles, "_check_order", broken)
+    monkeypatch.setattr(numeric, "_check_order", broken)
     [r] = run(_case(square, [{"x": np.float32(3.0)}]))
     assert r.verdict is Verdict.ERROR
     assert r.reason.startswith("numeric oracle: the numeric oracle itself raised KeyError: 'boom'")

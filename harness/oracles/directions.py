@@ -1,0 +1,98 @@
+"""The directions the numeric oracle moves the sources along, and the directional derivative."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Optional, Sequence
+
+import numpy as np
+
+from harness.case import Case, Point
+
+__all__ = ["DIRECTIONS", "Direction", "choose", "directional", "element_label", "elements", "scale", "seed"]
+
+# Random directions per order: enough to catch a wrong derivative with
+# probability one, while costing two evaluations each.
+DIRECTIONS = 2
+
+
+def seed(case: Case, point: Point) -> int:
+    return int.from_bytes(hashlib.sha256(f"{case.id}[{point.label}]".encode()).digest()[:4], "little")
+
+
+@dataclasses.dataclass(frozen=True)
+class Direction:
+    """A unit shift of every source: one element (`element` = (source slot, flat index)) or random.
+
+    For a symmetric source an element direction moves (i, j) and (j, i) together:
+    `mirror` is the flat index of (j, i), or None on the diagonal."""
+
+    unit: list
+    element: Optional[tuple[int, int]] = None
+    label: str = ""
+    mirror: Optional[int] = None
+
+
+def choose(bases: Sequence[np.ndarray], full: bool, seed: int, symmetric: Sequence[bool]) -> list[Direction]:
+    """One-hot elements (with `full`, or when there are no more elements than directions),
+    else DIRECTIONS seeded random unit vectors. A symmetric source is moved along
+    symmetric directions only: its element pairs, or a symmetrised random part."""
+    if full or sum(b.size for b in bases) <= DIRECTIONS:
+        return elements(bases, symmetric)
+    rng = np.random.default_rng(seed)
+    found = []
+    for d in range(DIRECTIONS):
+        parts = [rng.standard_normal(b.shape) for b in bases]
+        parts = [(p + np.swapaxes(p, -1, -2)) / 2 if sym else p for p, sym in zip(parts, symmetric)]
+        norm = np.sqrt(sum(np.sum(p * p) for p in parts))
+        found.append(Direction([p / norm for p in parts], label=f"random direction {d + 1} of {DIRECTIONS}"))
+    return found
+
+
+def elements(bases: Sequence[np.ndarray], symmetric: Sequence[bool]) -> list[Direction]:
+    found = []
+    for slot, base in enumerate(bases):
+        for flat in range(base.size):
+            unit = [np.zeros(b.shape) for b in bases]
+            mirror = None
+            if symmetric[slot]:
+                index = np.unravel_index(flat, base.shape)
+                i, j = index[-2], index[-1]
+                if i > j:
+                    continue  # moved with its mirror (j, i)
+                if i < j:
+                    mirror = int(np.ravel_multi_index(index[:-2] + (j, i), base.shape))
+                    unit[slot].flat[mirror] = 1.0
+            unit[slot].flat[flat] = 1.0
+            found.append(Direction(unit, element=(slot, flat), mirror=mirror))
+    return found
+
+
+def scale(grads: Sequence[Optional[np.ndarray]], direction: Direction) -> float:
+    """The size the directional derivative's rounding is relative to: the sum of |g_i u_i|."""
+    return float(sum(np.sum(np.abs(g[u != 0] * u[u != 0])) for g, u in zip(grads, direction.unit)
+                     if g is not None and np.all(np.isfinite(g[u != 0]))))
+
+
+
+def directional(grads: Sequence[Optional[np.ndarray]], direction: Direction) -> tuple[Optional[float], list[int]]:
+    """The gradients' derivative along `direction`: None when every gradient it moves is
+    None (unconnected), and the slots of the None gradients counted as 0."""
+    moved = [i for i, u in enumerate(direction.unit) if np.any(u)]
+    unconnected = [i for i in moved if grads[i] is None]
+    if len(unconnected) == len(moved):
+        return None, unconnected
+    # Only the elements the direction moves: a NaN gradient elsewhere is not this direction's.
+    return float(sum(np.sum(g[u != 0] * u[u != 0]) for g, u in zip(grads, direction.unit) if g is not None)), \
+        unconnected
+
+
+def element_label(shape: tuple, flat: int, mirror: Optional[int]) -> str:
+    if not shape:
+        return ""
+    index = [int(i) for i in np.unravel_index(flat, shape)]
+    if mirror is None:
+        return f"{index}"
+    return f"{index} and {[int(i) for i in np.unravel_index(mirror, shape)]} together (symmetric)"
+
