@@ -14,16 +14,34 @@ CaseInfo the main process holds (id, order, expectations, tolerance).
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Mapping, Optional, Sequence, Union
-
-import numpy as np
 
 from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectation
 from harness.compare import Mismatch, check_gradients, compare_outcomes
-from harness.modes import LADDER, STEP_MODES
-from harness.records import (CaseInfo, ErrorInfo, Measured, ModeOutcome, OracleOutcome, Result, RunOptions,
-                             Status, Verdict)
+from harness.explain import (
+    ORACLE_WORDS,
+    deviation_lines,
+    distinct,
+    fallback,
+    hints,
+    ladder,
+    modes_of,
+    oracle_line,
+    said_once,
+    unchecked,
+)
+from harness.modes import STEP_MODES
+from harness.records import (
+    CaseInfo,
+    ErrorInfo,
+    Measured,
+    ModeOutcome,
+    OracleOutcome,
+    Result,
+    RunOptions,
+    Status,
+    Verdict,
+)
 from harness.tolerance import Tol
 
 __all__ = ["applicable", "died", "judge", "judge_measured", "oracle_subject", "required_oracles", "skipped",
@@ -137,43 +155,6 @@ def _met(e: Expectation, outcome: ModeOutcome, disagreements: list[Mismatch],
     return None
 
 
-def _fallback(outcome: ModeOutcome, order: int) -> Optional[str]:
-    """A line saying that `outcome` never called a custom gradient function whose forward it ran."""
-    usage = outcome.usage
-    if order < 1 or outcome.status is not Status.OK or usage is None or not usage.unused:
-        return None
-    names = ", ".join(usage.unused)
-    return (f"{outcome.mode} never called the custom gradient of {names} although its forward ran: the "
-            "gradient came from somewhere else, usually ordinary autodiff of its body")
-
-
-def _deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismatch],
-                     malformed: list[Mismatch], ref_mode: str, active: Mapping[str, ModeOutcome]) -> list[str]:
-    lines = [m.message for m in disagreements + malformed]
-    if not lines and outcome.status is Status.ERROR:
-        e = outcome.error
-        others = [m for m in active if m != mode]
-        raising = [m for m in others if active[m].status is Status.ERROR and active[m].error is not None]
-        same = [m for m in raising if active[m].error.type == e.type]
-        if not others:
-            said = f"{mode} is the only mode selected"
-        elif len(same) == len(others):
-            said = "every selected mode raises it too"
-        else:
-            # Each other mode as it is: raising this, raising something else, or computing values.
-            parts = [f"{', '.join(same)} raise{'s' if len(same) == 1 else ''} it too"] if same else []
-            parts += [f"{m} raises {active[m].error.type}" for m in raising if m not in same]
-            calm = [m for m in others if m not in raising]
-            if calm and not parts:
-                parts.append("no other selected mode raises it")
-            elif calm:
-                parts.append(f"{', '.join(calm)} do{'es' if len(calm) == 1 else ''} not raise")
-            said = "; ".join(parts)
-        lines.append(f"{mode} raises {e.type} at {e.stage}: {e.first_line} ({said}; a case must "
-                     "compute its values, or declare the error with an Expectation)")
-    return lines
-
-
 def _flaky(outcomes: Mapping[str, ModeOutcome], repeats: Mapping[str, Sequence[ModeOutcome]]) -> list[str]:
     """One line per mode whose results changed between repeated runs (compared exactly)."""
     lines = []
@@ -191,43 +172,33 @@ def _flaky(outcomes: Mapping[str, ModeOutcome], repeats: Mapping[str, Sequence[M
     return lines
 
 
-def _ladder(outcomes: Mapping[str, ModeOutcome], tolerance, said: Sequence[str] = ()) -> Optional[str]:
-    """Where along eager, no_autograph, function, xla, graph the results first part; the
-    difference itself only when no line in `said` already says it."""
-    steps = [m for m in LADDER if m in outcomes and outcomes[m].status is not Status.SKIP]
-    if len(steps) < 2:
-        return None
-    for before, after in zip(steps, steps[1:]):
-        found = compare_outcomes(outcomes[before], outcomes[after], tolerance=tolerance)
-        if found:
-            same = " = ".join(steps[:steps.index(before) + 1])
-            prefix = f"{same} agree; " if before != steps[0] else ""
-            what = "" if any(found[0].message in line for line in said) else f": {found[0].message}"
-            return f"along the ladder {' > '.join(steps)}: {prefix}the results part between {before} and {after}{what}"
-    return None
+class _Say:
+    """Makes the Result for one point: what the judging found so far goes into every verdict."""
+
+    def __init__(self, case: Rules, point: str, outcomes: Mapping[str, ModeOutcome],
+                 oracles: dict[str, OracleOutcome], rerun: str):
+        self.case, self.point, self.outcomes, self.oracles, self.rerun = case, point, outcomes, oracles, rerun
+        self.disagree = False
+        self.yardstick = ""  # once chosen
+
+    def __call__(self, verdict: Verdict, reason: str, details: Sequence[str] = ()) -> Result:
+        return Result(case=self.case.id, point=self.point, order=self.case.order, verdict=verdict,
+                      reason=reason, details=tuple(details), outcomes=dict(self.outcomes), rerun=self.rerun,
+                      oracles=self.oracles, modes_disagree=self.disagree, yardstick=self.yardstick)
 
 
-_ORACLE_WORDS = {"numeric": "the numeric derivative", "upstream": "the numeric derivative with upstream weights",
-                 "reference": "the reference implementation", "analytic": "the analytic values"}
+@dataclasses.dataclass
+class _Findings:
+    """What comparing the modes and reading the oracles found, before the verdict."""
 
-
-_MISHANDLES = "grad_fn mishandles its upstream gradient: "
-
-
-def _oracle_line(o: OracleOutcome, weighted_disagree: Sequence[str] = ()) -> str:
-    """The oracle's headline. The upstream oracle blames grad_fn only while the modes that take
-    reverse-mode gradients agree on the weighted values (forward mode uses the body's JVP where
-    it has one, so it may well differ); otherwise a mode may be at fault, and it says so."""
-    if o.name == "upstream" and o.details:
-        line = o.details[0]
-        if weighted_disagree and line.startswith(_MISHANDLES):
-            line = ("the values with upstream weights differ from the numeric derivative, and "
-                    f"{', '.join(dict.fromkeys(weighted_disagree))} disagree with them, so a mode rather than "
-                    "grad_fn may be at fault: " + line[len(_MISHANDLES):])
-        return line
-    orders = ", ".join(map(str, o.differ))
-    first = f": {o.details[0]}" if o.details else ""
-    return f"the agreed values differ from {_ORACLE_WORDS[o.name]} at order {orders}{first}"
+    notes: list[str]
+    deviations: list[str] = dataclasses.field(default_factory=list)
+    # Differences only in the weighted chain come after the oracles' lines: when the
+    # upstream oracle says why (a grad_fn mishandling its upstream gradient), that leads.
+    weighted_only: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    met: list[tuple[str, Expectation]] = dataclasses.field(default_factory=list)
+    unmet: list[tuple[str, Expectation]] = dataclasses.field(default_factory=list)
+    mode_deviations: bool = False
 
 
 def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_version: str,
@@ -249,61 +220,82 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
       repeats: the later runs of each mode, when modes were run more than once.
     """
     oracles = dict(oracles or {})
-
-    disagree = [False]
-    chosen = [""]  # the yardstick, once chosen
-
-    def result(verdict: Verdict, reason: str, details: Sequence[str] = ()) -> Result:
-        return Result(case=case.id, point=point, order=case.order, verdict=verdict,
-                      reason=reason, details=tuple(details), outcomes=dict(outcomes), rerun=rerun,
-                      oracles=oracles, modes_disagree=disagree[0], yardstick=chosen[0])
-
+    say = _Say(case, point, outcomes, oracles, rerun)
     for verdict, status in ((Verdict.CRASH, Status.CRASH), (Verdict.TIMEOUT, Status.TIMEOUT)):
         dead = [o for o in outcomes.values() if o.status is status]
         if dead:
             lines = [f"{o.mode}: {o.error.first_line if o.error else status.value}" for o in dead]
-            return result(verdict, lines[0], lines)
+            return say(verdict, lines[0], lines)
 
     changing = _flaky(outcomes, repeats or {})
     if changing:
-        return result(Verdict.FLAKY, changing[0], changing)
+        return say(Verdict.FLAKY, changing[0], changing)
 
     skipped_lines = [f"{o.mode} skipped: {o.note}" for o in outcomes.values() if o.status is Status.SKIP]
     active = {m: o for m, o in outcomes.items() if o.status is not Status.SKIP}
     if not active:
-        return result(Verdict.SKIP, skipped_lines[0], skipped_lines)
+        return say(Verdict.SKIP, skipped_lines[0], skipped_lines)
     judged_oracles = {name: o for name, o in oracles.items() if o.status in ("match", "differ")}
-    broken = [o for o in active.values() if o.status is Status.ERROR and o.error.stage in _CASE_STAGES]
     try:
         expected = applicable(case, point, tuple(active) + tuple(judged_oracles), tf_version)
     except ValueError as e:
-        return result(Verdict.ERROR, str(e))
+        return say(Verdict.ERROR, str(e))
 
-    notes: list[str] = []
+    found = _Findings(notes=_unobservable(expected, active))
+    reference = say.yardstick = yardstick(case, point, outcomes, tf_version, reference)
+    say.disagree = _compare_modes(case, active, reference, expected, found)
+    failed_oracle = _read_oracles(oracles, expected, found)
+    if failed_oracle is not None:
+        name, note = failed_oracle
+        return say(Verdict.ERROR, f"{name} oracle: {note}", [note])
+    if found.weighted_only:
+        found.mode_deviations = True
+        found.deviations += [line for _, line in found.weighted_only]
+    broken = _case_broken(active, found)
+    if broken is not None:
+        o, raising = broken
+        return say(Verdict.ERROR,
+                   f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: {o.error.first_line}",
+                   [f"{b.mode}: {b.error.type}: {b.error.first_line}" for b in raising])
+    if found.deviations:
+        # Along the ladder, only modes without a declared deviation say where the results part.
+        undeclared = {m: o for m, o in active.items() if m not in expected}
+        ladder_line = ladder(undeclared, case.tolerance, said=found.deviations) if found.mode_deviations else None
+        lines = said_once(found.deviations[:1] + ([ladder_line] if ladder_line else []) + found.deviations[1:]
+                          + found.notes + skipped_lines, active)
+        return say(Verdict.FAIL, found.deviations[0], lines + hints(active, oracles, lines))
+    return _conclude(say, active, judged_oracles, expected, found, skipped_lines, tf_version,
+                     strict_xpass)
+
+
+def _unobservable(expected: dict[str, Expectation], active: Mapping[str, ModeOutcome]) -> list[str]:
+    """Drops from `expected` what this run cannot see (gradient use where the probe did not watch),
+    like an oracle that did not run; a note for each."""
+    notes = []
     for mode, e in list(expected.items()):
         if e.outcome == GRADIENT_UNUSED and mode in active and active[mode].usage is None:
-            # Like an oracle that did not run: what cannot be seen is not judged.
             notes.append(f"{mode}: gradient use is not observed in this run, so '{e.describe()}' is not judged")
             del expected[mode]
-    reference = chosen[0] = yardstick(case, point, outcomes, tf_version, reference)
+    return notes
+
+
+def _compare_modes(case: Rules, active: Mapping[str, ModeOutcome], reference: str,
+                   expected: Mapping[str, Expectation], found: _Findings) -> bool:
+    """Compares every mode with the yardstick, against its expectation if it has one; whether any
+    mode's values differ from the yardstick's."""
     ref = active[reference]
-    deviations: list[str] = []
-    # Differences only in the weighted chain come after the oracles' lines: when the
-    # upstream oracle says why (a grad_fn mishandling its upstream gradient), that leads.
-    weighted_only: list[tuple[str, str]] = []
-    met: list[tuple[str, Expectation]] = []
-    unmet: list[tuple[str, Expectation]] = []
+    disagree = False
     for mode, outcome in active.items():
         disagreements = [] if mode == reference else compare_outcomes(ref, outcome, tolerance=case.tolerance)
-        disagree[0] = disagree[0] or bool(disagreements)
+        disagree = disagree or bool(disagreements)
         malformed = check_gradients(outcome)
-        fallback = _fallback(outcome, case.order)
+        no_custom = fallback(outcome, case.order)
         e = expected.get(mode)
         if e is None:
             plain = [m for m in disagreements if not m.upstream]
-            deviations += ([fallback] if fallback else []) + _deviation_lines(mode, outcome, plain, malformed,
-                                                                              reference, active)
-            weighted_only += [(mode if not plain else "", m.message) for m in disagreements if m.upstream]
+            found.deviations += ([no_custom] if no_custom else []) + deviation_lines(mode, outcome, plain, malformed,
+                                                                                   reference, active)
+            found.weighted_only += [(mode if not plain else "", m.message) for m in disagreements if m.upstream]
             continue
         if e.outcome == GRADIENT_UNUSED:  # the fallback explains every difference, weighted ones too
             happened = _met(e, outcome, disagreements, malformed)
@@ -312,181 +304,90 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
             # plain values agree is not what it declares.
             happened = _met(e, outcome, [m for m in disagreements if not m.upstream], malformed)
             if happened is False:
-                weighted_only += [(mode, m.message) for m in disagreements if m.upstream]
-        if fallback and e.outcome != GRADIENT_UNUSED:
-            notes.append(fallback)
+                found.weighted_only += [(mode, m.message) for m in disagreements if m.upstream]
+        if no_custom and e.outcome != GRADIENT_UNUSED:
+            found.notes.append(no_custom)
         if happened is None:
-            got = _deviation_lines(mode, outcome, disagreements, malformed, reference, active)
-            deviations.append(f"{mode}: expected {e.describe()}; got instead: "
-                              + " | ".join(got or [outcome.status.value]))
+            got = deviation_lines(mode, outcome, disagreements, malformed, reference, active)
+            found.deviations.append(f"{mode}: expected {e.describe()}; got instead: "
+                                    + " | ".join(got or [outcome.status.value]))
         else:
-            (met if happened else unmet).append((mode, e))
-    mode_deviations = bool(deviations)
+            (found.met if happened else found.unmet).append((mode, e))
+    found.mode_deviations = bool(found.deviations)
+    return disagree
 
+
+def _read_oracles(oracles: Mapping[str, OracleOutcome], expected: Mapping[str, Expectation],
+                  found: _Findings) -> Optional[tuple[str, str]]:
+    """Adds what each oracle says to `found`; (name, note) of the first oracle that raised, if one did."""
     for name, o in oracles.items():
         if o.status == "error":
-            return result(Verdict.ERROR, f"{name} oracle: {o.note}", [o.note])
+            return name, o.note
         e = expected.get(name)
         if o.status == "skip":
-            notes.append(f"{name} oracle not checked: {o.note}")
+            found.notes.append(f"{name} oracle not checked: {o.note}")
         elif e is None:
             if o.status == "differ":
                 # Modes whose plain values agree but weighted ones do not (forward mode aside).
-                deviations.append(_oracle_line(o, [m for m, _ in weighted_only if m not in ("", "forward")]))
-                deviations += [f"{name}: {line}" for line in o.details[1:]]
+                found.deviations.append(oracle_line(o, [m for m, _ in found.weighted_only
+                                                        if m not in ("", "forward")]))
+                found.deviations += [f"{name}: {line}" for line in o.details[1:]]
         elif o.status == "differ" and e.orders and not set(o.differ) <= set(e.orders):
-            deviations.append(f"{name}: expected {e.describe()}; got instead: " + _oracle_line(o))
+            found.deviations.append(f"{name}: expected {e.describe()}; got instead: " + oracle_line(o))
         else:
-            (met if o.status == "differ" else unmet).append((name, e))
-            notes += [f"{name}: {line}" for line in o.details]
+            (found.met if o.status == "differ" else found.unmet).append((name, e))
+            found.notes += [f"{name}: {line}" for line in o.details]
+    return None
 
-    if weighted_only:
-        mode_deviations = True
-        deviations += [line for _, line in weighted_only]
-    unexpected_build = [o for o in broken if o.mode not in dict(met)]
-    if unexpected_build and len(unexpected_build) < len(active) and all(o.error.stage == "build"
-                                                                        for o in unexpected_build):
-        # Built in some modes and not in others: a difference between the modes, not a broken case.
-        built = [m for m in active if m not in {o.mode for o in unexpected_build}]
-        o = unexpected_build[0]
-        raising = ", ".join(b.mode for b in unexpected_build)
-        lead = (f"the case's build step raises {o.error.type} in {raising} but not in {', '.join(built)}: "
-                f"{o.error.first_line}")
-        deviations.insert(0, lead)
-        unexpected_build = []
-    if unexpected_build:
-        o = unexpected_build[0]
-        return result(Verdict.ERROR,
-                      f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: {o.error.first_line}",
-                      [f"{b.mode}: {b.error.type}: {b.error.first_line}" for b in unexpected_build])
-    if deviations:
-        # Along the ladder, only modes without a declared deviation say where the results part.
-        undeclared = {m: o for m, o in active.items() if m not in expected}
-        ladder = _ladder(undeclared, case.tolerance, said=deviations) if mode_deviations else None
-        lines = _said_once(deviations[:1] + ([ladder] if ladder else []) + deviations[1:] + notes + skipped_lines,
-                           active)
-        return result(Verdict.FAIL, deviations[0], lines + _hints(active, oracles, lines))
+
+def _case_broken(active: Mapping[str, ModeOutcome], found: _Findings):
+    """(the first, all) of the modes whose build step (or the harness's own code) raised where that was
+    not declared, when that is the whole story: an error. Built in some modes and not in others is
+    a difference between the modes instead, which leads the deviations."""
+    declared = dict(found.met)
+    broken = [o for o in active.values() if o.status is Status.ERROR and o.error.stage in _CASE_STAGES
+              and o.mode not in declared]
+    if broken and len(broken) < len(active) and all(o.error.stage == "build" for o in broken):
+        built = [m for m in active if m not in {o.mode for o in broken}]
+        o = broken[0]
+        raising = ", ".join(b.mode for b in broken)
+        found.deviations.insert(0, f"the case's build step raises {o.error.type} in {raising} but not in "
+                                   f"{', '.join(built)}: {o.error.first_line}")
+        return None
+    return (broken[0], broken) if broken else None
+
+
+def _conclude(say: _Say, active: Mapping[str, ModeOutcome], judged_oracles: Mapping[str, OracleOutcome],
+              expected: Mapping[str, Expectation], found: _Findings, skipped_lines: list[str], tf_version: str,
+              strict_xpass: bool) -> Result:
+    """No deviation: a pass (saying what checked the values, or why nothing did), an xfail, or an xpass."""
     checked = [n for n in ("numeric", "reference", "analytic") if n in judged_oracles and n not in expected]
-    words = [_ORACLE_WORDS[n] for n in checked]
+    words = [ORACLE_WORDS[n] for n in checked]
     if "upstream" in judged_oracles and "upstream" not in expected:
         if "numeric" in checked:
-            words[0] += " (with and without upstream weights)" if len(words) > 1 else ", with and without upstream weights"
+            both = "with and without upstream weights"
+            words[0] += f" ({both})" if len(words) > 1 else f", {both}"
         else:
-            checked, words = checked + ["upstream"], words + [_ORACLE_WORDS["upstream"]]
+            checked, words = checked + ["upstream"], words + [ORACLE_WORDS["upstream"]]
     matched = (", and match " + " and ".join(words)) if checked else ""
+    notes = found.notes
     if not expected:
-        agree = "all modes agree" if len(active) > 1 else f"{reference} computes its values"
-        unchecked = _unchecked(ref, oracles, checked)
-        if unchecked:
+        agree = "all modes agree" if len(active) > 1 else f"{say.yardstick} computes its values"
+        why_not = unchecked(active[say.yardstick], say.oracles, checked)
+        if why_not:
             return dataclasses.replace(
-                result(Verdict.PASS, f"{agree}, but nothing checked that the values are right: {unchecked}",
-                       notes + skipped_lines), unchecked=unchecked)
-        return result(Verdict.PASS, f"{agree}{matched}" if checked else "", notes + skipped_lines)
-    met_lines = [f"as declared: {_modes_of(e, met)} {e.outcome}: {e.reason}" for e in _distinct(met)]
-    if not unmet:
-        return result(Verdict.XFAIL, "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in met),
-                      met_lines + notes + skipped_lines)
-    unmet_lines = [f"declared but did not happen on TensorFlow {tf_version}: {_modes_of(e, unmet)} "
-                   f"{e.outcome} ({e.reason}); they agree with {reference}: if TensorFlow fixed it, "
-                   "narrow the expectation's tf_versions" for e in _distinct(unmet)]
+                say(Verdict.PASS, f"{agree}, but nothing checked that the values are right: {why_not}",
+                    notes + skipped_lines), unchecked=why_not)
+        return say(Verdict.PASS, f"{agree}{matched}" if checked else "", notes + skipped_lines)
+    met_lines = [f"as declared: {modes_of(e, found.met)} {e.outcome}: {e.reason}" for e in distinct(found.met)]
+    if not found.unmet:
+        return say(Verdict.XFAIL, "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in found.met),
+                   met_lines + notes + skipped_lines)
+    unmet_lines = [f"declared but did not happen on TensorFlow {tf_version}: {modes_of(e, found.unmet)} "
+                   f"{e.outcome} ({e.reason}); they agree with {say.yardstick}: if TensorFlow fixed it, "
+                   "narrow the expectation's tf_versions" for e in distinct(found.unmet)]
     verdict = Verdict.FAIL if strict_xpass else Verdict.XPASS
-    return result(verdict, unmet_lines[0], unmet_lines + met_lines + notes + skipped_lines)
-
-
-def _unchecked(ref: ModeOutcome, oracles: Mapping[str, OracleOutcome], checked: Sequence[str]) -> str:
-    """Why a pass shows only that the modes agree; empty when an oracle judged the values."""
-    values = [o.value for order in ref.orders for o in order
-              if o.value is not None and o.value.size and np.asarray(o.value).dtype.kind in "fc"]
-    if values and not any(np.isfinite(v).any() for v in values):
-        return (f"every value {ref.mode} computes is NaN or infinite, and modes agreeing on NaN say nothing "
-                "about the function")
-    if checked:
-        return ""
-    if not oracles:
-        return "no oracle ran"
-    skipped = [name for name, o in oracles.items() if o.status == "skip"]
-    if len(skipped) == len(oracles):
-        names = skipped[0] if len(skipped) == 1 else f"{', '.join(skipped[:-1])} and {skipped[-1]}"
-        return f"the {names} oracle{'s' if len(skipped) > 1 else ''} could not judge them (see below)"
-    return "no oracle judged them"
-
-
-def _said_once(lines: Sequence[str], outcomes: Mapping[str, ModeOutcome]) -> list[str]:
-    """`lines` with each exception's message quoted once: a later line quoting the same message
-    points to it instead (three modes raising one error once printed its paragraph three times)."""
-    texts = {o.error.first_line for o in outcomes.values() if o.error is not None and len(o.error.first_line) >= 30}
-    seen: set[str] = set()
-    kept = []
-    for line in lines:
-        for text in texts:
-            if f": {text}" in line:
-                if text in seen:
-                    line = line.replace(f": {text}", " (the message above)")
-                seen.add(text)
-        kept.append(line)
-    return kept
-
-
-# The modes that trace the case's code through AutoGraph.
-_AUTOGRAPH_MODES = frozenset({"function", "xla", "saved_model", "keras_fit", "keras_xla", "keras_mixed",
-                              "keras_mirrored"})
-_WRONG_COUNT = re.compile(r"expected to return (\d+) gradients?, but returned (\d+)")
-_NONE_GRADIENT = re.compile(r"gradient wrt (\S+): \w+=None \(unconnected\) numeric=")
-
-
-def _hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutcome],
-           lines: Sequence[str]) -> list[str]:
-    """What to do, for the common causes, each only where its cause is what happened here."""
-    hints = []
-    errors = [o.error for o in outcomes.values() if o.status is Status.ERROR and o.error is not None]
-    custom = any(o.usage is not None and o.usage.ran for o in outcomes.values())
-    branching = [m for m, o in outcomes.items() if o.status is Status.ERROR and o.error is not None
-                 and (o.error.is_a("OperatorNotAllowedInGraphError")
-                      or "as a Python `bool` is not allowed" in o.error.message)]
-    if branching:
-        # Where a mode that runs AutoGraph raises it too, AutoGraph left the `if` alone; else only the
-        # modes without AutoGraph (graph, no_autograph, ...) do, and AutoGraph converted it.
-        if not any(m in _AUTOGRAPH_MODES for m in branching):
-            hints.append("hint: a Python `if` or bool() on a tensor cannot run in graph code without AutoGraph "
-                         "(a tf.compat.v1 graph, autograph=False): use tf.cond or tf.where")
-        elif custom:
-            hints.append("hint: a Python `if` or bool() on a tensor inside a custom gradient cannot run in graph code, "
-                         "and AutoGraph does not convert a function under @tf.custom_gradient: use tf.cond or "
-                         "tf.where (TensorFlow's advice to decorate it with @tf.function does not help there)")
-        else:
-            hints.append("hint: a Python `if` or bool() on a tensor that AutoGraph did not convert (its source "
-                         "cannot be read, or it is in code AutoGraph leaves alone) cannot run in graph code: use "
-                         "tf.cond or tf.where")
-    counts = next((m for m in (_WRONG_COUNT.search(e.message) for e in errors) if m), None)
-    if counts or any("Num gradients" in e.message for e in errors):
-        wanted = int(counts.group(1)) if counts else 0
-        got = f" (it returned {counts.group(2)} for {wanted} input{'s' if wanted != 1 else ''})" if counts else ""
-        hints.append(f"hint: grad_fn must return one gradient per input of the function, in order{got}; a function "
-                     "that uses variables returns a pair: the input gradients, and a list with one per variable")
-    upstream = oracles.get("upstream")
-    if upstream is not None and upstream.status == "differ" and any(line.startswith(_MISHANDLES) for line in lines):
-        hints.append("hint: multiply the gradient by dy: grad_fn must return the upstream gradient dy times the "
-                     "derivative, not the derivative alone nor a sum over dy")
-    unconnected = next((m.group(1) for m in (_NONE_GRADIENT.search(line) for line in lines) if m), None)
-    if unconnected and custom:
-        hints.append(f"hint: grad_fn returned None for {unconnected}, whose derivative is not zero here: None tells "
-                     f"TensorFlow that {unconnected} does not affect the output; return its gradient")
-    elif unconnected:
-        hints.append(f"hint: the gradient of {unconnected} is None (unconnected), though its derivative is not zero "
-                     "here: an op on its path has no gradient, or tf.stop_gradient cuts it")
-    return hints
-
-
-def _distinct(pairs: list[tuple[str, Expectation]]) -> list[Expectation]:
-    found: list[Expectation] = []
-    for _, e in pairs:
-        if not any(e is f for f in found):
-            found.append(e)
-    return found
-
-
-def _modes_of(e: Expectation, pairs: list[tuple[str, Expectation]]) -> str:
-    return "/".join(m for m, f in pairs if f is e)
+    return say(verdict, unmet_lines[0], unmet_lines + met_lines + notes + skipped_lines)
 
 
 def skipped(case: Rules, point: str, reason: str, rerun: str) -> Result:
