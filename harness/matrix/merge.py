@@ -1,7 +1,8 @@
 """Merges JSON reports from several TensorFlow versions into one matrix.
 
-Pure: plain data in, frozen records out; no TensorFlow, no printing. Only
-`load_report` reads a file; harness.matrix.outputs writes the renderings.
+Pure: plain data in, frozen records out; no TensorFlow, no printing. The reports are read and
+checked by harness.matrix.reports (`load_report`, re-exported here); harness.matrix.outputs writes
+the renderings.
 
 Rows are (case, point, mode); columns are TensorFlow versions, taken from each
 report's environment.tensorflow and sorted by numeric release. Reports of the
@@ -18,12 +19,18 @@ Markdown and HTML pages show.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from typing import Mapping, Optional, Sequence
 
+from harness.matrix.reports import (
+    HOW_TO_MAKE,
+    MATRIX_SCHEMA,
+    REPORT_SCHEMA,
+    MergeError,
+    check_report,
+    load_report,
+)
 from harness.records import error_headline
-from harness.report.json_report import SCHEMA as REPORT_SCHEMA
 from harness.versions import release_tuple
 
 __all__ = [
@@ -44,18 +51,13 @@ __all__ = [
     "merge",
 ]
 
-SCHEMA = "harness.matrix/1"
+SCHEMA = MATRIX_SCHEMA
 
 # Cell statuses beside "ok", an exception class name, "crash" and "timeout".
 ABSENT = "absent"  # this version's reports have no result for the case and point
 NOT_INSTALLED = "not installed"  # this version could not be installed
 NOT_RUN = "not run"  # the result exists but holds no outcome for this mode (skip, crash elsewhere)
 
-HOW_TO_MAKE = "give a report written by `python -m harness --json_out`"
-
-
-class MergeError(Exception):
-    """Reports that cannot be merged; the message names the file and what to do."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,94 +303,6 @@ class Matrix:
         return tuple(points)
 
 
-def _fail(name: str, what: str) -> MergeError:
-    return MergeError(f"{name}: {what}")
-
-
-def _check(name: str, data: object) -> None:
-    """Raises MergeError unless `data` has the shape of a harness.report/1 report."""
-    if not isinstance(data, dict) or "schema" not in data or "results" not in data:
-        found = f"keys {sorted(data)[:6]}" if isinstance(data, dict) else f"a JSON {type(data).__name__}"
-        raise _fail(name, f"not a harness report (no \"schema\" and \"results\"; found {found}); {HOW_TO_MAKE}")
-    schema = data["schema"]
-    if schema == SCHEMA:
-        raise _fail(name, f"this is a merged matrix ({SCHEMA}), not a report; merge the per-version reports "
-                          "it was made from")
-    if schema != REPORT_SCHEMA:
-        raise _fail(name, f"schema {schema!r}, but this harness reads {REPORT_SCHEMA!r}; regenerate the "
-                          "report with this version of the harness")
-    environment = data.get("environment")
-    if not isinstance(environment, dict) or not isinstance(environment.get("tensorflow"), str):
-        raise _fail(name, "environment.tensorflow is missing, so the TensorFlow version is unknown; "
-                          f"{HOW_TO_MAKE}")
-    if not isinstance(data["results"], list):
-        raise _fail(name, f"\"results\" is a JSON {type(data['results']).__name__}, not a list; {HOW_TO_MAKE}")
-    modes = data.get("modes", [])
-    if not isinstance(modes, list) or not all(isinstance(m, str) for m in modes):
-        raise _fail(name, f"\"modes\" is {_json_type(modes)}, not a list of mode names; {HOW_TO_MAKE}")
-    for index, result in enumerate(data["results"]):
-        _check_result(name, index, result)
-
-
-def _json_type(value: object) -> str:
-    """What a JSON value is, for a message: `a string "eager"`, `a number 7`, `a list`."""
-    kinds = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
-    kind = kinds.get(type(value), "null" if value is None else type(value).__name__)
-    return f"{kind} {json.dumps(value)[:40]}" if isinstance(value, (str, int, float)) else kind
-
-
-# The fields of a result, and of each of its modes, that the matrix reads beyond those every report
-# has: a report may lack them (older reports do), but one that has them has them of these types.
-_RESULT_FIELDS = {"reason": str, "rerun": str, "unchecked": str, "details": list}
-_MODE_FIELDS = {"stage": str, "error_type": str, "error_message": str}
-
-
-def _check_result(name: str, index: int, result: object) -> None:
-    where = f"results[{index}]"
-    if not isinstance(result, dict):
-        raise _fail(name, f"{where} is not an object; {HOW_TO_MAKE}")
-    for key in ("case", "point", "verdict"):
-        if not isinstance(result.get(key), str):
-            raise _fail(name, f"{where} has no string {key!r} (found {result.get(key)!r}); {HOW_TO_MAKE}")
-    modes = result.get("modes")
-    if not isinstance(modes, dict) or not all(isinstance(m, dict) and isinstance(m.get("status"), str)
-                                              for m in modes.values()):
-        raise _fail(name, f"{where} ({result['case']}[{result['point']}]) has no \"modes\" with a "
-                          f"\"status\" each; {HOW_TO_MAKE}")
-    fields = [(key, result.get(key), kind, where) for key, kind in _RESULT_FIELDS.items()]
-    fields += [(key, outcome.get(key), kind, f"{where}.modes.{mode}") for mode, outcome in modes.items()
-               for key, kind in _MODE_FIELDS.items()]
-    for key, value, kind, at in fields:
-        if value is not None and not isinstance(value, kind):
-            wanted = "a list of strings" if kind is list else "a string"
-            raise _fail(name, f"{at}.{key} is {_json_type(value)}, not {wanted}; {HOW_TO_MAKE}")
-    if not all(isinstance(d, str) for d in result.get("details") or ()):
-        raise _fail(name, f"{where}.details holds something that is not a string; {HOW_TO_MAKE}")
-
-
-def load_report(path: str) -> dict:
-    """Reads one JSON report and checks that it is a harness.report/1 report.
-
-    Raises:
-      MergeError: the file is missing or unreadable, not JSON, not a harness
-        report, or of another schema version.
-    """
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise _fail(path, f"no such file; {HOW_TO_MAKE}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise _fail(path, f"cannot read it ({e}); {HOW_TO_MAKE}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        hint = " (this is the JSON Lines stream; give the --json_out file beside it)" if path.endswith(".jsonl") else ""
-        raise _fail(path, f"not JSON ({e.msg} at line {e.lineno}, column {e.colno}){hint}; {HOW_TO_MAKE}") from None
-    _check(path, data)
-    return data
-
-
 def _version_key(version: str) -> tuple:
     try:
         release = release_tuple(version)
@@ -501,7 +415,7 @@ def merge(reports: Mapping[str, dict], failed: Optional[Mapping[str, str]] = Non
         raise MergeError(f"no reports to merge; {HOW_TO_MAKE}")
     by_version: dict[str, list[tuple[str, dict]]] = {}
     for name, data in reports.items():
-        _check(name, data)
+        check_report(name, data)
         by_version.setdefault(data["environment"]["tensorflow"], []).append((name, data))
     for version, reason in failed.items():
         if version in by_version:
