@@ -29,26 +29,15 @@ smallest script that held so far is the result.
 from __future__ import annotations
 
 import ast
-import contextlib
 import dataclasses
-import io
-import itertools
-import multiprocessing
-import os
 import re
-import shutil
-import sys
-import tempfile
 import threading
 import time
-import traceback
-import types
-import warnings
 from typing import Callable, Optional
 
 import numpy as np
 
-from harness import lifetime
+from harness.repro.candidates import Runner
 from harness.repro.short import Expected
 from harness.repro.verify import Interrupted, Ran, shows
 from harness.tolerance import ToleranceOverride, tolerance_for
@@ -58,13 +47,8 @@ __all__ = ["Minimized", "MissingReducer", "minimize", "require"]
 # The statements at the end of a short script that decide its exit status: never shrunk.
 _PROTECTED = 3
 _NUMBER = re.compile(r"[-+]?(\d[\d.]*(e[-+]?\d+)?|nan|inf)\b")
-# What a short script computes, read from its globals after it ran: each mode's values (or the
-# class it raised) and the numeric derivative.
-_COMPUTED = ("found", "numeric", "got")
 # The short script's own function that calls the function under test (harness.repro.short).
 _DRIVER = "gradients"
-# How often a wait for a candidate looks whether a stop was asked for.
-_SLICE_S = 0.1
 
 
 class MissingReducer(RuntimeError):
@@ -106,179 +90,6 @@ class Minimized:
         how = f"; {self.stopped}, so this is the smallest script found so far" if self.stopped else ""
         return (f"minimised repro.py from {self.before_lines} to {self.after_lines} lines in {self.seconds:.0f} s, "
                 f"{tried}{how}")
-
-
-def _execute(path: str) -> tuple[int, dict]:
-    """Runs the script at `path` as __main__ (as runpy does), keeping its globals: the exit code
-    it ended with and what it computed."""
-    module = types.ModuleType("__main__")
-    module.__file__ = path
-    main, argv0 = sys.modules.get("__main__"), sys.argv[0]
-    sys.modules["__main__"], sys.argv[0] = module, path
-    try:
-        with open(path, encoding="utf-8") as f:
-            code = compile(f.read(), path, "exec")
-        try:
-            exec(code, module.__dict__)  # noqa: S102 - the candidate is the point
-            status = 0
-        except SystemExit as e:
-            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    finally:
-        sys.modules["__main__"], sys.argv[0] = main, argv0
-    return status, {name: _plain(module.__dict__[name]) for name in _COMPUTED if name in module.__dict__}
-
-
-def _plain(value):
-    """`value` as strings, lists and NumPy arrays only, so it crosses the pipe whatever a
-    candidate left there (a tensor, a generator)."""
-    if isinstance(value, str) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    try:
-        array = np.asarray(value)
-    except Exception:  # noqa: BLE001 - whatever it is, it is not a value
-        return f"<{type(value).__name__}>"
-    return array if array.dtype != object else f"<{type(value).__name__}>"
-
-
-def _serve(conn) -> None:
-    """The candidate runner: imports TensorFlow once, then runs each script it is sent."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    lifetime.lead_group()
-    lifetime.exit_with_parent(lifetime.end_strays)
-    import tensorflow as tf  # noqa: PLC0415 - the import every candidate would otherwise pay
-
-    warnings.simplefilter("ignore", SyntaxWarning)  # candidates like `0()` compile, with a warning
-    calls = _count_gradient_calls(tf)
-
-    folder = tempfile.mkdtemp(prefix="harness-minimize-")
-    conn.send("ready")
-    for count in itertools.count():
-        text = conn.recv()
-        if text is None:
-            shutil.rmtree(folder, ignore_errors=True)
-            return
-        # From a file, as the script will run: autograph reads a function's source, and a new
-        # name each time keeps every cache of source lines apart.
-        path = os.path.join(folder, f"candidate_{count}.py")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        out, err, code, computed = io.StringIO(), "", 0, {}
-        calls.clear()
-        try:
-            with contextlib.redirect_stdout(out):
-                code, computed = _execute(path)
-        except BaseException:  # noqa: BLE001 - an uncaught exception is this candidate's failure
-            code, err = 2, traceback.format_exc()
-        lifetime.end_strays()
-        conn.send((code, out.getvalue(), err, tuple(calls), computed))
-
-
-def _count_gradient_calls(tf) -> list:
-    """Wraps tf.GradientTape.gradient and tf.gradients so that each call appends "ok" or the class
-    of the exception it raised to the list returned: the orders each mode reached, and where it
-    raised, in the order the script ran them."""
-    calls: list = []
-
-    def counted(real):
-        def wrapper(*args, **kwargs):
-            try:
-                result = real(*args, **kwargs)
-            except Exception as e:
-                calls.append(type(e).__name__)
-                raise
-            calls.append("ok")
-            return result
-        return wrapper
-
-    tf.GradientTape.gradient = counted(tf.GradientTape.gradient)
-    tf.gradients = counted(tf.gradients)
-    return calls
-
-
-@dataclasses.dataclass(frozen=True)
-class _Run:
-    """One candidate's run: what it printed and how it exited, the outcome of each gradient call
-    it made, and what it computed (see _COMPUTED)."""
-
-    ran: Ran
-    calls: tuple[str, ...] = ()
-    computed: dict = dataclasses.field(default_factory=dict)
-
-
-class _Runner:
-    """One worker process running candidates; replaced when one hangs or kills it, and ended at
-    once when `stop` is set."""
-
-    def __init__(self, timeout: float, stop: threading.Event):
-        self._context = multiprocessing.get_context("spawn")
-        self.timeout = None if timeout == float("inf") else timeout  # None: wait for ever
-        self._stop = stop
-        self._process = None
-        self._start()
-
-    def _start(self) -> None:
-        self._conn, child = self._context.Pipe()
-        self._process = self._context.Process(target=_serve, args=(child,), daemon=True)
-        self._process.start()
-        child.close()
-        if not self._wait(300) or self._conn.recv() != "ready":
-            raise RuntimeError("the candidate runner did not start")
-
-    def _wait(self, timeout: Optional[float]) -> bool:
-        """Whether the worker answered within `timeout` s (None: however long it takes).
-
-        Raises:
-          Interrupted: a stop was asked for; the worker is ended.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self._stop.is_set():
-                self._end()
-                raise Interrupted("a stop was asked for while a candidate ran")
-            left = _SLICE_S if deadline is None else min(_SLICE_S, deadline - time.monotonic())
-            if left <= 0:
-                return False
-            if self._conn.poll(left):
-                return True
-
-    def _end(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            lifetime.end_group(self._process.pid)
-        self._process.join(5)
-
-    def _replace(self) -> None:
-        self._end()
-        self._start()
-
-    def run(self, text: str) -> _Run:
-        """What running `text` showed, the outcome of each gradient call it made, and what it computed.
-
-        Raises:
-          Interrupted: a stop was asked for while it ran.
-        """
-        try:
-            self._conn.send(text)
-            if self._wait(self.timeout):
-                code, out, err, calls, computed = self._conn.recv()
-                return _Run(Ran(exit=code, stdout=out, stderr=err), calls, computed)
-            self._replace()
-            return _Run(Ran(exit=None, stdout="", stderr=""))
-        except (EOFError, OSError):
-            self._process.join(5)
-            code = self._process.exitcode
-            self._replace()
-            return _Run(Ran(exit=code if code is not None and code < 0 else -9, stdout="", stderr=""))
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError, BrokenPipeError):
-            self._conn.send(None)
-        self._process.join(5)
-        if self._process.is_alive():
-            self._end()
 
 
 def _differs_line(ran: Ran) -> str:
@@ -404,7 +215,7 @@ def minimize(text: str, expected: Expected, *, budget: float, timeout: float,
              progress: Callable[[int, int], None] = lambda tried, size: None,
              docstring: str = "", function: str = "", tolerance: ToleranceOverride = None,
              stop: Optional[threading.Event] = None,
-             runner: Callable[[float, threading.Event], _Runner] = _Runner) -> Minimized:
+             runner: Callable[[float, threading.Event], Runner] = Runner) -> Minimized:
     """Shrinks the short script `text` while running it shows `expected` the same way.
 
     Args:
@@ -428,83 +239,103 @@ def minimize(text: str, expected: Expected, *, budget: float, timeout: float,
     from pysource_minimize import CouldNotMinimize  # noqa: PLC0415
     from pysource_minimize import minimize as reduce  # noqa: PLC0415
 
-    start = time.monotonic()
-    stop = stop or threading.Event()
-    original = ast.parse(text)
-    protected = _statements(text)[-_PROTECTED:]
-    tried = [0]
-    smallest = [""]  # the smallest script that held so far ("" before the first)
-    stopped = ""
-
-    def result(shrunk: Optional[str]) -> Minimized:
-        seconds = time.monotonic() - start
-        if shrunk is None or ast.dump(ast.parse(shrunk)) == ast.dump(original):
-            return Minimized(text=text, before_lines=len(text.splitlines()), after_lines=len(text.splitlines()),
-                             candidates=tried[0], seconds=seconds, stopped=stopped, shrunk=False)
-        made = _layout(shrunk)
-        if docstring:
-            made = docstring.rstrip("\n") + "\n" + made
-        return Minimized(text=made, before_lines=len(text.splitlines()), after_lines=len(made.splitlines()),
-                         candidates=tried[0], seconds=seconds, stopped=stopped)
-
+    search = _Search(text, expected, budget=budget, progress=progress, function=function, tolerance=tolerance,
+                     stop=stop or threading.Event())
     try:
-        worker = runner(timeout, stop)
+        worker = runner(timeout, search.stop)
     except Interrupted:
-        stopped = "interrupted"
-        return result(None)
+        return search.result(None, docstring, "interrupted")
     try:
         try:
-            first = worker.run(text)
+            search.first_run(worker)
         except Interrupted:
-            stopped = "interrupted"
-            return result(None)
-        why = shows(first.ran, expected)
-        if why:
-            raise ValueError(f"the script does not show the deviation when run for minimising: {why}")
-        want, lines = _differs_line(first.ran), _value_lines(first.ran, expected.outcomes)
-        rtol, atol = _loosest(first.computed, tolerance)
-
-        def holds(candidate: str) -> bool:
-            if stop.is_set():
-                raise _Stop("interrupted")
-            if time.monotonic() - start > budget:
-                raise _Stop(f"stopped at the time budget of {budget:g} s")
-            try:
-                tree = ast.parse(candidate)
-                if [ast.unparse(s) for s in tree.body][-_PROTECTED:] != protected:
-                    return False
-            except SyntaxError:
-                return False
-            if not _keeps_function(tree, original, function):
-                return False
-            # Each candidate kept is no longer than the last: a constant halved into more digits
-            # (1.5 to 1.4999956488609314) is no smaller a script.
-            if smallest[0] and len(candidate) > len(smallest[0]):
-                return False
-            tried[0] += 1
-            try:
-                got = worker.run(candidate)
-            except Interrupted:
-                raise _Stop("interrupted") from None
-            # The same orders reached, and the same gradient calls raising: an error at another
-            # order is another deviation, even with the same class. The same values: a line of
-            # the same shape over other numbers is another computation.
-            ok = (shows(got.ran, expected) is None and _differs_line(got.ran) == want and got.calls == first.calls
-                  and _prints_the_same(_value_lines(got.ran, expected.outcomes), lines, rtol, atol)
-                  and _close(got.computed, first.computed, tolerance))
-            if ok:
-                smallest[0] = candidate
-            progress(tried[0], len(smallest[0] or text))
-            return ok
-
+            return search.result(None, docstring, "interrupted")
+        stopped = ""
         try:
-            shrunk = reduce(text, holds)
+            shrunk = reduce(text, search.holds)
         except _Stop as e:
             stopped = str(e)
-            shrunk = smallest[0] or None
+            shrunk = search.smallest or None
         except CouldNotMinimize:
             raise ValueError("the script did not show the same deviation again once ast.unparse had rewritten "
                              "it; it shows it only now and then") from None
     finally:
         worker.close()
-    return result(shrunk)
+    return search.result(shrunk, docstring, stopped)
+
+
+class _Search:
+    """One minimisation: what the script showed on its first run, and the smallest candidate that
+    has shown the same since."""
+
+    def __init__(self, text: str, expected: Expected, *, budget: float, progress: Callable[[int, int], None],
+                 function: str, tolerance: ToleranceOverride, stop: threading.Event):
+        self.text, self.expected, self.budget, self.progress = text, expected, budget, progress
+        self.function, self.tolerance, self.stop = function, tolerance, stop
+        self.start = time.monotonic()
+        self.original = ast.parse(text)
+        self.protected = _statements(text)[-_PROTECTED:]
+        self.tried = 0
+        self.smallest = ""  # the smallest script that held so far ("" before the first)
+        self.worker = self.first = None
+        self.want, self.lines, self.rtol, self.atol = "", [], 0.0, 0.0
+
+    def first_run(self, worker: Runner) -> None:
+        """Runs the script itself: what every candidate must show again.
+
+        Raises:
+          ValueError: it does not show the expected deviation.
+        """
+        self.worker = worker
+        self.first = worker.run(self.text)
+        why = shows(self.first.ran, self.expected)
+        if why:
+            raise ValueError(f"the script does not show the deviation when run for minimising: {why}")
+        self.want, self.lines = _differs_line(self.first.ran), _value_lines(self.first.ran, self.expected.outcomes)
+        self.rtol, self.atol = _loosest(self.first.computed, self.tolerance)
+
+    def holds(self, candidate: str) -> bool:
+        """Whether `candidate` shows the deviation the script shows, as the reducer asks."""
+        if self.stop.is_set():
+            raise _Stop("interrupted")
+        if time.monotonic() - self.start > self.budget:
+            raise _Stop(f"stopped at the time budget of {self.budget:g} s")
+        try:
+            tree = ast.parse(candidate)
+            if [ast.unparse(s) for s in tree.body][-_PROTECTED:] != self.protected:
+                return False
+        except SyntaxError:
+            return False
+        if not _keeps_function(tree, self.original, self.function):
+            return False
+        # Each candidate kept is no longer than the last: a constant halved into more digits
+        # (1.5 to 1.4999956488609314) is no smaller a script.
+        if self.smallest and len(candidate) > len(self.smallest):
+            return False
+        self.tried += 1
+        try:
+            got = self.worker.run(candidate)
+        except Interrupted:
+            raise _Stop("interrupted") from None
+        # The same orders reached, and the same gradient calls raising: an error at another
+        # order is another deviation, even with the same class. The same values: a line of
+        # the same shape over other numbers is another computation.
+        ok = (shows(got.ran, self.expected) is None and _differs_line(got.ran) == self.want
+              and got.calls == self.first.calls
+              and _prints_the_same(_value_lines(got.ran, self.expected.outcomes), self.lines, self.rtol, self.atol)
+              and _close(got.computed, self.first.computed, self.tolerance))
+        if ok:
+            self.smallest = candidate
+        self.progress(self.tried, len(self.smallest or self.text))
+        return ok
+
+    def result(self, shrunk: Optional[str], docstring: str, stopped: str) -> Minimized:
+        text, seconds = self.text, time.monotonic() - self.start
+        if shrunk is None or ast.dump(ast.parse(shrunk)) == ast.dump(self.original):
+            return Minimized(text=text, before_lines=len(text.splitlines()), after_lines=len(text.splitlines()),
+                             candidates=self.tried, seconds=seconds, stopped=stopped, shrunk=False)
+        made = _layout(shrunk)
+        if docstring:
+            made = docstring.rstrip("\n") + "\n" + made
+        return Minimized(text=made, before_lines=len(text.splitlines()), after_lines=len(made.splitlines()),
+                         candidates=self.tried, seconds=seconds, stopped=stopped)

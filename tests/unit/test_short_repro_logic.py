@@ -14,7 +14,7 @@ import pytest
 
 from harness.cli import repro as cli_repro
 from harness.records import Differentiated, ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Verdict
-from harness.repro import issue, minimize, script, short, verify
+from harness.repro import candidates, issue, minimize, script, short, verify
 from harness.repro.script import ScriptParts
 from tests.helpers import REPO
 
@@ -298,7 +298,7 @@ class _FakeRunner:
         if self.after:
             self.after(self)
         computed = {"found": {"eager": [np.asarray(v) for v in self.values(text)]}}
-        return minimize._Run(verify.Ran(1, PRINTED, ""), ("ok",), computed)
+        return candidates.Run(verify.Ran(1, PRINTED, ""), ("ok",), computed)
 
     def close(self):
         pass
