@@ -77,6 +77,13 @@ def _serve(conn) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     lifetime.lead_group()
     lifetime.exit_with_parent(lifetime.end_strays)
+    # What TensorFlow and the candidates write to stderr (start-up lines, "the dtype of the watched
+    # tensor must be floating", retracing warnings) is no part of a candidate's result, and a
+    # thousand candidates would bury the progress line in it: stderr goes nowhere. An uncaught
+    # exception's traceback is caught and sent back instead.
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 2)
+    os.close(quiet)
     import tensorflow as tf  # noqa: PLC0415 - the import every candidate would otherwise pay
 
     warnings.simplefilter("ignore", SyntaxWarning)  # candidates like `0()` compile, with a warning
