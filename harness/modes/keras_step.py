@@ -131,18 +131,6 @@ def _strategy():
     return _CLASSES["strategy"]
 
 
-def _batches(strategy):
-    """The strategy's iterator over the distributed dataset of dummy batches, one per strategy for the
-    process: every step reads the same batch, and making a distributed iterator is a large part of a
-    mirrored step's cost (a multi-device iterator per replica)."""
-    key = ("batches", id(strategy))
-    if key not in _CLASSES:
-        batch = tf.data.Dataset.from_tensors((np.zeros((BATCH, 1), np.float32),
-                                              np.zeros((BATCH,), np.float32))).repeat()
-        _CLASSES[key] = (strategy, iter(strategy.experimental_distribute_dataset(batch)))
-    return _CLASSES[key][1]
-
-
 @contextlib.contextmanager
 def _policy(module, name: Optional[str]):
     """The global dtype policy `name` while the layers are made (the builder's too), then the one before."""
@@ -174,7 +162,9 @@ class _Step:
             # What fit does per step: its train function, on an iterator over the distributed dataset
             # (train_on_batch would make and distribute a dataset at every call). The batch is two dummy
             # samples; each sample's loss weights are the layer's `row` variable, assigned per step.
-            self.iterator = _batches(self.model.distribute_strategy)
+            batch = tf.data.Dataset.from_tensors((np.zeros((BATCH, 1), np.float32),
+                                                  np.zeros((BATCH,), np.float32))).repeat()
+            self.iterator = iter(self.model.distribute_strategy.experimental_distribute_dataset(batch))
             self.train_function = self.model.make_train_function()
         self.trained = list(self.layer.case_arguments) + list(self.subject.variables)
         # The builder's variables start every step from the values it gave them.
