@@ -209,11 +209,16 @@ CASES = [
                 tf_versions=">=2.13",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla", "saved_model"], outcome="TypeError", tf_versions="<2.13",
-                reason="the same capture of the variable's EagerTensor handle fails one step earlier: 2.12's "
-                       "FuncGraph.capture passes a shape to _capture_helper(tensor, name, shape) for a resource "
-                       "EagerTensor, and _CondGradFuncGraph._capture_helper(self, tensor, name) takes none "
-                       "('takes 3 positional arguments but 4 were given'); 2.13's capture no longer passes it",
+                modes=["no_autograph", "function", "xla", "saved_model", "keras_fit", "keras_xla", "keras_mirrored"],
+                outcome="TypeError", tf_versions="<2.13",
+                reason="the same capture of the variable's EagerTensor handle fails one step earlier on 2.12, "
+                       "with TypeError: reading the variable in the gradient branch gets the captured handle as "
+                       "a plain tensor ('Expected resource passed to parameter 'resource' of op 'ReadVariableOp'', "
+                       "raised as 'Expected float32 passed to parameter 'y' of op 'Mul', got <tf.Variable ...>'), "
+                       "and the SavedModel's tracing fails in the capture itself: FuncGraph.capture passes a shape "
+                       "to _capture_helper(tensor, name, shape) for a resource EagerTensor, and "
+                       "_CondGradFuncGraph._capture_helper(self, tensor, name) takes none ('takes 3 positional "
+                       "arguments but 4 were given'); 2.13's capture no longer passes it",
             ),
         ],
     ),

@@ -28,7 +28,8 @@ _KNOWN = {name for name, *_ in _LEGEND}
 
 # The mark of each mode inside a cell, and in the Markdown's cells.
 MODE_MARKS = {"eager": "e", "no_autograph": "na", "function": "f", "xla": "x", "graph": "g", "forward": "fw",
-              "saved_model": "sm", "saved_model_nocg": "nc"}
+              "saved_model": "sm", "saved_model_nocg": "nc", "keras_eager": "ke", "keras_fit": "kf",
+              "keras_xla": "kx", "keras_mixed": "kmp", "keras_mirrored": "kms"}
 
 # A mode's status as its mark shows it: (css class, what the legend says).
 _MARK_LEGEND = (
@@ -41,7 +42,9 @@ _MARK_LEGEND = (
 
 
 def _mark(mode: str) -> str:
-    return MODE_MARKS.get(mode, mode[:2])
+    # A mode without a mark (one this harness does not know, from another version's report) shows its
+    # whole name: two letters of it could be another mode's mark.
+    return MODE_MARKS.get(mode, mode)
 
 
 def _mark_class(status: str) -> str:

@@ -393,8 +393,14 @@ def _recording_sgd(module):
             for _, seen in getattr(self, "_records", {}).values():
                 seen.assign(tf.zeros([], seen.dtype))
 
-        def record_of(self, variable) -> tuple[np.ndarray, bool]:
-            record, seen = self._records[self._var_key(variable)]
+        def record_of(self, variable) -> tuple[Optional[np.ndarray], bool]:
+            """What update_step applied to `variable` in the last step, and whether it ran for it. A
+            weight the optimizer never built was never updated: Keras 2 inside TensorFlow 2.12 and
+            2.13 builds the loss-scale optimizer's inner one from the weights that have a gradient."""
+            entry = getattr(self, "_records", {}).get(self._var_key(variable))
+            if entry is None:
+                return None, False
+            record, seen = entry
             return record.numpy(), bool(seen.numpy())
 
     _CLASSES["sgd"] = _RecordingSGD
