@@ -130,6 +130,8 @@ def write_repro(folder: Path, result, scripts: dict, environment: dict, info: Ca
         return False
     if stop.is_set():
         return Stopped(folder, _unchecked(made))
+    # Running it starts a fresh Python and TensorFlow: seconds of silence without this line.
+    say(f"running {folder / 'repro.py'} to check that it shows what the harness saw")
     try:
         ran = verify.run(text, timeout=min(s.timeout, _SCRIPT_SECONDS), stop=stop)
     except verify.Interrupted:
