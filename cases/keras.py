@@ -24,10 +24,10 @@ try:
 except ImportError:
     tf_keras = tf.keras if tuple(int(p) for p in tf.version.VERSION.split(".")[:2]) < (2, 16) else None
 
-_SKIP = {} if tf_keras is not None else {
+SKIP_WITHOUT_KERAS2 = {} if tf_keras is not None else {
     mode: "needs Keras 2: install tf-keras (pip install 'harness[keras]'); from TensorFlow 2.16 tf.keras is "
           "Keras 3, whose layers these cases do not build" for mode in KNOWN_MODES}
-_Layer = tf_keras.layers.Layer if tf_keras is not None else object
+Layer = tf_keras.layers.Layer if tf_keras is not None else object
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 _KERNEL_3x2 = np.array([[0.5, -1.0], [1.5, 0.25], [-0.75, 2.0]], np.float32)
@@ -49,7 +49,7 @@ def _dense(kernel, bias=None, activation=None):
                                  bias_initializer=_constant(bias))
 
 
-class RoundSTE(_Layer):
+class RoundSTE(Layer):
     """Rounds to quarters forward, passes the gradient straight through."""
 
     def call(self, x):
@@ -63,7 +63,7 @@ class RoundSTE(_Layer):
         return quantise(x)
 
 
-class GradientReversal(_Layer):
+class GradientReversal(Layer):
     """Domain-adversarial training's gradient reversal, with a fixed factor."""
 
     def __init__(self, factor, **kwargs):
@@ -81,7 +81,7 @@ class GradientReversal(_Layer):
         return reverse(x)
 
 
-class SoftplusDense(_Layer):
+class SoftplusDense(Layer):
     """softplus(x W + b) with the whole layer's gradient written by hand, weights included."""
 
     def __init__(self, kernel, bias, **kwargs):
@@ -140,7 +140,7 @@ CASES = [
         build=build_ste_model,
         points=[_BATCH],
         wrt_variables=True,
-        skip_modes=_SKIP,
+        skip_modes=SKIP_WITHOUT_KERAS2,
         source=f"{_DOCS} (pattern: a straight-through quantiser layer in tf_keras.Sequential)",
         description="Dense, a round-to-quarters straight-through layer, Dense: gradients w.r.t. the inputs "
                     "and all three weights as if the rounding were the identity",
@@ -157,7 +157,7 @@ CASES = [
         build=build_reversal_model,
         points=[_BATCH],
         wrt_variables=True,
-        skip_modes=_SKIP,
+        skip_modes=SKIP_WITHOUT_KERAS2,
         # Only keras_mixed computes in float16: there the tanh features saturate to exactly 1 where float32
         # gives 1 - 3e-4, so 1 - tanh**2 is 0 and a kernel gradient of 1.5e-3 (with upstream weights) becomes
         # 0. float16 rounding, judged against the gradients' scale (about 1) instead of element by element.
@@ -182,7 +182,7 @@ CASES = [
         points=[_BATCH],
         order=2,
         wrt_variables=True,
-        skip_modes=_SKIP,
+        skip_modes=SKIP_WITHOUT_KERAS2,
         source=f"{_DOCS} (a layer whose custom gradient covers its own weights through `variables`)",
         description="a layer computing softplus(x W + b) with grad_fn(dy, variables) giving the kernel and "
                     "bias gradients, then Dense: orders 1 and 2 w.r.t. inputs and weights",

@@ -171,12 +171,12 @@ def sin3(x):
 
 # Why the compiled training steps do not judge the recompute_grad cases.
 _RECOMPUTE_RACE = (
-    "not judged in a compiled train function: there the step now and then differentiates with w as the optimizer "
-    "has already updated it (recompute_grad's backward pass reads w again, and in about 1 run in 10 of the "
-    "patterns cases on TensorFlow 2.18.1, fewer on 2.21, and only after other cases ran in the same worker, that "
-    "read returned the updated value, though the traced step lists it among the update's control inputs). The "
-    "cause is not found, so a fault of the harness is not ruled out: the modes are left out here rather than "
-    "judged flaky; keras_eager takes the same step eagerly"
+    "not judged in the compiled train functions: in keras_fit the step now and then differentiated with w as the "
+    "optimizer had already updated it (recompute_grad's backward pass reads w again; about 1 run in 10 of the "
+    "patterns cases on TensorFlow 2.18.1, none seen on 2.21, and only after other cases ran in the same worker), "
+    "though the traced step lists that read among the update's control inputs. keras_xla and keras_mirrored "
+    "compile the same step, so they are left out too. The cause is not found, so a fault of the harness is not "
+    "ruled out: the modes are left out here rather than judged flaky; keras_eager takes the same step eagerly"
 )
 _RECOMPUTE_SKIPS = {mode: _RECOMPUTE_RACE for mode in ("keras_fit", "keras_xla", "keras_mirrored")}
 

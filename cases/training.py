@@ -12,17 +12,12 @@ import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
 from harness.cases import FORWARD_USES_THE_BODY
-from harness.modes import KNOWN_MODES
 
-try:
-    import tf_keras
-except ImportError:
-    tf_keras = tf.keras if tuple(int(p) for p in tf.version.VERSION.split(".")[:2]) < (2, 16) else None
+# The keras theme's Keras 2 and its skips where there is none: the same for both themes.
+from harness.cases.keras import SKIP_WITHOUT_KERAS2 as _SKIP
+from harness.cases.keras import Layer as _Layer
+from harness.cases.keras import tf_keras
 
-_SKIP = {} if tf_keras is not None else {
-    mode: "needs Keras 2: install tf-keras (pip install 'harness[keras]'); from TensorFlow 2.16 tf.keras is "
-          "Keras 3, whose layers these cases do not build" for mode in KNOWN_MODES}
-_Layer = tf_keras.layers.Layer if tf_keras is not None else object
 _COMPILED_STEPS = ["keras_fit", "keras_xla", "keras_mixed", "keras_mirrored"]
 _AUTOCAST = "https://github.com/keras-team/tf-keras/blob/v2.21.0/tf_keras/src/mixed_precision/autocast_variable.py"
 

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_modes import timed  # noqa: E402
+from bench_modes import print_breakdown, timed  # noqa: E402
 from bench_seeds import ROOT, tensorflow_version  # noqa: E402
 
 VARIANTS = {
@@ -63,15 +63,7 @@ def breakdown(runs: int) -> None:
                 times[mode] = times.get(mode, 0.0) + time.perf_counter() - start
         for name, seconds in times.items():
             parts.setdefault(name, []).append(seconds)
-    core = sum(statistics.median(parts[m][1:]) for m in modes.CORE_MODES)
-    steps = sum(statistics.median(parts[m][1:]) for m in modes.STEP_MODES)
-    print(f"\nin-process breakdown over {len(cases)} cases ({runs} passes, medians):")
-    print(f"{'part':<16} {'seconds':>8} {'vs the 3 core modes':>20}")
-    for name, seconds in parts.items():
-        median = statistics.median(seconds[1:])
-        print(f"{name:<16} {median:8.2f} {median / core:20.2f}")
-    print(f"{'core modes':<16} {core:8.2f} {1.0:20.2f}")
-    print(f"{'step modes':<16} {steps:8.2f} {steps / core:20.2f}")
+    print_breakdown(parts, len(cases), runs, modes.CORE_MODES, {"step modes": modes.STEP_MODES})
 
 
 def main() -> int:

@@ -96,13 +96,24 @@ def breakdown(runs: int) -> None:
                 times[name] = times.get(name, 0.0) + time.perf_counter() - start
         for name, seconds in times.items():
             parts.setdefault(name, []).append(seconds)
-    core = sum(statistics.median(parts[m][1:]) for m in modes.CORE_MODES)
-    print(f"\nin-process breakdown over {len(cases)} cases ({runs} passes, medians):")
-    print(f"{'part':<14} {'seconds':>8} {'vs the 3 core modes':>20}")
-    for name, seconds in parts.items():
-        median = statistics.median(seconds[1:])
-        print(f"{name:<14} {median:8.2f} {median / core:20.2f}")
-    print(f"{'core modes':<14} {core:8.2f} {1.0:20.2f}")
+    print_breakdown(parts, len(cases), runs, modes.CORE_MODES)
+
+
+def print_breakdown(parts: dict, cases: int, runs: int, core_modes, totals: dict = ()) -> None:
+    """The table of an in-process breakdown: each part's median (the first pass, a warm-up, left
+    out) against the three core modes' sum, then each named total of parts (`totals`: name ->
+    the parts it sums), the core modes first."""
+    def median(name):
+        return statistics.median(parts[name][1:])
+
+    core = sum(median(m) for m in core_modes)
+    print(f"\nin-process breakdown over {cases} cases ({runs} passes, medians):")
+    print(f"{'part':<16} {'seconds':>8} {'vs the 3 core modes':>20}")
+    for name in parts:
+        print(f"{name:<16} {median(name):8.2f} {median(name) / core:20.2f}")
+    for name, members in {"core modes": core_modes, **dict(totals)}.items():
+        total = sum(median(m) for m in members)
+        print(f"{name:<16} {total:8.2f} {total / core:20.2f}")
 
 
 def main() -> int:
