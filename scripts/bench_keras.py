@@ -14,6 +14,11 @@ run ends with failing verdicts (exit 1) is still timed; exit status 2 or a signa
 With --breakdown it also times, in one process and without workers, each step mode's runner
 and the three core modes' runners on every library case (`--runs` passes after a warm-up, the
 median per part); the process splits its CPU into two logical devices first, as a worker does.
+It then measures Keras's own floor: per mode, what a one-weight model (y = w * x, no custom
+gradient, none of the harness's layer or optimizer) costs to build, compile, make its train
+function and take the harness's two steps, times the models that mode built on the library (one
+per case and input signature). That sum is what the five modes cost with nothing of the harness
+in them, against the issue's budget.
 
 Usage (from the repository root, on an otherwise idle machine):
   python scripts/bench_keras.py --runs 3
@@ -40,8 +45,9 @@ VARIANTS = {
 }
 
 
-def breakdown(runs: int) -> None:
-    """Seconds per mode runner over the whole library, in this process."""
+def breakdown(runs: int, own: float) -> None:
+    """Seconds per mode runner over the whole library, in this process; `own` is the cases' own time
+    in a `--mode all` process (wall, less startup), the budget's unit."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.path.insert(0, str(ROOT))
     from harness.modes import _devices  # noqa: PLC0415
@@ -49,10 +55,12 @@ def breakdown(runs: int) -> None:
     _devices.split_cpu()  # before TensorFlow starts, as a worker does
     from harness import modes, probe  # noqa: PLC0415 - TensorFlow comes in here
     from harness.loader import builtin_cases  # noqa: PLC0415
+    from harness.modes import keras_step  # noqa: PLC0415
     from harness.records import RunOptions  # noqa: PLC0415
 
     probe.install()
     cases = builtin_cases()
+    built = count_models(keras_step)
     parts: dict[str, list[float]] = {}
     for _ in range(runs + 1):  # the first pass warms caches and is not counted
         times: dict[str, float] = {}
@@ -64,6 +72,72 @@ def breakdown(runs: int) -> None:
         for name, seconds in times.items():
             parts.setdefault(name, []).append(seconds)
     print_breakdown(parts, len(cases), runs, modes.CORE_MODES, {"step modes": modes.STEP_MODES})
+    core = sum(statistics.median(parts[m][1:]) for m in modes.CORE_MODES)
+    print_floor({name: count // (runs + 1) for name, count in built.items()}, core, own, runs)  # per pass
+
+
+def count_models(keras_step) -> dict[str, int]:
+    """Counts, per step mode, the models (`keras_step._Step`) built from now on."""
+    built: dict[str, int] = {}
+    make = keras_step._Step.__init__
+
+    def counted(self, mode, *args, **kwargs):
+        built[mode.name] = built.get(mode.name, 0) + 1
+        make(self, mode, *args, **kwargs)
+
+    keras_step._Step.__init__ = counted
+    return built
+
+
+def floor_seconds(keras_step, mode_name: str, repeats: int) -> float:
+    """Median seconds of one minimal model in step mode `mode_name`, as the harness drives one: a
+    one-weight layer (y = w * x) under the mode's strategy and policy, compiled with the mode's options
+    and plain SGD, its train function made on a distributed dataset's iterator and called twice."""
+    import numpy as np  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
+
+    module, mode = keras_step.keras(), keras_step.runner_for(mode_name)
+
+    class OneWeight(module.layers.Layer):
+        def build(self, shape):
+            self.w = self.add_weight(name="w", shape=(), initializer="ones")
+
+        def call(self, x):
+            return tf.reduce_sum(x, axis=1) * tf.cast(self.w, x.dtype)
+
+    def one() -> float:
+        start = time.perf_counter()
+        strategy = keras_step._strategy() if mode.mirrored else tf.distribute.get_strategy()
+        with strategy.scope(), keras_step._policy(module, "mixed_float16" if mode.mixed else None):
+            model = module.Sequential([OneWeight()])
+            model.build((None, 1))
+            model.compile(optimizer=module.optimizers.SGD(0.5), loss=lambda _, y: y, **mode.compile_options)
+            batch = tf.data.Dataset.from_tensors((np.zeros((2, 1), np.float32), np.zeros((2,), np.float32)))
+            iterator = iter(model.distribute_strategy.experimental_distribute_dataset(batch.repeat()))
+            train = model.make_train_function()
+            train(iterator)
+            train(iterator)
+        return time.perf_counter() - start
+
+    one()  # warm-up
+    return statistics.median(one() for _ in range(repeats))
+
+
+def print_floor(built: dict[str, int], core: float, own: float, runs: int) -> None:
+    """Keras's own floor per step mode, and its sum over the models the library needs."""
+    from harness import modes  # noqa: PLC0415
+    from harness.modes import keras_step  # noqa: PLC0415
+
+    print(f"\nKeras's own floor: a one-weight model per case and signature ({max(runs, 5)} models each, medians):")
+    print(f"{'mode':<16} {'per model':>9} {'models':>7} {'floor':>8} {'vs the 3 core modes':>20}")
+    total = 0.0
+    for name in modes.STEP_MODES:
+        each = floor_seconds(keras_step, name, max(runs, 5))
+        count = built.get(name, 0)
+        total += each * count
+        print(f"{name:<16} {each:8.3f}s {count:7d} {each * count:7.2f}s {each * count / core:20.2f}")
+    print(f"{'step modes':<16} {'':>9} {'':>7} {total:7.2f}s {total / core:20.2f}")
+    print(f"the floor is {total / own:.2f} x the cases' own time in --mode all ({own:.2f} s; the issue's budget: 2.00)")
 
 
 def main() -> int:
@@ -94,7 +168,7 @@ def main() -> int:
     print(f"\nthe five step modes add {both - base:.2f} s: {(both - base) / (base - fixed):.2f} x the cases' own time "
           f"in --mode all (budget 2.00); all+keras / all = {both / base:.2f}")
     if args.breakdown:
-        breakdown(args.runs)
+        breakdown(args.runs, own=base - fixed)
     return 0
 
 
