@@ -228,8 +228,15 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
     # supervisor's folder of worker files and exits, busy in a case or not.
     lifetime.lead_group()
     folder = os.path.dirname(output_path)
+    # The output file is made before the watcher starts: a watcher that found the supervisor gone
+    # while this thread was making it could remove the folder's files, then see the new one and
+    # leave the folder behind. A folder already gone means the supervisor ended before this worker
+    # started (a worker's own folder is removed only by it or after it): nothing is left to do.
+    try:
+        _redirect_output(output_path)
+    except OSError:
+        os._exit(1)
     lifetime.exit_with_parent(lambda: (shutil.rmtree(folder, ignore_errors=True), lifetime.end_strays()), parent)
-    _redirect_output(output_path)
     prepare()
     from harness import loader  # noqa: PLC0415
 
