@@ -230,11 +230,12 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
     folder = os.path.dirname(output_path)
     # The output file is made before the watcher starts: a watcher that found the supervisor gone
     # while this thread was making it could remove the folder's files, then see the new one and
-    # leave the folder behind. A folder already gone means the supervisor ended before this worker
-    # started (a worker's own folder is removed only by it or after it): nothing is left to do.
+    # leave the folder behind. A folder already gone was removed by a supervisor that is done with
+    # its workers, or by a worker that saw it gone: nothing is left to do. Any other error still
+    # raises, for the supervisor to report.
     try:
         _redirect_output(output_path)
-    except OSError:
+    except FileNotFoundError:
         os._exit(1)
     lifetime.exit_with_parent(lambda: (shutil.rmtree(folder, ignore_errors=True), lifetime.end_strays()), parent)
     prepare()
