@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -72,26 +73,31 @@ def by_case(results):
 
 def test_recording_keeps_every_called_function_with_the_test_and_the_context_of_its_call(recorded):
     proc, folder = recorded
-    functions = {f["qualname"]: f for f in store.read(str(folder))["functions"]}
-    assert set(functions) == {"square", "scaled_square", "clipped_relu", "make_power.<locals>.power", "softsign",
-                              "test_scaled_by_an_object.<locals>.times"}
-    square = functions["square"]
+    read = store.read(str(folder))
+    functions = {(f["qualname"], tuple(map(tuple, f["captured"]))): f for f in read["functions"]}
+    assert set(functions) == {("square", ()), ("scaled_square", ()), ("clipped_relu", ()),
+                              ("make_power.<locals>.power", (("p", "3.0"),)),
+                              ("make_power.<locals>.power", (("p", "2.0"),)), ("softsign", ()),
+                              ("test_scaled_by_an_object.<locals>.times", ())}
+    assert Path(read["folder"]).parent == folder and Path(read["folder"]).name.startswith("session-")
+    square = functions[("square", ())]
     assert square["module"] == "mylib.ops" and square["file"].endswith("mylib/ops.py") and square["line"] == 6
     assert square["importable"] and square["points"][0]["node"] == "tests/test_ops.py::test_square"
     assert square["points"][0]["context"] == "eager"
     assert square["points"][0]["args"][0]["dtype"] == "float32" and square["points"][0]["args"][0]["shape"] == [2]
-    power = functions["make_power.<locals>.power"]
-    assert not power["importable"] and "copy" in power["points"][0]["function"]
-    closures = [p["function"]["copy"]["closure"] for p in power["points"]]
-    assert closures == [[{"python": 3.0}], [{"python": 2.0}]]  # the factory's p, one per closure
-    softsign = functions["softsign"]["points"][0]
+    for p in ("3.0", "2.0"):  # a closure each, each copied with its own p
+        power = functions[("make_power.<locals>.power", (("p", p),))]
+        assert not power["importable"]
+        assert [pt["function"]["copy"]["closure"] for pt in power["points"]] == [[{"python": float(p)}]]
+    softsign = functions[("softsign", ())]["points"][0]
     assert softsign["context"] == "tf.function" and softsign["args"] == [{"spec": {"dtype": "float32", "shape": [2]}}]
-    times = functions["test_scaled_by_an_object.<locals>.times"]["points"][0]
+    times = functions[("test_scaled_by_an_object.<locals>.times", ())]["points"][0]
     assert "its closure variable 'scale' holds a Scale object" in times["function"]["problem"]
+    assert [s["ended"] for s in read["sessions"]] == ["finished"]
     summary = [line for line in proc.stdout.splitlines() if line.startswith("harness record:")]
-    assert summary == [f"harness record: 6 custom-gradient functions called, 7 points kept (1 without values, to be "
-                       f"replayed at drawn values) in {folder}; nothing dropped; 1 closure could not be copied (replay "
-                       "skips it, saying why)"]
+    assert summary == [f"harness record: 7 custom-gradient functions called, 7 points kept (1 without values, to be "
+                       f"replayed at drawn values) in {read['folder']}; nothing dropped; 1 closure could not be "
+                       "copied (replay skips it, saying why)"]
 
 
 def test_the_tests_outcomes_and_output_are_the_same_with_recording_on(plain, recorded):
@@ -108,8 +114,9 @@ def test_replay_finds_the_two_bugs_and_names_the_test_that_called_each(replayed,
     assert proc.returncode == 1, proc.stdout + proc.stderr
     verdicts = {case: [r["verdict"] for r in rs] for case, rs in by_case(results).items()}
     assert verdicts == {"recorded.mylib.ops.square": ["pass"], "recorded.mylib.ops.scaled_square": ["fail"],
-                        "recorded.mylib.ops.clipped_relu": ["fail"], "recorded.mylib.ops.make_power.power": ["pass"],
-                        "recorded.mylib.ops.make_power.power_2": ["pass"],
+                        "recorded.mylib.ops.clipped_relu": ["fail"],
+                        "recorded.mylib.ops.make_power.power_p_3_0": ["pass"],
+                        "recorded.mylib.ops.make_power.power_p_2_0": ["pass"],
                         "recorded.mylib.ops.softsign": ["pass"], "recorded.test_ops.test_scaled_by_an_object.times":
                         ["skip"]}
     scaled = results[("recorded.mylib.ops.scaled_square", "x=3.0")]
@@ -143,13 +150,13 @@ def test_a_point_seen_only_while_tracing_is_replayed_at_drawn_values_labelled_so
 def test_recorded_points_are_labelled_from_their_values(replayed):
     _, results, _ = replayed
     assert ("recorded.mylib.ops.square", "x=[1.0,2.0]") in results
-    assert ("recorded.mylib.ops.make_power.power", "x=2.0") in results
+    assert ("recorded.mylib.ops.make_power.power_p_3_0", "x=2.0") in results
 
 
-def test_a_factory_s_closures_with_different_values_are_a_case_each(replayed):
+def test_a_factory_s_closures_with_different_values_are_a_case_each_named_by_what_it_captured(replayed):
     _, results, _ = replayed
-    cube, square = results[("recorded.mylib.ops.make_power.power", "x=2.0")], \
-        results[("recorded.mylib.ops.make_power.power_2", "x=2.0")]
+    cube, square = results[("recorded.mylib.ops.make_power.power_p_3_0", "x=2.0")], \
+        results[("recorded.mylib.ops.make_power.power_p_2_0", "x=2.0")]
     # d/dx x**3 = 12 and d/dx x**2 = 4 at x = 2: each case ran its own closure's p.
     assert cube["modes"]["eager"]["orders"][1][0]["value"] == 12.0
     assert square["modes"]["eager"]["orders"][1][0]["value"] == 4.0
@@ -158,8 +165,9 @@ def test_a_factory_s_closures_with_different_values_are_a_case_each(replayed):
 def test_a_rerun_command_reruns_its_point_through_replay(replayed, recorded):
     _, results, out = replayed
     _, folder = recorded
+    session = store.read(str(folder))["folder"]  # the rerun names the session it replayed
     command = results[("recorded.mylib.ops.scaled_square", "x=3.0")]["rerun"]
-    assert command == (f"python -m harness replay {folder} --mode=all "
+    assert command == (f"python -m harness replay {session} --mode=all "
                        "'--cases=recorded.mylib.ops.scaled_square[x=3.0]'")
     proc = subprocess.run([sys.executable] + shlex.split(command)[1:], capture_output=True, text=True,
                           cwd=str(out), timeout=600, env=dict(os.environ, PYTHONPATH=REPO))
@@ -325,7 +333,7 @@ def test_a_point_over_the_byte_limit_keeps_its_signature_and_the_drop_is_said(pr
     proc = user_pytest(folder, f"--harness-record={rec}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ("1 custom-gradient function called, 2 points kept (1 without values, to be replayed at drawn values)"
-            in proc.stdout and "dropped: the values of 1 point over the byte limit (kept as signature)"
+            in proc.stdout and "dropped: the values of 1 point over the byte limit (kept as a signature)"
             in proc.stdout), proc.stdout
     [square] = store.read(str(rec))["functions"]
     small, big = square["points"]

@@ -5,6 +5,7 @@ starts (harness.record).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -21,19 +22,23 @@ def record_command(folder: str, command: Sequence[str]) -> int:
     if Path(folder).exists() and not Path(folder).is_dir():
         raise UsageError(f"{folder} is a file; give a directory for the recording (it is created if missing)")
     try:
-        os.makedirs(folder, exist_ok=True)
-        store.clear(folder)
+        session = store.new_session(folder)
     except OSError as e:
         raise UsageError(f"cannot write {folder}: {e.strerror or e}; choose another directory") from None
     site = Path(hook.__file__).resolve().parent / "_site"
     root = Path(harness.__file__).resolve().parent.parent
     path = [str(site)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **{hook.ENV_FOLDER: os.path.abspath(folder),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **{hook.ENV_FOLDER: session,
                                                                    hook.ENV_POINTS: str(RECORD_POINTS.value),
                                                                    hook.ENV_PATH: str(root)})
     try:
-        return subprocess.run(list(command), env=env, check=False).returncode
+        code = subprocess.run(list(command), env=env, check=False).returncode
     except OSError as e:
+        os.rmdir(session)  # nothing ran: no empty session is left behind
         raise UsageError(f"cannot run {command[0]}: {e.strerror or e}; give the command after --, e.g. "
                          "python -m harness record DIR -- python -m unittest") from None
+    from harness.record import recorder  # noqa: PLC0415 - numpy only, no TensorFlow
+
+    sys.stderr.write(recorder.folder_summary(session) + "\n")
+    return code
 

@@ -182,12 +182,16 @@ def recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
     from harness.record import store  # noqa: PLC0415
 
     try:
-        store.read(folder)
+        data = store.read(folder)
         for text in EXPECT.value if command == REPLAY_CMD else ():
             parse_expect(text)
     except (store.RecordError, InputError) as e:
         raise UsageError(str(e)) from None
-    return os.path.abspath(folder)
+    session, sessions = store.session_folder(folder)
+    if command == REPLAY_CMD:
+        which = f" (the latest of {sessions} sessions in {folder})" if sessions > 1 else ""
+        say(f"replaying {session}{which}: {store.ending(data)}")
+    return os.path.abspath(session)
 
 
 def rerun_command(case_id: str, point: str, s: Settings, check=None, inputs: Optional[Sequence[str]] = None) -> str:

@@ -1,12 +1,13 @@
 """Recording any Python process, started through the environment: `python -m harness record DIR -- CMD`.
 
-The record command puts harness/record/_site first on PYTHONPATH, DIR in $HARNESS_RECORD and
+The record command makes a new session folder in DIR, puts harness/record/_site first on
+PYTHONPATH, the session folder in $HARNESS_RECORD and
 the folder holding this harness in $HARNESS_RECORD_PATH (appended to sys.path only where the
 process cannot import harness itself);
 Python imports the sitecustomize there as it starts, which calls `start()`: the recorder is
 installed (TensorFlow is patched the moment it is imported), unittest's TestCase.run (absltest's
-too) notes each test's id as the node that made a call, and at exit this process writes its
-recorded-<pid>.json into DIR. Every Python process CMD starts is recorded the same way, each
+too) notes each test's id as the node that made a call and writes this process's
+recorded-<pid>.json into the session folder after each test, and again at exit. Every Python process CMD starts is recorded the same way, each
 into its own file; replay reads them together.
 """
 
@@ -23,11 +24,6 @@ ENV_POINTS = "HARNESS_RECORD_POINTS"
 ENV_PATH = "HARNESS_RECORD_PATH"  # the folder holding the harness package, for a process that lacks it
 
 
-def _script() -> str:
-    argv = getattr(sys, "argv", None) or [""]
-    return os.path.basename(argv[0]) if argv[0] else "python"
-
-
 def start() -> None:
     folder = os.environ.get(ENV_FOLDER)
     if not folder:
@@ -35,19 +31,20 @@ def start() -> None:
     from harness.record import recorder, store  # noqa: PLC0415
 
     session = recorder.Session(folder, store.Limits(points=int(os.environ.get(ENV_POINTS) or 3)))
-    session.node = ""
+    session.say_stopped_at_once = False  # said once at exit, not in the middle of the tests' output
     recorder.install(session)
     _note_unittest(session)
 
     def finish() -> None:
+        # The record command sums up every process's file; this one says only what went wrong.
         session.command = " ".join(getattr(sys, "argv", []) or [])
-        if not any(f.calls for f in session.functions.values()):
-            return
-        try:
-            session.write()
+        session.flush(finished=True)
+        for name in session.skipped:
+            sys.stderr.write(session.skipped_line(name) + "\n")
+        if session.stopped:
+            sys.stderr.write(session.stopped_line() + "\n")
+        if session.write_error:
             sys.stderr.write(session.summary() + "\n")
-        except Exception as e:  # noqa: BLE001
-            sys.stderr.write(f"harness record: warning: could not write {folder} ({type(e).__name__}: {e})\n")
 
     atexit.register(finish)
 
@@ -63,5 +60,7 @@ def _note_unittest(session) -> None:
             return run(self, result)
         finally:
             session.node = ""
+            session.tests += 1
+            session.flush()
 
     unittest.TestCase.run = noting_run

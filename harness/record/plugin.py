@@ -3,8 +3,10 @@
 Registered through the `pytest11` entry point, so installing harness makes pytest load it; without
 --harness-record it only adds its two options: it imports nothing more and hooks nothing else.
 With the flag it installs the recorder while pytest loads the first conftest files, before any
-test module is imported, keeps the running test's node id for each call, and at the end writes
-DIR and says in one line what was kept and what was dropped.
+test module is imported, keeps the running test's node id for each call, writes its file in a
+new session folder inside DIR after each test, and at the end says in one line what was kept,
+dropped or lost. Under pytest-xdist the controller makes the session folder, each worker writes
+its own file there, and the controller's line sums up every worker's file.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ def pytest_addoption(parser) -> None:
     group.addoption("--harness-record-points", dest="harness_record_points", metavar="K", type=int,
                     default=_DEFAULT_POINTS,
                     help=f"With --harness-record: the distinct points kept per function (default {_DEFAULT_POINTS}).")
+    group.addoption("--harness-record-eager", dest="harness_record_eager", action="store_true", default=False,
+                    help="With --harness-record: run the tests' tf.functions (and model.fit's train "
+                         "function) eagerly, so that calls made inside them are recorded with their "
+                         "values instead of being replayed at drawn values. The tests then run "
+                         "eagerly, and slower.")
 
 
 class _Recording:
@@ -43,21 +50,31 @@ class _Recording:
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self.session.node = ""
+        self.session.tests += 1
+        self.session.flush()  # a kill during the next test keeps this one's points
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        # Before an xdist worker reports itself finished, so the controller reads a whole file.
+        self.session.flush(finished=True)
 
     def pytest_terminal_summary(self, terminalreporter):
-        terminalreporter.write_line(self.session.summary())
-        if self.session.stopped:
-            terminalreporter.write_line(self.session.stopped_line())
-
-    def pytest_unconfigure(self, config):
         session = self.session
-        if not any(f.calls for f in session.functions.values()):
-            return
-        try:
-            session.write()
-        except Exception as e:  # noqa: BLE001 - the tests' outcome stands whatever happens here
-            sys.stderr.write(f"harness record: warning: could not write {session.folder} "
-                             f"({type(e).__name__}: {e}); the tests' outcome is unchanged\n")
+        for name in session.skipped:
+            terminalreporter.write_line(session.skipped_line(name))
+        if session.stopped:
+            terminalreporter.write_line(session.stopped_line())
+        if _is_controller(terminalreporter.config):
+            from harness.record import recorder  # noqa: PLC0415 - loaded already: the session is its
+
+            terminalreporter.write_line(recorder.folder_summary(session.folder, session))
+        else:
+            terminalreporter.write_line(session.summary())
+
+
+def _is_controller(config) -> bool:
+    """Whether this is pytest-xdist's controller, whose workers ran the tests."""
+    return bool(getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no") \
+        and not os.environ.get("PYTEST_XDIST_WORKER")
 
 
 def pytest_load_initial_conftests(early_config, parser, args) -> None:
@@ -72,10 +89,15 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
         points = getattr(options, "harness_record_points", _DEFAULT_POINTS)
         if points < 1:
             raise ValueError(f"--harness-record-points={points}: keep at least 1 point per function")
-        os.makedirs(folder, exist_ok=True)
-        store.clear(folder)
-        session = recorder.Session(os.path.abspath(folder), store.Limits(points=points),
-                                   command=" ".join(["pytest"] + list(args)))
+        # One session folder for the whole run: the first process (pytest, or xdist's controller)
+        # makes it, and the workers it starts find it in their environment.
+        session_folder = os.environ.get(store.ENV_SESSION)
+        if not session_folder or os.path.dirname(session_folder) != os.path.abspath(folder):
+            session_folder = store.new_session(folder)
+            os.environ[store.ENV_SESSION] = session_folder
+        session = recorder.Session(session_folder, store.Limits(points=points),
+                                   command=" ".join(["pytest"] + list(args)),
+                                   eager=bool(getattr(options, "harness_record_eager", False)))
         recorder.install(session)
     except Exception as e:  # noqa: BLE001 - a recorder that cannot start leaves the tests alone
         early_config.pluginmanager.register(_NotRecording(f"{type(e).__name__}: {e}"), "harness-record-session")

@@ -1,26 +1,33 @@
 """The recorder: a hook around `tf.custom_gradient` that keeps a few calls of every function it decorates.
 
-`install(session)` makes `tensorflow`'s `custom_gradient` (also as `tf.compat.v1` and
-`tf.compat.v2` have it) the recording one: at once where TensorFlow is already imported, else
-the moment its import finishes (an import hook), so a module that decorates at import time is
-seen and a process that never imports TensorFlow never pays for it.
+`install(session)` makes every route to TensorFlow's `custom_gradient` the recording one: the
+function in `tensorflow.python.ops.custom_gradient` (so a module importing it later gets the
+recording one) and every module attribute already bound to it (`tf.custom_gradient`,
+`tf.compat.v1`, `tf.compat.v2`, their `_api` twins, a user module that imported it first;
+`keras.ops.custom_gradient` calls `tf.custom_gradient`), at once where TensorFlow is already
+imported, else the moment its import finishes (an import hook), so a module that decorates at
+import time is seen and a process that never imports TensorFlow never pays for it.
 
 Like harness.probe, the hook hands TensorFlow's own decorator a forward function around the
 user's: TensorFlow does everything it did before, and the forward function, after calling the
 user's function once as before, notes the call: eager arguments by value, arguments seen while
 tracing (tf.function, model.fit, a v1 graph) by dtype and shape only, since they have no value
 then. Adding a host callback to read them would change the user's graph (XLA and SavedModel
-refuse one), so those points are replayed at drawn values, labelled so. Once a function has its
-K points, a call costs a counter increment.
+refuse one), so those points are replayed at drawn values, labelled so, unless the session runs
+the user's functions eagerly (`eager=True`, an opt-in: their tests then run slower, and run
+eagerly). Each function is the user's (harness.record.identity), never a wrapper's code. Once a
+function has its K points, a call costs a counter increment; a function called again and again
+with values it has already recorded is looked at less and less often.
 
-Any failure of the recorder's own code stops the recording with one warning line on stderr and
-leaves the call, and the test session, to go on as without it.
+A callable the recorder cannot follow (a functools.partial, a C function) is passed to
+TensorFlow untouched, with one warning naming it; any other failure of the recorder's own code
+stops the recording with one warning line and leaves the call, and the test session, to go on as
+without it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import importlib.abc
 import importlib.util
@@ -29,15 +36,25 @@ import os
 import platform
 import sys
 import time
+import types
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from harness.record import serial, store
+from harness.record import identity, serial, store
 
-__all__ = ["Session", "install", "installed_session"]
+__all__ = ["ROUTES", "Session", "install", "installed_session"]
 
 _state: dict = {"session": None, "real": None, "finder": None}
+
+ROUTES = ("tf.custom_gradient", "tf.compat.v1.custom_gradient", "tf.compat.v2.custom_gradient",
+          "tensorflow.python.ops.custom_gradient.custom_gradient", "keras.ops.custom_gradient")
+_DEFINING_MODULE = "tensorflow.python.ops.custom_gradient"
+
+# After this many calls in a row that brought no new point, a function is looked at only on
+# calls whose number is a power of two: a function called 10**5 times with the same values
+# costs the tests a few dozen looks, not 10**5 hashes of its arguments.
+_PATIENCE = 32
 
 
 def _root(module: str, file: str) -> str:
@@ -51,63 +68,84 @@ def _root(module: str, file: str) -> str:
 
 
 class _Function:
-    """What is kept of one decorated function (one per code object: a factory's closures are one)."""
+    """What is kept of one user function (one per identity: a factory's closures over different
+    values are different functions)."""
 
-    def __init__(self, f: Callable):
-        code = getattr(f, "__code__", None)
-        self.f = f
-        self.module = getattr(f, "__module__", None) or "__main__"
-        self.qualname = getattr(f, "__qualname__", None) or getattr(f, "__name__", type(f).__name__)
-        self.file = code.co_filename if code else (inspect.getsourcefile(f) or "")
-        self.line = code.co_firstlineno if code else 0
+    def __init__(self, who: identity.Identity):
+        self.who = who
         self.calls = 0
+        self.unlooked = 0  # calls not examined, since the last ones brought nothing new
+        self.fruitless = 0  # examined calls in a row that brought no new point
         self.points: list[dict] = []
         self.keys: set = set()
         self.bytes = 0
         self.grad_takes_variables = False
-        self.copies: dict = {}  # closure fingerprint -> serialised copy (or why there is none)
+        self.copy: Optional[dict] = None  # the serialised copy (or why there is none)
         try:
-            self.parameters = [p.name for p in inspect.signature(f).parameters.values()
+            self.parameters = [p.name for p in inspect.signature(who.function).parameters.values()
                                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         except (TypeError, ValueError):
             self.parameters = []
 
-    @property
-    def converted(self) -> bool:
-        """Whether this is AutoGraph's conversion of a function (defined inside one it converted)."""
-        return "tf__" in self.qualname
+    def looks_at(self) -> bool:
+        """Whether this call is examined for a new point."""
+        if self.fruitless < _PATIENCE:
+            return True
+        n = self.calls
+        if n & (n - 1) == 0:
+            return True
+        self.unlooked += 1
+        return False
 
     def as_dict(self) -> dict:
-        return {"module": self.module, "qualname": _plain_name(self.qualname), "file": self.file, "line": self.line,
-                "autograph": self.converted,
-                "root": _root(self.module, self.file) if self.file else "", "calls": self.calls,
+        who = self.who
+        return {"module": who.module, "qualname": who.qualname, "file": who.file, "line": who.line,
+                "captured": [list(c) for c in who.captured], "fingerprint": who.fingerprint,
+                "found_through": who.via, "autograph": "tf__" in who.qualname,
+                "root": _root(who.module, who.file) if who.file else "", "calls": self.calls,
+                "calls_not_examined": self.unlooked,
                 "grad_takes_variables": self.grad_takes_variables, "importable": self.importable(),
-                "parameters": self.parameters,
-                "points": self.points}
+                "parameters": self.parameters, "points": self.points}
 
     def importable(self) -> bool:
         """Whether the module's attribute of this name is this function, decorated."""
-        if self.module == "__main__" or "<" in self.qualname:
+        who = self.who
+        if who.module == "__main__" or "<" in who.qualname or who.via in ("closure", "autograph"):
             return False
-        found = serial.resolve(self.module, self.qualname)
-        return found is not None and getattr(inspect.unwrap(found), "__code__", None) is getattr(self.f, "__code__", 0)
+        found = serial.resolve(who.module, who.qualname)
+        if found is None:
+            return False
+        mine = identity._plain(who.function)
+        return getattr(identity._plain(found), "__code__", None) is getattr(mine, "__code__", 0)
 
 
 class Session:
-    """One process's recording: its functions, limits, what was dropped, and the current test."""
+    """One process's recording: its functions, limits, what was dropped, and the current test.
 
-    def __init__(self, folder: str, limits: store.Limits = store.Limits(), command: str = ""):
+    `folder` is the session's own folder (store.new_session); this process writes its file there
+    whenever `flush()` finds something new, and at the end with `finished=True`."""
+
+    def __init__(self, folder: str, limits: store.Limits = store.Limits(), command: str = "",
+                 eager: bool = False):
         self.folder = folder
         self.limits = limits
         self.command = command
+        self.eager = eager
         self.node = ""  # the test running now ("" outside any test: collection, a script)
+        self.tests = 0  # tests that ran while recording
         self.functions: dict[Any, _Function] = {}
         self.arrays: dict[str, np.ndarray] = {}
         self.points = 0
         self.bytes = 0
         self.dropped = {"points_over_total": 0, "values_over_bytes": 0, "functions_not_copied": 0}
+        self.skipped: dict[str, str] = {}  # callables not recorded -> why
         self.stopped = ""  # why recording stopped, once it has
         self.started = time.time()
+        self.writer = store.Writer(folder)
+        self.dirty = False
+        self.write_error = ""  # the last write's failure, "" once a write succeeds
+        self.unwritten = 0  # points recorded but not on disk, as of the last failed write
+        self.on_disk = 0  # points in the file as last written
         self.written: Optional[str] = None
         # Under pytest, output during a test is captured: the plugin says it in the summary instead.
         self.say_stopped_at_once = True
@@ -116,22 +154,31 @@ class Session:
 
     def decorate(self, real: Callable, f: Callable) -> Callable:
         """`real(f)` as TensorFlow gives it, with a forward function that records `f`'s calls."""
-        try:
-            key = getattr(f, "__code__", None) or f
-            function = self.functions.get(key)
-            if function is None:
-                function = self.functions[key] = _Function(f)
-        except Exception as e:  # noqa: BLE001 - the recorder's own failure must not be the user's
-            self.stop(e)
+        if self.stopped:
             return real(f)
+        try:
+            who = identity.identify(f)
+            if who.internal:
+                return real(f)
+            function = self.functions.get(who.key)
+            if function is None:
+                function = self.functions[who.key] = _Function(who)
+        except identity.Unhandled as e:
+            self.skip(f, str(e))
+            return real(f)
+        except Exception as e:  # noqa: BLE001 - the recorder's own failure must not be the user's
+            self.skip(f, f"{type(e).__name__}: {e}")
+            return real(f)
+        return real(self._forward(function, f))
+
+    def _forward(self, function: _Function, f: Callable) -> Callable:
         session = self
 
-        @functools.wraps(f)
         def forward(*args, **kwargs):
             if session.stopped:
                 return f(*args, **kwargs)
             function.calls += 1
-            if len(function.points) >= session.limits.points:
+            if len(function.points) >= session.limits.points or not function.looks_at():
                 return f(*args, **kwargs)
             watcher = _watcher()
             if watcher is None:
@@ -142,12 +189,29 @@ class Session:
                     result = f(*args, **kwargs)
                 variables = watcher.watched_variables()
             try:
-                session.record(function, f, args, kwargs, variables, result)
+                session.record(function, args, kwargs, variables, result)
             except Exception as e:  # noqa: BLE001
                 session.stop(e)
             return result
 
-        return real(forward)
+        for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+            try:
+                setattr(forward, name, getattr(f, name))
+            except (AttributeError, TypeError):
+                pass
+        forward.__wrapped__ = f
+        return forward
+
+    def skip(self, f: Any, why: str) -> None:
+        name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or type(f).__name__
+        if name not in self.skipped:
+            self.skipped[name] = why
+            if self.say_stopped_at_once:
+                sys.stderr.write(self.skipped_line(name) + "\n")
+
+    def skipped_line(self, name: str) -> str:
+        return (f"harness record: warning: not recording {name} ({self.skipped[name]}): the recorder "
+                "cannot follow it; the tests and the rest of the recording go on")
 
     def stop(self, error: BaseException) -> None:
         if not self.stopped:
@@ -166,30 +230,32 @@ class Session:
         self.arrays[name] = value
         return {"array": f"values/{name}", "dtype": value.dtype.name, "shape": list(value.shape)}
 
-    def record(self, function: _Function, f: Callable, args: tuple, kwargs: dict, variables, result) -> None:
+    def record(self, function: _Function, args: tuple, kwargs: dict, variables, result) -> None:
         import tensorflow as tf  # noqa: PLC0415 - already imported: the hook runs inside TensorFlow
 
-        eager = tf.executing_eagerly()
-        if not eager:
+        if tf.executing_eagerly():
+            context = "eager"
+        else:
             graph = tf.compat.v1.get_default_graph()
             context = "tf.function" if type(graph).__name__ == "FuncGraph" else "v1 graph"
-        else:
-            context = "eager"
         if isinstance(result, tuple) and len(result) == 2 and callable(result[1]):
             function.grad_takes_variables = function.grad_takes_variables or _takes_variables(result[1])
         described = [_describe(a) for a in args]
         kw_described = {k: _describe(v) for k, v in kwargs.items()}
-        key = (context, tuple(_key(d) for d in described), tuple(sorted((k, _key(d)) for k, d in kw_described.items())),
-               _fingerprint(f))
+        key = (context, tuple(_key(d) for d in described),
+               tuple(sorted((k, _key(d)) for k, d in kw_described.items())))
         if key in function.keys:
+            function.fruitless += 1
             return
+        function.fruitless = 0
         function.keys.add(key)
         if self.points >= self.limits.total_points:
             self.dropped["points_over_total"] += 1
             return
         size = sum(d[1].nbytes for d in list(described) + list(kw_described.values()) if d[1] is not None)
         over = (function.bytes + size > self.limits.function_bytes or self.bytes + size > self.limits.total_bytes)
-        point = {"context": context, "node": self.node,
+        point = {"context": context + (" (run eagerly)" if self.eager and context == "eager" else ""),
+                 "node": self.node,
                  "args": [self._entry(d, over) for d in described],
                  "kwargs": {k: self._entry(d, over) for k, d in kw_described.items()},
                  "variables": [_variable(v, self._store, over) for v in variables]}
@@ -200,9 +266,12 @@ class Session:
             function.bytes += size
             self.bytes += size
         if not function.importable():
-            point["function"] = self._copy(function, f)
+            point["function"] = self._copy(function)
         function.points.append(point)
         self.points += 1
+        self.dirty = True
+        if not self.node:  # no test end will come to write it: write it now
+            self.flush()
 
     def _entry(self, described, over: bool) -> dict:
         entry, value = described
@@ -210,99 +279,121 @@ class Session:
             return self._store(value)
         return entry
 
-    def _copy(self, function: _Function, f: Callable) -> dict:
-        fingerprint = _fingerprint(f)
-        if fingerprint not in function.copies:
+    def _copy(self, function: _Function) -> dict:
+        if function.copy is None:
             try:
-                function.copies[fingerprint] = {"copy": serial.dump_function(f, self._store)}
+                function.copy = {"copy": serial.dump_function(function.who.function, self._store)}
             except Exception as e:  # noqa: BLE001 - any value it meets: said on replay
                 self.dropped["functions_not_copied"] += 1
-                function.copies[fingerprint] = {"problem": str(e) if isinstance(e, serial.Unserialisable)
-                                                else f"{type(e).__name__}: {e}"}
-        return function.copies[fingerprint]
+                function.copy = {"problem": str(e) if isinstance(e, serial.Unserialisable)
+                                 else f"{type(e).__name__}: {e}"}
+        return function.copy
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def called(self) -> list[_Function]:
+        return [f for f in self.functions.values() if f.calls]
+
+    def data(self, ended: str) -> dict:
+        import tensorflow as tf  # noqa: PLC0415 - only called once a function was decorated
+
+        return {"tensorflow": tf.version.VERSION, "python": platform.python_version(),
+                "command": self.command, "started": self.started, "ended": ended,
+                "eager": self.eager, "limits": dataclasses.asdict(self.limits), "tests": self.tests,
+                "dropped": dict(self.dropped), "stopped": self.stopped, "skipped": dict(self.skipped),
+                "functions": [f.as_dict() for f in self.called()]}
+
+    def flush(self, finished: bool = False) -> None:
+        """Writes this process's file if anything is new (always when `finished`); a failure is
+        kept for the summary, and the tests go on."""
+        if not (self.dirty or finished) or not (self.called() or finished and self.tests):
+            return
+        try:
+            self.written = str(self.writer.write(self.data("finished" if finished else "running"), self.arrays))
+        except Exception as e:  # noqa: BLE001 - a full disk must not fail the user's tests
+            self.write_error = f"{type(e).__name__}: {e}"
+            self.unwritten = self.points - self.on_disk
+            return
+        self.dirty = False
+        self.on_disk = self.points
+        self.write_error, self.unwritten = "", 0
 
     # -- the end ----------------------------------------------------------------------------
 
     def summary(self) -> str:
-        """One line: what was recorded where, and what was dropped."""
-        called = _merged([f.as_dict() for f in self.functions.values() if f.calls], self.limits.points)
-        points = sum(len(f["points"]) for f in called)
-        drawn = sum(1 for f in called for p in f["points"] if any("spec" in a for a in p["args"]) or "note" in p)
-        total, over = self.dropped["points_over_total"], self.dropped["values_over_bytes"]
-        dropped = ", ".join(what for n, what in (
-            (total, f"{total} point{'s' if total != 1 else ''} over the total limit"),
-            (over, f"the values of {over} point{'s' if over != 1 else ''} over the byte limit (kept as "
-                   f"signature{'s' if over != 1 else ''})")) if n)
-        text = (f"harness record: {len(called)} custom-gradient function{'s' if len(called) != 1 else ''} called, "
-                f"{points} point{'s' if points != 1 else ''} kept ({drawn} without values, to be replayed at drawn "
-                f"values) in {self.folder}")
-        text += f"; dropped: {dropped}" if dropped else "; nothing dropped"
-        uncopied = self.dropped["functions_not_copied"]
-        if uncopied:
-            text += (f"; {uncopied} closure{'s' if uncopied != 1 else ''} could not be copied "
-                     f"(replay skips {'them' if uncopied != 1 else 'it'}, saying why)")
-        return text
-
-    def write(self) -> str:
-        import tensorflow as tf  # noqa: PLC0415 - only called once a function was decorated
-
-        data = {"tensorflow": tf.version.VERSION, "python": platform.python_version(), "command": self.command,
-                "started": self.started, "limits": dataclasses.asdict(self.limits),
-                "dropped": dict(self.dropped), "stopped": self.stopped,
-                "functions": _merged([f.as_dict() for f in self.functions.values() if f.calls], self.limits.points)}
-        self.written = str(store.write(self.folder, data, self.arrays))
-        return self.written
+        """One line: what was recorded where, and what was dropped or lost."""
+        return summary_line(self.folder, [f.as_dict() for f in self.called()], self.dropped,
+                            self.tests, self.write_error, self.unwritten)
 
 
-def _plain_name(qualname: str) -> str:
-    """The qualname of the function AutoGraph converted, for its converted copy's: AutoGraph wraps
-    the conversion in two factories and prefixes each converted function with "tf__"."""
-    factories = "outer_factory.<locals>.inner_factory.<locals>."
-    if factories in qualname:
-        qualname = qualname.split(factories, 1)[1]
-    return ".".join(part[4:] if part.startswith("tf__") else part for part in qualname.split("."))
+def summary_line(folder: str, functions: list[dict], dropped: dict, tests: int, write_error: str = "",
+                 unwritten: int = 0, processes: int = 1) -> str:
+    """The session's last line, from its functions as written (one process's, or all of a
+    session's); shared by the plugin's controller, which reads its workers' files."""
+    plural = lambda n, word, many=None: f"{n} {word if n == 1 else (many or word + 's')}"  # noqa: E731
+    if not functions:
+        text = f"harness record: no custom-gradient function called in {folder}"
+        if tests:
+            text += (f": {plural(tests, 'test')} ran, and none called one through "
+                     f"{', '.join(ROUTES)}")
+        return text + _lost(write_error, unwritten)
+    points = sum(len(f["points"]) for f in functions)
+    drawn = sum(1 for f in functions for p in f["points"]
+                if any("spec" in a for a in p["args"]) or "note" in p)
+    total, over = dropped.get("points_over_total", 0), dropped.get("values_over_bytes", 0)
+    parts = [what for n, what in (
+        (total, f"{plural(total, 'point')} over the total limit"),
+        (over, f"the values of {plural(over, 'point')} over the byte limit (kept as "
+               f"{'a signature' if over == 1 else 'signatures'})")) if n]
+    text = (f"harness record: {plural(len(functions), 'custom-gradient function')} called, "
+            f"{plural(points, 'point')} kept ({drawn} without values, to be replayed at drawn "
+            f"values) in {folder}")
+    if parts:
+        text += f"; dropped: {', '.join(parts)}"
+    elif not write_error:
+        text += "; nothing dropped"
+    uncopied = dropped.get("functions_not_copied", 0)
+    if uncopied:
+        text += (f"; {plural(uncopied, 'closure')} could not be copied "
+                 f"(replay skips {'them' if uncopied != 1 else 'it'}, saying why)")
+    return text + _lost(write_error, unwritten)
 
 
-def _merged(functions: list[dict], limit: int) -> list[dict]:
-    """AutoGraph's converted copies under the function they convert: a converted method's name
-    lacks its class, so a converted "call._g" goes with "DoReFa.call._g" of the same module.
-    The original's points come first, then the converted ones', up to `limit`."""
-    originals = [f for f in functions if not f["autograph"]]
-    kept = list(originals)
-    for f in (f for f in functions if f["autograph"]):
-        home = next((o for o in originals if o["module"] == f["module"] and
-                     (o["qualname"] == f["qualname"] or o["qualname"].endswith("." + f["qualname"]))), None)
-        if home is None:
-            kept.append(f)
-        else:
-            home["calls"] += f["calls"]
-            home["points"] = (home["points"] + [_unconverted(p, home) for p in f["points"]])[:limit]
-    return kept
+def folder_summary(folder: str, session: Optional[Session] = None) -> str:
+    """The summary of every process of a session, read from their files: under xdist, or the
+    record command, the tests ran in other processes; `session` is this process's own, whose
+    write error (if any) is added."""
+    try:
+        data = store.read(folder)
+    except store.RecordError:
+        data = {"sessions": [], "functions": []}
+    dropped: dict = {}
+    for process in data["sessions"]:
+        for k, v in (process.get("dropped") or {}).items():
+            dropped[k] = dropped.get(k, 0) + v
+    merged: dict = {}
+    for f in data["functions"]:
+        key = (f["module"], f["qualname"], f.get("file"), f.get("line"), f.get("fingerprint"))
+        merged[key] = dict(merged[key], points=merged[key]["points"] + f["points"]) if key in merged else f
+    tests = sum(p.get("tests", 0) for p in data["sessions"])
+    processes = len(data["sessions"])
+    line = summary_line(folder, list(merged.values()), dropped, tests,
+                        session.write_error if session else "", session.unwritten if session else 0)
+    return line + (f" ({processes} processes wrote their files)" if processes > 1 else "")
 
 
-def _closure(copy: dict) -> dict:
-    return dict(zip(copy.get("freevars", ()), copy.get("closure", ())))
-
-
-def _unconverted(point: dict, home: dict) -> dict:
-    """A converted function's point with the original's copy in place of AutoGraph's code, where the
-    original's closure holds the same values (AutoGraph's own, such as ag__, aside)."""
-    copy = (point.get("function") or {}).get("copy")
-    if copy is None:
-        return point
-    values = _closure(copy)
-    for other in home["points"]:
-        original = (other.get("function") or {}).get("copy")
-        if original is not None and all(values.get(k) == v for k, v in _closure(original).items()):
-            return dict(point, function=other["function"])
-    return point
+def _lost(write_error: str, unwritten: int) -> str:
+    if not write_error:
+        return ""
+    return (f"; could not write the recording ({write_error}): "
+            f"{unwritten} point{'s' if unwritten != 1 else ''} recorded since the last write are lost")
 
 
 def _key(described) -> str:
     """What tells two calls' arguments apart: their entries, and their values' bytes."""
     entry, value = described
     if value is None:
-        return repr(entry)
+        return repr(sorted(entry.items()))
     return f"{value.dtype.name}{value.shape}" + hashlib.sha1(value.tobytes()).hexdigest()
 
 
@@ -318,7 +409,7 @@ def _describe(value: Any) -> tuple[dict, Optional[np.ndarray]]:
     """(the JSON entry of an argument, its value to store or None)."""
     name = type(value).__name__
     if value is None or isinstance(value, (bool, int, float, str)):
-        return {"python": value}, None
+        return store.python_entry(value), None
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
         return {"spec": {"dtype": array.dtype.name, "shape": list(array.shape)}}, array
@@ -339,7 +430,7 @@ def _describe(value: Any) -> tuple[dict, Optional[np.ndarray]]:
 
 def _variable(v, store_array, over: bool) -> dict:
     entry = {"name": getattr(v, "name", ""), "dtype": getattr(getattr(v, "dtype", None), "name", ""),
-             "shape": None}
+             "shape": None, "trainable": bool(getattr(v, "trainable", True))}
     try:
         entry["shape"] = list(v.shape)
     except (TypeError, ValueError):
@@ -353,24 +444,6 @@ def _variable(v, store_array, over: bool) -> dict:
         except Exception:  # noqa: BLE001 - a v1 graph variable has no value outside a session
             pass
     return entry
-
-
-def _fingerprint(f: Callable) -> str:
-    """The closure's plain values, so a factory's functions with different ones are told apart."""
-    parts = []
-    for cell in getattr(f, "__closure__", None) or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            parts.append("<empty>")
-            continue
-        if value is None or isinstance(value, (bool, int, float, str, complex)):
-            parts.append(repr(value))
-        elif isinstance(value, np.ndarray) and value.size <= 64:
-            parts.append(f"{value.dtype}{value.shape}{value.tobytes().hex()}")
-        else:
-            parts.append(type(value).__qualname__)
-    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:12] if parts else ""
 
 
 def _watcher():
@@ -392,13 +465,23 @@ def _recording(f: Optional[Callable] = None):
 
 
 def _patch(tf_module) -> None:
+    """Every module attribute bound to TensorFlow's custom_gradient becomes the recording one."""
+    defining = sys.modules.get(_DEFINING_MODULE)
+    real = getattr(defining, "custom_gradient", None) if defining else tf_module.custom_gradient
+    if real is _recording:
+        return
     if _state["real"] is None:
-        _state["real"] = tf_module.custom_gradient
-    functools.update_wrapper(_recording, _state["real"])
-    for holder in (tf_module, getattr(getattr(tf_module, "compat", None), "v1", None),
-                   getattr(getattr(tf_module, "compat", None), "v2", None)):
-        if holder is not None:
-            holder.custom_gradient = _recording
+        _state["real"] = real
+    for attribute in ("__doc__", "__name__", "__qualname__"):
+        setattr(_recording, attribute, getattr(real, attribute, None))
+    _recording.__wrapped__ = real
+    for module in list(sys.modules.values()):
+        holder = getattr(module, "__dict__", None)
+        if not isinstance(holder, dict) or not isinstance(module, types.ModuleType):
+            continue
+        for name, value in list(holder.items()):
+            if value is real:
+                setattr(module, name, _recording)
 
 
 class _Finder(importlib.abc.MetaPathFinder):
@@ -418,11 +501,19 @@ class _Finder(importlib.abc.MetaPathFinder):
             run(module)
             try:
                 _patch(module)
+                _start_eager(_state["session"])
             except Exception as e:  # noqa: BLE001
                 _state["session"].stop(e)
 
         loader.exec_module = exec_module
         return spec
+
+
+def _start_eager(session: Session) -> None:
+    if session is not None and session.eager:
+        import tensorflow as tf  # noqa: PLC0415 - imported: this runs as its import finishes
+
+        tf.config.run_functions_eagerly(True)
 
 
 def install(session: Session) -> None:
@@ -431,6 +522,7 @@ def install(session: Session) -> None:
     tf_module = sys.modules.get("tensorflow")
     if tf_module is not None and hasattr(tf_module, "custom_gradient"):
         _patch(tf_module)
+        _start_eager(session)
     elif _state["finder"] is None:
         _state["finder"] = _Finder()
         sys.meta_path.insert(0, _state["finder"])

@@ -20,7 +20,6 @@ test that first made the call.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import inspect
 import os
@@ -41,14 +40,6 @@ __all__ = ["DRAWN", "cases"]
 # this long, and elements are uniform in this interval (integers: 0 to 3).
 _OPEN_DIMENSION = 2
 DRAWN = (-2.0, 2.0)
-
-
-@dataclasses.dataclass
-class _Group:
-    """The points of one case: one function object (or copy), called the same way."""
-
-    points: list = dataclasses.field(default_factory=list)  # (Point, note)
-    problem: str = ""
 
 
 def _case_id(module: str, qualname: str) -> str:
@@ -129,6 +120,10 @@ def _function(record: dict, copy: Optional[dict], loader: _Loader) -> tuple[Any,
     """(the decorated function to replay, "") or (None, why it cannot be)."""
     import tensorflow as tf  # noqa: PLC0415
 
+    if record.get("autograph"):
+        return None, ("it was seen only as AutoGraph's conversion of it (called inside a tf.function or "
+                      "model.fit), and the source function that conversion came from was not found; a test "
+                      "that calls it once outside tf.function records the source function")
     module = loader.module(record)
     if isinstance(module, str):
         return None, module
@@ -160,18 +155,24 @@ def _function(record: dict, copy: Optional[dict], loader: _Loader) -> tuple[Any,
     return tf.custom_gradient(made), ""
 
 
+def _constant(entry: dict) -> bool:
+    """Whether an argument was a Python scalar (passed as recorded, not as a tensor)."""
+    return "python" in entry or "float" in entry or "int" in entry
+
+
 def _call_form(point: dict) -> str:
     """What must be the same for two points to share one function: which arguments are constants."""
-    constants = [(i, repr(a["python"])) for i, a in enumerate(point["args"]) if "python" in a]
-    kwargs = sorted((k, repr(a.get("python", a.get("array", a.get("spec"))))) for k, a in point.get("kwargs", {}).items())
+    constants = [(i, repr(store.python_value(a))) for i, a in enumerate(point["args"]) if _constant(a)]
+    kwargs = sorted((k, repr(store.python_value(a) if _constant(a) else a.get("array", a.get("spec"))))
+                    for k, a in point.get("kwargs", {}).items())
     return repr((len(point["args"]), constants, kwargs))
 
 
 def _calling(fn: Callable, args: Sequence[dict], kwargs: dict) -> Callable:
     """`fn` taking only the point's tensor arguments, the constants and keyword arguments put back."""
-    if not kwargs and all("python" not in a for a in args):
+    if not kwargs and not any(_constant(a) for a in args):
         return fn
-    constants = {i: a["python"] for i, a in enumerate(args) if "python" in a}
+    constants = {i: store.python_value(a) for i, a in enumerate(args) if _constant(a)}
     count = len(args)
 
     def call(*values):
@@ -189,7 +190,7 @@ def _value(entry: dict, loader: _Loader, seed: int) -> tuple[Any, bool]:
         return loader.array(entry), False
     if "spec" in entry:
         return _draw(entry["spec"], seed), True
-    return entry.get("python"), False
+    return store.python_value(entry), False
 
 
 def _skip_case(case_id: str, labels: Sequence[str], reason: str, description: str, source: str,
@@ -216,25 +217,32 @@ def _label(names, values, kwargs: dict, drawn: bool, taken: set) -> str:
     return unique
 
 
+def _id_part(text: str) -> str:
+    text = text.replace("-", "m").replace(".", "_")
+    return re.sub(r"\W", "_", text)
+
+
 def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[Expectation],
-              taken_ids: set) -> list[Case]:
+              taken_ids: set, twins: int = 1) -> list[Case]:
     base = _case_id(record["module"], record["qualname"])
+    captured = ",".join(f"{name}={text}" for name, text in record.get("captured") or ())
+    if twins > 1 and captured:
+        base += "_" + _id_part(captured.replace(",", "_").replace("=", "_"))
     source = f"recorded from {record.get('file') or record['module']}:{record.get('line', 0)}"
     calls = record.get("calls", 0)
-    description = (f"{record['qualname']} from {record['module']}, replayed at the points its tests called it with "
-                   f"({calls} call{'s' if calls != 1 else ''} seen)")
+    description = (f"{record['qualname']} from {record['module']}"
+                   + (f", its closure over {captured}" if captured and twins > 1 else "")
+                   + f", replayed at the points its tests called it with ({calls} call{'s' if calls != 1 else ''}"
+                   " seen)")
     groups: dict[str, list[dict]] = {}
     for point in record["points"]:
-        copy = point.get("function")
-        key = (repr(sorted(copy.items())) if isinstance(copy, dict) and not record.get("importable") else "") \
-            + _call_form(point)
-        groups.setdefault(key, []).append(point)
+        groups.setdefault(_call_form(point), []).append(point)
     made = []
     for index, points in enumerate(groups.values()):
         case_id, n = base + (f"_{index + 1}" if index else ""), 1
         while case_id in taken_ids:
             n += 1
-            case_id = f"{base}_{index + 1}_{n}"
+            case_id = f"{base}_{n}"
         taken_ids.add(case_id)
         made.append(_group_case(case_id, record, points, loader, order, expectations, description, source))
     return made
@@ -258,7 +266,7 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
                 unsupported = unsupported or f"its argument {name} was {entry['unsupported']}, not a value"
             value, was_drawn = _value(entry, loader, seed + i)
             drawn = drawn or was_drawn
-            if "python" in entry:
+            if _constant(entry) or "unsupported" in entry:
                 constants[name] = value
             else:
                 tensor_names.append(name)
@@ -268,7 +276,7 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
             value, was_drawn = _value(entry, loader, seed + 1000 + len(kwargs))
             drawn = drawn or was_drawn
             kwargs[k] = value
-        shown_names = [n for n in names[:len(point["args"])]]
+        shown_names = [n for n, e in zip(names, point["args"]) if "unsupported" not in e]
         shown_values = [constants[n] if n in constants else values[tensor_names.index(n)] for n in shown_names]
         label = _label(shown_names, shown_values, kwargs, drawn, taken)
         how = {"eager": "an eager call", "tf.function": "a call while tracing a tf.function",
@@ -312,13 +320,19 @@ def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = ())
       store.RecordError: the folder is not a recording.
     """
     data = store.read(folder)
-    loader = _Loader(folder)
+    loader = _Loader(data["folder"])
     made: list[Case] = []
     taken: set = set()
-    for record in _merged(data):
+    records = _merged(data)
+    for record in records:
         if record["points"]:
-            made += _cases_of(record, loader, order, expectations, taken)
+            made += _cases_of(record, loader, order, expectations, taken, _twins(record, records))
     return made
+
+
+def _twins(record: dict, records: Sequence[dict]) -> int:
+    """How many recorded functions share this one's module and name (a factory's closures)."""
+    return sum(1 for r in records if r["module"] == record["module"] and r["qualname"] == record["qualname"])
 
 
 def _merged(data: dict) -> list[dict]:
@@ -327,7 +341,8 @@ def _merged(data: dict) -> list[dict]:
     limit = max([s.get("limits", {}).get("points", 3) for s in data["sessions"]] or [3])
     merged: dict = {}
     for record in data["functions"]:
-        key = (record["module"], record["qualname"], record.get("file"), record.get("line"))
+        key = (record["module"], record["qualname"], record.get("file"), record.get("line"),
+               record.get("fingerprint", ""))
         if key not in merged:
             merged[key] = dict(record, points=list(record["points"]))
         else:

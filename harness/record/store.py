@@ -1,22 +1,30 @@
 """The recorded folder: what a recording session keeps, and reading it back (no TensorFlow).
 
-    DIR/recorded-<pid>.json     one per recording process (schema harness.recorded/1)
-    DIR/values/<pid>-<n>.npy    one per recorded array
+    DIR/session-<time>-<pid>/recorded-<pid>.json     one per recording process (harness.recorded/2)
+    DIR/session-<time>-<pid>/values/<pid>-<n>.npy    one per recorded array
+
+Each session (one pytest run, with its xdist workers; one `harness record` command, with every
+Python process it starts) writes into a folder of its own, made new for it: a session deletes
+nothing, and an earlier session's folder stays until the user removes it. A process writes as it
+goes (after each test, or each new point outside a test), so a process killed by a signal,
+`os._exit` or a crash keeps what it recorded before; its file says `"ended": "running"` until
+the process ends normally and writes `"finished"`.
 
 A process file holds the TensorFlow and Python versions it ran under, the limits, what was
-dropped, and the functions: identity (module, qualname, file, line, the sys.path root its
-module imports from), calls seen, and up to K points. A point holds its arguments and keyword
-arguments, each one of
+dropped, and the functions: identity (module, qualname, file, line, the values its closure
+captured, the sys.path root its module imports from), calls seen, and up to K points. A point
+holds its arguments and keyword arguments, each one of
 
     {"array": "values/...npy", "dtype": "float32", "shape": [2, 3]}   a recorded value
     {"spec": {"dtype": "float32", "shape": [null, 3]}}                 a value seen only while tracing
     {"python": 1.0}                                                     a Python scalar (or None, a string)
+    {"float": "inf"}, {"int": "123456789012345678901"}                a Python number JSON cannot hold
     {"unsupported": "a Dense object"}                                   nothing that can be replayed
 
 with the context of the call ("eager", "tf.function", "v1 graph"), the test that first made
 it, the variables it read (name, dtype, shape, value when it could be read), and, for a
 function that cannot be imported by name, `function`: its serialised code and closure
-(harness.record.serial). Every process file of a folder is read together; a function seen by
+(harness.record.serial). Every process file of a session is read together; a function seen by
 several processes is one function, its points taken in file order up to the limit.
 """
 
@@ -24,16 +32,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
+import time
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["SCHEMA", "Limits", "RecordError", "load_array", "read", "write", "clear"]
+__all__ = ["SCHEMA", "Limits", "RecordError", "Writer", "ending", "load_array", "new_session", "python_value",
+           "read", "python_entry", "session_folder"]
 
-SCHEMA = "harness.recorded/1"
+SCHEMA = "harness.recorded/2"
+_SCHEMAS = ("harness.recorded/1", SCHEMA)
 _PREFIX = "recorded-"
+_SESSION = "session-"
+ENV_SESSION = "HARNESS_RECORD_SESSION"  # the session folder a process of a session writes into
 
 
 class RecordError(ValueError):
@@ -50,32 +64,73 @@ class Limits:
     total_bytes: int = 256 << 20
 
 
-def clear(folder: str) -> None:
-    """Removes an earlier session's files from `folder` (only the files a session writes)."""
+def new_session(folder: str) -> str:
+    """A new, empty session folder inside `folder` (made if missing); returns its path.
+
+    Raises:
+      OSError: `folder` cannot be made or written.
+    """
     root = Path(folder)
-    for path in list(root.glob(f"{_PREFIX}*.json")) + list((root / "values").glob("*.npy")):
-        path.unlink(missing_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    for n in range(1000):
+        path = root / f"{_SESSION}{stamp}-{os.getpid()}" if not n else root / f"{_SESSION}{stamp}-{os.getpid()}-{n}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return str(path.resolve())
+    raise OSError(f"no free session folder name in {folder}")
+
+
+def python_entry(value: Any) -> dict:
+    """A Python scalar as a JSON entry, exactly: JSON has no inf or nan, and readers round
+    integers beyond 2**53."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 53:
+        return {"int": str(value)}
+    return {"python": value}
+
+
+def python_value(entry: dict) -> Any:
+    """The Python scalar `python_entry` wrote."""
+    if "float" in entry:
+        return float(entry["float"])
+    if "int" in entry:
+        return int(entry["int"])
+    return entry.get("python")
 
 
 def _save(path: Path, value: np.ndarray) -> None:
     if value.dtype.name == "bfloat16":  # NumPy's .npy cannot name ml_dtypes' type: keep its bits
         value = value.view(np.uint16)
-    with open(path, "wb") as f:
-        np.save(f, value, allow_pickle=False)
-
-
-def write(folder: str, data: dict, arrays: dict[str, np.ndarray]) -> Path:
-    """Writes one process's recording: `arrays` (file name under values/ -> value), then the
-    JSON, atomically. Returns the JSON's path."""
-    root = Path(folder)
-    (root / "values").mkdir(parents=True, exist_ok=True)
-    for name, value in arrays.items():
-        _save(root / "values" / name, value)
-    path = root / f"{_PREFIX}{os.getpid()}.json"
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(dict(data, schema=SCHEMA), indent=1, allow_nan=False), encoding="utf-8")
+    with open(temporary, "wb") as f:
+        np.save(f, value, allow_pickle=False)
     os.replace(temporary, path)
-    return path
+
+
+class Writer:
+    """One process's file in a session folder, written again whenever asked: the values not yet
+    on disk, then the JSON, atomically, so the file on disk is always a whole recording."""
+
+    def __init__(self, folder: str):
+        self.folder = Path(folder)
+        self.path = self.folder / f"{_PREFIX}{os.getpid()}.json"
+        self.saved: set = set()
+
+    def write(self, data: dict, arrays: dict[str, np.ndarray]) -> Path:
+        (self.folder / "values").mkdir(parents=True, exist_ok=True)
+        for name, value in arrays.items():
+            if name not in self.saved:
+                _save(self.folder / "values" / name, value)
+                self.saved.add(name)
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(dict(data, schema=SCHEMA), indent=1, allow_nan=False),
+                             encoding="utf-8")
+        os.replace(temporary, self.path)
+        return self.path
 
 
 def load_array(folder: str, arg: dict) -> np.ndarray:
@@ -95,7 +150,7 @@ def _problem(folder: str, data: Any) -> Optional[str]:
     """What is wrong with one process file's contents, or None."""
     if not isinstance(data, dict):
         return "not a JSON object"
-    if data.get("schema") != SCHEMA:
+    if data.get("schema") not in _SCHEMAS:
         return f"schema {data.get('schema')!r}, not {SCHEMA}"
     functions = data.get("functions")
     if not isinstance(functions, list):
@@ -114,19 +169,39 @@ def _problem(folder: str, data: Any) -> Optional[str]:
     return None
 
 
-def read(folder: str) -> dict:
-    """Every process file of `folder` as one recording: {"sessions": [...], "functions": [...]}
-    where each function carries the `session` (index) it came from.
+def _sessions(root: Path) -> list[Path]:
+    return sorted(p for p in root.glob(f"{_SESSION}*") if p.is_dir() and any(p.glob(f"{_PREFIX}*.json")))
+
+
+def session_folder(folder: str) -> tuple[str, int]:
+    """(the session folder `folder` names, how many sessions `folder` holds): `folder` itself
+    where it holds process files (a session's own folder), else its latest session.
 
     Raises:
-      RecordError: the folder is missing, holds no recording, or a file is not one.
+      RecordError: the folder is missing or holds no recording.
     """
     root = Path(folder)
     if not root.is_dir():
         raise RecordError(f"{folder}: no such directory; {_HOW}")
+    if any(root.glob(f"{_PREFIX}*.json")):
+        return str(root), 1
+    sessions = _sessions(root)
+    if not sessions:
+        raise RecordError(f"{folder} holds no recording ({_SESSION}*/{_PREFIX}*.json); {_HOW}")
+    return str(sessions[-1]), len(sessions)
+
+
+def read(folder: str) -> dict:
+    """Every process file of a session as one recording: {"folder": the session folder,
+    "sessions": [...], "functions": [...]}, where each function carries the `session` (index)
+    it came from. `folder` is a session folder, or a folder of sessions (the latest is read).
+
+    Raises:
+      RecordError: the folder is missing, holds no recording, or a file is not one.
+    """
+    folder, _ = session_folder(folder)
+    root = Path(folder)
     files = sorted(root.glob(f"{_PREFIX}*.json"))
-    if not files:
-        raise RecordError(f"{folder} holds no recording ({_PREFIX}*.json); {_HOW}")
     sessions, functions = [], []
     for path in files:
         try:
@@ -137,6 +212,18 @@ def read(folder: str) -> dict:
         if problem:
             raise RecordError(f"{path}: not a recording: {problem}; record again")
         index = len(sessions)
-        sessions.append({k: v for k, v in data.items() if k != "functions"})
+        sessions.append(dict({k: v for k, v in data.items() if k != "functions"}, file=path.name))
         functions += [dict(f, session=index) for f in data["functions"]]
-    return {"sessions": sessions, "functions": functions}
+    return {"folder": folder, "sessions": sessions, "functions": functions}
+
+
+def ending(data: dict) -> str:
+    """How the recorded processes ended, in a sentence, for the line replay prints."""
+    unfinished = [s for s in data["sessions"] if s.get("ended", "finished") != "finished"]
+    processes = len(data["sessions"])
+    text = f"{processes} process{'es' if processes != 1 else ''} recorded"
+    if not unfinished:
+        return text + ", each ended normally"
+    names = ", ".join(s["file"] for s in unfinished)
+    return (text + f"; {len(unfinished)} did not end normally (killed, os._exit or a crash: {names}): "
+            "what each recorded up to its last finished test is kept")

@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,7 +114,7 @@ def test_reading_a_missing_folder_says_how_to_record_one(tmp_path):
 
 
 def test_reading_a_folder_without_a_recording_says_so(tmp_path):
-    with pytest.raises(store.RecordError, match=r"holds no recording \(recorded-\*\.json\)"):
+    with pytest.raises(store.RecordError, match=r"holds no recording \(session-\*/recorded-\*\.json\)"):
         store.read(str(tmp_path))
 
 
@@ -126,7 +127,7 @@ def test_a_file_that_is_not_json_is_refused_naming_it(tmp_path):
 def test_a_file_of_another_schema_is_refused(tmp_path):
     recording(tmp_path, [], schema="harness.report/1")
     (tmp_path / "recorded-1.json").write_text(json.dumps({"schema": "harness.report/1", "functions": []}))
-    with pytest.raises(store.RecordError, match=r"schema 'harness.report/1', not harness.recorded/1"):
+    with pytest.raises(store.RecordError, match=r"schema 'harness.report/1', not harness.recorded/2"):
         store.read(str(tmp_path))
 
 
@@ -140,24 +141,62 @@ def test_a_value_file_that_is_gone_is_refused_naming_it(tmp_path):
 def test_values_round_trip_through_the_folder_with_their_dtype_and_shape(tmp_path):
     value = np.arange(6, dtype=np.float64).reshape(2, 3) / 7
     entry = {"array": "values/1-0.npy", "dtype": "float64", "shape": [2, 3]}
-    store.write(str(tmp_path), {"functions": [{"module": "m", "qualname": "f", "points": [{"args": [entry]}]}]},
-                {"1-0.npy": value})
+    writer = store.Writer(str(tmp_path))
+    writer.write({"functions": [{"module": "m", "qualname": "f", "points": [{"args": [entry]}]}]},
+                 {"1-0.npy": value})
     [written] = tmp_path.glob("recorded-*.json")
-    entry = dict(entry, array=entry["array"])
     read = store.read(str(tmp_path))
     assert read["functions"][0]["points"][0]["args"][0] == entry
     loaded = store.load_array(str(tmp_path), entry)
     assert loaded.dtype == np.float64 and loaded.shape == (2, 3) and np.array_equal(loaded, value)
-    assert json.loads(written.read_text())["schema"] == "harness.recorded/1"
+    assert json.loads(written.read_text())["schema"] == "harness.recorded/2"
 
 
-def test_clearing_a_folder_removes_only_a_session_s_files(tmp_path):
-    recording(tmp_path, [])
+def test_writing_again_adds_only_new_values_and_replaces_the_file_whole(tmp_path):
+    writer = store.Writer(str(tmp_path))
+    writer.write({"functions": []}, {"1-0.npy": np.zeros(2)})
+    (tmp_path / "values" / "1-0.npy").write_bytes(b"left alone")  # a value already written is not rewritten
+    writer.write({"functions": [], "ended": "finished"}, {"1-0.npy": np.zeros(2), "1-1.npy": np.ones(3)})
+    assert (tmp_path / "values" / "1-0.npy").read_bytes() == b"left alone"
+    assert np.array_equal(np.load(tmp_path / "values" / "1-1.npy"), np.ones(3))
+    assert json.loads(writer.path.read_text())["ended"] == "finished"
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_session_gets_a_new_folder_and_deletes_nothing_of_the_user_s_or_an_earlier_session_s(tmp_path):
     (tmp_path / "values").mkdir()
-    (tmp_path / "values" / "1-0.npy").write_bytes(b"")
-    (tmp_path / "notes.txt").write_text("mine")
-    store.clear(str(tmp_path))
-    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["notes.txt"]
+    (tmp_path / "values" / "golden.npy").write_bytes(b"mine")
+    first = store.new_session(str(tmp_path))
+    recording(Path(first), [], tensorflow="2.20.0")
+    second = store.new_session(str(tmp_path))
+    recording(Path(second), [], tensorflow="2.21.0")
+    assert first != second and Path(first).parent == Path(second).parent == tmp_path
+    assert (tmp_path / "values" / "golden.npy").read_bytes() == b"mine"
+    # A folder of sessions reads as its latest; a session's own folder reads as itself.
+    assert store.read(str(tmp_path))["folder"] == second
+    assert store.read(str(tmp_path))["sessions"][0]["tensorflow"] == "2.21.0"
+    assert store.read(first)["sessions"][0]["tensorflow"] == "2.20.0"
+    assert store.session_folder(str(tmp_path)) == (second, 2)
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), 2 ** 70, -(2 ** 64) - 1, 0.1, 7, True, None, "s"])
+def test_a_python_argument_json_cannot_hold_is_kept_exactly(value):
+    entry = json.loads(json.dumps(store.python_entry(value), allow_nan=False))
+    back = store.python_value(entry)
+    assert back == value and type(back) is type(value)
+
+
+def test_a_nan_argument_is_kept_as_nan():
+    entry = json.loads(json.dumps(store.python_entry(float("nan")), allow_nan=False))
+    assert np.isnan(store.python_value(entry))
+
+
+def test_how_a_session_ended_is_said_naming_a_process_that_did_not_finish():
+    data = {"sessions": [{"file": "recorded-1.json", "ended": "finished"},
+                         {"file": "recorded-2.json", "ended": "running"}]}
+    assert store.ending(data) == ("2 processes recorded; 1 did not end normally (killed, os._exit or a crash: "
+                                  "recorded-2.json): what each recorded up to its last finished test is kept")
+    assert store.ending({"sessions": data["sessions"][:1]}) == "1 process recorded, each ended normally"
 
 
 # -- copies of closures ----------------------------------------------------------------------------
@@ -271,7 +310,9 @@ def test_record_runs_the_command_with_the_recorder_in_its_environment_and_return
     proc = helpers.harness("record", str(tmp_path / "rec"), "--record_points=5", "--", sys.executable, str(script),
                            env=no_tensorflow, timeout=60)
     assert proc.returncode == 3, proc.stderr
-    assert proc.stdout.split() == [str(tmp_path / "rec"), "5", "True"]
+    session, points, installed = proc.stdout.split()
+    assert Path(session).parent == tmp_path / "rec" and Path(session).name.startswith("session-")
+    assert (points, installed) == ("5", "True")
 
 
 def test_replay_and_a_run_with_recorded_replace_the_library_and_rerun_through_replay(tmp_path):
@@ -304,10 +345,31 @@ def test_replay_and_a_run_with_recorded_replace_the_library_and_rerun_through_re
 def test_the_session_s_last_line_says_what_was_kept_and_each_kind_of_drop():
     from harness.record import recorder
 
-    session = recorder.Session("/rec")
-    assert session.summary() == ("harness record: 0 custom-gradient functions called, 0 points kept (0 without "
-                                 "values, to be replayed at drawn values) in /rec; nothing dropped")
-    session.dropped.update(points_over_total=2, values_over_bytes=1, functions_not_copied=1)
-    assert session.summary().endswith("; dropped: 2 points over the total limit, the values of 1 point over the byte "
-                                      "limit (kept as signature); 1 closure could not be copied (replay skips it, "
-                                      "saying why)")
+    square = {"points": [{"args": [{"array": "values/1-0.npy"}]}, {"args": [{"spec": {"dtype": "float32"}}]}]}
+    line = recorder.summary_line("/rec", [square], {}, tests=2)
+    assert line == ("harness record: 1 custom-gradient function called, 2 points kept (1 without values, to be "
+                    "replayed at drawn values) in /rec; nothing dropped")
+    dropped = dict(points_over_total=2, values_over_bytes=1, functions_not_copied=1)
+    assert recorder.summary_line("/rec", [square], dropped, tests=2).endswith(
+        "; dropped: 2 points over the total limit, the values of 1 point over the byte limit (kept as a "
+        "signature); 1 closure could not be copied (replay skips it, saying why)")
+
+
+def test_a_session_whose_tests_called_no_custom_gradient_says_so_naming_the_routes_it_watched():
+    from harness.record import recorder
+
+    line = recorder.summary_line("/rec", [], {}, tests=3)
+    assert line.startswith("harness record: no custom-gradient function called in /rec: 3 tests ran, and none "
+                           "called one through tf.custom_gradient, tf.compat.v1.custom_gradient, "
+                           "tf.compat.v2.custom_gradient, ")
+    assert "keras.ops.custom_gradient" in line and "nothing dropped" not in line
+
+
+def test_a_write_error_is_in_the_last_line_with_what_it_cost():
+    from harness.record import recorder
+
+    line = recorder.summary_line("/rec", [{"points": [{"args": []}]}], {}, tests=1,
+                                 write_error="OSError: [Errno 28] No space left on device", unwritten=4)
+    assert line.endswith("; could not write the recording (OSError: [Errno 28] No space left on device): "
+                         "4 points recorded since the last write are lost")
+    assert "nothing dropped" not in line

@@ -1,0 +1,258 @@
+"""Which function the user wrote, for a function handed to `tf.custom_gradient` (no TensorFlow).
+
+What TensorFlow is handed is not always what the user wrote:
+
+- a library's own decorator may define one inner function per decorated function and hand that
+  to `tf.custom_gradient`: every function of the library then shares the inner one's code, and
+  only its closure (the user's function) or its `__wrapped__` says which it is;
+- a factory's closures share one code object and differ in the values they captured;
+- AutoGraph converts a function it traces (`model.fit`, a `tf.function`) into generated code
+  whose nested functions are new code objects in a temporary file, named without their class.
+
+`Identity` is the user's function: its module, qualified name and definition site, and the
+values its closure captured. Two calls belong to one recorded function exactly when their
+identities are equal; nothing here ever keys a function by a wrapper's code object alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import sys
+import types
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+__all__ = ["Identity", "Unhandled", "identify", "captured_label"]
+
+# Closure variable names a library decorator gives the function it wraps, most likely first.
+_WRAPPED_NAMES = ("f", "fn", "func", "fun", "function", "wrapped", "original", "user_fn")
+# Packages whose own uses of custom_gradient (tf.recompute_grad, Keras internals) are not the user's.
+_INTERNAL = ("tensorflow.", "tensorflow", "keras.", "keras", "tf_keras.", "tf_keras")
+
+
+class Unhandled(ValueError):
+    """A callable the recorder cannot record (a partial, a C function); the message names it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """The user's function behind a decorated one.
+
+    Attributes:
+      module, qualname, file, line: where the user defined it.
+      captured: the closure's values as short texts, by variable name (plain values only).
+      fingerprint: a digest of every captured value (functions by their own identity), so that
+        closures over different values are different functions.
+      function: the Python function to copy and replay: the user's source function, never
+        AutoGraph's conversion of it.
+      code: the code object of `function`.
+      via: how it was found ("" for the decorated function itself).
+    """
+
+    module: str
+    qualname: str
+    file: str
+    line: int
+    captured: tuple = ()
+    fingerprint: str = ""
+    function: Optional[Callable] = dataclasses.field(default=None, compare=False, hash=False)
+    via: str = dataclasses.field(default="", compare=False, hash=False)
+
+    @property
+    def key(self) -> tuple:
+        return (self.module, self.qualname, self.file, self.line, self.fingerprint)
+
+    @property
+    def internal(self) -> bool:
+        """Whether TensorFlow or Keras defined it (tf.recompute_grad's own custom gradient)."""
+        return self.module.startswith(_INTERNAL[0::2]) or self.module in _INTERNAL[1::2]
+
+    @property
+    def converted(self) -> bool:
+        return self.via == "autograph"
+
+
+def _describe_callable(f: Any) -> str:
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or type(f).__name__
+    return f"{type(f).__name__} {name}"
+
+
+def _plain(f: Callable) -> Callable:
+    """`f` less its `functools.wraps` layers and bound-method wrapping."""
+    seen = set()
+    while id(f) not in seen:
+        seen.add(id(f))
+        if isinstance(f, types.MethodType):
+            f = f.__func__
+        elif hasattr(f, "__wrapped__") and callable(f.__wrapped__):
+            f = f.__wrapped__
+        elif hasattr(f, "python_function") and callable(f.python_function):  # a tf.function
+            f = f.python_function
+        else:
+            break
+    return f
+
+
+def _cells(f: types.FunctionType) -> dict:
+    found = {}
+    for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
+        try:
+            found[name] = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            continue
+    return found
+
+
+def _wrapped_in_closure(f: types.FunctionType) -> Optional[tuple[str, types.FunctionType]]:
+    """The user's function a library decorator's inner function closes over, or None.
+
+    Only for a function defined inside another (a decorator's per-call inner function), whose
+    closure holds a function defined elsewhere: the one named like a wrapped function, else the
+    only one."""
+    if "<locals>" not in f.__qualname__:
+        return None
+    outer = f.__qualname__.rsplit(".<locals>.", 1)[0]
+    candidates = {}
+    for name, value in _cells(f).items():
+        value = _plain(value) if callable(value) else value
+        if isinstance(value, types.FunctionType) and not value.__qualname__.startswith(outer + "."):
+            candidates[name] = value
+    for name in _WRAPPED_NAMES:
+        if name in candidates:
+            return name, candidates[name]
+    if len(candidates) == 1:
+        return next(iter(candidates.items()))
+    return None
+
+
+def _fingerprint_part(name: str, value: Any) -> tuple[str, Optional[str]]:
+    """(what goes into the digest, the short text shown or None) for one captured value."""
+    if value is None or isinstance(value, (bool, int, float, str, complex)):
+        text = repr(value)
+        return text, text if len(text) <= 24 else text[:21] + "..."
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+        digest = hashlib.sha1(array.tobytes()).hexdigest()[:12]
+        shown = np.array2string(array.ravel()[:4], separator=",") if array.size <= 4 else \
+            f"{array.dtype.name}{list(array.shape)}"
+        return f"{array.dtype}{array.shape}{digest}", shown
+    if type(value).__name__ == "EagerTensor":
+        try:
+            return _fingerprint_part(name, value.numpy())
+        except Exception:  # noqa: BLE001 - a tensor that cannot be read: its type stands in
+            return "EagerTensor", None
+    if isinstance(value, (tuple, list)) and len(value) <= 8:
+        parts = [_fingerprint_part(name, v) for v in value]
+        shown = [s for _, s in parts]
+        text = "(" + ",".join(p for p, _ in parts) + ")"
+        return text, (repr(type(value)(shown)).replace("'", "") if None not in shown else None)
+    plain = _plain(value) if callable(value) else value
+    if isinstance(plain, types.FunctionType):
+        code = plain.__code__
+        return f"function {plain.__module__}.{plain.__qualname__}@{code.co_filename}:{code.co_firstlineno}", None
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}", None
+    # Any other object (a layer, a quantizer): its class tells kinds apart; two objects of one
+    # class are one function, as the same code over the same kind of state.
+    return f"object {type(value).__module__}.{type(value).__qualname__}", None
+
+
+def _digest(cells: dict) -> tuple[str, tuple]:
+    parts, shown = [], []
+    for name in sorted(cells):
+        part, text = _fingerprint_part(name, cells[name])
+        parts.append(f"{name}={part}")
+        if text is not None:
+            shown.append((name.removeprefix("<wrapper>"), text))
+    if not parts:
+        return "", ()
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:12], tuple(shown)
+
+
+def captured_label(captured) -> str:
+    """`p=3.0,k=2`: a closure's plain captured values, for telling a factory's closures apart."""
+    return ",".join(f"{name}={text}" for name, text in captured)
+
+
+def _autograph_original(f: types.FunctionType) -> Optional[types.FunctionType]:
+    """For a function AutoGraph generated (defined inside a converted function), the user's
+    source function it stands for, made from the user's code with this one's closure values.
+
+    AutoGraph calls the converted function from `converted_call(f, ...)`, whose `f` is the
+    user's original: the nested function's code is found among that original's constants by
+    name."""
+    name = f.__code__.co_name
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "converted_call" and "autograph" in frame.f_code.co_filename:
+            original = frame.f_locals.get("f")
+            code = _nested_code(getattr(_plain(original), "__code__", None), name) if original else None
+            if code is not None:
+                return _rebuilt(code, _plain(original), f)
+        frame = frame.f_back
+    return None
+
+
+def _nested_code(code: Optional[types.CodeType], name: str, depth: int = 0) -> Optional[types.CodeType]:
+    if code is None or depth > 4:
+        return None
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_name == name:
+                return const
+            found = _nested_code(const, name, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _rebuilt(code: types.CodeType, original: types.FunctionType, converted: types.FunctionType):
+    values = _cells(converted)
+    if not all(v in values for v in code.co_freevars):
+        return None  # AutoGraph renamed what the closure holds: no faithful copy
+    closure = tuple(types.CellType(values[v]) for v in code.co_freevars)
+    made = types.FunctionType(code, original.__globals__, code.co_name, converted.__defaults__,
+                              closure or None)
+    made.__qualname__ = getattr(code, "co_qualname", code.co_name)
+    made.__module__ = original.__module__
+    return made
+
+
+def identify(f: Any) -> Identity:
+    """The user's function behind `f`, as `tf.custom_gradient` was handed it.
+
+    The name and site are the user's function's; `function` is what TensorFlow was handed
+    (a decorator's wrapper may do more than call the user's function), except that AutoGraph's
+    generated code is replaced by the user's source function it was generated from.
+
+    Raises:
+      Unhandled: `f` is not a Python function the recorder can follow (a functools.partial, a C
+        function, a callable object).
+    """
+    plain = _plain(f)
+    if isinstance(plain, functools.partial):
+        raise Unhandled(f"a functools.partial of {_describe_callable(plain.func)}")
+    if not isinstance(plain, types.FunctionType) or not isinstance(f, types.FunctionType):
+        raise Unhandled(f"a {_describe_callable(plain)}, not a Python function")
+    function, via = f, ("wraps" if plain is not f else "")
+    if "tf__" in plain.__qualname__:
+        original = _autograph_original(plain)
+        if original is not None:
+            function = plain = original
+            via = "autograph"
+    cells = dict(_cells(plain), **{f"<wrapper>{k}": v for k, v in _cells(function).items()}
+                 if function is not plain else {})
+    fingerprint, captured = _digest(cells)
+    found = _wrapped_in_closure(plain)
+    user = found[1] if found is not None else plain
+    if found is not None:
+        via, captured = "closure", ()  # the decorator's own closure values are not the user's
+    code = user.__code__
+    return Identity(module=user.__module__ or "__main__",
+                    qualname=getattr(code, "co_qualname", user.__qualname__) if via == "autograph"
+                    else user.__qualname__,
+                    file=code.co_filename, line=code.co_firstlineno, captured=captured,
+                    fingerprint=fingerprint, function=function, via=via)
