@@ -22,6 +22,13 @@ computed to a tolerance). So the answer here is never one quotient against a fix
    step, the value jumps (a discontinuous forward, or at order k a discontinuous order k - 1):
    no evidence either way; where the steps disagree without such a pattern, the forward is too
    noisy at this step.
+4. The forward's own noise is measured there, not assumed: from the spread of its values on a grid
+   of seven points a quarter step apart (the higher differences of a smooth function vanish at
+   that spacing, a noisy one's do not), or, where the values do not change at all within a step,
+   from the smallest change a few longer steps show, when that change is small beside the value
+   (a forward rounded to its precision, not a locally constant function). Where that noise divided
+   by the step is larger than the gradient, the direction is NOISE: no evidence either way. The
+   noise also bounds how closely the estimate can be trusted.
 
 `assess` returns a `Judged`: "match", "differ", or one of the unresolved kinds, each with the
 numbers its message needs.
@@ -33,7 +40,8 @@ import dataclasses
 import math
 from typing import Callable, Optional
 
-__all__ = ["Judged", "assess", "epsilon", "tiny", "LEVELS", "SMOOTH", "KINK", "JUMP", "NOISY", "NONFINITE", "COARSE"]
+__all__ = ["Judged", "assess", "epsilon", "tiny", "LEVELS", "SMOOTH", "KINK", "JUMP", "NOISY", "NONFINITE",
+           "COARSE", "NOISE"]
 
 # How many times the step may shrink (by 4 each) after the screen: 4 ** 6 = 4096, from the float64
 # step of 7.6e-6 down to 1.9e-9, within which a point 1e-5 from a domain edge is well inside.
@@ -46,6 +54,15 @@ _ULPS = 4.0
 _JUMP_SHARE = 0.75
 # The sides differ by a kink when each moves with the step by less than this share of their gap.
 _KINK_SHARE = 0.25
+# The noise of a central difference at step s from a forward whose values scatter by sigma: its
+# standard deviation is sigma / (s sqrt 2); this many of them bound it.
+_NOISE_SIGMAS = 3.0
+# The grid the noise is measured on is this many times finer than the starting step: fine enough
+# that a smooth function's higher differences vanish there, even near a domain edge.
+_NOISE_SPACING = 64.0
+# Where the forward's values do not change within a step, longer steps (by 4 each, this many) look
+# for the smallest change it makes: its resolution, when that is small beside the value.
+_WIDEN = 3
 
 # Machine epsilon by dtype name (NumPy's finfo knows no bfloat16); an unknown dtype counts as float64.
 EPSILON = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
@@ -72,6 +89,7 @@ JUMP = "jump"  # the value jumps within a step: no evidence
 NOISY = "noisy"  # the steps disagree: the forward is too noisy at this step
 NONFINITE = "nonfinite"  # no step gave finite values (or every shifted point raised)
 COARSE = "coarse"  # the dtype's rounding at this step could hide a wrong sign or factor of 2
+NOISE = "noise"  # the forward's measured noise, divided by the step, is larger than the gradient
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +107,8 @@ class Judged:
       step: the step the estimate comes from.
       plus, minus, base: phi(h), phi(-h) and phi(0) at the starting step (None: not finite).
       jump: the size of the value's jump, for a JUMP.
+      noise: the forward's measured noise (the spread of its values near the point, or its
+        resolution where it does not change within a step); 0.0 where it was not measured.
     """
 
     outcome: str
@@ -104,6 +124,7 @@ class Judged:
     minus: Optional[float] = None
     base: Optional[float] = None
     jump: float = 0.0
+    noise: float = 0.0
 
 
 def _finite(v: Optional[float]) -> bool:
@@ -171,6 +192,7 @@ class _Judge:
         self.g, self.phi, self.eps, self.rtol, self.atol, self.scale = g, phi, eps, rtol, atol, scale
         self.samples: dict = {}
         self.base = 0.0
+        self.noise = 0.0  # measured once the screen has not settled it
 
     def size(self, numeric: float) -> float:
         return max(abs(self.g) if math.isfinite(self.g) else 0.0, abs(numeric), self.scale)
@@ -184,7 +206,48 @@ class _Judge:
     def judged(self, outcome: str, kind: str, **numbers) -> Judged:
         return Judged(outcome, kind, **numbers, **self.samples)
 
+    def noise_error(self, step: float) -> float:
+        """How far the forward's measured noise can move a central difference at `step`."""
+        return _NOISE_SIGMAS * self.noise / (step * math.sqrt(2.0))
+
+    def measure_noise(self, h: float) -> float:
+        """The forward's noise near the point beyond the rounding already allowed for: the spread
+        of its higher differences on a fine grid on each side (the quieter side, so that a kink at
+        the point or a jump on one side is not taken for noise), or its resolution where its values
+        do not change within a step."""
+        spacing = h / _NOISE_SPACING
+        sides = []
+        for sign in (1.0, -1.0):
+            grid = [self.base] + [_clean(self.phi(sign * j * spacing)) for j in range(1, 7)]
+            if all(v is not None for v in grid):
+                sides.append(grid)
+        if not sides:
+            return 0.0
+        if all(v == self.base for grid in sides for v in grid) and self.samples["plus"] == self.base \
+                and self.samples["minus"] == self.base:
+            return self.resolution(h)
+        noise = min(_spread(grid) for grid in sides)
+        size = max(abs(v) for grid in sides for v in grid)
+        return noise if noise > _ULPS * self.eps * size else 0.0
+
+    def resolution(self, h: float) -> float:
+        """The smallest change of a forward flat within a step, seen at up to 4 ** _WIDEN steps,
+        when it is small beside the value (about half its digits): a forward rounded to its
+        precision. A larger change, or none, is a locally constant function's (0.0)."""
+        step = h
+        for _ in range(_WIDEN):
+            step *= _SHRINK
+            sides = [_clean(self.phi(step)), _clean(self.phi(-step))]
+            if any(v is None for v in sides):
+                return 0.0
+            change = max(abs(v - self.base) for v in sides)
+            if change:
+                size = max([abs(self.base)] + [abs(v) for v in sides])
+                return change if change <= math.sqrt(self.eps) * size else 0.0
+        return 0.0
+
     def refined(self, h: float) -> Judged:
+        self.noise = self.measure_noise(h)
         levels: list[_Level] = []
         best: Optional[tuple[float, _Level, _Level]] = None  # (their disagreement, coarse, fine)
         step = h
@@ -197,21 +260,31 @@ class _Judge:
                 levels.append(_Level(step, plus, minus))
                 if len(levels) >= 2:
                     coarse, fine = levels[-2], levels[-1]
-                    error = abs(coarse.central() - fine.central())
+                    error = abs(coarse.central() - fine.central()) + self.noise_error(fine.h)
                     if best is None or error < best[0]:
                         best = (error, coarse, fine)
                     if error <= 0.01 * self.rtol * self.size(fine.central()):
                         break  # the steps agree far within the tolerance
-                    if self.rounding(_Level(step / _SHRINK, plus, minus)) > best[0]:
-                        break  # a shorter step would only add rounding
+                    shorter = step / _SHRINK
+                    if self.rounding(_Level(shorter, plus, minus)) + self.noise_error(shorter) > best[0]:
+                        break  # a shorter step would only add rounding or noise
             step /= _SHRINK
         if best is None:
             if not levels:
                 return self.judged("unresolved", NONFINITE, step=h)
             only = levels[0]  # one usable step only: judged alone, with no estimate of its error
             rounding = self.rounding(only)
-            return self.verdict(only.central(), only.central(), only.central(), 0.0, rounding, only.h, SMOOTH)
-        error, coarse, fine = best
+            return self.verdict(only.central(), only.central(), only.central(), self.noise_error(only.h),
+                                rounding, only.h, SMOOTH)
+        return self.estimated(*best)
+
+    def estimated(self, error: float, coarse: _Level, fine: _Level) -> Judged:
+        """The verdict from the Richardson estimate of the best pair of steps, and its sides."""
+        if self.noise and math.isfinite(self.g) and self.noise / fine.h > abs(self.g):
+            # What the noise alone moves a difference by hides the gradient: no evidence, even of
+            # a jump (a noisy value's sides keep their size as the step shrinks).
+            return self.verdict(fine.central(), fine.central(), fine.central(), error, self.rounding(fine),
+                                fine.h, SMOOTH)
         numeric = (_SHRINK ** 2 * fine.central() - coarse.central()) / (_SHRINK ** 2 - 1)
         rounding = self.rounding(fine)
         # One-sided differences at both steps, extrapolated (their error is O(h), so by 4 / 3).
@@ -221,11 +294,11 @@ class _Judge:
         right = (_SHRINK * right_f - right_c) / (_SHRINK - 1)
         left = (_SHRINK * left_f - left_c) / (_SHRINK - 1)
         side_error = abs(right_c - right_f) + abs(left_c - left_f)
-        jump = _jump(coarse, fine, base, rounding * fine.h)
+        jump = _jump(coarse, fine, base, rounding * fine.h + _NOISE_SIGMAS * self.noise)
         if jump:
             return self.judged("unresolved", JUMP, numeric=numeric, left=left, right=right, error=error,
                                allowed=self.allowed(numeric, rounding), step=fine.h, jump=jump)
-        if abs(right - left) > self.allowed(numeric, 2 * rounding) + side_error:
+        if abs(right - left) > self.allowed(numeric, 2 * rounding) + side_error + 2 * self.noise_error(fine.h):
             if side_error < _KINK_SHARE * abs(right - left):  # each side consistent, the two apart
                 return self.verdict(numeric, left, right, side_error, 2 * rounding, fine.h, KINK)
             error = max(error, side_error)  # sides that move with the step: noise, judged as such
@@ -235,19 +308,39 @@ class _Judge:
                 kind: str) -> Judged:
         g = self.g
         allowed = self.allowed(numeric, rounding)
-        numbers = dict(left=left, right=right, error=error, allowed=allowed, step=step)
+        numbers = dict(left=left, right=right, error=error, allowed=allowed, step=step, noise=self.noise)
         if not math.isfinite(g):
             return self.judged("differ", kind, numeric=numeric, excess=math.inf, **numbers)
+        if self.noise and self.noise / step > abs(g):
+            # The gradient is smaller than what the noise alone moves a difference by: no evidence.
+            return self.judged("unresolved", NOISE, numeric=numeric, **numbers)
         nearest = min(max(g, min(left, right)), max(left, right))  # g itself when it lies between the sides
         if kind == KINK:
             numeric = nearest
         miss = abs(g - nearest)
-        if miss <= allowed and _resolved(g, nearest, rounding):
+        if miss <= allowed and _resolved(g, nearest, rounding + self.noise_error(step)):
             return self.judged("match", kind, numeric=numeric, **numbers)
         if miss <= allowed + 3 * error:
-            # Within what the steps' disagreement or the rounding could explain: no evidence either way.
+            # Within what the steps' disagreement, the noise or the rounding could explain: no evidence.
             return self.judged("unresolved", NOISY if error > rounding else COARSE, numeric=numeric, **numbers)
         return self.judged("differ", kind, numeric=numeric, excess=miss - allowed - 3 * error, **numbers)
+
+
+def _spread(grid: list) -> float:
+    """The standard deviation of a noise that would give `grid`'s 4th to 6th differences, or 0.0
+    where they do not look like noise. Noise of deviation sigma gives k-th differences of deviation
+    sigma sqrt(C(2k, k)) whose signs change; a smooth function's keep their sign at a fine spacing,
+    so they are not taken for noise (the test Moré and Wild's ECnoise makes)."""
+    pooled, fourth = [], []
+    for k in (4, 5, 6):
+        diffs = list(grid)
+        for _ in range(k):
+            diffs = [b - a for a, b in zip(diffs, diffs[1:])]
+        fourth = fourth or diffs
+        pooled += [d * d / math.comb(2 * k, k) for d in diffs]
+    if not min(fourth) < 0.0 < max(fourth):
+        return 0.0
+    return math.sqrt(sum(pooled) / len(pooled))
 
 
 def _jump(coarse: _Level, fine: _Level, base: float, floor: float) -> float:

@@ -1,4 +1,4 @@
-"""Issue 22 items 1, 3, 6 and 7: the numeric oracle's verdicts and the sentences that explain them,
+"""The numeric oracle's verdicts and the sentences that explain them,
 on cases whose truth is a closed form. Each judged in this process (tests.helpers.run)."""
 
 import numpy as np

@@ -61,14 +61,22 @@ def test_the_seed_second_derivative_is_consistent_but_not_the_true_one():
     assert "float64" in numeric.note
 
 
-def test_random_directions_by_default_every_element_on_request():
-    fn = lambda x: tf.reduce_sum(tf.sin(x))  # noqa: E731
-    case = _case(fn, [np.array([0.1, 0.2, 0.3, 0.4], np.float32)])
-    [some] = run(case, modes=("eager",))
-    assert some.verdict is Verdict.PASS
-    assert "2 random directions" in some.oracles["numeric"].note
-    [every] = run(case, modes=("eager",), numeric_full=True)
-    assert "every element" in every.oracles["numeric"].note
+def test_every_element_by_default_an_elementwise_one_from_one_shift_random_only_above_the_limit(monkeypatch):
+    from harness.oracles import numeric
+
+    x = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+    summed = _case(lambda x: tf.reduce_sum(tf.sin(x)), [x])  # one output: no element of its own
+    [r] = run(summed, modes=("eager",))
+    assert r.verdict is Verdict.PASS
+    assert r.oracles["numeric"].note == "central differences in float64 with step 7.62939e-06, every element"
+    [r] = run(_case(tf.sin, [x]), modes=("eager",))  # elementwise: every element from one shift
+    assert r.verdict is Verdict.PASS
+    assert "; x read element by element from one shift of all its elements" in r.oracles["numeric"].note
+    [r] = run(_case(tf.sin, [x]), modes=("eager",), numeric_full=True)
+    assert r.oracles["numeric"].note == "central differences in float64 with step 7.62939e-06, every element"
+    monkeypatch.setattr(numeric, "ELEMENT_LIMIT", 3)
+    [r] = run(summed, modes=("eager",))
+    assert "random directions (more elements than checked one by one)" in r.oracles["numeric"].note
 
 
 def test_a_function_that_refuses_float64_is_differenced_in_its_own_dtype():

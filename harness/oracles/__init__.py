@@ -10,9 +10,10 @@ oracles say so, apart from agreement:
   case's own order k-1 (as JAX's check_grads checks each order against the one
   below it). In float64 where the function allows it (inputs and variables
   upcast), else in the case's dtype, with a step for that dtype
-  (tolerance.NUMERIC_STEPS). Along a few seeded random directions by default,
-  element by element (full Jacobians) with `numeric_full` or when the
-  sources have no more elements than there are directions.
+  (tolerance.NUMERIC_STEPS). Every element of every source is judged: an
+  elementwise function's from one shift of all of them, any other's element by
+  element (a few seeded random directions only above ELEMENT_LIMIT elements,
+  unless `numeric_full`).
 - reference: the case's plain implementation, differentiated by ordinary
   autodiff in eager mode, compared order by order.
 - analytic: the case's closed-form values, compared where given.
@@ -21,8 +22,8 @@ Each runs in eager mode on the point's values; none can make the modes'
 results agree or disagree, they only say whether the agreed values are right.
 
 The package: this module runs them and holds the reference and analytic oracles; `numeric` the
-numeric and upstream ones, with `evaluate` (the shifted evaluations), `directions` (where to move)
-and `words` (the sentences that explain a difference).
+numeric and upstream ones, with `evaluate` (the shifted evaluations), `directions` (where to move),
+`findings` (what was found, as data) and `words` (the sentences that explain it).
 """
 
 from __future__ import annotations
@@ -36,13 +37,13 @@ from harness.compare import compare_outcomes, compare_outputs, where
 from harness.modes import eager
 from harness.oracles import numeric as numeric_oracle
 from harness.oracles.directions import DIRECTIONS
-from harness.oracles.numeric import RECHECK_LIMIT
+from harness.oracles.numeric import ELEMENT_LIMIT
 from harness.oracles.outcomes import oracle_outcome, upstream_failed
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions, Status
 from harness.tolerance import tolerance_for
 from harness.verdict import required_oracles
 
-__all__ = ["check", "DIRECTIONS", "RECHECK_LIMIT"]
+__all__ = ["check", "DIRECTIONS", "ELEMENT_LIMIT"]
 
 
 def check(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,

@@ -10,7 +10,8 @@ import numpy as np
 
 from harness.case import Case, Point
 
-__all__ = ["DIRECTIONS", "Direction", "choose", "directional", "element_label", "elements", "scale", "seed"]
+__all__ = ["DIRECTIONS", "Direction", "choose", "directional", "element_label", "elements", "scale", "seed",
+           "swept", "element_steps"]
 
 # Random directions per order: enough to catch a wrong derivative with
 # probability one, while costing two evaluations each.
@@ -32,6 +33,9 @@ class Direction:
     element: Optional[tuple[int, int]] = None
     label: str = ""
     mirror: Optional[int] = None
+    # Read from a shift of every element of its source at once (an elementwise function): the
+    # elements of the values that belong to this element, flat indices into `Evaluator.values`.
+    picks: Optional[np.ndarray] = None
 
 
 def choose(bases: Sequence[np.ndarray], full: bool, seed: int, symmetric: Sequence[bool]) -> list[Direction]:
@@ -50,9 +54,13 @@ def choose(bases: Sequence[np.ndarray], full: bool, seed: int, symmetric: Sequen
     return found
 
 
-def elements(bases: Sequence[np.ndarray], symmetric: Sequence[bool]) -> list[Direction]:
+def elements(bases: Sequence[np.ndarray], symmetric: Sequence[bool],
+             slots: Optional[Sequence[int]] = None) -> list[Direction]:
+    """One direction per element of the sources in `slots` (all by default)."""
     found = []
     for slot, base in enumerate(bases):
+        if slots is not None and slot not in slots:
+            continue
         for flat in range(base.size):
             unit = [np.zeros(b.shape) for b in bases]
             mirror = None
@@ -67,6 +75,24 @@ def elements(bases: Sequence[np.ndarray], symmetric: Sequence[bool]) -> list[Dir
             unit[slot].flat[flat] = 1.0
             found.append(Direction(unit, element=(slot, flat), mirror=mirror))
     return found
+
+
+def swept(bases: Sequence[np.ndarray], slot: int, outputs: int) -> list[Direction]:
+    """Every element of source `slot`, read from one shift of all its elements: element j of each
+    of the `outputs` values (each shaped like the source) belongs to element j alone."""
+    size = bases[slot].size
+    found = []
+    for flat in range(size):
+        unit = [np.zeros(b.shape) for b in bases]
+        unit[slot].flat[flat] = 1.0
+        picks = flat + size * np.arange(outputs)
+        found.append(Direction(unit, element=(slot, flat), picks=picks))
+    return found
+
+
+def element_steps(base: np.ndarray, step: float) -> np.ndarray:
+    """Each element's step: relative to its size, at least the plain step."""
+    return step * np.maximum(1.0, np.abs(base.astype(np.float64)))
 
 
 def scale(grads: Sequence[Optional[np.ndarray]], direction: Direction) -> float:

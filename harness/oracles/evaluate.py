@@ -1,7 +1,16 @@
-"""The numeric oracle's evaluations: a case's order-k sums at shifted sources, in eager mode."""
+"""The numeric oracle's evaluations: a case's order-k values at shifted sources.
+
+Each evaluation runs the case's own tape code up to order k and returns the order-k values element
+by element (the plain chain's, and the weighted chain's times the next order's upstream weights),
+so that an elementwise function can be read element by element from one shift of every element.
+A case whose eager evaluation is slow (an eager `tf.while_loop`, which runs its body in Python at
+every iteration) is evaluated through one `tf.function` per order instead, where that function's
+values at the point are the eager ones.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Optional, Sequence
 
 import numpy as np
@@ -12,7 +21,15 @@ from harness.modes.shared import Steps, build_subject, is_target, tape_chains, t
 from harness.records import RunOptions, error_info
 from harness.tolerance import NUMERIC_STEPS
 
-__all__ = ["CaseRaised", "Evaluator", "NotWide"]
+__all__ = ["CaseRaised", "Evaluator", "NotWide", "TRACE_AFTER_S", "TRACE_AGREEMENT"]
+
+# An eager evaluation slower than this is worth a trace: the oracle makes tens of evaluations per
+# order, and tracing costs about as much as a few of them. Either way gives the same values up to
+# rounding, which TRACE_AGREEMENT checks at the point itself.
+TRACE_AFTER_S = 0.05
+# How close the traced values at the point must be to the eager ones to be used (relative to the
+# largest of them): a function that computes something else when traced keeps its eager evaluation.
+TRACE_AGREEMENT = 1e-9
 
 
 class NotWide(Exception):
@@ -27,9 +44,13 @@ class CaseRaised(Exception):
         self.info = error_info(error, "")
 
 
+Values = tuple[np.ndarray, Optional[np.ndarray]]
+
+
 class Evaluator:
-    """Sums of a case's order-k outputs at shifted sources, in eager mode: the plain
-    sum, and the weighted chain's sum with the next order's upstream weights."""
+    """A case's order-k values at shifted sources: the plain chain's elements, and the weighted
+    chain's elements times the next order's upstream weights (so that their sum is what the next
+    order's weighted gradient differentiates)."""
 
     def __init__(self, case: Case, point: Point, wide: bool, weighted: bool):
         self.case = case
@@ -48,8 +69,12 @@ class Evaluator:
         self.bases = [np.array(values[i]) for i in case.wrt_indices] + [v.numpy() for v in self.subject.variables]
         self.tables = None if self.seed is None else tf.constant(upstream.flat_tables(self.seed, case.order))
         self.weighted_error = ""  # what the weighted chain raised here, if it did
-        self.bases_found: dict[int, tuple[float, Optional[float]]] = {}
-        self.gradients_found: dict[int, tuple[list, Optional[list]]] = {}
+        self.traced_orders: set[int] = set()  # the orders evaluated through a tf.function
+        self._base: dict[int, Values] = {}
+        self._gradients: dict[int, tuple[list, Optional[list]]] = {}
+        self._traced: dict[int, object] = {}
+        self.calls = 0  # evaluations at shifted points
+        self.shapes: dict[int, list[tuple]] = {}  # the shapes of each order's values, in `values` order
 
     def dtype(self) -> str:
         if self.wide:
@@ -57,16 +82,29 @@ class Evaluator:
         # The coarsest dtype among the sources sets the step.
         return max((b.dtype.name for b in self.bases), key=lambda n: NUMERIC_STEPS.get(n, 0.0))
 
-    def base(self, order: int) -> tuple[float, Optional[float]]:
-        """`total` at the unshifted point, computed once per order."""
-        if order not in self.bases_found:
-            self.bases_found[order] = self.total(order, [np.zeros(b.shape) for b in self.bases])
-        return self.bases_found[order]
+    def base(self, order: int) -> Values:
+        """`values` at the unshifted point, computed once per order (and the traced function
+        made there, when the eager evaluation is slow)."""
+        if order not in self._base:
+            started = time.perf_counter()
+            found = self._eager(order, self._shifted([np.zeros(b.shape) for b in self.bases]))
+            if time.perf_counter() - started > TRACE_AFTER_S and self.subject.variables == []:
+                self._trace(order, found)
+            self._base[order] = found
+        return self._base[order]
+
+    def values(self, order: int, shifts: Sequence[np.ndarray]) -> Values:
+        """The order `order` values, element by element in float64, with every source moved by its
+        shift: (plain, weighted times the order + 1 weights, or None)."""
+        self.calls += 1
+        if order in self._traced:
+            return self._from_traced(order, self._shifted(shifts))
+        return self._eager(order, self._shifted(shifts))
 
     def gradients(self, order: int) -> tuple[list, Optional[list]]:
         """The case's own order `order` gradients at the unshifted point, per source, in this
         evaluator's dtype (None: unconnected): the plain chain's and the weighted chain's (or None)."""
-        if order not in self.gradients_found:
+        if order not in self._gradients:
             xs = [tf.constant(x) for x in self.args]
             for slot, i in enumerate(self.case.wrt_indices):
                 xs[i] = tf.constant(self.bases[slot])
@@ -76,46 +114,92 @@ class Evaluator:
                                             progress, self.tables)
             except Exception as e:  # noqa: BLE001 - the case's own code
                 raise CaseRaised(e) from e
-
-            def arrays(grads):
-                return [None if g is None else g.numpy().astype(np.float64) for g in grads]
             weighted = arrays(chain[order - 1]) if len(chain) >= order and progress.upstream_error is None else None
-            self.gradients_found[order] = (arrays(orders[order]), weighted)
-        return self.gradients_found[order]
+            self._gradients[order] = (arrays(orders[order]), weighted)
+        return self._gradients[order]
 
-    def total(self, order: int, shifts: Sequence[np.ndarray]) -> tuple[float, Optional[float]]:
-        """(sum of the order `order` outputs, sum of the weighted chain's order `order`
-        outputs times the order `order` + 1 weights, or None) with every source moved by its shift."""
-        case = self.case
+    def _shifted(self, shifts: Sequence[np.ndarray]) -> list:
         xs = list(self.args)
-        for slot, i in enumerate(case.wrt_indices):
+        for slot, i in enumerate(self.case.wrt_indices):
             xs[i] = (self.bases[slot] + shifts[slot]).astype(self.bases[slot].dtype)
+        offset = len(self.case.wrt_indices)
+        moved = [(self.bases[offset + j] + shifts[offset + j]).astype(self.bases[offset + j].dtype)
+                 for j in range(len(self.subject.variables))]
+        return [xs, moved]
+
+    def _eager(self, order: int, shifted: list) -> Values:
+        xs, moved = shifted
         variables = self.subject.variables
-        offset = len(case.wrt_indices)
         progress = Steps()
         try:
-            for j, v in enumerate(variables):
-                v.assign((self.bases[offset + j] + shifts[offset + j]).astype(self.bases[offset + j].dtype))
+            for v, value in zip(variables, moved):
+                v.assign(value)
             orders, chain = tape_chains(self.subject, [tf.constant(x) for x in xs], order,
                                         RunOptions(upstream=self.tables is not None), progress, self.tables)
         except Exception as e:  # noqa: BLE001 - the case's own code, at a shifted point
             raise CaseRaised(e) from e
         finally:
+            offset = len(self.case.wrt_indices)
             for j, v in enumerate(variables):
                 v.assign(self.bases[offset + j])
-        targets = [t for t in orders[order] if is_target(t)]
+        if progress.upstream_error is not None:
+            info = error_info(*progress.upstream_error)
+            self.weighted_error = f"{info.type} at {info.stage}: {info.first_line}"
+            return self._flat(order, orders[order], None)
+        below = ([orders[0]] + chain)[order] if self.tables is not None else None
+        return self._flat(order, orders[order], below)
+
+    def _flat(self, order: int, plain: Sequence, below: Optional[Sequence]) -> Values:
+        targets = [t for t in plain if is_target(t)]
         if self.wide and any(t.dtype != tf.float64 for t in targets):
             raise NotWide(", ".join(sorted({t.dtype.name for t in targets})))
-        plain = float(sum(np.sum(t.numpy().astype(np.float64)) for t in targets))
-        if self.tables is None or progress.upstream_error is not None:
-            if progress.upstream_error is not None:
-                info = error_info(*progress.upstream_error)
-                self.weighted_error = f"{info.type} at {info.stage}: {info.first_line}"
-            return plain, None
-        below = [t for t in ([orders[0]] + chain)[order] if is_target(t)]
-        weighted = float(sum(np.sum(t.numpy().astype(np.float64) * upstream.weights(self.seed, order + 1, i, t.shape))
-                             for i, t in enumerate(below)))
-        return plain, weighted
+        self.shapes[order] = [tuple(t.shape.as_list()) for t in targets]
+        flat = np.concatenate([[]] + [np.ravel(t.numpy().astype(np.float64)) for t in targets])
+        if below is None:
+            return flat, None
+        weighted = [np.ravel(t.numpy().astype(np.float64) * upstream.weights(self.seed, order + 1, i, t.shape))
+                    for i, t in enumerate(t for t in below if is_target(t))]
+        return flat, np.concatenate([[]] + weighted)
+
+    def _trace(self, order: int, eager: Values) -> None:
+        """Makes order `order`'s tf.function, kept only where it gives the eager values at the point."""
+        from harness.modes.function import compile_subject  # the function mode's own tracing
+
+        progress = Steps()
+        options = RunOptions(upstream=self.tables is not None)
+        self._traced[order] = compile_subject(self.subject, order, options, progress, weighted=True)
+        try:
+            found = self._from_traced(order, self._shifted([np.zeros(b.shape) for b in self.bases]))
+        except Exception:  # noqa: BLE001 - a function that cannot be traced keeps its eager evaluation
+            found = None
+        if found is None or not all(_agree(a, b) for a, b in zip(found, eager)):
+            del self._traced[order]
+            return
+        self.traced_orders.add(order)
+
+    def _from_traced(self, order: int, shifted: list) -> Values:
+        xs, _ = shifted
+        try:
+            result = self._traced[order](self.tables, *[tf.constant(x) for x in xs])
+        except Exception as e:  # noqa: BLE001 - the case's own code, at a shifted point
+            raise CaseRaised(e) from e
+        orders, chain = result["orders"], result["upstream"]
+        below = ([orders[0]] + list(chain))[order] if self.tables is not None and len(chain) >= order else None
+        return self._flat(order, orders[order], below)
+
+
+def _agree(a: Optional[np.ndarray], b: Optional[np.ndarray]) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if a.shape != b.shape or not np.array_equal(np.isfinite(a), np.isfinite(b)):
+        return False
+    finite = np.isfinite(a)
+    size = float(np.max(np.abs(b[finite]))) if finite.any() else 0.0
+    return bool(np.all(np.abs(a[finite] - b[finite]) <= TRACE_AGREEMENT * size))
+
+
+def arrays(grads) -> list:
+    return [None if g is None else g.numpy().astype(np.float64) for g in grads]
 
 
 def upcast(value: np.ndarray) -> np.ndarray:

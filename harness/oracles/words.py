@@ -1,21 +1,27 @@
-"""The numeric oracle's sentences: a difference in words, why a direction was not judged, and what a
-pattern of failures means (one triangle of a square source; a surrogate gradient)."""
+"""The numeric oracle's sentences, built from its findings (harness.oracles.findings): a difference
+in words, the counts of what was checked and what was not and why, and what a pattern of
+failures means (one triangle of a square source; a surrogate gradient)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
-from harness import differences
+from harness import differences, upstream
+from harness.compare import where
 from harness.oracles.directions import element_label
+from harness.oracles.findings import PARTIAL, Check, Finding
 from harness.records import ModeOutcome
 
 if TYPE_CHECKING:
     from harness.oracles.evaluate import Evaluator
-    from harness.oracles.numeric import Check
 
-__all__ = ["error_words", "has_custom_gradient", "surrogate", "triangle", "unresolved"]
+__all__ = ["cannot_tell", "error_words", "has_custom_gradient", "kinked", "line", "numeric_note", "surrogate",
+           "triangle", "unchecked", "unresolved", "upstream_line"]
+
+# Most elements a sentence names one by one.
+_NAMED = 4
 
 
 def error_words(analytic: float, judged: differences.Judged, tol) -> str:
@@ -43,25 +49,35 @@ def unresolved(judged: differences.Judged, order: int, raised: str) -> str:
                     "computed only to a tolerance), so its numeric derivative is no evidence")
         return (f"the order {order - 1} gradient jumps within a step of the point, so a numeric order {order} "
                 "taken across it is no evidence")
+    if judged.kind == differences.NOISE:
+        forward = "the forward" if order == 1 else f"the order {order - 1} gradient"
+        return (f"{forward}'s noise ({judged.noise:.1g}) at this step ({judged.step:.2g}) is larger than the "
+                "gradient")
     if judged.kind == differences.NOISY:
-        return (f"{what} is too noisy at this step: central differences at two steps disagree by more than the "
-                "gradient differs from them")
+        measured = f", with a measured noise of {judged.noise:.1g}," if judged.noise else ""
+        return (f"{what} is too noisy at this step{measured}: central differences at two steps disagree by more "
+                "than the gradient differs from them")
+    if judged.kind == PARTIAL:
+        return (f"some of the order {order - 1} values are not finite at the point and were left out, and the "
+                "gradient may hold their derivative")
     if judged.kind == differences.COARSE:
         return f"the rounding of {what} at this step could hide a wrong sign of a derivative this small"
-    return "not finite within a step of the point" + (f" (a shifted point raises {raised})" if raised else "")
+    what = "the function's value" if order == 1 else f"the order {order - 1} gradient"
+    return (f"{what} is not finite within a step of the point"
+            + (f" (a shifted point raises {raised})" if raised else ""))
 
 
 
 def triangle(check: Check, agreed: ModeOutcome, evaluator: Evaluator, symmetric: Sequence[bool]) -> str:
     """A sentence when every failing element of a square source sits in one strict triangle."""
-    slots = {d.element[0] for d, *_ in check.failed}
+    slots = {f.direction.element[0] for f in check.failed}
     if len(slots) != 1:
         return ""
     slot = slots.pop()
     shape = evaluator.bases[slot].shape
     if symmetric[slot] or len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] < 2:
         return ""
-    failed = {d.element[1] for d, *_ in check.failed}
+    failed = {f.direction.element[1] for f in check.failed}
     name = agreed.sources[slot].name
     for side, inside in (("upper", lambda i, j: i < j), ("lower", lambda i, j: i > j)):
         # Every element of that strict triangle differs (of every matrix in a batch), and no other.
@@ -89,7 +105,8 @@ def surrogate(check: Check, agreed: ModeOutcome) -> str:
     """At order 1, a sentence when the function does not change at all within a step along every
     failing direction, so its derivative there is 0 and a nonzero custom gradient is a surrogate
     (a straight-through estimator's, a quantizer's, a bound's that passes the gradient one way)."""
-    failed = check.failed
+    failed = [(f.direction, f.analytic, f.judged) for f in check.failed]
+    seen = [(f.direction, f.judged) for f in check.compared]
     if not has_custom_gradient(agreed) or not failed or any(
             j.numeric != 0.0 or analytic in (None, 0.0) or not np.isfinite(analytic) or not is_flat(j)
             for _, analytic, j in failed):
@@ -97,16 +114,16 @@ def surrogate(check: Check, agreed: ModeOutcome) -> str:
     names = [s.name for s in agreed.sources]
     if failed[0][0].element is None:
         # Random directions move every source: the function must be flat along each of them.
-        if not all(is_flat(j) for _, j in check.seen):
+        if not all(is_flat(j) for _, j in seen):
             return ""
         where_flat = "the function is locally constant here"
     else:
         parts = []
         for slot in sorted({d.element[0] for d, *_ in failed}):
-            seen = [d for d, j in check.seen if d.element[0] == slot]
-            flat = [d for d, j in check.seen if d.element[0] == slot and is_flat(j)]
+            here = [d for d, j in seen if d.element[0] == slot]
+            flat = [d for d, j in seen if d.element[0] == slot and is_flat(j)]
             shape = agreed.sources[slot].shape
-            if len(flat) == len(seen) or not shape:
+            if len(flat) == len(here) or not shape:
                 parts.append(names[slot])
             else:  # only some elements: name the failing ones
                 failing = [d for d, *_ in failed if d.element[0] == slot]
@@ -119,3 +136,150 @@ def surrogate(check: Check, agreed: ModeOutcome) -> str:
             f"and the custom gradient ({agreed.mode}'s) is a surrogate, not a derivative (a straight-through "
             "estimator's or a quantizer's). If that is intended, declare it: Expectation(modes=('numeric',), "
             "outcome=VALUES_DIFFER, reason=...) in the case, or --expect 'numeric:values differ' with check or replay")
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "None (unconnected)" if value is None else f"{value:.8g}"
+
+
+def _at(finding: Finding, order: int, names: Sequence[str], shapes: Sequence[tuple]) -> str:
+    d = finding.direction
+    if d.element is None:
+        return f"order {order} along {d.label}"
+    slot, flat = d.element
+    return where(order, slot, names) + element_label(tuple(shapes[slot]), flat, d.mirror)
+
+
+def _kind(check: Check, slot: Optional[int], names: Sequence[str]) -> str:
+    if not check.by_element:
+        return "directions"
+    return "elements" if slot is None else f"elements of {names[slot]}"
+
+
+def _in(check: Check, slot: Optional[int]) -> list[Finding]:
+    return [f for f in check.findings if slot is None or f.direction.element[0] == slot]
+
+
+def line(check: Check, agreed: ModeOutcome, evaluator: "Evaluator", symmetric: Sequence[bool],
+         extra: bool = True) -> str:
+    """The worst difference, the counts (of its source, when checked by element) and, with
+    `extra`, what the pattern of differences means."""
+    worst = check.worst
+    names = [s.name for s in agreed.sources]
+    shapes = [b.shape for b in evaluator.bases]
+    slot = worst.direction.element[0] if check.by_element else None
+    counted = (f" (the None gradient of {', '.join(names[i] for i in worst.unconnected)} counted as 0)"
+               if worst.unconnected and worst.analytic is not None else "")
+    analytic = 0.0 if worst.analytic is None else worst.analytic
+    head = (f"{_at(worst, check.order, names, shapes)}: {agreed.mode}={_fmt(worst.analytic)} "
+            f"numeric={worst.judged.numeric:.8g} {error_words(analytic, worst.judged, worst.tol)}{counted}")
+    here = _in(check, slot)
+    failed = [f for f in here if f.judged.outcome == "differ"]
+    counts = f"{len(failed)} of {len(here)} {_kind(check, slot, names)} differ"
+    nonfinite = sum(1 for f in failed if f.analytic is not None and not np.isfinite(f.analytic))
+    if nonfinite:
+        counts += f", {nonfinite} of them with a NaN or infinite gradient"
+    for why, found in _reasons(here, check.order).items():
+        counts += f"; {len(found)} of {len(here)} not checked: {why}"
+    more = ""
+    if extra and check.by_element:
+        more = triangle(check, agreed, evaluator, symmetric)
+    if extra and check.order == 1:
+        more += surrogate(check, agreed)
+    return f"{head} ({counts}){more}"
+
+
+def _reasons(found: Sequence[Finding], order: int) -> dict[str, list[Finding]]:
+    """The findings not judged, by why (the same words count them together)."""
+    reasons: dict[str, list[Finding]] = {}
+    for f in found:
+        if f.judged.outcome == "unresolved":
+            reasons.setdefault(unresolved(f.judged, order, f.raised), []).append(f)
+    return reasons
+
+
+def _named(found: Sequence[Finding], names: Sequence[str], shapes: Sequence[tuple]) -> str:
+    """The elements of `found`, when few enough to name, in parentheses; else ""."""
+    if len(found) > _NAMED or any(f.direction.element is None for f in found):
+        return ""
+    labels = [names[f.direction.element[0]] + element_label(tuple(shapes[f.direction.element[0]]),
+                                                             f.direction.element[1], f.direction.mirror)
+              for f in found]
+    return f" ({', '.join(labels)})"
+
+
+def unchecked(check: Check, names: Sequence[str], shapes: Sequence[tuple]) -> str:
+    """How many were checked at this order, and how many not and why, naming the elements when
+    few; or "" when every one was checked."""
+    if not check.unresolved:
+        return ""
+    kind = "elements" if check.by_element else "directions"
+    parts = [f"order {check.order}: {len(check.compared)} of {len(check.findings)} {kind} checked"]
+    for why, found in _reasons(check.findings, check.order).items():
+        parts.append(f"{len(found)} not checked{_named(found, names, shapes)}: {why}")
+    return "; ".join(parts)
+
+
+def kinked(check: Check) -> str:
+    """A sentence when some matches were at a kink, or ""."""
+    kinks = check.kinks
+    if not kinks:
+        return ""
+    order = check.order
+    what = "the function" if order == 1 else f"the order {order - 1} gradient"
+    first = kinks[0].judged
+    kind = "elements" if check.by_element else "directions"
+    return (f"order {order}: {what} has a kink at the point along {len(kinks)} of {len(check.findings)} {kind} "
+            f"(one-sided derivatives {first.left:.8g} and {first.right:.8g} along the first), where the "
+            "gradient lies between them: judged against each side, not their average")
+
+
+def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence, symmetric: Sequence[bool],
+                 step: float) -> str:
+    """How the differences were taken: dtype, step, directions, and which sources were read
+    element by element from one shift (an elementwise function)."""
+    names = [s.name for s in agreed.sources]
+    by_element = all(plain.by_element for plain, _ in checks) if checks else True
+    how = "every element" if by_element else "random directions (more elements than checked one by one)"
+    if any(symmetric):
+        how += " (symmetric for " + ", ".join(n for n, sym in zip(names, symmetric) if sym) + ")"
+    swept = sorted({slot for plain, _ in checks for slot in plain.swept})
+    if swept:
+        how += (f"; {', '.join(names[slot] for slot in swept)} read element by element from one shift of all "
+                "its elements, its values being elementwise in it")
+    if evaluator.traced_orders:
+        how += "; evaluated through a tf.function (its values at the point are eager's)"
+    return f"central differences in {evaluator.dtype()} with step {step:g}, {how}"
+
+
+def cannot_tell(orders: Sequence[int], untrue: bool) -> str:
+    """Why the upstream oracle says nothing where the plain values already differ."""
+    at = f"order{'s' if len(orders) > 1 else ''} {', '.join(map(str, orders))}"
+    if untrue:
+        return (f"cannot tell whether grad_fn handles its upstream gradient at {at}, where the plain values "
+                "already differ from the numeric derivative (a surrogate or deliberately untrue gradient?); "
+                "a reference implementation of the intended gradient (Case(reference=...)) checks both chains")
+    return f"not checked at {at}: the plain values already differ from the numeric derivative there"
+
+
+def upstream_line(check: Check, agreed: ModeOutcome, evaluator: "Evaluator", plain: Check,
+                  symmetric: Sequence[bool]) -> str:
+    """A difference of the weighted chain where the plain contraction has none."""
+    order = check.order
+    text = line(check, agreed, evaluator, symmetric, extra=False)
+    flat = surrogate(check, agreed) if order == 1 else ""
+    if flat:
+        # Where the function is flat its derivative is 0 whatever the upstream gradient: a nonzero
+        # gradient there is a surrogate's, however it treats dy.
+        return f"the values with upstream weights differ from the numeric derivative at order 1: {text}{flat}"
+    below = agreed.orders[order - 1]
+    floating = [x for x in below if x.value is not None and x.dtype.startswith(("float", "bfloat", "complex"))]
+    parts = [upstream.weights(evaluator.seed, order, i, o.shape).ravel() for i, o in enumerate(floating)]
+    weights = upstream.describe(np.concatenate(parts)) if parts else "[]"
+    if plain.compared:
+        at_plain = "at the plain contraction (every upstream gradient 1) both agree"
+    else:
+        at_plain = "at the plain contraction (every upstream gradient 1) nothing could be compared at this order"
+    return (f"grad_fn mishandles its upstream gradient: at order {order} with upstream weights {weights} (the "
+            f"dy passed to grad_fn in place of ones, as a loss other than a plain sum passes), {text}; "
+            f"{at_plain}")

@@ -1,0 +1,159 @@
+"""The numeric oracle judges every element: an error one element carries is not diluted by the
+others, a non-finite element is set aside alone, and a forward's measured noise is no evidence
+against a gradient smaller than it. Each case is judged in this process (tests.helpers.run)."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from harness import probe
+from harness.records import Verdict
+from tests.helpers import make_case, run
+
+probe.install()  # as in a worker: the custom gradients below are then observed
+
+# -- every element is judged ------------------------------------------------------------------
+
+_OFF = np.array([1.0, 1.0, 1.0 + 1e-4, 1.0, 1.0])  # element 2 of a's gradient is 1e-4 too large
+
+
+@tf.custom_gradient
+def small_beside_large(a, x):
+    """1e-3 a^2 + 10 x elementwise: d/da = 2e-3 a (small, wrong by 1e-4 in a[2]), d/dx = 10."""
+    def grad(dy):
+        return dy * 2e-3 * a * _OFF, dy * 10.0 * tf.ones_like(x)
+    return 1e-3 * a * a + 10.0 * x, grad
+
+
+@tf.custom_gradient
+def small_beside_large_summed(a, x):
+    """The same, summed to one output: no element of its own, so each is moved alone."""
+    def grad(dy):
+        return dy * 2e-3 * a * _OFF, dy * 10.0 * tf.ones_like(x)
+    return tf.reduce_sum(1e-3 * a * a + 10.0 * x), grad
+
+
+_POINTS = [{"a": np.linspace(0.5, 1.5, 5) + shift, "x": np.linspace(-1.0, 1.0, 5)} for shift in (0.0, 0.3, 0.7)]
+
+
+@pytest.mark.parametrize("fn", [small_beside_large, small_beside_large_summed])
+def test_one_wrong_element_of_a_small_gradient_fails_beside_a_large_one_and_is_named(fn):
+    # With random directions, the error (2e-7 at a[2]) hid under the tolerance of the large x
+    # gradient every direction mixes in (1e-5 of about 10); on its own it is 100 times a[2]'s.
+    for point in _POINTS:
+        [r] = run(make_case(fn, points=[point]), modes=("eager",))
+        assert r.verdict is Verdict.FAIL, (r.point, r.reason)
+        assert "order 1 gradient wrt a[2]: eager=" in r.reason, r.reason
+        assert "rel err 0.0001 " in r.reason, r.reason
+        assert "(1 of 5 elements of a differ)" in r.reason, r.reason
+
+
+def test_an_elementwise_function_is_read_from_one_shift_and_costs_no_more_evaluations(monkeypatch):
+    from harness.oracles import evaluate
+
+    calls = []
+    values = evaluate.Evaluator.values
+    monkeypatch.setattr(evaluate.Evaluator, "values",
+                        lambda self, order, shifts: calls.append(order) or values(self, order, shifts))
+    right = lambda a, x: 1e-3 * a * a + 10.0 * x  # noqa: E731 - elementwise, no custom gradient
+    [r] = run(make_case(right, points=_POINTS[:1]), modes=("eager",), upstream=False)
+    assert r.verdict is Verdict.PASS, r.reason
+    assert "a, x read element by element from one shift of all its elements" in r.oracles["numeric"].note
+    # Per source: 2 shifts for each of the 3 bits of the probe that shows it elementwise, and the
+    # 2 of the differences (every element matching at the first step): 16 for the 10 elements,
+    # where one direction per element would take 20.
+    assert len(calls) == 16, calls
+
+
+# -- non-finite elements are set aside ----------------------------------------------------------
+
+@tf.custom_gradient
+def half_log(x):
+    return tf.math.log(x), lambda dy: dy * 0.5 / x  # half of log's gradient
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_half_of_logs_gradient_fails_where_one_element_is_outside_the_domain(full):
+    [r] = run(make_case(half_log, points=[{"x": np.array([0.5, 2.0, -1.0])}]), modes=("eager",),
+              numeric_full=full)
+    assert r.verdict is Verdict.FAIL, r.reason
+    # The worst is x[0] (1 against 2), and x[2] = -1 is set aside: log is NaN within its step.
+    assert "order 1 gradient wrt x[0]: eager=1 numeric=2 " in r.reason, r.reason
+    assert ("(2 of 3 elements of x differ; 1 of 3 not checked: the function's value is not finite within a "
+            "step of the point)") in r.reason, r.reason
+
+
+def test_the_note_counts_checked_and_set_aside_elements_of_a_right_gradient():
+    [r] = run(make_case(lambda x: tf.math.log(x), points=[{"x": np.array([0.5, 2.0, -1.0, 3.0])}]),
+              modes=("eager",))
+    assert r.verdict is Verdict.PASS, r.reason
+    assert ("order 1: 3 of 4 elements checked; 1 not checked (x[2]): the function's value is not finite "
+            "within a step of the point") in r.oracles["numeric"].note, r.oracles["numeric"].note
+
+
+# -- the forward's noise is measured --------------------------------------------------------------
+
+# Owen's T at h = 2, a = 3: dT/da = exp(-h^2 (1 + a^2) / 2) / (2 pi (1 + a^2)) = 3.2804e-11.
+_DT_DA = math.exp(-20.0) / (20.0 * math.pi)
+
+
+@tf.custom_gradient
+def noisy_owens_like(h, a):
+    """0.01 h + dT/da a, with a noise of 1e-13 as a series computed to its tolerance has."""
+    def grad(dy):
+        return dy * 0.01, dy * _DT_DA
+    scattered = tf.math.floormod(tf.sin(1e6 * (h + a)) * 43758.5453, 1.0) - 0.5  # irregular in [-0.5, 0.5)
+    return 0.01 * h + _DT_DA * a + 2e-13 * scattered, grad
+
+
+def test_a_gradient_smaller_than_the_forwards_noise_over_the_step_is_unchecked_never_failed():
+    assert abs(_DT_DA - 3.2804e-11) < 1e-15
+    [r] = run(make_case(noisy_owens_like, points=[{"h": np.float64(2.0), "a": np.float64(3.0)}]),
+              modes=("eager",))
+    assert r.verdict is Verdict.PASS, r.reason
+    note = r.oracles["numeric"].note
+    assert "order 1: 1 of 2 elements checked; 1 not checked (a): the forward's noise (" in note, note
+    assert ") at this step (5.7e-06) is larger than the gradient" in note, note
+
+
+def _rounded(slope, gradient):
+    @tf.custom_gradient
+    def f(x):
+        value = 0.5 + slope * x
+        return tf.round(value * 1e12) / 1e12, lambda dy: dy * gradient  # rounded to 1e-12
+    return f
+
+
+def test_a_forward_rounded_to_1e_12_leaves_a_right_tiny_gradient_unchecked_and_says_so():
+    [r] = run(make_case(_rounded(1e-8, 1e-8), points=[{"x": np.float64(1.0)}]), modes=("eager",))
+    assert r.verdict is Verdict.PASS, r.reason
+    assert r.unchecked, "nothing could be checked: the pass says so"
+    note = r.oracles["numeric"].note
+    assert "1 not checked (x): the forward's noise (1e-12) at this step (1.9e-06) is larger than the gradient" \
+        in note, note
+
+
+def test_a_wrong_gradient_larger_than_the_noise_over_the_step_still_fails():
+    [r] = run(make_case(_rounded(1e-8, 1.0), points=[{"x": np.float64(1.0)}]), modes=("eager",))
+    assert r.verdict is Verdict.FAIL, r.reason
+
+
+# -- a library's function, where installed --------------------------------------------------
+
+# mpmath 1.3 at 40 digits: d/da of betainc(a, b, 0, x, regularized=True) by mp.diff at a = 2,
+# b = 3, x = 0.4445 (the regularised incomplete beta I_x(a, b) there is 0.59999999657).
+_DI_DA = -0.2243038954108405275539032471632940774192
+
+
+def test_the_incomplete_beta_gradient_in_a_is_judged_against_its_own_elements():
+    tfp = pytest.importorskip("tensorflow_probability", reason="the library function under test")
+    case = make_case(lambda a, b, x: tfp.math.betainc(a, b, x),
+                     points=[{"a": np.float64(2.0), "b": np.float64(3.0), "x": np.float64(0.4445)}])
+    [r] = run(case, modes=("eager",))
+    agreed = float(r.outcomes["eager"].orders[1][0].value)
+    if abs(agreed - _DI_DA) > 1e-5 * abs(_DI_DA):
+        assert r.verdict is Verdict.FAIL and "order 1 gradient wrt a: " in r.reason, (agreed, r.reason)
+    else:
+        assert r.verdict is Verdict.PASS, r.reason
