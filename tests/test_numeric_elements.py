@@ -157,3 +157,21 @@ def test_the_incomplete_beta_gradient_in_a_is_judged_against_its_own_elements():
         assert r.verdict is Verdict.FAIL and "order 1 gradient wrt a: " in r.reason, (agreed, r.reason)
     else:
         assert r.verdict is Verdict.PASS, r.reason
+
+
+# -- the harness's own calls need nothing from the case -----------------------------------------
+
+@tf.custom_gradient
+def complex_square(z):
+    return z * z, lambda dy: dy * tf.math.conj(2 * z)
+
+
+def test_a_right_complex_function_passes_in_graph_mode_too():
+    # tf.gradients has no default upstream gradient for a complex output; the harness gives it the
+    # ones a tape starts from, so graph computes what the tapes do: conj(2 z), TensorFlow's
+    # gradient of a holomorphic function with upstream ones.
+    z = np.array([1 + 2j, -0.5 + 0j], np.complex64)
+    [r] = run(make_case(complex_square, points=[{"z": z}], analytic=lambda z: {1: np.conj(2 * z)}))
+    assert r.verdict is Verdict.PASS, r.reason
+    assert r.outcomes["graph"].status.value == "ok"
+    np.testing.assert_array_equal(r.outcomes["graph"].orders[1][0].value, np.conj(2 * z))

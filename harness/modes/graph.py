@@ -43,7 +43,12 @@ def _gradients(outputs, sources, options: RunOptions, weight=None) -> list:
     targets = [t for t in outputs if is_target(t)]
     if not targets:
         return [tf.zeros_like(s) if options.unconnected_zero else None for s in sources]
-    grad_ys = None if weight is None else [weight(i, t) for i, t in enumerate(targets)]
+    if weight is not None:
+        grad_ys = [weight(i, t) for i, t in enumerate(targets)]
+    else:
+        # tf.gradients starts a complex output from no default (it raises "must set grad_ys"),
+        # where a tape starts it from ones (1 + 0j): the same contraction needs them spelled out.
+        grad_ys = [tf.ones_like(t) if t.dtype.is_complex else None for t in targets]
     return [dense(g) for g in tf.gradients(targets, sources, grad_ys=grad_ys,
                                            unconnected_gradients=unconnected(options))]
 
