@@ -203,6 +203,10 @@ class Case:
       notes: point labels mapped to one line said with that point's result
         (a replayed recording names the test that made the call); a label the
         case does not have (left out when it was narrowed) is dropped.
+      drawn: labels of points whose values were drawn, not given (a replayed
+        call seen only while tracing): where the forward is NaN or infinite at
+        every element in every mode, the draw fell outside the function's
+        domain, and the point is skipped saying so instead of judged.
     """
 
     id: str
@@ -225,6 +229,7 @@ class Case:
     symmetric: Sequence[str] = ()
     domains: Mapping[str, Domain] = dataclasses.field(default_factory=dict)
     notes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    drawn: Sequence[str] = ()
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -406,6 +411,7 @@ class Case:
         if not isinstance(self.notes, Mapping) or not all(isinstance(v, str) for v in self.notes.values()):
             raise _fail(self.id, "notes", "give a mapping from point label to a line of text")
         object.__setattr__(self, "notes", {k: v for k, v in self.notes.items() if k in labels})
+        object.__setattr__(self, "drawn", tuple(label for label in self.drawn if label in labels))
 
     def _validate_symmetric(self) -> tuple[str, ...]:
         names = (self.symmetric,) if isinstance(self.symmetric, str) else tuple(self.symmetric)

@@ -173,7 +173,7 @@ def info(case: Case) -> CaseInfo:
                                                                               case.points[0].values)),
                     domains=tuple(case.domains.items()), target=_target(case),
                     fixed=tuple(_plain(v) for v in case.points[0].values) if case.domains else (),
-                    notes=tuple(case.notes.items()))
+                    notes=tuple(case.notes.items()), drawn=tuple(case.drawn))
 
 
 def _plain(value) -> object:

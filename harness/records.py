@@ -135,6 +135,7 @@ class CaseInfo:
     target: str = ""
     fixed: tuple = ()  # with domains: the first point's values as nested Python numbers
     notes: tuple = ()  # (point label, a line said with that point's result): Case.notes
+    drawn: tuple = ()  # labels of points whose values were drawn: Case.drawn
 
     def runs_on(self, tf_version: str) -> bool:
         return self.tf_versions is None or parse_range(self.tf_versions).contains(tf_version)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Optional, Sequence, Union
 
+import numpy as np
+
 from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectation
 from harness.compare import Mismatch, check_gradients, compare_outcomes
 from harness.explain import (
@@ -235,6 +237,10 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
     active = {m: o for m, o in outcomes.items() if o.status is not Status.SKIP}
     if not active:
         return say(Verdict.SKIP, skipped_lines[0], skipped_lines)
+    if point in case.drawn and _outside_domain(active):
+        line = ("outside the function's domain: the values were drawn (no recorded value to replay), and its "
+                "forward is NaN or infinite at every element in every mode, so nothing here can be judged")
+        return say(Verdict.SKIP, line, [line])
     judged_oracles = {name: o for name, o in oracles.items() if o.status in ("match", "differ")}
     try:
         expected = applicable(case, point, tuple(active) + tuple(judged_oracles), tf_version)
@@ -266,6 +272,19 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
         return say(Verdict.FAIL, found.deviations[0], lines + hints(active, oracles, lines))
     return _conclude(say, active, judged_oracles, expected, found, skipped_lines, tf_version,
                      strict_xpass)
+
+
+def _outside_domain(active: Mapping[str, ModeOutcome]) -> bool:
+    """Whether every mode computed a forward, and not one element of it is finite."""
+    forwards = [o.orders[0] for o in active.values() if o.status is Status.OK and o.orders and o.orders[0]]
+    if not forwards or len(forwards) < sum(1 for o in active.values() if o.top_order is None):
+        return False
+    for outputs in forwards:
+        for output in outputs:
+            value = np.asarray(output.value) if output.value is not None else None
+            if value is None or value.dtype.kind not in "fc" or value.size == 0 or np.isfinite(value).any():
+                return False
+    return True
 
 
 def _unobservable(expected: dict[str, Expectation], active: Mapping[str, ModeOutcome]) -> list[str]:

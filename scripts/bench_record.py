@@ -1,4 +1,4 @@
-"""Measures what recording costs a test session, and what replay costs per point (issue 24).
+"""Measures what recording costs a test session, and what replay costs per point.
 
 Two measurements, each by whole processes, N times, wall clock (CPU time beside it):
 
@@ -6,6 +6,8 @@ Two measurements, each by whole processes, N times, wall clock (CPU time beside 
     ratio of medians <= 1.20. By default the session is tests/data/record_project's tests; give
     the larq suite with --python (an environment with larq 0.14.0) and --suite, e.g.
       --suite "--pyargs larq.quantizers_test larq.layers_test" --env TF_USE_LEGACY_KERAS=1
+    or --hot N: one test calling one custom gradient N times (default 100000) with the same
+    value, the case where looking at every call for a new point would cost the most.
   replay: the record_project recording replayed (python -m harness replay DIR) against a case
     file holding the same functions at the same recorded values (written here from the
     recording: the importable functions, with fn= and their points), run with
@@ -69,10 +71,32 @@ def medians(command: list[str], cwd: str, env: dict, runs: int, ok=(0,)) -> tupl
     return statistics.median(walls), statistics.median(cpus)
 
 
+HOT_TEST = """
+import tensorflow as tf
+
+
+@tf.custom_gradient
+def square(x):
+    def grad(dy):
+        return 2.0 * x * dy
+    return x * x, grad
+
+
+def test_the_same_call_again_and_again():
+    x = tf.constant([1.0, 2.0])
+    for _ in range({calls}):
+        square(x)
+"""
+
+
 def bench_recording(args, work: Path, env: dict) -> None:
     folder = work / "project"
     cwd = str(folder) if not args.suite else str(work)
     suite = shlex.split(args.suite) if args.suite else ["tests"]
+    if args.hot:
+        (work / "hot").mkdir()
+        (work / "hot" / "test_hot.py").write_text(HOT_TEST.format(calls=args.hot))
+        cwd, suite = str(work / "hot"), ["test_hot.py"]
     base = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(args.python), *suite]
     # The suite's own exit status (larq's has errors under recent TensorFlow) is the same either way.
     ok = tuple(range(0, 6))
@@ -94,7 +118,8 @@ def case_file(recorded: Path, out: Path) -> list[str]:
     for f in data["functions"]:
         if not f["importable"] or any("array" not in a for p in f["points"] for a in p["args"]):
             continue
-        points = ", ".join("{" + ", ".join(f"{n!r}: np.load({str(recorded / a['array'])!r})"
+        session = Path(data["folder"])
+    points = ", ".join("{" + ", ".join(f"{n!r}: np.load({str(session / a['array'])!r})"
                                            for n, a in zip(f["parameters"], p["args"])) + "}" for p in f["points"])
         ids.append(f"recorded.{f['module']}.{f['qualname']}")
         lines.append(f"    Case(id={ids[-1]!r}, fn=ops.{f['qualname']}, points=[{points}], source='bench', "
@@ -136,6 +161,8 @@ def main() -> None:
                                                     "record_project's tests)")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the suite's environment")
     parser.add_argument("--skip_replay", action="store_true")
+    parser.add_argument("--hot", type=int, nargs="?", const=100000, default=0,
+                        help="record one test calling one custom gradient N times with the same value")
     args = parser.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2",
                **dict(e.split("=", 1) for e in args.env))
@@ -143,7 +170,7 @@ def main() -> None:
         work = Path(work)
         shutil.copytree(PROJECT, work / "project")
         bench_recording(args, work, env)
-        if not args.skip_replay:
+        if not args.skip_replay and not args.hot:
             bench_replay(args, work, env)
 
 

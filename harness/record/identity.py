@@ -50,6 +50,7 @@ class Identity:
         AutoGraph's conversion of it.
       code: the code object of `function`.
       via: how it was found ("" for the decorated function itself).
+      user: the user's function itself, whose parameters name the arguments.
     """
 
     module: str
@@ -60,6 +61,7 @@ class Identity:
     fingerprint: str = ""
     function: Optional[Callable] = dataclasses.field(default=None, compare=False, hash=False)
     via: str = dataclasses.field(default="", compare=False, hash=False)
+    user: Optional[Callable] = dataclasses.field(default=None, compare=False, hash=False)
 
     @property
     def key(self) -> tuple:
@@ -255,4 +257,4 @@ def identify(f: Any) -> Identity:
                     qualname=getattr(code, "co_qualname", user.__qualname__) if via == "autograph"
                     else user.__qualname__,
                     file=code.co_filename, line=code.co_firstlineno, captured=captured,
-                    fingerprint=fingerprint, function=function, via=via)
+                    fingerprint=fingerprint, function=function, via=via, user=user)

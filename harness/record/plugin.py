@@ -49,6 +49,8 @@ class _Recording:
         return None  # pytest's own protocol runs the test
 
     def pytest_runtest_logfinish(self, nodeid, location):
+        if not self.session.node:  # xdist's controller hears of its workers' tests: not run here
+            return
         self.session.node = ""
         self.session.tests += 1
         self.session.flush()  # a kill during the next test keeps this one's points

@@ -82,7 +82,7 @@ class _Function:
         self.grad_takes_variables = False
         self.copy: Optional[dict] = None  # the serialised copy (or why there is none)
         try:
-            self.parameters = [p.name for p in inspect.signature(who.function).parameters.values()
+            self.parameters = [p.name for p in inspect.signature(who.user or who.function).parameters.values()
                                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         except (TypeError, ValueError):
             self.parameters = []
@@ -386,7 +386,8 @@ def _lost(write_error: str, unwritten: int) -> str:
     if not write_error:
         return ""
     return (f"; could not write the recording ({write_error}): "
-            f"{unwritten} point{'s' if unwritten != 1 else ''} recorded since the last write are lost")
+            f"{unwritten} point{'s' if unwritten != 1 else ''} recorded since the last write "
+            f"{'is' if unwritten == 1 else 'are'} lost")
 
 
 def _key(described) -> str:

@@ -20,6 +20,7 @@ test that first made the call.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import os
@@ -53,21 +54,78 @@ def _node(point: dict) -> str:
     return node or "code outside any test (an import, a fixture or the script itself)"
 
 
-def _draw(spec: dict, seed: int) -> np.ndarray:
-    import tensorflow as tf  # noqa: PLC0415 - a worker has it; bfloat16 and the like come from it
+@dataclasses.dataclass(frozen=True)
+class _Known:
+    """What the recording knows of one argument of a function, to draw a value it had no value for:
+    the range of the values recorded for it, and the dimensions of the other arguments (an integer
+    argument may index them)."""
 
-    dtype = tf.as_dtype(spec["dtype"]).as_numpy_dtype
+    low: Optional[float] = None
+    high: Optional[float] = None
+    dimensions: tuple = ()
+
+
+def _known(record: dict, loader: "_Loader", index: int, point: dict) -> _Known:
+    values = []
+    for other in record["points"]:
+        args = other["args"]
+        if index < len(args) and "array" in args[index]:
+            array = np.asarray(loader.array(args[index]))
+            if array.size and array.dtype.kind in "fiu":
+                finite = array[np.isfinite(array.astype(np.float64))]
+                values += [float(finite.min()), float(finite.max())] if finite.size else []
+    dimensions = set()
+    for i, entry in enumerate(point["args"]):
+        shape = entry.get("shape") if "array" in entry else (entry.get("spec") or {}).get("shape")
+        if i != index and shape:
+            dimensions.update(_OPEN_DIMENSION if d is None else d for d in shape)
+    return _Known(low=min(values) if values else None, high=max(values) if values else None,
+                  dimensions=tuple(sorted(d for d in dimensions if d and d > 1)))
+
+
+def _numpy_dtype(name: str):
+    try:
+        return np.dtype(name)
+    except TypeError:  # bfloat16 and the like: NumPy's through ml_dtypes, which comes with TensorFlow
+        import ml_dtypes  # noqa: PLC0415
+
+        return np.dtype(getattr(ml_dtypes, name))
+
+
+def _draw(spec: dict, seed: int, known: _Known = _Known()) -> tuple[np.ndarray, str]:
+    """A value for an argument seen only while tracing, and how it was drawn, in words."""
+    dtype = _numpy_dtype(spec["dtype"])
     shape = tuple(_OPEN_DIMENSION if d is None else d for d in (spec["shape"] or []))
     rng = np.random.default_rng(seed)
     kind = np.dtype(dtype).kind if np.dtype(dtype).kind in "biufc" else "f"
     if kind == "b":
-        return rng.integers(0, 2, size=shape).astype(dtype)
+        return rng.integers(0, 2, size=shape).astype(dtype), "booleans drawn at random"
     if kind in "iu":
-        return rng.integers(0, 4, size=shape).astype(dtype)
-    values = rng.uniform(*DRAWN, size=shape)
+        if known.low is not None:
+            low, high = int(np.floor(known.low)), int(np.floor(known.high))
+            return (rng.integers(low, high + 1, size=shape).astype(dtype),
+                    f"integers in [{low}, {high}], the range of its recorded values")
+        bound = known.dimensions[0] if known.dimensions else 2
+        why = "the smallest dimension of the other arguments, which it may index" if known.dimensions else \
+            "nothing recorded to bound it"
+        return rng.integers(0, bound, size=shape).astype(dtype), f"integers in [0, {bound}) ({why})"
+    low, high = (known.low, known.high) if known.low is not None else DRAWN
+    why = "the range of its recorded values" if known.low is not None else "nothing recorded to draw from"
+    values = rng.uniform(low, high, size=shape)
     if kind == "c":
-        values = values + 1j * rng.uniform(*DRAWN, size=shape)
-    return np.asarray(values).astype(dtype)
+        values = values + 1j * rng.uniform(low, high, size=shape)
+    return np.asarray(values).astype(dtype), f"uniform in [{low:.6g}, {high:.6g}] ({why})"
+
+
+def _names(record: dict, fn: Optional[Callable], count: int) -> list[str]:
+    """The arguments' names: the user's function's parameters as recorded (a library decorator's
+    inner function takes *args), else the replayed function's, else arg0, arg1, ..."""
+    recorded = list(record.get("parameters") or [])
+    if len(recorded) >= count:
+        return recorded[:count]
+    if fn is not None:
+        return _parameter_names(fn, count)
+    return recorded + [f"arg{i}" for i in range(len(recorded), count)]
 
 
 def _parameter_names(fn: Callable, count: int) -> list[str]:
@@ -184,13 +242,13 @@ def _calling(fn: Callable, args: Sequence[dict], kwargs: dict) -> Callable:
     return call
 
 
-def _value(entry: dict, loader: _Loader, seed: int) -> tuple[Any, bool]:
-    """(an argument's value, whether it was drawn)."""
+def _value(entry: dict, loader: _Loader, seed: int, known: Callable[[], _Known]) -> tuple[Any, str]:
+    """(an argument's value, how it was drawn or "" for a recorded one)."""
     if "array" in entry:
-        return loader.array(entry), False
+        return loader.array(entry), ""
     if "spec" in entry:
-        return _draw(entry["spec"], seed), True
-    return store.python_value(entry), False
+        return _draw(entry["spec"], seed, known())
+    return store.python_value(entry), ""
 
 
 def _skip_case(case_id: str, labels: Sequence[str], reason: str, description: str, source: str,
@@ -248,69 +306,87 @@ def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[
     return made
 
 
+_HOW = {"eager": "an eager call", "eager (run eagerly)": "an eager call (its tf.function run eagerly)",
+        "tf.function": "a call while tracing a tf.function", "v1 graph": "a call while building a v1 graph"}
+
+
+def _dtypes(point: dict) -> tuple:
+    return tuple(e.get("dtype") or (e.get("spec") or {}).get("dtype") for e in point["args"])
+
+
+@dataclasses.dataclass
+class _Built:
+    """One recorded call made a Point: its note, and why it cannot be replayed ("" if it can)."""
+
+    point: Point
+    note: str
+    drawn: bool
+    problem: str = ""
+
+
+def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, seed: int, dtyped: bool,
+           taken: set) -> _Built:
+    tensor_names, values, shown_names, shown_values, drawn = [], [], [], [], []
+    problem = ""
+    for i, (name, entry) in enumerate(zip(names, point["args"])):
+        if "unsupported" in entry:  # a method's self, a layer: named in the reason, not in the label
+            problem = problem or f"its argument {name} was {entry['unsupported']}, not a value"
+            continue
+        value, how = _value(entry, loader, seed + i, lambda i=i: _known(record, loader, i, point))
+        drawn += [f"{name} {how}"] if how else []
+        dtype = np.asarray(value).dtype.name if not _constant(entry) else ""
+        shown_names.append(f"{name}:{dtype}" if dtyped and dtype else name)
+        shown_values.append(value)
+        if not _constant(entry):
+            tensor_names.append(name)
+            values.append(value)
+    kwargs = {}
+    for k, entry in (point.get("kwargs") or {}).items():
+        value, how = _value(entry, loader, seed + 1000 + len(kwargs), _Known)
+        drawn += [f"{k} {how}"] if how else []
+        kwargs[k] = value
+    label = _label(shown_names, shown_values, kwargs, bool(drawn), taken)
+    note = f"recorded: {_HOW.get(point.get('context'), 'a call')} made by {_node(point)}"
+    if drawn:
+        note += (f"; it had no values then, so they are drawn ({'; '.join(drawn)}; seeded, open dimensions "
+                 f"{_OPEN_DIMENSION}): they are not the values the test used")
+        if point.get("note"):
+            note += f"; {point['note']}"
+    built = Point(names=tuple(tensor_names), values=tuple(np.asarray(v) for v in values), label=label)
+    return _Built(point=built, note=note, drawn=bool(drawn), problem=problem)
+
+
 def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader, order: int,
                 expectations: Sequence[Expectation], description: str, source: str) -> Case:
     first = points[0]
     fn, problem = _function(record, first.get("function"), loader)
-    names = _parameter_names(fn, len(first["args"])) if fn is not None else \
-        (list(record.get("parameters") or [])[:len(first["args"])]
-         + [f"arg{i}" for i in range(len(record.get("parameters") or []), len(first["args"]))])
-    made, notes, taken = [], {}, set()
-    unsupported = ""
-    for number, point in enumerate(points):
-        seed = zlib.crc32(f"{case_id}:{number}".encode())
-        tensor_names, values, constants = [], [], {}
-        drawn = False
-        for i, (name, entry) in enumerate(zip(names, point["args"])):
-            if "unsupported" in entry:
-                unsupported = unsupported or f"its argument {name} was {entry['unsupported']}, not a value"
-            value, was_drawn = _value(entry, loader, seed + i)
-            drawn = drawn or was_drawn
-            if _constant(entry) or "unsupported" in entry:
-                constants[name] = value
-            else:
-                tensor_names.append(name)
-                values.append(value)
-        kwargs = {}
-        for k, entry in (point.get("kwargs") or {}).items():
-            value, was_drawn = _value(entry, loader, seed + 1000 + len(kwargs))
-            drawn = drawn or was_drawn
-            kwargs[k] = value
-        shown_names = [n for n, e in zip(names, point["args"]) if "unsupported" not in e]
-        shown_values = [constants[n] if n in constants else values[tensor_names.index(n)] for n in shown_names]
-        label = _label(shown_names, shown_values, kwargs, drawn, taken)
-        how = {"eager": "an eager call", "tf.function": "a call while tracing a tf.function",
-               "v1 graph": "a call while building a v1 graph"}.get(point.get("context"), "a call")
-        note = f"recorded: {how} made by {_node(point)}"
-        if drawn:
-            note += (f"; it had no values then, so they are drawn (uniform in [{DRAWN[0]:g}, {DRAWN[1]:g}], open "
-                     f"dimensions {_OPEN_DIMENSION}, seeded): they are not the values the test used")
-            if point.get("note"):
-                note += f"; {point['note']}"
-        notes[label] = note
-        made.append((Point(names=tuple(tensor_names), values=tuple(np.asarray(v) for v in values), label=label),
-                     point))
-    labels = [p.label for p, _ in made]
-    variables = sorted({v.get("name") or "?" for _, p in made for v in p.get("variables") or ()})
-    if not problem and unsupported:
-        problem = unsupported
+    names = _names(record, fn, len(first["args"]))
+    dtyped = len({_dtypes(p) for p in points}) > 1
+    taken: set = set()
+    built = [_point(record, point, names, loader, zlib.crc32(f"{case_id}:{number}".encode()), dtyped, taken)
+             for number, point in enumerate(points)]
+    labels = [b.point.label for b in built]
+    notes = {b.point.label: b.note for b in built}
+    variables = sorted({v.get("name") or "?" for p in points for v in p.get("variables") or ()})
+    problem = problem or next((b.problem for b in built if b.problem), "")
     if not problem and variables:
         problem = (f"it reads the variables {', '.join(variables)}, which replay does not make again; write a case "
                    "with build= creating them and wrt_variables=True")
-    if not problem and not all(p.names for p, _ in made):
+    if not problem and not all(b.point.names for b in built):
         problem = "it was called with no tensor argument"
     if problem:
         return _skip_case(case_id, labels, problem, description, source, notes)
     fn = _calling(fn, first["args"], {k: v for k, v in zip(first.get("kwargs") or {}, _kwargs_of(first, loader))})
     try:
-        return Case(id=case_id, points=[p for p, _ in made], fn=fn, order=order, description=description,
-                    source=source, expectations=tuple(expectations), notes=notes)
+        return Case(id=case_id, points=[b.point for b in built], fn=fn, order=order, description=description,
+                    source=source, expectations=tuple(expectations), notes=notes,
+                    drawn=tuple(b.point.label for b in built if b.drawn))
     except CaseError as e:
         return _skip_case(case_id, labels, str(e).split(": ", 2)[-1], description, source, notes)
 
 
 def _kwargs_of(point: dict, loader: _Loader) -> list:
-    return [_value(entry, loader, 0)[0] for entry in (point.get("kwargs") or {}).values()]
+    return [_value(entry, loader, 0, _Known)[0] for entry in (point.get("kwargs") or {}).values()]
 
 
 def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = ()) -> list[Case]:

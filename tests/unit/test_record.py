@@ -373,3 +373,39 @@ def test_a_write_error_is_in_the_last_line_with_what_it_cost():
     assert line.endswith("; could not write the recording (OSError: [Errno 28] No space left on device): "
                          "4 points recorded since the last write are lost")
     assert "nothing dropped" not in line
+
+
+# -- drawing values for calls seen only while tracing ----------------------------------------------
+
+class Arrays:
+    """A stand-in for replay's loader: the recorded values by their entry's name."""
+
+    def __init__(self, **arrays):
+        self.arrays = arrays
+
+    def array(self, entry):
+        return self.arrays[entry["array"]]
+
+
+def test_a_drawn_float_lies_in_the_range_of_the_function_s_recorded_values_and_says_so():
+    record = {"points": [{"args": [{"array": "a", "shape": [2]}]}, {"args": [{"array": "b", "shape": [2]}]}]}
+    traced = {"args": [{"spec": {"dtype": "float32", "shape": [None]}}]}
+    known = replay._known(record, Arrays(a=np.array([0.5, 2.0]), b=np.array([1.0, np.nan])), 0, traced)
+    value, how = replay._draw(traced["args"][0]["spec"], 7, known)
+    assert value.dtype == np.float32 and value.shape == (2,)
+    assert np.all((value >= 0.5) & (value <= 2.0))  # log's domain, say, as its tests called it
+    assert how == "uniform in [0.5, 2] (the range of its recorded values)"
+
+
+def test_a_drawn_integer_stays_below_the_smallest_dimension_of_the_other_arguments():
+    traced = {"args": [{"spec": {"dtype": "float32", "shape": [3, 5]}}, {"spec": {"dtype": "int32", "shape": [40]}}]}
+    known = replay._known({"points": [traced]}, Arrays(), 1, traced)
+    value, how = replay._draw(traced["args"][1]["spec"], 11, known)
+    assert value.dtype == np.int32 and value.min() >= 0 and value.max() <= 2 and len(set(value)) > 1
+    assert how == "integers in [0, 3) (the smallest dimension of the other arguments, which it may index)"
+
+
+def test_with_nothing_recorded_a_drawn_float_says_where_it_came_from():
+    value, how = replay._draw({"dtype": "bfloat16", "shape": []}, 3)
+    assert value.dtype.name == "bfloat16" and -2 <= float(value) <= 2
+    assert how == "uniform in [-2, 2] (nothing recorded to draw from)"

@@ -346,3 +346,28 @@ def test_non_reference_modes_must_still_agree_when_the_reference_is_declared():
     r = run(case, raised("eager", "ValueError"), ok("function"), ok("graph", grad=5.0))
     assert r.verdict is Verdict.FAIL
     assert "graph vs function" in r.reason
+
+
+# -- a drawn point outside the function's domain -----------------------------------------
+
+
+def test_a_drawn_point_whose_forward_is_nan_everywhere_in_every_mode_is_skipped_as_outside_the_domain():
+    case = make_case(drawn=["x=1.0"])
+    # The modes even disagree on the gradient: at a point outside the domain nothing is judged.
+    result = run(case, ok("eager", fwd=np.nan, grad=1.0), ok("function", fwd=np.inf, grad=2.0),
+                 ok("graph", fwd=np.nan, grad=1.0))
+    assert result.verdict is Verdict.SKIP
+    assert result.reason.startswith("outside the function's domain: the values were drawn")
+
+
+def test_a_drawn_point_with_a_finite_forward_in_one_mode_is_judged():
+    case = make_case(drawn=["x=1.0"])
+    result = run(case, ok("eager", fwd=np.nan, grad=1.0), ok("function", fwd=1.0, grad=1.0),
+                 ok("graph", fwd=np.nan, grad=1.0))
+    assert result.verdict is Verdict.FAIL
+
+
+def test_a_given_point_whose_forward_is_nan_is_judged_as_any_other():
+    result = run(make_case(), ok("eager", fwd=np.nan, grad=1.0), ok("function", fwd=np.nan, grad=2.0),
+                 ok("graph", fwd=np.nan, grad=1.0))
+    assert result.verdict is Verdict.FAIL
