@@ -40,8 +40,8 @@ import dataclasses
 import math
 from typing import Callable, Optional
 
-__all__ = ["Judged", "assess", "epsilon", "tiny", "LEVELS", "SMOOTH", "KINK", "JUMP", "NOISY", "NONFINITE",
-           "COARSE", "NOISE"]
+__all__ = ["Judged", "assess", "epsilon", "tiny", "LEVELS", "SMOOTH", "KINK", "JUMP", "NOISY",
+           "NONFINITE", "COARSE", "NOISE"]
 
 # How many times the step may shrink (by 4 each) after the screen: 4 ** 6 = 4096, from the float64
 # step of 7.6e-6 down to 1.9e-9, within which a point 1e-5 from a domain edge is well inside.
@@ -212,9 +212,8 @@ class _Judge:
 
     def measure_noise(self, h: float) -> float:
         """The forward's noise near the point beyond the rounding already allowed for: the spread
-        of its higher differences on a fine grid on each side (the quieter side, so that a kink at
-        the point or a jump on one side is not taken for noise), or its resolution where its values
-        do not change within a step."""
+        of its higher differences on a fine grid on each side (apart, so that a kink at the point
+        is not taken for noise), or its resolution where its values do not change within a step."""
         spacing = h / _NOISE_SPACING
         sides = []
         for sign in (1.0, -1.0):
@@ -223,10 +222,14 @@ class _Judge:
                 sides.append(grid)
         if not sides:
             return 0.0
-        if all(v == self.base for grid in sides for v in grid) and self.samples["plus"] == self.base \
-                and self.samples["minus"] == self.base:
+        unmoved = [v for grid in sides for v in grid]
+        unmoved += [self.samples["plus"], self.samples["minus"]]
+        if all(v == self.base for v in unmoved):
             return self.resolution(h)
-        noise = min(_spread(grid) for grid in sides)
+        spreads = [_spread(grid) for grid in sides]
+        # A side that does not look noisy (a smooth one, beside a jump on the other) says there is
+        # no noise to speak of; two noisy sides are pooled.
+        noise = 0.0 if min(spreads) == 0.0 else math.sqrt(sum(s * s for s in spreads) / len(spreads))
         size = max(abs(v) for grid in sides for v in grid)
         return noise if noise > _ULPS * self.eps * size else 0.0
 
@@ -266,7 +269,8 @@ class _Judge:
                     if error <= 0.01 * self.rtol * self.size(fine.central()):
                         break  # the steps agree far within the tolerance
                     shorter = step / _SHRINK
-                    if self.rounding(_Level(shorter, plus, minus)) + self.noise_error(shorter) > best[0]:
+                    beyond = self.rounding(_Level(shorter, plus, minus)) + self.noise_error(shorter)
+                    if beyond > best[0]:
                         break  # a shorter step would only add rounding or noise
             step /= _SHRINK
         if best is None:
@@ -274,8 +278,9 @@ class _Judge:
                 return self.judged("unresolved", NONFINITE, step=h)
             only = levels[0]  # one usable step only: judged alone, with no estimate of its error
             rounding = self.rounding(only)
-            return self.verdict(only.central(), only.central(), only.central(), self.noise_error(only.h),
-                                rounding, only.h, SMOOTH)
+            numeric = only.central()
+            return self.verdict(numeric, numeric, numeric, self.noise_error(only.h), rounding,
+                                only.h, SMOOTH)
         return self.estimated(*best)
 
     def estimated(self, error: float, coarse: _Level, fine: _Level) -> Judged:
@@ -283,8 +288,9 @@ class _Judge:
         if self.noise and math.isfinite(self.g) and self.noise / fine.h > abs(self.g):
             # What the noise alone moves a difference by hides the gradient: no evidence, even of
             # a jump (a noisy value's sides keep their size as the step shrinks).
-            return self.verdict(fine.central(), fine.central(), fine.central(), error, self.rounding(fine),
-                                fine.h, SMOOTH)
+            numeric = fine.central()
+            rounding = self.rounding(fine)
+            return self.verdict(numeric, numeric, numeric, error, rounding, fine.h, SMOOTH)
         numeric = (_SHRINK ** 2 * fine.central() - coarse.central()) / (_SHRINK ** 2 - 1)
         rounding = self.rounding(fine)
         # One-sided differences at both steps, extrapolated (their error is O(h), so by 4 / 3).
@@ -298,7 +304,8 @@ class _Judge:
         if jump:
             return self.judged("unresolved", JUMP, numeric=numeric, left=left, right=right, error=error,
                                allowed=self.allowed(numeric, rounding), step=fine.h, jump=jump)
-        if abs(right - left) > self.allowed(numeric, 2 * rounding) + side_error + 2 * self.noise_error(fine.h):
+        apart = self.allowed(numeric, 2 * rounding) + side_error + 2 * self.noise_error(fine.h)
+        if abs(right - left) > apart:
             if side_error < _KINK_SHARE * abs(right - left):  # each side consistent, the two apart
                 return self.verdict(numeric, left, right, side_error, 2 * rounding, fine.h, KINK)
             error = max(error, side_error)  # sides that move with the step: noise, judged as such
@@ -308,7 +315,8 @@ class _Judge:
                 kind: str) -> Judged:
         g = self.g
         allowed = self.allowed(numeric, rounding)
-        numbers = dict(left=left, right=right, error=error, allowed=allowed, step=step, noise=self.noise)
+        numbers = dict(left=left, right=right, error=error, allowed=allowed, step=step,
+                       noise=self.noise)
         if not math.isfinite(g):
             return self.judged("differ", kind, numeric=numeric, excess=math.inf, **numbers)
         if self.noise and self.noise / step > abs(g):
@@ -321,26 +329,26 @@ class _Judge:
         if miss <= allowed and _resolved(g, nearest, rounding + self.noise_error(step)):
             return self.judged("match", kind, numeric=numeric, **numbers)
         if miss <= allowed + 3 * error:
-            # Within what the steps' disagreement, the noise or the rounding could explain: no evidence.
+            # Within what the steps' disagreement, the noise or the rounding could explain: no
+            # evidence either way.
             return self.judged("unresolved", NOISY if error > rounding else COARSE, numeric=numeric, **numbers)
         return self.judged("differ", kind, numeric=numeric, excess=miss - allowed - 3 * error, **numbers)
 
 
 def _spread(grid: list) -> float:
     """The standard deviation of a noise that would give `grid`'s 4th to 6th differences, or 0.0
-    where they do not look like noise. Noise of deviation sigma gives k-th differences of deviation
-    sigma sqrt(C(2k, k)) whose signs change; a smooth function's keep their sign at a fine spacing,
-    so they are not taken for noise (the test Moré and Wild's ECnoise makes)."""
-    pooled, fourth = [], []
-    for k in (4, 5, 6):
-        diffs = list(grid)
-        for _ in range(k):
-            diffs = [b - a for a, b in zip(diffs, diffs[1:])]
-        fourth = fourth or diffs
-        pooled += [d * d / math.comb(2 * k, k) for d in diffs]
-    if not min(fourth) < 0.0 < max(fourth):
-        return 0.0
-    return math.sqrt(sum(pooled) / len(pooled))
+    where its differences do not look like noise. Noise of deviation sigma gives k-th differences
+    of deviation sigma sqrt(C(2k, k)) whose signs change; a smooth function's keep their sign at a
+    fine spacing (the test Moré and Wild's ECnoise makes), here at any of the 3rd to 5th."""
+    pooled, changes = [], False
+    diffs = list(grid)
+    for k in range(1, 7):
+        diffs = [b - a for a, b in zip(diffs, diffs[1:])]
+        if 3 <= k <= 5:
+            changes = changes or min(diffs) < 0.0 < max(diffs)
+        if k >= 4:
+            pooled += [d * d / math.comb(2 * k, k) for d in diffs]
+    return math.sqrt(sum(pooled) / len(pooled)) if changes else 0.0
 
 
 def _jump(coarse: _Level, fine: _Level, base: float, floor: float) -> float:

@@ -175,3 +175,49 @@ def test_a_right_complex_function_passes_in_graph_mode_too():
     assert r.verdict is Verdict.PASS, r.reason
     assert r.outcomes["graph"].status.value == "ok"
     np.testing.assert_array_equal(r.outcomes["graph"].orders[1][0].value, np.conj(2 * z))
+
+
+# -- a slow forward is evaluated through a tf.function ------------------------------------------
+
+def _series_exp(x):
+    """exp(x) summed term by term in a tf.while_loop until the terms stop mattering: in eager mode
+    the loop runs its body in Python, once per term."""
+    def body(k, term, total):
+        term = term * x / tf.cast(k, x.dtype)
+        return k + 1, term, total + term
+
+    def more(k, term, total):
+        return tf.reduce_any(tf.abs(term) > 1e-17 * tf.abs(total))
+
+    _, _, total = tf.while_loop(more, body, (tf.constant(1), tf.ones_like(x), tf.ones_like(x)))
+    return total
+
+
+@tf.custom_gradient
+def series_exp_half_gradient(x):
+    y = _series_exp(x)
+    return y, lambda dy: dy * 0.5 * y  # half of exp's gradient
+
+
+def test_a_slow_forward_is_traced_and_judged_as_in_eager_mode(monkeypatch):
+    from harness.oracles import evaluate
+
+    monkeypatch.setattr(evaluate, "TRACE_AFTER_S", 0.0)  # every evaluation counts as slow
+    point = [{"x": np.array([0.5, 1.0, 2.0])}]
+    [right] = run(make_case(_series_exp, points=point, order=2), modes=("eager",))
+    assert right.verdict is Verdict.PASS, right.reason
+    assert "evaluated through a tf.function" in right.oracles["numeric"].note
+    [wrong] = run(make_case(series_exp_half_gradient, points=point), modes=("eager",))
+    assert wrong.verdict is Verdict.FAIL, wrong.reason
+    # exp(2) = 7.3890561 against half of it: the worst element of the three.
+    assert "order 1 gradient wrt x[2]: eager=3.694528 numeric=7.3890561 " in wrong.reason, wrong.reason
+
+
+def test_a_forward_that_cannot_be_traced_is_evaluated_eagerly(monkeypatch):
+    from harness.oracles import evaluate
+
+    monkeypatch.setattr(evaluate, "TRACE_AFTER_S", 0.0)
+    eager_only = lambda x: x * float(np.sum(x.numpy() ** 0))  # noqa: E731 - .numpy() needs eager
+    [r] = run(make_case(eager_only, points=[{"x": np.array([0.5, 1.0])}]), modes=("eager",))
+    assert r.verdict is Verdict.PASS, r.reason
+    assert "tf.function" not in r.oracles["numeric"].note

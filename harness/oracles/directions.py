@@ -10,8 +10,8 @@ import numpy as np
 
 from harness.case import Case, Point
 
-__all__ = ["DIRECTIONS", "Direction", "choose", "directional", "element_label", "elements", "scale", "seed",
-           "swept", "element_steps"]
+__all__ = ["DIRECTIONS", "Direction", "choose", "directional", "element_label", "element_steps",
+           "elements", "scale", "seed", "swept"]
 
 # Random directions per order: enough to catch a wrong derivative with
 # probability one, while costing two evaluations each.

@@ -32,6 +32,11 @@ TRACE_AFTER_S = 0.05
 TRACE_AGREEMENT = 1e-9
 
 
+# The traced functions kept for the next points of their case (the oldest go first).
+_TRACED: dict = {}
+_TRACED_KEPT = 8
+
+
 class NotWide(Exception):
     """The function computed in another dtype than float64: its differences would be noise."""
 
@@ -66,15 +71,17 @@ class Evaluator:
                 self.subject = build_subject(case)
         except Exception as e:  # noqa: BLE001 - the case's builder
             raise CaseRaised(e) from e
-        self.bases = [np.array(values[i]) for i in case.wrt_indices] + [v.numpy() for v in self.subject.variables]
-        self.tables = None if self.seed is None else tf.constant(upstream.flat_tables(self.seed, case.order))
+        self.bases = ([np.array(values[i]) for i in case.wrt_indices]
+                      + [v.numpy() for v in self.subject.variables])
+        self.tables = (None if self.seed is None
+                       else tf.constant(upstream.flat_tables(self.seed, case.order)))
         self.weighted_error = ""  # what the weighted chain raised here, if it did
         self.traced_orders: set[int] = set()  # the orders evaluated through a tf.function
         self._base: dict[int, Values] = {}
         self._gradients: dict[int, tuple[list, Optional[list]]] = {}
         self._traced: dict[int, object] = {}
         self.calls = 0  # evaluations at shifted points
-        self.shapes: dict[int, list[tuple]] = {}  # the shapes of each order's values, in `values` order
+        self.shapes: dict[int, list[tuple]] = {}  # each order's value shapes, as `values` has them
 
     def dtype(self) -> str:
         if self.wide:
@@ -88,7 +95,9 @@ class Evaluator:
         if order not in self._base:
             started = time.perf_counter()
             found = self._eager(order, self._shifted([np.zeros(b.shape) for b in self.bases]))
-            if time.perf_counter() - started > TRACE_AFTER_S and self.subject.variables == []:
+            # A builder's function (with its variables) is evaluated eagerly: its variables are
+            # moved by assignment, and a trace of one build would serve the next point's build.
+            if time.perf_counter() - started > TRACE_AFTER_S and self.case.fn is not None:
                 self._trace(order, found)
             self._base[order] = found
         return self._base[order]
@@ -103,18 +112,22 @@ class Evaluator:
 
     def gradients(self, order: int) -> tuple[list, Optional[list]]:
         """The case's own order `order` gradients at the unshifted point, per source, in this
-        evaluator's dtype (None: unconnected): the plain chain's and the weighted chain's (or None)."""
+        evaluator's dtype (None: unconnected): the plain chain's and the weighted chain's (or
+        None)."""
         if order not in self._gradients:
             xs = [tf.constant(x) for x in self.args]
             for slot, i in enumerate(self.case.wrt_indices):
                 xs[i] = tf.constant(self.bases[slot])
             progress = Steps()
             try:
-                orders, chain = tape_chains(self.subject, xs, order, RunOptions(upstream=self.tables is not None),
-                                            progress, self.tables)
+                orders, chain = tape_chains(self.subject, xs, order,
+                                            RunOptions(upstream=self.tables is not None), progress,
+                                            self.tables)
             except Exception as e:  # noqa: BLE001 - the case's own code
                 raise CaseRaised(e) from e
-            weighted = arrays(chain[order - 1]) if len(chain) >= order and progress.upstream_error is None else None
+            weighted = None
+            if len(chain) >= order and progress.upstream_error is None:
+                weighted = arrays(chain[order - 1])
             self._gradients[order] = (arrays(orders[order]), weighted)
         return self._gradients[order]
 
@@ -135,7 +148,8 @@ class Evaluator:
             for v, value in zip(variables, moved):
                 v.assign(value)
             orders, chain = tape_chains(self.subject, [tf.constant(x) for x in xs], order,
-                                        RunOptions(upstream=self.tables is not None), progress, self.tables)
+                                        RunOptions(upstream=self.tables is not None), progress,
+                                        self.tables)
         except Exception as e:  # noqa: BLE001 - the case's own code, at a shifted point
             raise CaseRaised(e) from e
         finally:
@@ -157,20 +171,29 @@ class Evaluator:
         flat = np.concatenate([[]] + [np.ravel(t.numpy().astype(np.float64)) for t in targets])
         if below is None:
             return flat, None
-        weighted = [np.ravel(t.numpy().astype(np.float64) * upstream.weights(self.seed, order + 1, i, t.shape))
+        weighted = [np.ravel(t.numpy().astype(np.float64)
+                             * upstream.weights(self.seed, order + 1, i, t.shape))
                     for i, t in enumerate(t for t in below if is_target(t))]
         return flat, np.concatenate([[]] + weighted)
 
     def _trace(self, order: int, eager: Values) -> None:
-        """Makes order `order`'s tf.function, kept only where it gives the eager values at the point."""
+        """Makes order `order`'s tf.function, kept only where it gives the eager values at the
+        point."""
         from harness.modes.function import compile_subject  # the function mode's own tracing
 
-        progress = Steps()
-        options = RunOptions(upstream=self.tables is not None)
-        self._traced[order] = compile_subject(self.subject, order, options, progress, weighted=True)
+        # One function per case, order and signature serves every point of it, as in the function
+        # mode: a case's points share their trace.
+        signature = tuple((np.asarray(x).dtype.name, np.shape(x)) for x in self.args)
+        key = (id(self.case), self.case.id, order, self.wide, self.tables is not None, signature)
+        if key not in _TRACED:
+            options = RunOptions(upstream=self.tables is not None)
+            _TRACED[key] = compile_subject(self.subject, order, options, Steps(), weighted=True)
+            while len(_TRACED) > _TRACED_KEPT:
+                del _TRACED[next(iter(_TRACED))]
+        self._traced[order] = _TRACED[key]
         try:
             found = self._from_traced(order, self._shifted([np.zeros(b.shape) for b in self.bases]))
-        except Exception:  # noqa: BLE001 - a function that cannot be traced keeps its eager evaluation
+        except Exception:  # noqa: BLE001 - a function that cannot be traced is evaluated eagerly
             found = None
         if found is None or not all(_agree(a, b) for a, b in zip(found, eager)):
             del self._traced[order]
@@ -184,7 +207,9 @@ class Evaluator:
         except Exception as e:  # noqa: BLE001 - the case's own code, at a shifted point
             raise CaseRaised(e) from e
         orders, chain = result["orders"], result["upstream"]
-        below = ([orders[0]] + list(chain))[order] if self.tables is not None and len(chain) >= order else None
+        below = None
+        if self.tables is not None and len(chain) >= order:
+            below = ([orders[0]] + list(chain))[order]
         return self._flat(order, orders[order], below)
 
 
@@ -212,6 +237,7 @@ def upcast_variable(next_creator, **kwargs):
     initial = kwargs.get("initial_value")
     value = initial() if callable(initial) else initial
     dtype = kwargs.get("dtype")
-    if (tf.as_dtype(dtype) if dtype is not None else tf.convert_to_tensor(value).dtype).is_floating:
+    given = tf.as_dtype(dtype) if dtype is not None else tf.convert_to_tensor(value).dtype
+    if given.is_floating:
         kwargs.update(initial_value=tf.cast(value, tf.float64), dtype=tf.float64)
     return next_creator(**kwargs)

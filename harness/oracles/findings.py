@@ -54,7 +54,8 @@ class Check:
 
     @property
     def kinks(self) -> list[Finding]:
-        return [f for f in self.findings if f.judged.outcome == "match" and f.judged.kind == differences.KINK]
+        return [f for f in self.findings
+                if f.judged.outcome == "match" and f.judged.kind == differences.KINK]
 
     @property
     def worst(self) -> Optional[Finding]:

@@ -5,7 +5,8 @@ against central differences of that sum, computed with the case's own order k-1:
 element, or, where the order k-1 values are elementwise in a source (a diagonal Jacobian, which a
 probe shows), every element of that source from one shift of all of them. The weighted chain
 (harness.upstream) is checked the same way with its upstream weights. This module evaluates and
-judges; its findings are plain data (`Check`), put into words by harness.oracles.words.
+judges; what it finds is plain data (harness.oracles.findings), put into words by
+harness.oracles.words.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from harness import differences
 from harness.case import Case, Point
+from harness.oracles import words
 from harness.oracles.directions import (
     Direction,
     choose,
@@ -27,24 +29,21 @@ from harness.oracles.directions import (
     seed,
     swept,
 )
-from harness.oracles import findings, words
 from harness.oracles.evaluate import CaseRaised, Evaluator, NotWide
-from harness.oracles.findings import Check, Finding
+from harness.oracles.findings import PARTIAL, Check, Finding
 from harness.oracles.outcomes import oracle_outcome, upstream_failed
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions
-from harness.tolerance import NUMERIC_STEPS, Tol, numeric_tolerance_for
+from harness.tolerance import NUMERIC_STEPS, numeric_tolerance_for
 
-__all__ = ["ELEMENT_LIMIT", "Check", "Finding", "run"]
+__all__ = ["ELEMENT_LIMIT", "run"]
 
-# Most elements a point's sources may have for every element to get a direction of its own; a
-# point with more, whose function is not elementwise, is checked along DIRECTIONS seeded random
-# directions (each element costs two evaluations or more; --numeric_full lifts the limit).
+# Most elements the sources of a point may have, outside those of elementwise sources, for each to
+# get a direction of its own: each costs two evaluations or more. A point with more is checked
+# along seeded random directions, as its note says (--numeric_full lifts the limit).
 ELEMENT_LIMIT = 1024
 
 # The rounding a gradient carries in its own dtype, in ulps of the terms it sums.
 GRADIENT_ULPS = 16.0
-
-PARTIAL = findings.PARTIAL
 
 
 def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
@@ -64,11 +63,12 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
                                        seed(case, point)))
         except CaseRaised as e:  # the unshifted point, in the oracle's own evaluation
             # What the orders below found stands; this one and those above are not checked.
-            stopped = (f"; the oracle's {evaluator.dtype()} evaluation of order {order - 1} at the point "
-                       f"raises {e.info.type}: {e.info.first_line}, so orders {order} to {case.order} are "
-                       "not checked")
+            stopped = (f"; the oracle's {evaluator.dtype()} evaluation of order {order - 1} at "
+                       f"the point raises {e.info.type}: {e.info.first_line}, so orders {order} "
+                       f"to {case.order} are not checked")
             break
-    note = words.numeric_note(evaluator, agreed, checks, symmetric, NUMERIC_STEPS[evaluator.dtype()]) + checked_note
+    step = NUMERIC_STEPS[evaluator.dtype()]
+    note = words.numeric_note(evaluator, agreed, checks, symmetric, step) + checked_note
     found = _Lines.collect(checks, agreed, evaluator, symmetric)
     numeric_note = note + stopped + "".join("; " + u for u in found.unchecked)
     numeric = oracle_outcome("numeric", range(1, case.order + 1), found.plain, numeric_note)
@@ -76,29 +76,34 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
         numeric = OracleOutcome(name="numeric", status="skip", note=numeric_note)
     if not options.upstream:
         return numeric, None
-    return numeric, _upstream_outcome(case, agreed, evaluator, note + stopped, found,
-                                      not any(w is not None and w.compared for _, w in checks))
+    nothing = not any(w is not None and w.compared for _, w in checks)
+    return numeric, _upstream_outcome(case, agreed, evaluator, note + stopped, found, nothing)
 
 
 @dataclasses.dataclass
 class _Lines:
-    """The sentences of every order's checks, sorted by where they go."""
+    """The sentences of every order's checks, sorted by where they go: (order, line) pairs of the
+    numeric oracle, of weighted differences alone, and of weighted differences where the plain
+    values differ too; the orders whose plain values differ by finite amounts; what was not
+    checked and why, of each chain."""
 
-    plain: list = dataclasses.field(default_factory=list)  # (order, line) of the numeric oracle
-    weighted: list = dataclasses.field(default_factory=list)  # (order, line): upstream-only differences
-    both: list = dataclasses.field(default_factory=list)  # (order, line): the plain values differ too
-    untrue: set = dataclasses.field(default_factory=set)  # orders whose plain values differ by finite amounts
+    plain: list = dataclasses.field(default_factory=list)
+    weighted: list = dataclasses.field(default_factory=list)
+    both: list = dataclasses.field(default_factory=list)
+    untrue: set = dataclasses.field(default_factory=set)
     unchecked: list = dataclasses.field(default_factory=list)
     weighted_unchecked: list = dataclasses.field(default_factory=list)
 
     @classmethod
-    def collect(cls, checks, agreed: ModeOutcome, evaluator: Evaluator, symmetric: Sequence[bool]) -> "_Lines":
+    def collect(cls, checks, agreed: ModeOutcome, evaluator: Evaluator,
+                symmetric: Sequence[bool]) -> "_Lines":
         found = cls()
         names = [s.name for s in agreed.sources]
         shapes = [b.shape for b in evaluator.bases]
         for plain, weighted in checks:
             order = plain.order
-            found.unchecked += [u for u in (words.unchecked(plain, names, shapes), words.kinked(plain)) if u]
+            said = (words.unchecked(plain, names, shapes), words.kinked(plain))
+            found.unchecked += [u for u in said if u]
             if plain.failed:
                 found.plain.append((order, words.line(plain, agreed, evaluator, symmetric)))
             if weighted is None:
@@ -106,26 +111,28 @@ class _Lines:
             if weighted.unresolved:
                 found.weighted_unchecked.append(words.unchecked(weighted, names, shapes))
             if weighted.failed and plain.failed:
-                found.both.append((order, "with upstream weights too: "
-                                          + words.line(weighted, agreed, evaluator, symmetric, extra=False)))
+                line = words.line(weighted, agreed, evaluator, symmetric, extra=False)
+                found.both.append((order, "with upstream weights too: " + line))
                 if all(f.analytic is not None and np.isfinite(f.analytic) for f in plain.failed):
                     found.untrue.add(order)
             elif weighted.failed:
-                found.weighted.append((order, words.upstream_line(weighted, agreed, evaluator, plain, symmetric)))
+                line = words.upstream_line(weighted, agreed, evaluator, plain, symmetric)
+                found.weighted.append((order, line))
         return found
 
 
-def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: Evaluator, note: str, found: _Lines,
-                      nothing_checked: bool) -> OracleOutcome:
+def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: Evaluator, note: str,
+                      found: _Lines, nothing_checked: bool) -> OracleOutcome:
     if agreed.upstream_error is not None:
         return upstream_failed(agreed, note)
     if not agreed.upstream:
-        return OracleOutcome(name="upstream", status="skip", note="the weighted chain was not computed")
+        return OracleOutcome(name="upstream", status="skip",
+                             note="the weighted chain was not computed")
     note = f"upstream weights seeded by case and point (harness.upstream); {note}"
     note += "".join("; " + u for u in found.weighted_unchecked)
     if evaluator.weighted_error:
-        note += (f"; the weighted chain raises {evaluator.weighted_error} at some shifted points in the oracle's "
-                 f"{evaluator.dtype()} evaluation, which are not checked")
+        note += (f"; the weighted chain raises {evaluator.weighted_error} at some shifted points "
+                 f"in the oracle's {evaluator.dtype()} evaluation, which are not checked")
     if nothing_checked:
         numeric_unchecked = [u for u in found.unchecked if "has a kink" not in u]
         if found.weighted_unchecked == numeric_unchecked:  # said once, by the numeric oracle
@@ -134,12 +141,14 @@ def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: Evaluator, not
         return OracleOutcome(name="upstream", status="skip", note=note)
     if found.both and not found.weighted:
         # Every weighted difference sits at an order where the plain contraction differs too: the
-        # numeric derivative cannot tell there whether grad_fn also mishandles its upstream gradient.
+        # numeric derivative cannot tell there whether grad_fn also mishandles its upstream
+        # gradient.
         orders = [order for order, _ in found.both]
-        why = words.cannot_tell(orders, words.has_custom_gradient(agreed) and set(orders) <= found.untrue)
-        return OracleOutcome(name="upstream", status="skip", note=why)
+        untrue = words.has_custom_gradient(agreed) and set(orders) <= found.untrue
+        return OracleOutcome(name="upstream", status="skip", note=words.cannot_tell(orders, untrue))
     outcome = oracle_outcome("upstream", range(1, case.order + 1), found.weighted, note)
-    return dataclasses.replace(outcome, details=outcome.details + tuple(line for _, line in found.both))
+    both = tuple(line for _, line in found.both)
+    return dataclasses.replace(outcome, details=outcome.details + both)
 
 
 def _both(agreed: ModeOutcome, options: RunOptions, status: str,
@@ -164,12 +173,9 @@ def _evaluator(case: Case, point: Point, with_upstream: bool) -> tuple[Optional[
         except NotWide as e:
             why.append(f"float64 inputs give {e} outputs")
         except CaseRaised as e:
-            why.append(f"{'float64' if wide else 'its own dtype'}: {e.info.type}: {e.info.first_line}")
+            dtype = "float64" if wide else "its own dtype"
+            why.append(f"{dtype}: {e.info.type}: {e.info.first_line}")
     return None, "the function could not be evaluated for differences: " + "; ".join(why)
-
-
-def _floating(dtype: str) -> bool:
-    return dtype.startswith(("float", "bfloat", "complex"))
 
 
 def _why_not_numeric(case: Case, point: Point, agreed: ModeOutcome) -> str:
@@ -178,13 +184,14 @@ def _why_not_numeric(case: Case, point: Point, agreed: ModeOutcome) -> str:
     if reason:
         return f"declared not checked numerically here: {reason}"
     if any(s.dtype.startswith("complex") for s in agreed.sources):
-        return ("complex sources: TensorFlow's gradient of a real function of z is the conjugate of its "
-                "Wirtinger derivative; real directions do not check it")
+        return ("complex sources: TensorFlow's gradient of a real function of z is the conjugate "
+                "of its Wirtinger derivative; real directions do not check it")
     for order, outputs in enumerate(agreed.orders[1:], start=1):
         for out, source in zip(outputs, agreed.sources):
             if out.value is not None and (out.shape != source.shape or out.dtype != source.dtype):
-                return (f"the order {order} gradient wrt {source.name} is {out.dtype}{list(out.shape)}, not "
-                        "shaped like its source: no derivative to check")
+                return (f"the order {order} gradient wrt {source.name} is "
+                        f"{out.dtype}{list(out.shape)}, not shaped like its source: no derivative "
+                        "to check")
     return ""
 
 
@@ -194,23 +201,26 @@ def gradients(outputs: Sequence[Output]) -> list[Optional[np.ndarray]]:
 
 def _directions(evaluator: Evaluator, order: int, options: RunOptions, symmetric: Sequence[bool],
                 point_seed: int) -> tuple[list[Direction], tuple[int, ...]]:
-    """Every element's direction (and the slots read from one shift), or random directions for a
-    point too large for that whose function is not elementwise."""
+    """Every element's direction and the slots read from one shift of all their elements; or
+    random directions, for a point too large for that whose function is not elementwise."""
     bases = evaluator.bases
-    flat = tuple(slot for slot in range(len(bases)) if not symmetric[slot] and _elementwise(evaluator, order, slot))
+    flat = tuple(slot for slot in range(len(bases))
+                 if not symmetric[slot] and _elementwise(evaluator, order, slot))
     rest = [slot for slot in range(len(bases)) if slot not in flat]
     if not options.numeric_full and sum(bases[slot].size for slot in rest) > ELEMENT_LIMIT:
         return choose(bases, False, point_seed, symmetric), ()
     # An elementwise source's element reads its own values, also when moved alone (numeric_full):
     # one of them not finite is then that element's, not every element's.
-    found = [d for slot in flat for d in swept(bases, slot, len(evaluator.shapes[order - 1]))]
+    outputs = len(evaluator.shapes[order - 1])
+    found = [d for slot in flat for d in swept(bases, slot, outputs)]
     return found + elements(bases, symmetric, rest), () if options.numeric_full else flat
 
 
 def _elementwise(evaluator: Evaluator, order: int, slot: int) -> bool:
-    """Whether each order k-1 value element depends on the same element of source `slot` only (a
-    diagonal Jacobian): for each bit of the flat index, moving the elements with that bit set
-    (or clear) leaves every value element with it clear (or set) exactly as it was."""
+    """Whether each element of the order k-1 values depends on the same element of source `slot`
+    only (a diagonal Jacobian): for each bit of the flat index, moving the elements with that bit
+    set (or clear) leaves every value element with it clear (or set) exactly as it was. That is
+    2 ceil(log2 n) evaluations for n elements, once per order."""
     base = evaluator.base(order - 1)
     source = evaluator.bases[slot]
     shapes = evaluator.shapes[order - 1]
@@ -227,57 +237,71 @@ def _elementwise(evaluator: Evaluator, order: int, slot: int) -> bool:
                 now = evaluator.values(order - 1, shifts)
             except CaseRaised:
                 return False
-            still = np.tile(~moved, len(shapes))
-            for after, before in zip(now, base):
-                if (after is None) != (before is None):
-                    return False
-                if after is not None and not np.array_equal(after[still], before[still], equal_nan=True):
-                    return False
+            if not all(_unmoved(after, before, np.tile(~moved, len(shapes)))
+                       for after, before in zip(now, base)):
+                return False
     return True
 
 
-def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int, options: RunOptions,
-                 symmetric: Sequence[bool], point_seed: int) -> tuple[Check, Optional[Check]]:
+def _unmoved(after: Optional[np.ndarray], before: Optional[np.ndarray], still: np.ndarray) -> bool:
+    """Whether the `still` elements are exactly what they were (NaN where they were NaN)."""
+    if after is None or before is None:
+        return after is None and before is None
+    if after.shape != still.shape or before.shape != still.shape:
+        return False
+    return bool(np.array_equal(after[still], before[still], equal_nan=True))
+
+
+def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
+                 options: RunOptions, symmetric: Sequence[bool],
+                 point_seed: int) -> tuple[Check, Optional[Check]]:
     """Both chains at `order`, along every element's direction (or random ones)."""
     plain_grads = gradients(agreed.orders[order])
-    weighted_grads = (gradients(agreed.upstream[order - 1])
-                      if order - 1 < len(agreed.upstream) and evaluator.tables is not None else None)
+    weighted_grads = None
+    if order - 1 < len(agreed.upstream) and evaluator.tables is not None:
+        weighted_grads = gradients(agreed.upstream[order - 1])
     evaluator.base(order - 1)  # the unshifted point: what the agreed mode computed, so it must run
     directions, flat = _directions(evaluator, order, options, symmetric, point_seed)
-    found: list[list[Finding]] = [[], []]
     step = NUMERIC_STEPS[evaluator.dtype()]
     # Every element of a swept source is read from the same shifts of all its elements at once.
-    sweeps = {slot: _Along(evaluator, order - 1, [element_steps(b, step) if i == slot else np.zeros(b.shape)
-                                                  for i, b in enumerate(evaluator.bases)])
+    sweeps = {slot: _Along(evaluator, order - 1,
+                           [element_steps(b, step) if i == slot else np.zeros(b.shape)
+                            for i, b in enumerate(evaluator.bases)])
               for slot in flat}
+    found: list[list[Finding]] = [[], []]
     for direction in directions:
-        h = _tolerance(case, agreed, evaluator, direction)[1]
-        along = (sweeps[direction.element[0]] if direction.picks is not None and direction.element[0] in sweeps
-                 else _Along(evaluator, order - 1, [h * u for u in direction.unit]))
+        along = sweeps.get(direction.element[0]) if direction.picks is not None else None
+        if along is None:
+            h = _tolerance(case, agreed, evaluator, direction)[1]
+            along = _Along(evaluator, order - 1, [h * u for u in direction.unit])
         for chain, grads in enumerate((plain_grads, weighted_grads)):
             if grads is not None:
-                found[chain].append(_finding(case, agreed, evaluator, order, direction, chain, along,
-                                             (plain_grads, weighted_grads)))
+                found[chain].append(_finding(case, agreed, evaluator, order, direction, chain,
+                                             along, (plain_grads, weighted_grads)))
     by_element = directions[0].element is not None
     plain = Check(order, tuple(found[0]), by_element, flat)
-    weighted = None if weighted_grads is None else Check(order, tuple(found[1]), by_element, flat)
-    return plain, weighted
+    if weighted_grads is None:
+        return plain, None
+    return plain, Check(order, tuple(found[1]), by_element, flat)
 
 
-def _tolerance(case: Case, agreed: ModeOutcome, evaluator: Evaluator, direction: Direction) -> tuple[str, float]:
-    """The dtype whose tolerance judges `direction` and its starting step."""
+def _tolerance(case: Case, agreed: ModeOutcome, evaluator: Evaluator,
+               direction: Direction) -> tuple[str, float]:
+    """The dtype whose tolerance judges `direction`, and its starting step."""
     step = NUMERIC_STEPS[evaluator.dtype()]
     if direction.element is not None:
         slot, flat = direction.element
-        return agreed.sources[slot].dtype, float(element_steps(evaluator.bases[slot].flat[flat], step))
+        value = evaluator.bases[slot].flat[flat]
+        return agreed.sources[slot].dtype, float(element_steps(np.asarray(value), step))
     # A random direction mixes every source: judge it with the loosest of their tolerances.
     loosest = max((s.dtype for s in agreed.sources),
                   key=lambda d: numeric_tolerance_for(d, case.oracle_tolerance).rtol)
-    return loosest, step * max([1.0] + [float(np.max(np.abs(b))) for b in evaluator.bases if b.size])
+    largest = max([1.0] + [float(np.max(np.abs(b))) for b in evaluator.bases if b.size])
+    return loosest, step * largest
 
 
-def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int, direction: Direction,
-             chain: int, along: "_Along", both: tuple) -> Finding:
+def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
+             direction: Direction, chain: int, along: "_Along", both: tuple) -> Finding:
     """One chain's gradient along `direction` against the differences of its order k-1 values."""
     grads = both[chain]
     tol_dtype, h = _tolerance(case, agreed, evaluator, direction)
@@ -290,13 +314,11 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int, 
     floor = max(GRADIENT_ULPS * differences.epsilon(tol_dtype) * terms,
                 _own_rounding(agreed, evaluator, order, chain, direction, analytic, tol_dtype),
                 differences.tiny(tol_dtype))
-    base = along(0.0)[chain]
-    picks, left_out = _picks(direction, base)
-    dtype = evaluator.dtype()
+    picks, left_out = _picks(direction, along(0.0)[chain])
     judged = differences.assess(0.0 if analytic is None else analytic,
                                 lambda t: _readout(along(t / h)[chain], picks), h,
-                                eps=differences.epsilon(dtype), rtol=tol.rtol, atol=tol.atol + floor,
-                                scale=scale(grads, direction))
+                                eps=differences.epsilon(evaluator.dtype()), rtol=tol.rtol,
+                                atol=tol.atol + floor, scale=scale(grads, direction))
     if judged.outcome == "differ" and left_out and direction.picks is None:
         judged = dataclasses.replace(judged, outcome="unresolved", kind=PARTIAL)
     raised = along.raised if chain == 0 else evaluator.weighted_error
@@ -304,7 +326,8 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int, 
 
 
 def _picks(direction: Direction, base: Optional[np.ndarray]) -> tuple[Optional[np.ndarray], int]:
-    """The value elements a direction reads, and how many finite-less ones it leaves out."""
+    """The value elements a direction reads, and how many it leaves out for not being finite at
+    the point (all but those, where the direction has no elements of its own)."""
     if direction.picks is not None or base is None:
         return direction.picks, 0
     finite = np.flatnonzero(np.isfinite(base))
@@ -341,12 +364,13 @@ class _Along:
         return self.found[key]
 
 
-def _own_rounding(agreed: ModeOutcome, evaluator: Evaluator, order: int, chain: int, direction: Direction,
-                  analytic: Optional[float], dtype: str) -> float:
-    """How far the gradient's own computation in its dtype strays from the same code's gradient in
-    float64 at this point: the dtype's rounding of what the gradient is computed from (1 - s with s
-    near 1, say), which the gradient's own size does not show. Capped by the rounding of the order
-    below's values, so that a gradient wrong only in the narrow dtype is still called wrong."""
+def _own_rounding(agreed: ModeOutcome, evaluator: Evaluator, order: int, chain: int,
+                  direction: Direction, analytic: Optional[float], dtype: str) -> float:
+    """How far the gradient's own computation in its dtype strays from the same code's gradient
+    in float64 at this point: the dtype's rounding of what the gradient is computed from (1 - s
+    with s near 1, say), which the gradient's own size does not show. Capped by the rounding of
+    the order below's values, so that a gradient wrong only in the narrow dtype is still called
+    wrong."""
     if not evaluator.wide or analytic is None or dtype == "float64":
         return 0.0
     try:
@@ -360,7 +384,8 @@ def _own_rounding(agreed: ModeOutcome, evaluator: Evaluator, order: int, chain: 
         return 0.0
     if order == 1:
         below = max([0.0] + [float(np.max(np.abs(o.value))) for o in agreed.orders[0]
-                             if o.value is not None and o.value.size and np.all(np.isfinite(o.value))])
+                             if o.value is not None and o.value.size
+                             and np.all(np.isfinite(o.value))])
     else:
         below = scale(gradients(agreed.orders[order - 1]), direction)
     cap = GRADIENT_ULPS * differences.epsilon(dtype) * below

@@ -1,6 +1,6 @@
-"""The numeric oracle's sentences, built from its findings (harness.oracles.findings): a difference
-in words, the counts of what was checked and what was not and why, and what a pattern of
-failures means (one triangle of a square source; a surrogate gradient)."""
+"""The numeric oracle's sentences, built from what it found (harness.oracles.findings): a
+difference in words, how many elements were checked and how many not and why, and what a pattern
+of differences means (one triangle of a square source; a surrogate gradient)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from harness.records import ModeOutcome
 if TYPE_CHECKING:
     from harness.oracles.evaluate import Evaluator
 
-__all__ = ["cannot_tell", "error_words", "has_custom_gradient", "kinked", "line", "numeric_note", "surrogate",
-           "triangle", "unchecked", "unresolved", "upstream_line"]
+__all__ = ["cannot_tell", "error_words", "has_custom_gradient", "kinked", "line", "numeric_note",
+           "surrogate", "triangle", "unchecked", "unresolved", "upstream_line"]
 
 # Most elements a sentence names one by one.
 _NAMED = 4
@@ -31,12 +31,15 @@ def error_words(analytic: float, judged: differences.Judged, tol) -> str:
     else:
         err = abs(analytic - judged.numeric)
         words = f"abs err {err:.3g}"
-        words += f" rel err {err / abs(judged.numeric):.3g}" if judged.numeric else " (the numeric derivative is 0)"
-        words += (f" (allowed {judged.allowed:.3g}: rtol {tol.rtol:g}" + (f", atol {tol.atol:g}" if tol.atol else "")
-                  + f" and rounding, at step {judged.step:.3g})")
+        words += (f" rel err {err / abs(judged.numeric):.3g}" if judged.numeric
+                  else " (the numeric derivative is 0)")
+        atol = f", atol {tol.atol:g}" if tol.atol else ""
+        words += (f" (allowed {judged.allowed:.3g}: rtol {tol.rtol:g}{atol} and rounding, at step "
+                  f"{judged.step:.3g})")
     if judged.kind == differences.KINK:
-        words += (f"; the function has a kink here: its one-sided derivatives are {judged.left:.8g} from the left "
-                  f"and {judged.right:.8g} from the right, and the gradient lies outside them")
+        words += (f"; the function has a kink here: its one-sided derivatives are "
+                  f"{judged.left:.8g} from the left and {judged.right:.8g} from the right, and the "
+                  "gradient lies outside them")
     return words
 
 
@@ -45,30 +48,32 @@ def unresolved(judged: differences.Judged, order: int, raised: str) -> str:
     what = "the function's value" if order == 1 else f"the order {order - 1} gradient"
     if judged.kind == differences.JUMP:
         if order == 1:
-            return ("the function's value jumps within a step of the point (a discontinuous forward, or one "
-                    "computed only to a tolerance), so its numeric derivative is no evidence")
-        return (f"the order {order - 1} gradient jumps within a step of the point, so a numeric order {order} "
-                "taken across it is no evidence")
+            return ("the function's value jumps within a step of the point (a discontinuous "
+                    "forward, or one computed only to a tolerance), so its numeric derivative is "
+                    "no evidence")
+        return (f"the order {order - 1} gradient jumps within a step of the point, so a numeric "
+                f"order {order} taken across it is no evidence")
     if judged.kind == differences.NOISE:
         forward = "the forward" if order == 1 else f"the order {order - 1} gradient"
-        return (f"{forward}'s noise ({judged.noise:.1g}) at this step ({judged.step:.2g}) is larger than the "
-                "gradient")
+        return (f"{forward}'s noise ({judged.noise:.1g}) at this step ({judged.step:.2g}) is "
+                "larger than the gradient")
     if judged.kind == differences.NOISY:
         measured = f", with a measured noise of {judged.noise:.1g}," if judged.noise else ""
-        return (f"{what} is too noisy at this step{measured}: central differences at two steps disagree by more "
-                "than the gradient differs from them")
+        return (f"{what} is too noisy at this step{measured}: central differences at two steps "
+                "disagree by more than the gradient differs from them")
     if judged.kind == PARTIAL:
-        return (f"some of the order {order - 1} values are not finite at the point and were left out, and the "
+        values = "the function's values" if order == 1 else f"the order {order - 1} values"
+        return (f"some of {values} are not finite at the point and were left out, and the "
                 "gradient may hold their derivative")
     if judged.kind == differences.COARSE:
-        return f"the rounding of {what} at this step could hide a wrong sign of a derivative this small"
-    what = "the function's value" if order == 1 else f"the order {order - 1} gradient"
+        return (f"the rounding of {what} at this step could hide a wrong sign of a derivative "
+                "this small")
     return (f"{what} is not finite within a step of the point"
             + (f" (a shifted point raises {raised})" if raised else ""))
 
 
-
-def triangle(check: Check, agreed: ModeOutcome, evaluator: Evaluator, symmetric: Sequence[bool]) -> str:
+def triangle(check: Check, agreed: ModeOutcome, evaluator: "Evaluator",
+             symmetric: Sequence[bool]) -> str:
     """A sentence when every failing element of a square source sits in one strict triangle."""
     slots = {f.direction.element[0] for f in check.failed}
     if len(slots) != 1:
@@ -81,12 +86,13 @@ def triangle(check: Check, agreed: ModeOutcome, evaluator: Evaluator, symmetric:
     name = agreed.sources[slot].name
     for side, inside in (("upper", lambda i, j: i < j), ("lower", lambda i, j: i > j)):
         # Every element of that strict triangle differs (of every matrix in a batch), and no other.
-        cells = {flat for flat in range(int(np.prod(shape))) if inside(*np.unravel_index(flat, shape)[-2:])}
+        cells = {flat for flat in range(int(np.prod(shape)))
+                 if inside(*np.unravel_index(flat, shape)[-2:])}
         if failed == cells:
-            return (f"; every difference sits in the strict {side} triangle of {name}: the function reads "
-                    f"one triangle of it. If {name} is meant to be symmetric, declare it "
-                    f"(Case(symmetric=['{name}']), or --symmetric {name} with check), so it is moved along "
-                    "symmetric directions only")
+            return (f"; every difference sits in the strict {side} triangle of {name}: the "
+                    f"function reads one triangle of it. If {name} is meant to be symmetric, "
+                    f"declare it (Case(symmetric=['{name}']), or --symmetric {name} with check), "
+                    "so it is moved along symmetric directions only")
     return ""
 
 
@@ -105,37 +111,39 @@ def surrogate(check: Check, agreed: ModeOutcome) -> str:
     """At order 1, a sentence when the function does not change at all within a step along every
     failing direction, so its derivative there is 0 and a nonzero custom gradient is a surrogate
     (a straight-through estimator's, a quantizer's, a bound's that passes the gradient one way)."""
-    failed = [(f.direction, f.analytic, f.judged) for f in check.failed]
-    seen = [(f.direction, f.judged) for f in check.compared]
+    failed = check.failed
     if not has_custom_gradient(agreed) or not failed or any(
-            j.numeric != 0.0 or analytic in (None, 0.0) or not np.isfinite(analytic) or not is_flat(j)
-            for _, analytic, j in failed):
+            f.judged.numeric != 0.0 or f.analytic in (None, 0.0) or not np.isfinite(f.analytic)
+            or not is_flat(f.judged) for f in failed):
         return ""
     names = [s.name for s in agreed.sources]
-    if failed[0][0].element is None:
+    if failed[0].direction.element is None:
         # Random directions move every source: the function must be flat along each of them.
-        if not all(is_flat(j) for _, j in seen):
+        if not all(is_flat(f.judged) for f in check.compared):
             return ""
         where_flat = "the function is locally constant here"
     else:
-        parts = []
-        for slot in sorted({d.element[0] for d, *_ in failed}):
-            here = [d for d, j in seen if d.element[0] == slot]
-            flat = [d for d, j in seen if d.element[0] == slot and is_flat(j)]
-            shape = agreed.sources[slot].shape
-            if len(flat) == len(here) or not shape:
-                parts.append(names[slot])
-            else:  # only some elements: name the failing ones
-                failing = [d for d, *_ in failed if d.element[0] == slot]
-                shown = ", ".join(names[slot] + element_label(tuple(shape), d.element[1], d.mirror)
-                                  for d in failing[:4]) + (", ..." if len(failing) > 4 else "")
-                parts.append(shown)
+        parts = [_flat_in(check, slot, agreed) for slot in
+                 sorted({f.direction.element[0] for f in failed})]
         where_flat = ("the function is locally constant here" if parts == names and len(names) == 1
                       else f"the function is locally constant in {', '.join(parts)} here")
-    return (f"; {where_flat} (the same value at every shift of up to ±h checked), so its true derivative is 0 "
-            f"and the custom gradient ({agreed.mode}'s) is a surrogate, not a derivative (a straight-through "
-            "estimator's or a quantizer's). If that is intended, declare it: Expectation(modes=('numeric',), "
-            "outcome=VALUES_DIFFER, reason=...) in the case, or --expect 'numeric:values differ' with check or replay")
+    return (f"; {where_flat} (the same value at every shift of up to ±h checked), so its true "
+            f"derivative is 0 and the custom gradient ({agreed.mode}'s) is a surrogate, not a "
+            "derivative (a straight-through estimator's or a quantizer's). If that is intended, "
+            "declare it: Expectation(modes=('numeric',), outcome=VALUES_DIFFER, reason=...) in the "
+            "case, or --expect 'numeric:values differ' with check or replay")
+
+
+def _flat_in(check: Check, slot: int, agreed: ModeOutcome) -> str:
+    """The source, when flat along every element compared, else its failing elements."""
+    name = agreed.sources[slot].name
+    shape = tuple(agreed.sources[slot].shape)
+    here = [f for f in check.compared if f.direction.element[0] == slot]
+    if all(is_flat(f.judged) for f in here) or not shape:
+        return name
+    failing = [f.direction for f in check.failed if f.direction.element[0] == slot]
+    return ", ".join(name + element_label(shape, d.element[1], d.mirror)
+                     for d in failing[:_NAMED]) + (", ..." if len(failing) > _NAMED else "")
 
 
 def _fmt(value: Optional[float]) -> str:
@@ -150,16 +158,6 @@ def _at(finding: Finding, order: int, names: Sequence[str], shapes: Sequence[tup
     return where(order, slot, names) + element_label(tuple(shapes[slot]), flat, d.mirror)
 
 
-def _kind(check: Check, slot: Optional[int], names: Sequence[str]) -> str:
-    if not check.by_element:
-        return "directions"
-    return "elements" if slot is None else f"elements of {names[slot]}"
-
-
-def _in(check: Check, slot: Optional[int]) -> list[Finding]:
-    return [f for f in check.findings if slot is None or f.direction.element[0] == slot]
-
-
 def line(check: Check, agreed: ModeOutcome, evaluator: "Evaluator", symmetric: Sequence[bool],
          extra: bool = True) -> str:
     """The worst difference, the counts (of its source, when checked by element) and, with
@@ -167,26 +165,38 @@ def line(check: Check, agreed: ModeOutcome, evaluator: "Evaluator", symmetric: S
     worst = check.worst
     names = [s.name for s in agreed.sources]
     shapes = [b.shape for b in evaluator.bases]
-    slot = worst.direction.element[0] if check.by_element else None
-    counted = (f" (the None gradient of {', '.join(names[i] for i in worst.unconnected)} counted as 0)"
+    unconnected = ", ".join(names[i] for i in worst.unconnected)
+    counted = (f" (the None gradient of {unconnected} counted as 0)"
                if worst.unconnected and worst.analytic is not None else "")
     analytic = 0.0 if worst.analytic is None else worst.analytic
     head = (f"{_at(worst, check.order, names, shapes)}: {agreed.mode}={_fmt(worst.analytic)} "
-            f"numeric={worst.judged.numeric:.8g} {error_words(analytic, worst.judged, worst.tol)}{counted}")
-    here = _in(check, slot)
-    failed = [f for f in here if f.judged.outcome == "differ"]
-    counts = f"{len(failed)} of {len(here)} {_kind(check, slot, names)} differ"
-    nonfinite = sum(1 for f in failed if f.analytic is not None and not np.isfinite(f.analytic))
-    if nonfinite:
-        counts += f", {nonfinite} of them with a NaN or infinite gradient"
-    for why, found in _reasons(here, check.order).items():
-        counts += f"; {len(found)} of {len(here)} not checked: {why}"
+            f"numeric={worst.judged.numeric:.8g} "
+            f"{error_words(analytic, worst.judged, worst.tol)}{counted}")
     more = ""
     if extra and check.by_element:
         more = triangle(check, agreed, evaluator, symmetric)
     if extra and check.order == 1:
         more += surrogate(check, agreed)
-    return f"{head} ({counts}){more}"
+    return f"{head} ({_counts(check, worst, names)}){more}"
+
+
+def _counts(check: Check, worst: Finding, names: Sequence[str]) -> str:
+    """How many of the worst's source (of the directions, when random) differ, how many of them
+    with a non-finite gradient, and how many were not checked and why."""
+    if check.by_element:
+        slot = worst.direction.element[0]
+        here = [f for f in check.findings if f.direction.element[0] == slot]
+        kind = f"elements of {names[slot]}"
+    else:
+        here, kind = list(check.findings), "directions"
+    failed = [f for f in here if f.judged.outcome == "differ"]
+    counts = f"{len(failed)} of {len(here)} {kind} differ"
+    nonfinite = sum(1 for f in failed if f.analytic is not None and not np.isfinite(f.analytic))
+    if nonfinite:
+        counts += f", {nonfinite} of them with a NaN or infinite gradient"
+    for why, found in _reasons(here, check.order).items():
+        counts += f"; {len(found)} of {len(here)} not checked: {why}"
+    return counts
 
 
 def _reasons(found: Sequence[Finding], order: int) -> dict[str, list[Finding]]:
@@ -202,8 +212,9 @@ def _named(found: Sequence[Finding], names: Sequence[str], shapes: Sequence[tupl
     """The elements of `found`, when few enough to name, in parentheses; else ""."""
     if len(found) > _NAMED or any(f.direction.element is None for f in found):
         return ""
-    labels = [names[f.direction.element[0]] + element_label(tuple(shapes[f.direction.element[0]]),
-                                                             f.direction.element[1], f.direction.mirror)
+    labels = [names[f.direction.element[0]]
+              + element_label(tuple(shapes[f.direction.element[0]]), f.direction.element[1],
+                              f.direction.mirror)
               for f in found]
     return f" ({', '.join(labels)})"
 
@@ -229,24 +240,26 @@ def kinked(check: Check) -> str:
     what = "the function" if order == 1 else f"the order {order - 1} gradient"
     first = kinks[0].judged
     kind = "elements" if check.by_element else "directions"
-    return (f"order {order}: {what} has a kink at the point along {len(kinks)} of {len(check.findings)} {kind} "
-            f"(one-sided derivatives {first.left:.8g} and {first.right:.8g} along the first), where the "
-            "gradient lies between them: judged against each side, not their average")
+    return (f"order {order}: {what} has a kink at the point along {len(kinks)} of "
+            f"{len(check.findings)} {kind} (one-sided derivatives {first.left:.8g} and "
+            f"{first.right:.8g} along the first), where the gradient lies between them: judged "
+            "against each side, not their average")
 
 
-def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence, symmetric: Sequence[bool],
-                 step: float) -> str:
+def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence,
+                 symmetric: Sequence[bool], step: float) -> str:
     """How the differences were taken: dtype, step, directions, and which sources were read
-    element by element from one shift (an elementwise function)."""
+    element by element from one shift of all their elements (an elementwise function)."""
     names = [s.name for s in agreed.sources]
-    by_element = all(plain.by_element for plain, _ in checks) if checks else True
-    how = "every element" if by_element else "random directions (more elements than checked one by one)"
+    by_element = all(plain.by_element for plain, _ in checks)
+    how = ("every element" if by_element
+           else "random directions (more elements than checked one by one)")
     if any(symmetric):
         how += " (symmetric for " + ", ".join(n for n, sym in zip(names, symmetric) if sym) + ")"
     swept = sorted({slot for plain, _ in checks for slot in plain.swept})
     if swept:
-        how += (f"; {', '.join(names[slot] for slot in swept)} read element by element from one shift of all "
-                "its elements, its values being elementwise in it")
+        how += (f"; {', '.join(names[slot] for slot in swept)} read element by element from one "
+                "shift of all its elements, its values being elementwise in it")
     if evaluator.traced_orders:
         how += "; evaluated through a tf.function (its values at the point are eager's)"
     return f"central differences in {evaluator.dtype()} with step {step:g}, {how}"
@@ -256,9 +269,10 @@ def cannot_tell(orders: Sequence[int], untrue: bool) -> str:
     """Why the upstream oracle says nothing where the plain values already differ."""
     at = f"order{'s' if len(orders) > 1 else ''} {', '.join(map(str, orders))}"
     if untrue:
-        return (f"cannot tell whether grad_fn handles its upstream gradient at {at}, where the plain values "
-                "already differ from the numeric derivative (a surrogate or deliberately untrue gradient?); "
-                "a reference implementation of the intended gradient (Case(reference=...)) checks both chains")
+        return (f"cannot tell whether grad_fn handles its upstream gradient at {at}, where the "
+                "plain values already differ from the numeric derivative (a surrogate or "
+                "deliberately untrue gradient?); a reference implementation of the intended "
+                "gradient (Case(reference=...)) checks both chains")
     return f"not checked at {at}: the plain values already differ from the numeric derivative there"
 
 
@@ -271,15 +285,14 @@ def upstream_line(check: Check, agreed: ModeOutcome, evaluator: "Evaluator", pla
     if flat:
         # Where the function is flat its derivative is 0 whatever the upstream gradient: a nonzero
         # gradient there is a surrogate's, however it treats dy.
-        return f"the values with upstream weights differ from the numeric derivative at order 1: {text}{flat}"
-    below = agreed.orders[order - 1]
-    floating = [x for x in below if x.value is not None and x.dtype.startswith(("float", "bfloat", "complex"))]
-    parts = [upstream.weights(evaluator.seed, order, i, o.shape).ravel() for i, o in enumerate(floating)]
+        return ("the values with upstream weights differ from the numeric derivative at order 1: "
+                f"{text}{flat}")
+    floating = [x for x in agreed.orders[order - 1]
+                if x.value is not None and x.dtype.startswith(("float", "bfloat", "complex"))]
+    parts = [upstream.weights(evaluator.seed, order, i, o.shape).ravel()
+             for i, o in enumerate(floating)]
     weights = upstream.describe(np.concatenate(parts)) if parts else "[]"
-    if plain.compared:
-        at_plain = "at the plain contraction (every upstream gradient 1) both agree"
-    else:
-        at_plain = "at the plain contraction (every upstream gradient 1) nothing could be compared at this order"
-    return (f"grad_fn mishandles its upstream gradient: at order {order} with upstream weights {weights} (the "
-            f"dy passed to grad_fn in place of ones, as a loss other than a plain sum passes), {text}; "
-            f"{at_plain}")
+    compared = "both agree" if plain.compared else "nothing could be compared at this order"
+    return (f"grad_fn mishandles its upstream gradient: at order {order} with upstream weights "
+            f"{weights} (the dy passed to grad_fn in place of ones, as a loss other than a plain "
+            f"sum passes), {text}; at the plain contraction (every upstream gradient 1) {compared}")

@@ -137,3 +137,46 @@ def test_a_locally_constant_function_has_derivative_zero_and_flat_samples():
 def test_an_absolute_tolerance_a_case_asks_for_is_honoured():
     assert judge(lambda x: 1e-4 * x, 1.0, 0.0).outcome == "differ"
     assert judge(lambda x: 1e-4 * x, 1.0, 0.0, atol=1e-3).outcome == "match"
+
+
+# -- the forward's own noise is measured ------------------------------------------------------
+
+def _scattered(x):
+    """A value in [-0.5, 0.5) that changes irregularly with x, as a forward's error does."""
+    return math.modf(math.sin(1e6 * x) * 43758.5453)[0] % 1.0 - 0.5
+
+
+def test_a_gradient_smaller_than_the_measured_noise_over_the_step_is_noise_never_a_difference():
+    # d/dx (3.28e-11 x) with a noise of 2e-13 (a deviation of about 6e-14): noise / step is 1e-8.
+    noisy = lambda x: 0.01 + 3.28e-11 * x + 2e-13 * _scattered(x)  # noqa: E731
+    for g in (3.28e-11, -3.28e-11, 0.0):  # right, wrong sign, zero: no evidence either way
+        found = judge(noisy, 3.0, g)
+        assert (found.outcome, found.kind) == ("unresolved", differences.NOISE), (g, found)
+        assert 1e-14 < found.noise < 2e-13, found.noise
+        assert found.noise / found.step > abs(g)
+
+
+def test_a_gradient_far_beyond_the_noise_is_still_judged():
+    noisy = lambda x: 0.01 + 3.0 * x + 2e-13 * _scattered(x)  # noqa: E731
+    assert judge(noisy, 3.0, 3.0).outcome == "match"
+    assert judge(noisy, 3.0, -3.0).outcome == "differ"
+    assert judge(noisy, 3.0, 1e-3).outcome == "differ"  # 1e-3 is far above noise / step (1e-8)
+
+
+def test_a_forward_rounded_to_1e_12_has_its_resolution_as_its_noise():
+    rounded = lambda x: round((0.5 + 1e-8 * x) * 1e12) / 1e12  # noqa: E731 - flat within a step
+    found = judge(rounded, 1.0, 1e-8)
+    assert (found.outcome, found.kind) == ("unresolved", differences.NOISE), found
+    assert found.noise == pytest.approx(1e-12, rel=1e-3)
+
+
+def test_a_locally_constant_function_is_no_noise_and_a_nonzero_gradient_differs():
+    # round(x) near 0.5 changes by 1 within 64 steps: a change the size of the value, no rounding.
+    found = judge(lambda x: float(round(x)), 0.4999, 1.0)
+    assert (found.outcome, found.noise) == ("differ", 0.0), found
+    assert judge(lambda x: 7.0, 0.3, 1.0).outcome == "differ"
+
+
+def test_a_smooth_function_near_its_singularity_shows_no_noise():
+    found = judge(math.sqrt, 1e-6, 0.5 / math.sqrt(1e-6))
+    assert found.outcome == "match" and found.noise == 0.0, found
