@@ -105,6 +105,20 @@ def bench_recording(args, work: Path, env: dict) -> None:
     print(f"recording: session without {plain[0]:.2f} s wall ({plain[1]:.2f} s CPU), with --harness-record "
           f"{recording[0]:.2f} s wall ({recording[1]:.2f} s CPU): ratio {recording[0] / plain[0]:.3f} wall, "
           f"{recording[1] / plain[1]:.3f} CPU (target <= {RECORD_TARGET})")
+    if args.eager:
+        eager = medians(base + [f"--harness-record={work / 'rec-eager'}", "--harness-record-eager"], cwd, env,
+                        args.runs, ok)
+        print(f"recording with --harness-record-eager: {eager[0]:.2f} s wall ({eager[1]:.2f} s CPU): ratio "
+              f"{eager[0] / plain[0]:.3f} wall to the session without recording; "
+              f"{_drawn(work / 'rec-bench')} drawn points without it, {_drawn(work / 'rec-eager')} with it")
+
+
+def _drawn(folder: Path) -> int:
+    sys.path.insert(0, str(ROOT))
+    from harness.record import store  # noqa: PLC0415
+
+    data = store.read(str(folder))
+    return sum(1 for f in data["functions"] for p in f["points"] if any("spec" in a for a in p["args"]))
 
 
 def case_file(recorded: Path, out: Path) -> list[str]:
@@ -161,6 +175,8 @@ def main() -> None:
                                                     "record_project's tests)")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the suite's environment")
     parser.add_argument("--skip_replay", action="store_true")
+    parser.add_argument("--eager", action="store_true",
+                        help="also record with --harness-record-eager, and count the drawn points of each")
     parser.add_argument("--hot", type=int, nargs="?", const=100000, default=0,
                         help="record one test calling one custom gradient N times with the same value")
     args = parser.parse_args()

@@ -155,6 +155,23 @@ def test_a_function_recorded_at_several_dtypes_shows_each_point_s_dtype(hard):
                                                                           "x:bfloat16=[1.5,-2]"}
 
 
+def test_with_eager_recording_a_call_made_inside_fit_is_recorded_with_its_values(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(DATA / "record_hard", project)
+    proc = user_pytest(project, "-k", "fit", f"--harness-record={tmp_path / 'rec'}", "--harness-record-eager")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = store.read(str(tmp_path / "rec"))
+    assert data["sessions"][0]["eager"]
+    layers = {f["qualname"]: f for f in data["functions"] if f["module"] == "hardlib.layers"}
+    assert set(layers) == {"Doubler.call.<locals>._g", "Halver.call.<locals>._g"}
+    for f in layers.values():
+        # Keras builds the model on a symbolic input (a graph, a signature only); fit's step, run
+        # eagerly, makes the call with the batch's values.
+        assert [(p["context"], "array" in p["args"][0]) for p in f["points"]] == [("tf.function", False),
+                                                                                  ("eager", True)]
+        assert f["points"][1]["args"][0]["shape"] == [4, 1]
+
+
 # -- the session's file survives what happens to its process ----------------------------------------
 
 def small_project(tmp_path, tests, conftest=""):

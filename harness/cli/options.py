@@ -192,6 +192,11 @@ RECORDED = flags.DEFINE_string(
 RECORD_POINTS = flags.DEFINE_integer(
     "record_points", 3, "record: the distinct points kept per function.", lower_bound=1)
 
+RECORD_EAGER = flags.DEFINE_boolean(
+    "record_eager", False, "record: run the command's tf.functions (and model.fit's train function) eagerly, "
+    "so that calls made inside them are recorded with their values instead of replayed at drawn values; "
+    "the command then runs eagerly, and slower (pytest: --harness-record-eager).")
+
 OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 
 CASES_PER_EXTRA_WORKER = 8
@@ -317,5 +322,6 @@ FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
     (HTML_OUT, None, (MERGE_CMD,)),
     (RECORDED, SELECTION, (RUN_CMD, REPRO_CMD)),
     (RECORD_POINTS, None, (RECORD_CMD,)),
+    (RECORD_EAGER, None, (RECORD_CMD,)),
 )}
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from harness.cli.options import RECORD_POINTS, UsageError
+from harness.cli.options import RECORD_EAGER, RECORD_POINTS, UsageError
 
 
 def record_command(folder: str, command: Sequence[str]) -> int:
@@ -30,6 +30,7 @@ def record_command(folder: str, command: Sequence[str]) -> int:
     path = [str(site)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **{hook.ENV_FOLDER: session,
                                                                    hook.ENV_POINTS: str(RECORD_POINTS.value),
+                                                                   hook.ENV_EAGER: "1" if RECORD_EAGER.value else "0",
                                                                    hook.ENV_PATH: str(root)})
     try:
         code = subprocess.run(list(command), env=env, check=False).returncode

@@ -254,8 +254,7 @@ class Session:
             return
         size = sum(d[1].nbytes for d in list(described) + list(kw_described.values()) if d[1] is not None)
         over = (function.bytes + size > self.limits.function_bytes or self.bytes + size > self.limits.total_bytes)
-        point = {"context": context + (" (run eagerly)" if self.eager and context == "eager" else ""),
-                 "node": self.node,
+        point = {"context": context, "node": self.node,
                  "args": [self._entry(d, over) for d in described],
                  "kwargs": {k: self._entry(d, over) for k, d in kw_described.items()},
                  "variables": [_variable(v, self._store, over) for v in variables]}

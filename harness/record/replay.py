@@ -306,8 +306,7 @@ def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[
     return made
 
 
-_HOW = {"eager": "an eager call", "eager (run eagerly)": "an eager call (its tf.function run eagerly)",
-        "tf.function": "a call while tracing a tf.function", "v1 graph": "a call while building a v1 graph"}
+_HOW = {"eager": "an eager call", "tf.function": "a call while tracing a tf.function", "v1 graph": "a call while building a v1 graph"}
 
 
 def _dtypes(point: dict) -> tuple:
@@ -347,6 +346,8 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
         kwargs[k] = value
     label = _label(shown_names, shown_values, kwargs, bool(drawn), taken)
     note = f"recorded: {_HOW.get(point.get('context'), 'a call')} made by {_node(point)}"
+    if record.get("eager_session") and point.get("context") == "eager":
+        note += " (the session ran the tests' tf.functions eagerly, so it may have been made inside one)"
     if drawn:
         note += (f"; it had no values then, so they are drawn ({'; '.join(drawn)}; seeded, open dimensions "
                  f"{_OPEN_DIMENSION}): they are not the values the test used")
@@ -399,7 +400,8 @@ def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = ())
     loader = _Loader(data["folder"])
     made: list[Case] = []
     taken: set = set()
-    records = _merged(data)
+    records = [dict(r, eager_session=bool(data["sessions"][r.get("session", 0)].get("eager")))
+               for r in _merged(data)]
     for record in records:
         if record["points"]:
             made += _cases_of(record, loader, order, expectations, taken, _twins(record, records))
