@@ -233,7 +233,7 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
     if changing:
         return say(Verdict.FLAKY, changing[0], changing)
 
-    skipped_lines = [f"{o.mode} skipped: {o.note}" for o in outcomes.values() if o.status is Status.SKIP]
+    skipped_lines = _skipped_lines(outcomes)
     active = {m: o for m, o in outcomes.items() if o.status is not Status.SKIP}
     if not active:
         return say(Verdict.SKIP, skipped_lines[0], skipped_lines)
@@ -272,6 +272,15 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
         return say(Verdict.FAIL, found.deviations[0], lines + hints(active, oracles, lines))
     return _conclude(say, active, judged_oracles, expected, found, skipped_lines, tf_version,
                      strict_xpass)
+
+
+def _skipped_lines(outcomes: Mapping[str, ModeOutcome]) -> list[str]:
+    """One line per reason a mode was skipped, naming every mode skipped for it."""
+    by_reason: dict[str, list[str]] = {}
+    for o in outcomes.values():
+        if o.status is Status.SKIP:
+            by_reason.setdefault(o.note, []).append(o.mode)
+    return [f"{', '.join(modes)} skipped: {note}" for note, modes in by_reason.items()]
 
 
 def _outside_domain(active: Mapping[str, ModeOutcome]) -> bool:

@@ -371,3 +371,16 @@ def test_a_given_point_whose_forward_is_nan_is_judged_as_any_other():
     result = run(make_case(), ok("eager", fwd=np.nan, grad=1.0), ok("function", fwd=np.nan, grad=2.0),
                  ok("graph", fwd=np.nan, grad=1.0))
     assert result.verdict is Verdict.FAIL
+
+
+def test_a_skip_reason_shared_by_several_modes_is_said_once_naming_them():
+    def skip(mode, note):
+        return ModeOutcome(mode=mode, status=Status.SKIP, note=note)
+
+    result = run(make_case(), skip("eager", "cannot be replayed: r"), skip("function", "cannot be replayed: r"),
+                 skip("graph", "cannot be replayed: r"))
+    assert result.verdict is Verdict.SKIP
+    assert result.reason == "eager, function, graph skipped: cannot be replayed: r"
+    assert [d for d in result.details if "skipped" in d] == [result.reason]
+    mixed = run(make_case(), ok("eager"), skip("function", "a"), skip("graph", "b"), skip("xla", "a"))
+    assert [d for d in mixed.details if "skipped" in d] == ["function, xla skipped: a", "graph skipped: b"]
