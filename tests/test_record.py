@@ -256,11 +256,11 @@ def test_a_recorder_failure_in_a_test_is_one_warning_line_and_the_tests_pass(pro
                         "went on, and what was recorded before is kept"]
 
 
-def test_a_script_s_functions_are_replayed_with_their_arguments_as_called_and_a_variable_reader_is_skipped(tmp_path):
+def test_a_script_s_functions_are_replayed_with_their_arguments_as_called_and_the_variable_one_reads(tmp_path):
     """`record` on a script: its functions live in __main__ (copied, over the script's globals made
     again), a Python scalar and a keyword argument are passed as recorded and shown in the label (the
     keyword argument makes the graph modes fail, as custom_gradient takes one in eager code only), and
-    a function that reads a variable is skipped, naming it."""
+    a function that reads a variable is replayed with the variable made again in each mode."""
     (tmp_path / "script.py").write_text(textwrap.dedent("""
         import tensorflow as tf
 
@@ -306,9 +306,11 @@ def test_a_script_s_functions_are_replayed_with_their_arguments_as_called_and_a_
         cube["reason"], cube
     assert "recorded: an eager call made by code outside any test (an import, a fixture or the script itself)" \
         in cube["details"]
-    skipped = results["recorded.__main__.scaled"]
-    assert skipped["verdict"] == "skip"
-    assert "it reads the variables scale:0, which replay does not make again" in skipped["reason"]
+    # The variable it reads, a global of the script, is made again at its recorded value (3) in
+    # each mode, and judged too: d(x s)/dx = s = 3, d(x s)/ds = x = 2.
+    scaled = results["recorded.__main__.scaled"]
+    assert scaled["verdict"] == "pass", scaled
+    assert [o["value"] for o in scaled["modes"]["graph"]["orders"][1]] == [3.0, 2.0]
 
 
 def test_a_point_over_the_byte_limit_keeps_its_signature_and_the_drop_is_said(project, tmp_path):

@@ -172,6 +172,15 @@ def test_with_eager_recording_a_call_made_inside_fit_is_recorded_with_its_values
         assert f["points"][1]["args"][0]["shape"] == [4, 1]
 
 
+def test_a_closure_over_a_variable_is_replayed_with_the_variable_made_again_and_judged_for_it(hard):
+    _, _, _, results = hard
+    [(point, scaled)] = cases(results)["recorded.hardlib.special.make_scaler.scaled_by_variable"].items()
+    assert point == "x=2.0" and scaled["verdict"] == "fail"
+    # d(x v)/dx = v = 3 is right; d(x v)/dv = x = 2, where the grad_fn says -2.
+    assert [o["value"] for o in scaled["modes"]["eager"]["orders"][1]] == [3.0, -2.0]
+    assert "wrt var0: eager=-2 numeric=2" in scaled["reason"], scaled["reason"]
+
+
 # -- the session's file survives what happens to its process ----------------------------------------
 
 def small_project(tmp_path, tests, conftest=""):

@@ -26,6 +26,7 @@ import inspect
 import os
 import re
 import sys
+import types
 import zlib
 from typing import Any, Callable, Optional, Sequence
 
@@ -33,7 +34,7 @@ import numpy as np
 
 from harness import modes as _modes
 from harness.case import Case, CaseError, Expectation, Point, point_label
-from harness.record import serial, store
+from harness.record import identity, serial, store
 
 __all__ = ["DRAWN", "cases"]
 
@@ -174,10 +175,21 @@ class _Loader:
         return store.load_array(self.folder, entry)
 
 
-def _function(record: dict, copy: Optional[dict], loader: _Loader) -> tuple[Any, str]:
-    """(the decorated function to replay, "") or (None, why it cannot be)."""
-    import tensorflow as tf  # noqa: PLC0415
+_NOT_FOUND = ("which replay finds neither in its closure nor among its module's globals (a layer's weights, "
+              "read through an object); write a case with build= creating them and wrt_variables=True")
 
+
+def _bare(name: str) -> str:
+    return str(name).split(":")[0]
+
+
+def _function(record: dict, copy: Optional[dict], loader: _Loader,
+              variables: Sequence[dict] = ()) -> tuple[Optional[Callable[[], Any]], str]:
+    """(a maker of the decorated function to replay, "") or (None, why it cannot be).
+
+    With `variables` (those the function read when recorded) the maker makes them again, at their
+    recorded values, each time it is called: a builder's work, done in each mode's own graph or
+    context; else it hands out one function made here."""
     if record.get("autograph"):
         return None, ("it was seen only as AutoGraph's conversion of it (called inside a tf.function or "
                       "model.fit), and the source function that conversion came from was not found; a test "
@@ -189,28 +201,100 @@ def _function(record: dict, copy: Optional[dict], loader: _Loader) -> tuple[Any,
         found = module
         for part in record["qualname"].split("."):
             found = getattr(found, part, None)
-        if callable(found):
-            return found, ""
-        return None, f"{record['module']} has no {record['qualname']} now"
+        if not callable(found):
+            return None, f"{record['module']} has no {record['qualname']} now"
+        return _over_fresh_globals(found, variables, loader) if variables else ((lambda: found), "")
     if copy is None or "problem" in copy:
         why = copy["problem"] if copy else "no copy of it was kept"
         return None, (f"it cannot be imported by name (defined inside a function: a closure, a factory's, or a "
                       f"test's own) and could not be copied: {why}")
+    return _from_copy(record, copy["copy"], module, loader, variables)
+
+
+def _from_copy(record: dict, copy: dict, module, loader: _Loader,
+               variables: Sequence[dict]) -> tuple[Optional[Callable[[], Any]], str]:
+    import tensorflow as tf  # noqa: PLC0415
+
+    fresh = _Globals(vars(module), variables, loader)
 
     def globals_of(entry: dict) -> dict:
         if entry["module"] == record["module"]:
-            return vars(module)
+            return fresh.made() if variables else vars(module)
         other = loader.module({"module": entry["module"], "file": entry.get("file"), "root": record.get("root")})
         if isinstance(other, str):
             raise serial.Unserialisable(other)
         return vars(other)
 
+    def made():
+        return tf.custom_gradient(serial.load_function(copy, loader.array, globals_of))
+
+    problem = fresh.problem(_copied_variables(copy)) if variables else ""
+    if problem:
+        return None, problem
     try:
-        made = serial.load_function(copy["copy"], loader.array, globals_of)
+        first = made()
     except Exception as e:  # noqa: BLE001
         why = str(e) if isinstance(e, serial.Unserialisable) else f"{type(e).__name__}: {e}"
         return None, f"its copy cannot be made again: {why}"
-    return tf.custom_gradient(made), ""
+    return (made if variables else (lambda: first)), ""
+
+
+def _copied_variables(entry: Any) -> set:
+    """The names of the variables a copy holds, however deep in its closure."""
+    if isinstance(entry, dict):
+        found = {_bare(entry["variable"]["name"])} if isinstance(entry.get("variable"), dict) else set()
+        return found.union(*(_copied_variables(v) for v in entry.values()))
+    if isinstance(entry, list):
+        return set().union(*(_copied_variables(v) for v in entry))
+    return set()
+
+
+class _Globals:
+    """A module's globals with the recorded variables among them made again, at their recorded
+    values, each time `made()` is called (in each mode's own graph or context)."""
+
+    def __init__(self, base: dict, variables: Sequence[dict], loader: _Loader):
+        self.base, self.loader = base, loader
+        self.wanted = {_bare(v["name"]): v for v in variables}
+        self.held = {name: _bare(value.name) for name, value in base.items()
+                     if serial._is_variable(value) and _bare(getattr(value, "name", "")) in self.wanted}
+
+    def problem(self, elsewhere: set = frozenset()) -> str:
+        missing = set(self.wanted) - set(self.held.values()) - set(elsewhere)
+        if missing:
+            return f"it reads the variables {', '.join(sorted(missing))}, {_NOT_FOUND}"
+        unread = sorted(v for v in self.held.values() if "value" not in self.wanted[v])
+        if unread:
+            return (f"the value of its variables {', '.join(unread)} could not be read when recorded (a v1 "
+                    "graph's variable, read inside its session)")
+        return ""
+
+    def made(self) -> dict:
+        import tensorflow as tf  # noqa: PLC0415
+
+        fresh = dict(self.base)
+        for name, variable in self.held.items():
+            entry = self.wanted[variable]
+            fresh[name] = tf.Variable(self.loader.array(entry["value"]), name=variable,
+                                      trainable=entry.get("trainable", True))
+        return fresh
+
+
+def _over_fresh_globals(found: Callable, variables: Sequence[dict],
+                        loader: _Loader) -> tuple[Optional[Callable[[], Any]], str]:
+    """For a module's function that reads module-level variables: a maker of the function over a
+    copy of its module's globals, those variables made again at their recorded values."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    raw = identity._plain(found)
+    if not isinstance(raw, types.FunctionType):
+        return None, f"it reads the variables {', '.join(_bare(v['name']) for v in variables)}, {_NOT_FOUND}"
+    fresh = _Globals(raw.__globals__, variables, loader)
+    problem = fresh.problem()
+    if problem:
+        return None, problem
+    return (lambda: tf.custom_gradient(types.FunctionType(raw.__code__, fresh.made(), raw.__name__,
+                                                          raw.__defaults__, raw.__closure__))), ""
 
 
 def _constant(entry: dict) -> bool:
@@ -360,30 +444,40 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
 def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader, order: int,
                 expectations: Sequence[Expectation], description: str, source: str) -> Case:
     first = points[0]
-    fn, problem = _function(record, first.get("function"), loader)
-    names = _names(record, fn, len(first["args"]))
+    variables = _variables_read(points)
+    maker, problem = _function(record, first.get("function"), loader, variables)
+    names = _names(record, None if maker is None or variables else maker(), len(first["args"]))
     dtyped = len({_dtypes(p) for p in points}) > 1
     taken: set = set()
     built = [_point(record, point, names, loader, zlib.crc32(f"{case_id}:{number}".encode()), dtyped, taken)
              for number, point in enumerate(points)]
     labels = [b.point.label for b in built]
     notes = {b.point.label: b.note for b in built}
-    variables = sorted({v.get("name") or "?" for p in points for v in p.get("variables") or ()})
     problem = problem or next((b.problem for b in built if b.problem), "")
-    if not problem and variables:
-        problem = (f"it reads the variables {', '.join(variables)}, which replay does not make again; write a case "
-                   "with build= creating them and wrt_variables=True")
     if not problem and not all(b.point.names for b in built):
         problem = "it was called with no tensor argument"
     if problem:
         return _skip_case(case_id, labels, problem, description, source, notes)
-    fn = _calling(fn, first["args"], {k: v for k, v in zip(first.get("kwargs") or {}, _kwargs_of(first, loader))})
+    kwargs = {k: v for k, v in zip(first.get("kwargs") or {}, _kwargs_of(first, loader))}
+    # A function that reads variables is built in each mode, its variables made again there and
+    # differentiated too, as a case with build= and wrt_variables=True.
+    how = dict(build=lambda: _calling(maker(), first["args"], kwargs), wrt_variables=True) if variables \
+        else dict(fn=_calling(maker(), first["args"], kwargs))
     try:
-        return Case(id=case_id, points=[b.point for b in built], fn=fn, order=order, description=description,
+        return Case(id=case_id, points=[b.point for b in built], order=order, description=description,
                     source=source, expectations=tuple(expectations), notes=notes,
-                    drawn=tuple(b.point.label for b in built if b.drawn))
+                    drawn=tuple(b.point.label for b in built if b.drawn), **how)
     except CaseError as e:
         return _skip_case(case_id, labels, str(e).split(": ", 2)[-1], description, source, notes)
+
+
+def _variables_read(points: Sequence[dict]) -> list[dict]:
+    """The variables the function read at any of its points, each once (its first recording)."""
+    seen: dict = {}
+    for point in points:
+        for v in point.get("variables") or ():
+            seen.setdefault(_bare(v.get("name") or "?"), v)
+    return list(seen.values())
 
 
 def _kwargs_of(point: dict, loader: _Loader) -> list:

@@ -8,10 +8,12 @@ globals of that module, imported afresh: the function sees the same helpers and 
 when recorded, and a global the test changed at run time has its import-time value again.
 
 A closure value is kept when it is plain data (numbers, strings, None, tuples, lists and dicts
-of them, NumPy arrays, eager tensors as their values, dtypes), a module, something importable
+of them, NumPy arrays, eager tensors as their values, dtypes), a variable (its value when
+copied: loading the copy makes a new variable, so replay loads it inside each mode's own graph
+or context), a module, something importable
 by name, a function copied the same way, or an object with `get_config()` whose class is
 importable (a Keras layer, a larq quantizer: made again with `from_config`, as Keras reloads
-one, so what its config leaves out, such as built weights, is not there); anything else (a Keras layer, a variable, a graph
+one, so what its config leaves out, such as built weights, is not there); anything else (a graph
 tensor) makes the copy fail with a sentence naming it, and the function is skipped on replay.
 """
 
@@ -55,6 +57,26 @@ def _is_eager_tensor(value: Any) -> bool:
     return type(value).__name__ == "EagerTensor"
 
 
+def _is_variable(value: Any) -> bool:
+    return type(value).__name__ in ("ResourceVariable", "UninitializedVariable", "KerasVariable") \
+        and hasattr(value, "assign")
+
+
+def dump_variable(value: Any, arrays: Callable[[np.ndarray], dict], where: str) -> dict:
+    """A variable's name, trainability and value as it was when copied: made again, as a new
+    variable in the mode that replays it, by `load_value`."""
+    import tensorflow as tf  # noqa: PLC0415 - a variable: TensorFlow is imported
+
+    try:
+        with tf.init_scope():
+            array = np.asarray(value.numpy())
+    except Exception as e:  # noqa: BLE001 - a v1 graph's variable has no value outside its session
+        raise Unserialisable(f"{where} holds the variable {getattr(value, 'name', '?')}, whose value cannot be "
+                             f"read outside its graph ({type(e).__name__})") from None
+    return {"name": str(getattr(value, "name", "")).split(":")[0], "trainable": bool(getattr(value, "trainable", True)),
+            "value": arrays(array)}
+
+
 def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, where: str) -> dict:
     """One closure cell's (or default's) value as JSON; `arrays` stores an array and returns its entry."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -69,6 +91,8 @@ def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, whe
         return arrays(np.asarray(value))
     if _is_eager_tensor(value):
         return {"tensor": arrays(value.numpy())}
+    if _is_variable(value):
+        return {"variable": dump_variable(value, arrays, where)}
     if type(value).__name__ == "DType" and hasattr(value, "as_numpy_dtype"):
         return {"dtype": value.name}
     if isinstance(value, types.ModuleType):
@@ -136,6 +160,11 @@ def load_value(entry: dict, load_array: Callable[[dict], np.ndarray], module_glo
         import tensorflow as tf  # noqa: PLC0415 - replay runs in a worker, with TensorFlow
 
         return tf.constant(load_array(entry["tensor"]))
+    if kind == "variable":
+        import tensorflow as tf  # noqa: PLC0415
+
+        entry = entry["variable"]
+        return tf.Variable(load_array(entry["value"]), name=entry["name"] or None, trainable=entry["trainable"])
     if kind == "dtype":
         import tensorflow as tf  # noqa: PLC0415
 

@@ -47,3 +47,15 @@ def scaled(x, k):
     def grad(dy):
         return k * dy
     return k * x, grad
+
+
+def make_scaler(scale):
+    """x * v for a variable v of its own: the variable's gradient has the wrong sign."""
+    v = tf.Variable(scale, name="scaler")
+
+    @tf.custom_gradient
+    def scaled_by_variable(x):
+        def grad(dy, variables=None):
+            return dy * v, [-dy * x]  # wrong: d(x v)/dv is x
+        return x * v, grad
+    return scaled_by_variable

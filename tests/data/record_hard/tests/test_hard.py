@@ -48,6 +48,15 @@ def test_power_log_pick_and_cap():
     traced(tf.constant([1.0, 1.5, 1.25]), tf.constant(2))
 
 
+def test_a_variable_s_gradient():
+    x = tf.constant(2.0)
+    scaled = special.make_scaler(3.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = scaled(x)
+    np.testing.assert_allclose(tape.gradient(y, x), 3.0)  # the test checks x's gradient only
+
+
 def test_dtypes():
     for dtype in (tf.float16, tf.bfloat16):
         gradient(special.square_any, tf.constant([1.5, -2.0], dtype))
