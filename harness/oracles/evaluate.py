@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from harness import upstream
+from harness import differences, upstream
 from harness.case import Case, Point
 from harness.modes.shared import Steps, build_subject, is_target, tape_chains, tf
 from harness.records import RunOptions, error_info
@@ -30,6 +30,8 @@ TRACE_AFTER_S = 0.05
 # How close the traced values at the point must be to the eager ones to be used (relative to the
 # largest of them): a function that computes something else when traced keeps its eager evaluation.
 TRACE_AGREEMENT = 1e-9
+# The agreed values in a dtype coarser than float64 carry its rounding: this many ulps of it.
+_ULPS = 64.0
 
 
 # The traced functions kept for the next points of their case (the oldest go first).
@@ -57,8 +59,11 @@ class Evaluator:
     chain's elements times the next order's upstream weights (so that their sum is what the next
     order's weighted gradient differentiates)."""
 
-    def __init__(self, case: Case, point: Point, wide: bool, weighted: bool):
+    def __init__(self, case: Case, point: Point, wide: bool, weighted: bool, agreed=None):
         self.case = case
+        # The agreed mode's values per order (Outputs): what a traced evaluation must give at the
+        # point to be used without an eager evaluation beside it.
+        self.agreed = agreed
         self.wide = wide
         self.seed = upstream.seed(case.id, point.label) if weighted else None
         values = [upcast(v) if wide else v for v in point.values]
@@ -81,6 +86,7 @@ class Evaluator:
         self._gradients: dict[int, tuple[list, Optional[list]]] = {}
         self._traced: dict[int, object] = {}
         self.calls = 0  # evaluations at shifted points
+        self.slow = False  # an eager evaluation took longer than TRACE_AFTER_S
         self.shapes: dict[int, list[tuple]] = {}  # each order's value shapes, as `values` has them
 
     def dtype(self) -> str:
@@ -92,15 +98,37 @@ class Evaluator:
     def base(self, order: int) -> Values:
         """`values` at the unshifted point, computed once per order (and the traced function
         made there, when the eager evaluation is slow)."""
-        if order not in self._base:
-            started = time.perf_counter()
-            found = self._eager(order, self._shifted([np.zeros(b.shape) for b in self.bases]))
-            # A builder's function (with its variables) is evaluated eagerly: its variables are
-            # moved by assignment, and a trace of one build would serve the next point's build.
-            if time.perf_counter() - started > TRACE_AFTER_S and self.case.fn is not None:
-                self._trace(order, found)
-            self._base[order] = found
-        return self._base[order]
+        if order in self._base:
+            return self._base[order]
+        # A builder's function (with its variables) is evaluated eagerly: its variables are moved
+        # by assignment, and a trace of one build would serve the next point's build.
+        traceable = self.case.fn is not None
+        if self.slow and traceable:
+            found = self._trace(order, *self._agreed_values(order))
+            if found is not None:
+                self._base[order] = found
+                return found
+        started = time.perf_counter()
+        found = self._eager(order, self._shifted([np.zeros(b.shape) for b in self.bases]))
+        if time.perf_counter() - started > TRACE_AFTER_S and traceable:
+            self.slow = True
+            found = self._trace(order, found[0], TRACE_AGREEMENT) or found
+        self._base[order] = found
+        return found
+
+    def _agreed_values(self, order: int) -> tuple[Optional[np.ndarray], float]:
+        """The agreed mode's order `order` values as `values` flattens them (None: there are
+        none), and how closely a traced evaluation must meet them: to TRACE_AGREEMENT, or to the
+        rounding of the dtype they were computed in, where that is coarser than float64."""
+        if self.agreed is None or order >= len(self.agreed):
+            return None, 0.0
+        outputs = [o for o in self.agreed[order]
+                   if o.value is not None and o.dtype.startswith(("float", "bfloat"))]
+        if len(outputs) != len(self.agreed[order]):
+            return None, 0.0
+        rtol = max([TRACE_AGREEMENT] + [_ULPS * differences.epsilon(o.dtype) for o in outputs])
+        flat = np.concatenate([[]] + [np.ravel(np.asarray(o.value, np.float64)) for o in outputs])
+        return flat, rtol
 
     def values(self, order: int, shifts: Sequence[np.ndarray]) -> Values:
         """The order `order` values, element by element in float64, with every source moved by its
@@ -176,9 +204,10 @@ class Evaluator:
                     for i, t in enumerate(t for t in below if is_target(t))]
         return flat, np.concatenate([[]] + weighted)
 
-    def _trace(self, order: int, eager: Values) -> None:
-        """Makes order `order`'s tf.function, kept only where it gives the eager values at the
-        point."""
+    def _trace(self, order: int, expected: Optional[np.ndarray], rtol: float) -> Optional[Values]:
+        """Order `order`'s tf.function, used from here on where its values at the point are
+        `expected` (the eager evaluation's, or the agreed mode's) to `rtol`: those values, or
+        None."""
         from harness.modes.function import compile_subject  # the function mode's own tracing
 
         # One function per case, order and signature serves every point of it, as in the function
@@ -195,10 +224,11 @@ class Evaluator:
             found = self._from_traced(order, self._shifted([np.zeros(b.shape) for b in self.bases]))
         except Exception:  # noqa: BLE001 - a function that cannot be traced is evaluated eagerly
             found = None
-        if found is None or not all(_agree(a, b) for a, b in zip(found, eager)):
+        if found is None or expected is None or not _agree(found[0], expected, rtol):
             del self._traced[order]
-            return
+            return None
         self.traced_orders.add(order)
+        return found
 
     def _from_traced(self, order: int, shifted: list) -> Values:
         xs, _ = shifted
@@ -213,14 +243,13 @@ class Evaluator:
         return self._flat(order, orders[order], below)
 
 
-def _agree(a: Optional[np.ndarray], b: Optional[np.ndarray]) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
+def _agree(a: np.ndarray, b: np.ndarray, rtol: float) -> bool:
+    """Equal shapes, non-finite at the same places, the rest within rtol of the largest."""
     if a.shape != b.shape or not np.array_equal(np.isfinite(a), np.isfinite(b)):
         return False
     finite = np.isfinite(a)
     size = float(np.max(np.abs(b[finite]))) if finite.any() else 0.0
-    return bool(np.all(np.abs(a[finite] - b[finite]) <= TRACE_AGREEMENT * size))
+    return bool(np.all(np.abs(a[finite] - b[finite]) <= rtol * size))
 
 
 def arrays(grads) -> list:
@@ -229,7 +258,8 @@ def arrays(grads) -> list:
 
 def upcast(value: np.ndarray) -> np.ndarray:
     value = np.asarray(value)
-    return value.astype(np.float64) if value.dtype.kind == "f" or value.dtype.name == "bfloat16" else value
+    floating = value.dtype.kind == "f" or value.dtype.name == "bfloat16"
+    return value.astype(np.float64) if floating else value
 
 
 def upcast_variable(next_creator, **kwargs):

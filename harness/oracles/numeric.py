@@ -51,7 +51,7 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     """The numeric oracle and, when the weighted chain was computed, the upstream one."""
     with_upstream = options.upstream and bool(agreed.upstream or agreed.upstream_error)
     why_not = _why_not_numeric(case, point, agreed)
-    evaluator, why = (None, why_not) if why_not else _evaluator(case, point, with_upstream)
+    evaluator, why = (None, why_not) if why_not else _evaluator(case, point, agreed, with_upstream)
     if evaluator is None:
         return _both(agreed, options, "skip", why + checked_note)
     symmetric = tuple(s.name in case.symmetric for s in agreed.sources)
@@ -162,12 +162,15 @@ def _both(agreed: ModeOutcome, options: RunOptions, status: str,
     return numeric, weighted
 
 
-def _evaluator(case: Case, point: Point, with_upstream: bool) -> tuple[Optional[Evaluator], str]:
+def _evaluator(case: Case, point: Point, agreed: ModeOutcome,
+               with_upstream: bool) -> tuple[Optional[Evaluator], str]:
     """The evaluator in float64 where the function allows it, else in its own dtype."""
     why = []
     for wide in (True, False):
         try:
-            candidate = Evaluator(case, point, wide, with_upstream)
+            candidate = Evaluator(case, point, wide, with_upstream, agreed.orders)
+            # The forward first: how long it takes says whether to trace the orders above.
+            candidate.base(0)
             candidate.base(case.order - 1)
             return candidate, ""
         except NotWide as e:
