@@ -30,7 +30,7 @@ __all__ = ["Identity", "Unhandled", "identify", "captured_label"]
 # Closure variable names a library decorator gives the function it wraps, most likely first.
 _WRAPPED_NAMES = ("f", "fn", "func", "fun", "function", "wrapped", "original", "user_fn")
 # Packages whose own uses of custom_gradient (tf.recompute_grad, Keras internals) are not the user's.
-_INTERNAL = ("tensorflow.", "tensorflow", "keras.", "keras", "tf_keras.", "tf_keras")
+_INTERNAL = ("tensorflow", "keras", "tf_keras")
 
 
 class Unhandled(ValueError):
@@ -70,7 +70,7 @@ class Identity:
     @property
     def internal(self) -> bool:
         """Whether TensorFlow or Keras defined it (tf.recompute_grad's own custom gradient)."""
-        return self.module.startswith(_INTERNAL[0::2]) or self.module in _INTERNAL[1::2]
+        return self.module.split(".")[0] in _INTERNAL
 
     @property
     def converted(self) -> bool:

@@ -1,0 +1,82 @@
+"""Which function the user wrote, behind the one handed to tf.custom_gradient (no TensorFlow)."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from harness.record import identity
+
+
+def library_decorator(value_and_grad):
+    """A library's own decorator: an inner function per decorated function, all of one code."""
+    @functools.wraps(value_and_grad)
+    def wrapper(*args):
+        def inner(*xs):
+            return value_and_grad(*xs)
+        return inner
+    return wrapper
+
+
+def sine(x):
+    return x
+
+
+def cosine(x, y):
+    return x
+
+
+def make_power(p):
+    def power(x):
+        return x ** p
+    return power
+
+
+def test_a_library_decorator_s_inner_functions_are_told_apart_by_the_function_each_wraps():
+    first, second = library_decorator(sine)(1.0), library_decorator(cosine)(1.0)
+    assert first.__code__ is second.__code__  # what a recorder keyed by code would merge
+    a, b = identity.identify(first), identity.identify(second)
+    assert (a.qualname, b.qualname) == ("sine", "cosine") and a.key != b.key
+    assert a.via == b.via == "closure" and a.user is sine and a.function is first
+    assert a.line == sine.__code__.co_firstlineno and a.file == __file__
+
+
+def test_a_factory_s_closures_are_told_apart_by_what_they_captured_and_labelled_by_it():
+    cube, square, cube_again = (identity.identify(make_power(p)) for p in (3.0, 2.0, 3.0))
+    assert cube.qualname == square.qualname == "make_power.<locals>.power"
+    assert cube.key != square.key and cube.key == cube_again.key
+    assert identity.captured_label(cube.captured) == "p=3.0"
+
+
+def test_a_closure_over_an_array_is_told_apart_by_its_values():
+    a, b = identity.identify(make_power(np.arange(3.0))), identity.identify(make_power(np.arange(3.0) + 1))
+    assert a.key != b.key and identity.captured_label(a.captured) == "p=[0.,1.,2.]"
+
+
+def test_a_functools_wraps_wrapper_is_named_by_the_function_it_wraps_and_replayed_as_handed():
+    @functools.wraps(sine)
+    def wrapper(x):
+        return sine(x)
+
+    found = identity.identify(wrapper)
+    assert found.qualname == "sine" and found.function is wrapper and found.via == "wraps"
+
+
+@pytest.mark.parametrize("callable_, words", [
+    (functools.partial(cosine, y=1.0), "a functools.partial of function cosine"),
+    (len, "a builtin_function_or_method len, not a Python function"),
+])
+def test_what_the_recorder_cannot_follow_is_refused_naming_it(callable_, words):
+    with pytest.raises(identity.Unhandled, match=words):
+        identity.identify(callable_)
+
+
+def test_tensorflow_s_and_keras_s_own_functions_are_internal():
+    def inner(x):
+        return x
+
+    inner.__module__ = "tensorflow.python.ops.custom_gradient"
+    assert identity.identify(inner).internal
+    assert not identity.identify(sine).internal
+    inner.__module__ = "tensorflow_probability.python.math.special"  # a library, not TensorFlow
+    assert not identity.identify(inner).internal
