@@ -72,14 +72,16 @@ CASES = [
 
 def _seconds(python: str, root: Path, case_file: Path, numeric: bool, folder: Path) -> list[float]:
     report = folder / "report.json"
-    command = [python, "-m", "harness", "--case_file", str(case_file), "--mode", "all", "--jobs", "1",
-               "--timeout", "inf", "--json_out", str(report)] + ([] if numeric else ["--nonumeric"])
+    command = [python, "-m", "harness", "--case_file", str(case_file), "--mode", "all",
+               "--jobs", "1", "--timeout", "inf", "--json_out", str(report)]
+    command += [] if numeric else ["--nonumeric"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(root))
-    done = subprocess.run(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
+    done = subprocess.run(command, cwd=folder, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
     # A fail verdict (exit 1) is a result too; only a usage error or a crash of the run is not.
     if done.returncode not in (0, 1):
-        sys.exit(f"bench_numeric: {' '.join(command)} exited {done.returncode}:\n{done.stdout[-3000:]}")
+        sys.exit(f"bench_numeric: {' '.join(command)} exited {done.returncode}:\n"
+                 f"{done.stdout[-3000:]}")
     results = json.loads(report.read_text())["results"]
     return [r["seconds"] for r in results]
 
@@ -101,10 +103,12 @@ def main() -> None:
             for numeric in ((True, False) if run % 2 == 0 else (False, True)):
                 seconds = _seconds(args.python, root, case_file, numeric, folder)
                 per_point[numeric].append(sum(seconds) / len(seconds))
-    print(f"load average after: {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; harness from {root}")
+    load = "/".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average after: {load}; harness from {root}")
     on, off = (statistics.median(per_point[k]) for k in (True, False))
-    print(f"seconds per point, median of {args.runs} (6 points, orders 1 and 2, modes eager, function, "
-          f"graph): with the numeric oracle {on:.2f}, without {off:.2f}: the oracle's share {on - off:.2f}")
+    print(f"seconds per point, median of {args.runs} (6 points, orders 1 and 2, modes eager, "
+          f"function, graph): with the numeric oracle {on:.2f}, without {off:.2f}: the oracle's "
+          f"share {on - off:.2f}")
     print("each round, with / without: " + ", ".join(
         f"{a:.2f} / {b:.2f}" for a, b in zip(per_point[True], per_point[False])))
 

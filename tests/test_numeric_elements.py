@@ -35,7 +35,8 @@ def small_beside_large_summed(a, x):
     return tf.reduce_sum(1e-3 * a * a + 10.0 * x), grad
 
 
-_POINTS = [{"a": np.linspace(0.5, 1.5, 5) + shift, "x": np.linspace(-1.0, 1.0, 5)} for shift in (0.0, 0.3, 0.7)]
+_POINTS = [{"a": np.linspace(0.5, 1.5, 5) + shift, "x": np.linspace(-1.0, 1.0, 5)}
+           for shift in (0.0, 0.3, 0.7)]
 
 
 @pytest.mark.parametrize("fn", [small_beside_large, small_beside_large_summed])
@@ -55,12 +56,16 @@ def test_an_elementwise_function_is_read_from_one_shift_and_costs_no_more_evalua
 
     calls = []
     values = evaluate.Evaluator.values
-    monkeypatch.setattr(evaluate.Evaluator, "values",
-                        lambda self, order, shifts: calls.append(order) or values(self, order, shifts))
+    def counted(self, order, shifts):
+        calls.append(order)
+        return values(self, order, shifts)
+
+    monkeypatch.setattr(evaluate.Evaluator, "values", counted)
     right = lambda a, x: 1e-3 * a * a + 10.0 * x  # noqa: E731 - elementwise, no custom gradient
     [r] = run(make_case(right, points=_POINTS[:1]), modes=("eager",), upstream=False)
     assert r.verdict is Verdict.PASS, r.reason
-    assert "a, x read element by element from one shift of all its elements" in r.oracles["numeric"].note
+    note = r.oracles["numeric"].note
+    assert "a, x read element by element from one shift of all its elements" in note, note
     # Per source: 2 shifts for each of the 3 bits of the probe that shows it elementwise, and the
     # 2 of the differences (every element matching at the first step): 16 for the 10 elements,
     # where one direction per element would take 20.
@@ -81,16 +86,17 @@ def test_half_of_logs_gradient_fails_where_one_element_is_outside_the_domain(ful
     assert r.verdict is Verdict.FAIL, r.reason
     # The worst is x[0] (1 against 2), and x[2] = -1 is set aside: log is NaN within its step.
     assert "order 1 gradient wrt x[0]: eager=1 numeric=2 " in r.reason, r.reason
-    assert ("(2 of 3 elements of x differ; 1 of 3 not checked: the function's value is not finite within a "
-            "step of the point)") in r.reason, r.reason
+    assert ("(2 of 3 elements of x differ; 1 of 3 not checked: the function's value is not finite "
+            "within a step of the point)") in r.reason, r.reason
 
 
 def test_the_note_counts_checked_and_set_aside_elements_of_a_right_gradient():
     [r] = run(make_case(lambda x: tf.math.log(x), points=[{"x": np.array([0.5, 2.0, -1.0, 3.0])}]),
               modes=("eager",))
     assert r.verdict is Verdict.PASS, r.reason
-    assert ("order 1: 3 of 4 elements checked; 1 not checked (x[2]): the function's value is not finite "
-            "within a step of the point") in r.oracles["numeric"].note, r.oracles["numeric"].note
+    note = r.oracles["numeric"].note
+    assert ("order 1: 3 of 4 elements checked; 1 not checked (x[2]): the function's value is not "
+            "finite within a step of the point") in note, note
 
 
 # -- the forward's noise is measured --------------------------------------------------------------
@@ -104,7 +110,8 @@ def noisy_owens_like(h, a):
     """0.01 h + dT/da a, with a noise of 1e-13 as a series computed to its tolerance has."""
     def grad(dy):
         return dy * 0.01, dy * _DT_DA
-    scattered = tf.math.floormod(tf.sin(1e6 * (h + a)) * 43758.5453, 1.0) - 0.5  # irregular in [-0.5, 0.5)
+    # Irregular in [-0.5, 0.5) as x moves by far less than a step.
+    scattered = tf.math.floormod(tf.sin(1e6 * (h + a)) * 43758.5453, 1.0) - 0.5
     return 0.01 * h + _DT_DA * a + 2e-13 * scattered, grad
 
 
@@ -114,7 +121,8 @@ def test_a_gradient_smaller_than_the_forwards_noise_over_the_step_is_unchecked_n
               modes=("eager",))
     assert r.verdict is Verdict.PASS, r.reason
     note = r.oracles["numeric"].note
-    assert "order 1: 1 of 2 elements checked; 1 not checked (a): the forward's noise (" in note, note
+    assert "order 1: 1 of 2 elements checked; 1 not checked (a): the forward's noise (" in note, \
+        note
     assert ") at this step (5.7e-06) is larger than the gradient" in note, note
 
 
@@ -131,8 +139,8 @@ def test_a_forward_rounded_to_1e_12_leaves_a_right_tiny_gradient_unchecked_and_s
     assert r.verdict is Verdict.PASS, r.reason
     assert r.unchecked, "nothing could be checked: the pass says so"
     note = r.oracles["numeric"].note
-    assert "1 not checked (x): the forward's noise (1e-12) at this step (1.9e-06) is larger than the gradient" \
-        in note, note
+    assert ("1 not checked (x): the forward's noise (1e-12) at this step (1.9e-06) is larger than "
+            "the gradient") in note, note
 
 
 def test_a_wrong_gradient_larger_than_the_noise_over_the_step_still_fails():
@@ -154,7 +162,8 @@ def test_the_incomplete_beta_gradient_in_a_is_judged_against_its_own_elements():
     [r] = run(case, modes=("eager",))
     agreed = float(r.outcomes["eager"].orders[1][0].value)
     if abs(agreed - _DI_DA) > 1e-5 * abs(_DI_DA):
-        assert r.verdict is Verdict.FAIL and "order 1 gradient wrt a: " in r.reason, (agreed, r.reason)
+        assert r.verdict is Verdict.FAIL, (agreed, r.reason)
+        assert "order 1 gradient wrt a: " in r.reason, (agreed, r.reason)
     else:
         assert r.verdict is Verdict.PASS, r.reason
 
@@ -210,7 +219,8 @@ def test_a_slow_forward_is_traced_and_judged_as_in_eager_mode(monkeypatch):
     [wrong] = run(make_case(series_exp_half_gradient, points=point), modes=("eager",))
     assert wrong.verdict is Verdict.FAIL, wrong.reason
     # exp(2) = 7.3890561 against half of it: the worst element of the three.
-    assert "order 1 gradient wrt x[2]: eager=3.694528 numeric=7.3890561 " in wrong.reason, wrong.reason
+    assert "order 1 gradient wrt x[2]: eager=3.694528 numeric=7.3890561 " in wrong.reason, \
+        wrong.reason
 
 
 def test_a_forward_that_cannot_be_traced_is_evaluated_eagerly(monkeypatch):

@@ -12,7 +12,7 @@ from tests.helpers import make_case, run
 probe.install()  # as in a worker: the custom gradients below are then observed
 
 
-# -- item 1: the tolerance follows the values' scale ---------------------------------------------
+# -- the tolerance follows the values' scale ---------------------------------------------------
 
 @tf.custom_gradient
 def small_wrong_sign(x):
@@ -100,7 +100,7 @@ def test_within_1e_5_of_a_singularity_a_right_gradient_passes():
     assert r.verdict is Verdict.PASS, r.reason
 
 
-# -- item 3: the weighted chain has tensors of its own ----------------------------------------
+# -- the weighted chain has tensors of its own ------------------------------------------------
 
 _CACHE: dict = {}
 
@@ -127,7 +127,7 @@ def test_a_function_caching_by_input_tensor_passes_with_upstream_weights():
     assert r.oracles["upstream"].status == "match"
 
 
-# -- item 6: the upstream sentence only where it applies ----------------------------------------
+# -- the upstream sentence only where it applies ----------------------------------------------
 
 def overflowing(x):
     return tf.exp(x) / tf.exp(x)  # no custom gradient; the gradient is NaN where exp overflows
@@ -153,7 +153,7 @@ def test_the_nan_count_counts_the_nan_gradients():
     assert "(2 of 4 elements of x differ, 2 of them with a NaN or infinite gradient)" in r.reason, r.reason
 
 
-# -- item 7: kinks, jumps, surrogates -------------------------------------------------------
+# -- kinks, jumps, surrogates -------------------------------------------------------------
 
 @tf.custom_gradient
 def clamp_passing_inside(x):
@@ -219,7 +219,7 @@ def test_a_function_locally_constant_in_one_of_two_sources_gets_the_surrogate_se
     assert "the function is locally constant in x here" in r.reason, r.reason
 
 
-# -- item 1, the dtype's own rounding: right float32 gradients that float32 cannot compute exactly --
+# -- the dtype's own rounding: right float32 gradients that float32 cannot compute exactly --
 
 def _softplus_with_gradients():
     """softplus with its sigmoid gradient written as s, then s (1 - s): the textbook formulas, whose
@@ -289,7 +289,7 @@ def test_a_wrong_sign_of_a_small_second_derivative_under_a_large_first_is_still_
     assert r.verdict is Verdict.FAIL and "at order 2" in r.reason, r.reason
 
 
-# -- item 8: no pass where nothing was checked ----------------------------------------------------
+# -- no pass where nothing was checked ----------------------------------------------------------
 
 @tf.custom_gradient
 def nan_at_a_finite_point(x):

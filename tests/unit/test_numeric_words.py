@@ -38,15 +38,16 @@ HALF_LOG = Check(order=1, by_element=True, swept=(0,), findings=(
 
 def test_the_line_counts_the_differing_and_the_set_aside_elements_of_the_worst_source():
     line = words.line(HALF_LOG, AGREED, EVALUATOR, [False])
-    assert line.startswith("order 1 gradient wrt x[0]: eager=1 numeric=2 abs err 1 rel err 0.5 "), line
-    assert line.endswith("(2 of 3 elements of x differ; 1 of 3 not checked: the function's value is not "
-                         "finite within a step of the point)"), line
+    assert line.startswith("order 1 gradient wrt x[0]: eager=1 numeric=2 abs err 1 rel err 0.5 "), \
+        line
+    assert line.endswith("(2 of 3 elements of x differ; 1 of 3 not checked: the function's value "
+                         "is not finite within a step of the point)"), line
 
 
 def test_the_note_says_how_many_were_checked_and_names_those_set_aside():
     assert words.unchecked(HALF_LOG, ["x"], [(3,)]) == (
-        "order 1: 2 of 3 elements checked; 1 not checked (x[2]): the function's value is not finite "
-        "within a step of the point")
+        "order 1: 2 of 3 elements checked; 1 not checked (x[2]): the function's value is not "
+        "finite within a step of the point")
     every = Check(order=1, by_element=True, findings=HALF_LOG.findings[:2])
     assert words.unchecked(every, ["x"], [(3,)]) == ""
 

@@ -49,7 +49,7 @@ def test_a_pass_an_oracle_checked_is_not_marked_unchecked():
 
 
 def test_a_pass_at_which_every_oracle_skipped_is_marked_unchecked():
-    # Issue 22 item 8: a gradient of 1.3e154 at x = 0, by design, which no oracle can judge.
+    # A gradient of 1.3e154 at x = 0, by design, which no oracle can judge.
     skip = {"numeric": OracleOutcome(name="numeric", status="skip", note="not finite within a step of the point"),
             "upstream": OracleOutcome(name="upstream", status="skip",
                                       note="not checked, for the reason the numeric oracle gives")}
