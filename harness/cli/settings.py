@@ -188,6 +188,11 @@ def recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
     except (store.RecordError, InputError) as e:
         raise UsageError(str(e)) from None
     session, sessions = store.session_folder(folder)
+    if not any(f.get("points") for f in data["functions"]):
+        tests = sum(s.get("tests", 0) for s in data["sessions"])
+        raise UsageError(f"{session} holds no recorded call: its {tests} test{'s' if tests != 1 else ''} called no "
+                         "custom-gradient function through tf.custom_gradient, tf.compat.v1 or tf.compat.v2's, "
+                         "tensorflow.python.ops.custom_gradient's or keras.ops.custom_gradient; nothing to replay")
     if command == REPLAY_CMD:
         which = f" (the latest of {sessions} sessions in {folder})" if sessions > 1 else ""
         say(f"replaying {session}{which}: {store.ending(data)}")

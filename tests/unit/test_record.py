@@ -320,7 +320,7 @@ def test_replay_and_a_run_with_recorded_replace_the_library_and_rerun_through_re
     from absl.testing import flagsaver
 
 
-    folder = recording(tmp_path / "rec", [])
+    folder = recording(tmp_path / "rec", [{"module": "m", "qualname": "f", "points": [{"args": [{"python": 1.0}]}]}])
     with flagsaver.flagsaver():
         flags.FLAGS(["harness", "--order=2", "--expect=numeric:values differ:a straight-through estimator"])
         replayed = cli_settings.settings_for("replay", [str(folder)])
@@ -340,6 +340,18 @@ def test_replay_and_a_run_with_recorded_replace_the_library_and_rerun_through_re
         command, args = cli_settings.split_command(flags.FLAGS(["harness", *shlex.split(rerun)[3:]]))
         cli_settings.refuse_other_flags(command, args)
     assert (command, args) == ("replay", [str(folder)])
+
+
+def test_replaying_a_session_that_recorded_no_call_is_a_usage_error_saying_so(tmp_path):
+    from absl import flags
+    from absl.testing import flagsaver
+
+    folder = recording(tmp_path / "rec", [], tests=3)
+    with flagsaver.flagsaver(), pytest.raises(cli_settings.UsageError,
+                                              match=r"holds no recorded call: its 3 tests called no custom-gradient "
+                                                    r"function through tf.custom_gradient"):
+        flags.FLAGS(["harness"])
+        cli_settings.settings_for("replay", [str(folder)])
 
 
 def test_the_session_s_last_line_says_what_was_kept_and_each_kind_of_drop():
