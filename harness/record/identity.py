@@ -157,9 +157,15 @@ def _fingerprint_part(name: str, value: Any) -> tuple[str, Optional[str]]:
         return f"function {plain.__module__}.{plain.__qualname__}@{code.co_filename}:{code.co_firstlineno}", None
     if isinstance(value, types.ModuleType):
         return f"module {value.__name__}", None
-    # Any other object (a layer, a quantizer): its class tells kinds apart; two objects of one
-    # class are one function, as the same code over the same kind of state.
-    return f"object {type(value).__module__}.{type(value).__qualname__}", None
+    # Any other object (a layer, a quantizer): its class and, where it has one, its config tell
+    # kinds apart; two objects of one class and config are one function.
+    kind = f"object {type(value).__module__}.{type(value).__qualname__}"
+    if callable(getattr(value, "get_config", None)):
+        try:
+            kind += " " + hashlib.sha1(repr(sorted(value.get_config().items())).encode()).hexdigest()[:12]
+        except Exception:  # noqa: BLE001 - a config that cannot be had: the class stands alone
+            pass
+    return kind, None
 
 
 def _digest(cells: dict) -> tuple[str, tuple]:
@@ -223,7 +229,41 @@ def _rebuilt(code: types.CodeType, original: types.FunctionType, converted: type
     return made
 
 
+_CACHE: dict = {}
+_CACHE_SIZE = 4096
+# Closure values that say the same thing each time they are the same object: a library decorator
+# defines its inner function anew at every call, over the same user function.
+_STABLE = (types.FunctionType, types.ModuleType, type, str, int, float, bool, type(None))
+
+
+def _cache_key(f: Any) -> Optional[tuple]:
+    closure = getattr(f, "__closure__", None) or ()
+    try:
+        contents = tuple(c.cell_contents for c in closure)
+    except ValueError:
+        return None
+    if not isinstance(f, types.FunctionType) or not all(isinstance(c, _STABLE) for c in contents) \
+            or "tf__" in f.__qualname__:
+        return None
+    return (f.__code__, tuple(id(c) if isinstance(c, (types.FunctionType, types.ModuleType, type)) else (type(c), c)
+                              for c in contents), id(getattr(f, "__wrapped__", None)), f.__module__, f.__qualname__)
+
+
 def identify(f: Any) -> Identity:
+    """`_identify(f)`, remembered for a function whose closure holds only functions, modules and
+    plain scalars: a decorator's wrapper calls TensorFlow's custom_gradient at every call."""
+    key = _cache_key(f)
+    if key is None:
+        return _identify(f)
+    found = _CACHE.get(key)
+    if found is None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        found = _CACHE[key] = _identify(f)
+    return dataclasses.replace(found, function=f)
+
+
+def _identify(f: Any) -> Identity:
     """The user's function behind `f`, as `tf.custom_gradient` was handed it.
 
     The name and site are the user's function's; `function` is what TensorFlow was handed

@@ -39,6 +39,8 @@ def test_a_library_decorator_s_inner_functions_are_told_apart_by_the_function_ea
     assert (a.qualname, b.qualname) == ("sine", "cosine") and a.key != b.key
     assert a.via == b.via == "closure" and a.user is sine and a.function is first
     assert a.line == sine.__code__.co_firstlineno and a.file == __file__
+    again = library_decorator(sine)(2.0)  # a new inner function at every call, one user function
+    assert identity.identify(again).key == a.key and identity.identify(again).function is again
 
 
 def test_a_factory_s_closures_are_told_apart_by_what_they_captured_and_labelled_by_it():
