@@ -230,6 +230,10 @@ class Case:
     domains: Mapping[str, Domain] = dataclasses.field(default_factory=dict)
     notes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     drawn: Sequence[str] = ()
+    # Whether `wrt` was given (None: found from `wrt` when the case is made; a narrowed copy keeps
+    # it): a None gradient of an argument the case did not name is the function saying it has none
+    # (RunOptions.strict_none).
+    wrt_named: Optional[bool] = dataclasses.field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -240,6 +244,8 @@ class Case:
         object.__setattr__(self, "expectations", tuple(self.expectations))
         self._validate_callable()
         self._validate_order()
+        if self.wrt_named is None:
+            object.__setattr__(self, "wrt_named", self.wrt is not None)
         object.__setattr__(self, "wrt", self._validate_wrt())
         self._validate_tolerance("tolerance", self.tolerance)
         self._validate_tolerance("oracle_tolerance", self.oracle_tolerance)

@@ -15,8 +15,8 @@ from harness.compare import Mismatch, compare_outcomes
 from harness.modes import LADDER
 from harness.records import ModeOutcome, OracleOutcome, Status
 
-__all__ = ["MISHANDLES", "ORACLE_WORDS", "deviation_lines", "distinct", "fallback", "hints", "ladder", "modes_of",
-           "oracle_line", "said_once", "unchecked"]
+__all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "deviation_lines", "distinct", "fallback", "hints", "ladder", "modes_of",
+           "no_gradient_line", "oracle_line", "said_once", "unchecked"]
 
 
 def fallback(outcome: ModeOutcome, order: int) -> Optional[str]:
@@ -189,3 +189,15 @@ def distinct(pairs: list[tuple[str, Expectation]]) -> list[Expectation]:
 
 def modes_of(e: Expectation, pairs: list[tuple[str, Expectation]]) -> str:
     return "/".join(m for m, f in pairs if f is e)
+
+
+NO_GRADIENT = "no gradient for "
+
+
+def no_gradient_line(names: Sequence[str], others: int) -> str:
+    """What is said of arguments whose gradient the function returns as None by design; `others`
+    counts the sources the numeric oracle did judge."""
+    listed = ", ".join(names)
+    return (f"{NO_GRADIENT}{listed} (the function returns None): the function saying "
+            f"{'it does' if len(names) == 1 else 'they do'} not affect the output, so not judged "
+            "(--strict_none judges it)" + ("; the other arguments are judged" if others else ""))

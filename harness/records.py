@@ -231,6 +231,9 @@ class RunOptions:
         runs make the verdict `flaky`.
       upstream: also compute every order with seeded upstream weights
         (harness.upstream), compare it across modes and check it numerically.
+      strict_none: judge a None gradient against the numeric derivative also
+        for an argument the case did not name in `wrt`, where it is otherwise
+        the function saying it has none.
     """
 
     unconnected_zero: bool = False
@@ -238,6 +241,7 @@ class RunOptions:
     numeric_full: bool = False
     repeat: int = 1
     upstream: bool = True
+    strict_none: bool = False
 
 
 class Verdict(enum.Enum):
@@ -326,6 +330,8 @@ class OracleOutcome:
       differ: the orders where the values differ from the oracle.
       details: one line per difference: where, both values, the error and the tolerance.
       note: how it was computed ("float64, 2 random directions"), or why it was not.
+      no_gradient: the arguments left unjudged because the function returns None
+        for their gradient and the case did not name them (RunOptions.strict_none).
     """
 
     name: str
@@ -334,6 +340,7 @@ class OracleOutcome:
     differ: tuple[int, ...] = ()
     details: tuple[str, ...] = ()
     note: str = ""
+    no_gradient: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

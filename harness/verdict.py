@@ -28,6 +28,7 @@ from harness.explain import (
     hints,
     ladder,
     modes_of,
+    no_gradient_line,
     oracle_line,
     said_once,
     unchecked,
@@ -251,6 +252,11 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
     reference = say.yardstick = yardstick(case, point, outcomes, tf_version, reference)
     say.disagree = _compare_modes(case, active, reference, expected, found)
     failed_oracle = _read_oracles(oracles, expected, found)
+    unjudged = oracles["numeric"].no_gradient if "numeric" in oracles else ()
+    if unjudged:
+        judged = oracles["numeric"].status in ("match", "differ")
+        others = len(active[say.yardstick].sources) - len(unjudged) if judged else 0
+        found.notes.append(no_gradient_line(unjudged, others))
     if failed_oracle is not None:
         name, note = failed_oracle
         return say(Verdict.ERROR, f"{name} oracle: {note}", [note])

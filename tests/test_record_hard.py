@@ -149,6 +149,14 @@ def test_values_drawn_for_traced_calls_come_from_what_was_recorded_and_say_so(ha
         next(d for d in pick["details"] if d.startswith("recorded:"))
 
 
+def test_a_gradient_none_by_design_is_said_and_the_argument_differentiated_is_judged(hard):
+    _, _, replayed, results = hard
+    power = results[("recorded.hardlib.special.power_of", "x=2.0,n=3.0")]
+    assert power["verdict"] == "pass" and power["oracles"]["numeric"]["status"] == "match", power
+    assert "    - no gradient for n (the function returns None): the function saying it does not affect the " \
+           "output, so not judged (--strict_none judges it); the other arguments are judged" in replayed.stdout
+
+
 def test_a_function_recorded_at_several_dtypes_shows_each_point_s_dtype(hard):
     _, _, _, results = hard
     assert set(cases(results)["recorded.hardlib.special.square_any"]) == {"x:float16=[1.5,-2.0]",

@@ -122,6 +122,11 @@ NUMERIC = flags.DEFINE_bool(
     "numeric", True, "Check the agreed values against central finite differences. This is the numeric "
     "oracle; --nonumeric turns it off.")
 
+STRICT_NONE = flags.DEFINE_bool(
+    "strict_none", False, "Numeric oracle: judge every None gradient. Without it, a None that every mode "
+    "returns for an argument the case did not name in wrt (a replayed recording, a case differentiating all "
+    "its arguments) is the function saying it has no gradient there: said, not judged.")
+
 NUMERIC_FULL = flags.DEFINE_bool(
     "numeric_full", False, "Numeric oracle: check every element (full Jacobians). Without it, the oracle "
     "checks a few seeded random directions.")
@@ -293,6 +298,7 @@ FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
     (NUMERIC_FULL, JUDGING, RUNS_CASES),
     (UPSTREAM, JUDGING, RUNS_CASES),
     (UNCONNECTED, JUDGING, RUNS_CASES),
+    (STRICT_NONE, JUDGING, RUNS_CASES),
     (REPEAT, JUDGING, RUNS_CASES),
     (STRICT_XPASS, JUDGING, RUNS_CASES),
     (JSON_OUT, REPORTS, RUNS_CASES + (MERGE_CMD,)),

@@ -55,6 +55,7 @@ from harness.cli.options import (
     RUN_CMD,
     SEED,
     SHARD_INDEX,
+    STRICT_NONE,
     STRICT_XPASS,
     SYMMETRIC,
     TIMEOUT,
@@ -161,7 +162,8 @@ def settings_for(command: str, args: Sequence[str]) -> Settings:
                       recorded=(recorded, ORDER.value, tuple(EXPECT.value) if command == REPLAY_CMD else ())
                       if recorded else None)
     options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
-                         numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value)
+                         numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value,
+                         strict_none=STRICT_NONE.value)
     return Settings(
         command=command, modes=modes, options=options, strict_xpass=STRICT_XPASS.value, check=check,
         patterns=tuple(patterns) if patterns else None, origins=origins,
@@ -232,6 +234,8 @@ def rerun_command(case_id: str, point: str, s: Settings, check=None, inputs: Opt
         parts.append("--noupstream")
     if s.options.numeric_full:
         parts.append("--numeric_full")
+    if s.options.strict_none:
+        parts.append("--strict_none")
     if s.options.repeat != 1:
         parts.append(f"--repeat={s.options.repeat}")
     return shlex.join(parts)

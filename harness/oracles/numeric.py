@@ -55,12 +55,13 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     if evaluator is None:
         return _both(agreed, options, "skip", why + checked_note)
     symmetric = tuple(s.name in case.symmetric for s in agreed.sources)
+    aside = _none_by_design(case, agreed, options)
     checks: list[tuple[Check, Optional[Check]]] = []
     stopped = ""
     for order in range(1, case.order + 1):
         try:
             checks.append(_check_order(case, agreed, evaluator, order, options, symmetric,
-                                       seed(case, point)))
+                                       seed(case, point), aside))
         except CaseRaised as e:  # the unshifted point, in the oracle's own evaluation
             # What the orders below found stands; this one and those above are not checked.
             stopped = (f"; the oracle's {evaluator.dtype()} evaluation of order {order - 1} at "
@@ -70,10 +71,12 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     step = NUMERIC_STEPS[evaluator.dtype()]
     note = words.numeric_note(evaluator, agreed, checks, symmetric, step) + checked_note
     found = _Lines.collect(checks, agreed, evaluator, symmetric)
-    numeric_note = note + stopped + "".join("; " + u for u in found.unchecked)
+    numeric_note = (note + words.none_by_design([agreed.sources[slot].name for slot in aside])
+                    + stopped + "".join("; " + u for u in found.unchecked))
     numeric = oracle_outcome("numeric", range(1, case.order + 1), found.plain, numeric_note)
     if not any(plain.compared for plain, _ in checks):  # nothing was checked at all
         numeric = OracleOutcome(name="numeric", status="skip", note=numeric_note)
+    numeric = dataclasses.replace(numeric, no_gradient=tuple(agreed.sources[slot].name for slot in aside))
     if not options.upstream:
         return numeric, None
     nothing = not any(w is not None and w.compared for _, w in checks)
@@ -203,20 +206,33 @@ def gradients(outputs: Sequence[Output]) -> list[Optional[np.ndarray]]:
 
 
 def _directions(evaluator: Evaluator, order: int, options: RunOptions, symmetric: Sequence[bool],
-                point_seed: int) -> tuple[list[Direction], tuple[int, ...]]:
+                point_seed: int, aside: Sequence[int] = ()) -> tuple[list[Direction], tuple[int, ...]]:
     """Every element's direction and the slots read from one shift of all their elements; or
-    random directions, for a point too large for that whose function is not elementwise."""
+    random directions, for a point too large for that whose function is not elementwise. The
+    sources `aside` are never moved."""
     bases = evaluator.bases
-    flat = tuple(slot for slot in range(len(bases))
-                 if not symmetric[slot] and _elementwise(evaluator, order, slot))
-    rest = [slot for slot in range(len(bases)) if slot not in flat]
+    kept = [slot for slot in range(len(bases)) if slot not in aside]
+    flat = tuple(slot for slot in kept if not symmetric[slot] and _elementwise(evaluator, order, slot))
+    rest = [slot for slot in kept if slot not in flat]
     if not options.numeric_full and sum(bases[slot].size for slot in rest) > ELEMENT_LIMIT:
-        return choose(bases, False, point_seed, symmetric), ()
+        return _still(choose(bases, False, point_seed, symmetric), aside), ()
     # An elementwise source's element reads its own values, also when moved alone (numeric_full):
     # one of them not finite is then that element's, not every element's.
     outputs = len(evaluator.shapes[order - 1])
     found = [d for slot in flat for d in swept(bases, slot, outputs)]
     return found + elements(bases, symmetric, rest), () if options.numeric_full else flat
+
+
+def _still(directions: list[Direction], aside: Sequence[int]) -> list[Direction]:
+    """Random directions with the sources `aside` left where they are, renormalised."""
+    if not aside:
+        return directions
+    kept = []
+    for d in directions:
+        unit = [np.zeros_like(u) if slot in aside else u for slot, u in enumerate(d.unit)]
+        norm = np.sqrt(sum(np.sum(u * u) for u in unit))
+        kept.append(dataclasses.replace(d, unit=[u / norm for u in unit]) if norm else d)
+    return [d for d in kept if d.element is None or d.element[0] not in aside]
 
 
 def _elementwise(evaluator: Evaluator, order: int, slot: int) -> bool:
@@ -255,16 +271,27 @@ def _unmoved(after: Optional[np.ndarray], before: Optional[np.ndarray], still: n
     return bool(np.array_equal(after[still], before[still], equal_nan=True))
 
 
+def _none_by_design(case: Case, agreed: ModeOutcome, options: RunOptions) -> tuple[int, ...]:
+    """The arguments whose gradient the function returns as None, where the case did not name
+    what to differentiate: the function saying it has none (a special function differentiates
+    some arguments only, as documented), set aside rather than judged against the numeric
+    derivative, unless --strict_none. A gradient the modes disagree on is the modes' comparison's."""
+    if options.strict_none or case.wrt_named or len(agreed.orders) < 2:
+        return ()
+    arguments = len(case.wrt)
+    return tuple(slot for slot, out in enumerate(agreed.orders[1][:arguments]) if out.value is None)
+
+
 def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
                  options: RunOptions, symmetric: Sequence[bool],
-                 point_seed: int) -> tuple[Check, Optional[Check]]:
+                 point_seed: int, aside: Sequence[int] = ()) -> tuple[Check, Optional[Check]]:
     """Both chains at `order`, along every element's direction (or random ones)."""
     plain_grads = gradients(agreed.orders[order])
     weighted_grads = None
     if order - 1 < len(agreed.upstream) and evaluator.tables is not None:
         weighted_grads = gradients(agreed.upstream[order - 1])
     evaluator.base(order - 1)  # the unshifted point: what the agreed mode computed, so it must run
-    directions, flat = _directions(evaluator, order, options, symmetric, point_seed)
+    directions, flat = _directions(evaluator, order, options, symmetric, point_seed, aside)
     step = NUMERIC_STEPS[evaluator.dtype()]
     # Every element of a swept source is read from the same shifts of all its elements at once.
     sweeps = {slot: _Along(evaluator, order - 1,

@@ -246,6 +246,16 @@ def kinked(check: Check) -> str:
             "against each side, not their average")
 
 
+def none_by_design(names: Sequence[str]) -> str:
+    """What is said of the arguments the function returns no gradient for (or "")."""
+    if not names:
+        return ""
+    listed = ", ".join(names)
+    return (f"; no gradient for {listed} (the function returns None): not judged, the function saying "
+            f"{'it does' if len(names) == 1 else 'they do'} not affect the output (--strict_none makes "
+            "that a failure)")
+
+
 def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence,
                  symmetric: Sequence[bool], step: float) -> str:
     """How the differences were taken: dtype, step, directions, and which sources were read

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from harness.explain import NO_GRADIENT
 from harness.printable import printable
 from harness.records import VERDICTS, Explored, ModeOutcome, Report, Result, Status, Verdict
 
@@ -28,7 +29,9 @@ def line(result: Result) -> str:
                       + [f"{n}:{o.status}" for n, o in result.oracles.items()])
     head = printable(f"{_WORD[result.verdict]:<{_WIDTH}}  {result.name}  order {result.order}  {modes}".rstrip())
     if result.verdict is Verdict.PASS and not result.unchecked:
-        return head
+        # A pass prints its line alone, but for what it left unjudged on purpose.
+        said = [d for d in result.details if d.startswith(NO_GRADIENT)]
+        return "\n".join([head] + [_indented("    - ", d) for d in said])
     if result.unchecked:
         head += "  (unchecked)"
     lines = [head, _indented("    ", result.reason)]

@@ -7,7 +7,7 @@ from harness.case import BAD_GRADIENT, VALUES_DIFFER, Expectation
 from harness.records import Differentiated, ModeOutcome, Status, Verdict
 from harness.tolerance import Tol
 from harness.verdict import applicable, died, judge, skipped
-from tests.unit.outcomes import RERUN, TF, make_case, ok, raised
+from tests.unit.outcomes import RERUN, TF, X, make_case, ok, raised
 
 MODES = ("eager", "function", "graph")
 
@@ -384,3 +384,24 @@ def test_a_skip_reason_shared_by_several_modes_is_said_once_naming_them():
     assert [d for d in result.details if "skipped" in d] == [result.reason]
     mixed = run(make_case(), ok("eager"), skip("function", "a"), skip("graph", "b"), skip("xla", "a"))
     assert [d for d in mixed.details if "skipped" in d] == ["function, xla skipped: a", "graph skipped: b"]
+
+
+def test_a_none_set_aside_by_the_numeric_oracle_is_said_and_the_others_judged_only_where_there_are_some():
+    from harness.records import OracleOutcome
+
+    from harness.records import Differentiated, Output
+
+    both = (X[0], Differentiated("n", "float32", ()))
+
+    def two(mode):  # x's gradient and n's None
+        return ModeOutcome(mode=mode, status=Status.OK, sources=both,
+                           orders=((Output.of(np.float32(1.0)),), (Output.of(np.float32(2.0)), Output.of(None))))
+
+    by_mode = {m: two(m) for m in MODES}
+    for status, others in (("match", "; the other arguments are judged"), ("skip", "")):
+        numeric = OracleOutcome(name="numeric", status=status, orders=(1,), no_gradient=("n",))
+        result = judge(make_case(), "x=1.0", by_mode, tf_version=TF, reference="eager", rerun=RERUN,
+                       oracles={"numeric": numeric})
+        assert result.verdict is Verdict.PASS
+        assert ("no gradient for n (the function returns None): the function saying it does not affect the "
+                f"output, so not judged (--strict_none judges it){others}") in result.details
