@@ -25,3 +25,18 @@ SAVED_MODEL_DROPS_INNER = (
     "custom gradients', function_deserialization._fix_fdef_in_place); under a second tape the loaded "
     "function builds its higher-order backward at once and finds no gradient for the inner IdentityN"
 )
+
+# Why a compiled training step reports UpdateRace (harness.modes._step_order); each case says
+# which read it is.
+UPDATE_RACE = (
+    "fit's train function orders the read before the variable's update as traced, but Grappler's "
+    "dependency optimizer drops that order when it rewrites the function (a transitive reduction "
+    "through a multi-input IdentityN it then bypasses), so the step takes its gradients with the "
+    "variable from before or after the update as the executor schedules them: tf_keras's own "
+    "behaviour (plain fit differentiated a tf.recompute_grad layer with its updated variable in "
+    "2 of 250 fresh models here, 0 of 150 with the dependency optimizer off)"
+)
+# The training-step modes in which the library's racing cases race: the check finds these reads
+# still ordered in keras_mirrored's step (its gradients pass the strategy's all-reduce) and
+# keras_xla compiles the step, so only the default train function is left.
+RACING_STEPS = ["keras_fit"]

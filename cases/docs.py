@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
-from harness.cases import FORWARD_USES_THE_BODY, SAVED_MODEL_DROPS_INNER
+from harness.cases import FORWARD_USES_THE_BODY, RACING_STEPS, SAVED_MODEL_DROPS_INNER, UPDATE_RACE
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 
@@ -295,6 +295,10 @@ CASES = [
         description="grad_fn(dpoly, variables) with weights = [1, 1]: poly [2, 3, 4], gradient [1, 1, 1] "
                     "w.r.t. x and [6, 3] w.r.t. the weights",
         expectations=[
+            Expectation(
+                modes=RACING_STEPS, outcome="UpdateRace",
+                reason=f"grad_fn reads weights[1] for x's gradient in the backward pass: {UPDATE_RACE}",
+            ),
             Expectation(
                 modes=["keras_mixed"], outcome="TypeError",
                 reason="the builder's plain tf.Variable is not a Keras weight, so the mixed_float16 policy does "

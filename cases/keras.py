@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation, Tol
-from harness.cases import FORWARD_USES_THE_BODY
+from harness.cases import FORWARD_USES_THE_BODY, RACING_STEPS, UPDATE_RACE
 from harness.modes import KNOWN_MODES
 
 try:
@@ -187,6 +187,11 @@ CASES = [
         description="a layer computing softplus(x W + b) with grad_fn(dy, variables) giving the kernel and "
                     "bias gradients, then Dense: orders 1 and 2 w.r.t. inputs and weights",
         expectations=[
+            Expectation(
+                modes=RACING_STEPS, outcome="UpdateRace",
+                reason=f"grad_fn reads self.kernel for the input's gradient in the backward pass: "
+                       f"{UPDATE_RACE}",
+            ),
             Expectation(
                 modes=["keras_mixed"], outcome="TypeError",
                 reason="grad_fn reads self.kernel in the backward pass, outside the layer's call, where tf_keras's "

@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Domain, Expectation
-from harness.cases import FORWARD_USES_THE_BODY, SAVED_MODEL_DROPS_INNER
+from harness.cases import FORWARD_USES_THE_BODY, RACING_STEPS, SAVED_MODEL_DROPS_INNER, UPDATE_RACE
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 _RECOMPUTE = "https://www.tensorflow.org/api_docs/python/tf/recompute_grad"
@@ -167,18 +167,6 @@ def sin3(x):
         return dy * d1(x)
 
     return tf.sin(x), grad1
-
-
-# Why the compiled training steps do not judge the recompute_grad cases.
-_RECOMPUTE_RACE = (
-    "not judged in the compiled train functions: in keras_fit the step now and then differentiated with w as the "
-    "optimizer had already updated it (recompute_grad's backward pass reads w again; about 1 run in 10 of the "
-    "patterns cases on TensorFlow 2.18.1, none seen on 2.21, and only after other cases ran in the same worker), "
-    "though the traced step lists that read among the update's control inputs. keras_xla and keras_mirrored "
-    "compile the same step, so they are left out too. The cause is not found, so a fault of the harness is not "
-    "ruled out: the modes are left out here rather than judged flaky; keras_eager takes the same step eagerly"
-)
-_RECOMPUTE_SKIPS = {mode: _RECOMPUTE_RACE for mode in ("keras_fit", "keras_xla", "keras_mirrored")}
 
 
 def build_recompute_grad():
@@ -430,11 +418,15 @@ CASES = [
         build=build_recompute_grad,
         points=[{"x": np.array([0.0, 0.5, 1.0], np.float32)}],
         wrt_variables=True,
-        skip_modes=_RECOMPUTE_SKIPS,
         source=_RECOMPUTE,
         description="tf.recompute_grad (a custom gradient that reruns the block under its own tape) of "
                     "sin(x) * w: 1.5 cos(x) w.r.t. x, sum(sin x) w.r.t. w",
         expectations=[
+            Expectation(
+                modes=RACING_STEPS, outcome="UpdateRace",
+                reason=f"recompute_grad's backward pass runs the block again, reading w for x's "
+                       f"gradient: {UPDATE_RACE}",
+            ),
             Expectation(
                 modes=["keras_mixed"], outcome="TypeError",
                 reason="the builder's plain tf.Variable w is not a Keras weight, so the mixed_float16 policy does "
@@ -454,11 +446,15 @@ CASES = [
         points=[{"x": np.array([0.0, 0.5, 1.0], np.float32)}],
         order=2,
         wrt_variables=True,
-        skip_modes=_RECOMPUTE_SKIPS,
         source=_RECOMPUTE,
         description="the same to order 2: tf.recompute_grad cannot be differentiated twice, "
                     "NotImplementedError in every mode",
         expectations=[
+            Expectation(
+                modes=RACING_STEPS, outcome="UpdateRace",
+                reason=f"recompute_grad's backward pass runs the block again, reading w for x's "
+                       f"gradient: {UPDATE_RACE}",
+            ),
             Expectation(
                 modes=["keras_mixed"], outcome="TypeError",
                 reason="the builder's plain tf.Variable w is not a Keras weight, so the mixed_float16 policy does "

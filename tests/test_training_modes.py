@@ -104,6 +104,43 @@ def test_tracker_report_custom_matmul_trains_under_mixed_precision_on_this_relea
     assert result.outcomes["keras_mixed"].computed_in == "float16"
 
 
+def _wrong_sign_variable_case():
+    """y = x * w whose grad_fn reads w in the backward pass and gives w's gradient as -dy * x."""
+    import tensorflow as tf
+
+    def build():
+        w = tf.Variable(np.array([2.0, -1.0], np.float32), name="w")
+
+        @tf.custom_gradient
+        def scaled(x):
+            def grad_fn(dy, variables=None):
+                return dy * w, [-dy * x]
+
+            return x * w, grad_fn
+
+        return scaled
+
+    return helpers.make_case(build=build, points=[{"x": np.array([1.5, 3.0], np.float32)}], wrt_variables=True)
+
+
+def test_a_wrong_sign_variable_gradient_fails_alike_in_20_fresh_fit_steps_naming_the_sign():
+    lines = set()
+    for _ in range(20):  # a fresh model and train function each time
+        result, = helpers.run(_wrong_sign_variable_case(), ("eager", "keras_fit"), repeat=2)
+        assert result.verdict.value == "fail", result.reason
+        lines.add((result.reason,) + tuple(result.details))
+        fit = result.outcomes["keras_fit"]
+        # What fit's train function does here: grad_fn's read of w is left unordered with w's update.
+        assert fit.status.value == "error" and fit.error.type == "UpdateRace"
+        assert fit.error.first_line.startswith("fit's train function reads var0 (")
+    assert len(lines) == 1
+    reason, *details = lines.pop()
+    assert reason.startswith("keras_fit vs eager: keras_fit raises UpdateRace at order 1, training step")
+    # d(x * w)/dw = x = [1.5, 3]: grad_fn's -x has the wrong sign, and the line says so.
+    numeric = [d for d in details if d.startswith("the agreed values differ from the numeric derivative")]
+    assert numeric and "order 1 gradient wrt var0[1]: eager=-3 numeric=3 " in numeric[0], details
+
+
 def test_mirrored_skips_in_a_process_whose_devices_were_fixed_and_says_how_many_it_has(cases):
     import tensorflow as tf
 

@@ -24,6 +24,11 @@ lose digits to the update's rounding (w - lr * g in the weight's dtype).
   `_devices.split_cpu` before TensorFlow initialises): each replica takes one of the two samples,
   Keras divides the loss by the global batch, and the optimizer all-reduces (sums) the gradients.
 
+After the first step of a compiled train function without XLA, harness.modes._step_order checks
+that Grappler's rewrite of it still orders every read of a trained weight that feeds a gradient
+before the weight's update; where it does not, the step is fit's own race, and the mode reports
+UpdateRace (naming the weight and the two ops) instead of values that change from run to run.
+
 Two steps per point, plain and weighted, each after assigning the point's values (the arguments
 that are not differentiated are non-trainable variables of the layer) and the builder's initial
 variable values. A step computes order 1 only: the outcome's `top_order` says so, and its
@@ -41,7 +46,7 @@ import numpy as np
 
 from harness import upstream
 from harness.case import Case, Point
-from harness.modes import _devices, _reuse
+from harness.modes import _devices, _reuse, _step_order
 from harness.modes.shared import Subject, build_error, build_subject, flat_outputs, is_target, tf
 from harness.modes.step_rules import BATCH, LEARNING_RATE, MIXED_TRIES, NEEDS_KERAS, WIDTH, weight_row, why_not
 from harness.records import ModeOutcome, Output, RunOptions, Status, error_info
@@ -62,6 +67,10 @@ def keras():
 
 class NotApplicable(Exception):
     """The step cannot be taken for this point, for a reason that is no fault of the case."""
+
+
+class UpdateRace(Exception):
+    """The train function leaves a read of a trained weight unordered with its update."""
 
 
 class _Mode:
@@ -167,12 +176,33 @@ class _Step:
             self.iterator = iter(self.model.distribute_strategy.experimental_distribute_dataset(batch))
             self.train_function = self.model.make_train_function()
         self.trained = list(self.layer.case_arguments) + list(self.subject.variables)
+        # Whether the compiled step orders every read of a trained weight before its update: found
+        # once the train function has traced; an eager step or an XLA-compiled one always does.
+        options = mode.compile_options
+        self.races = [] if options.get("run_eagerly") or options.get("jit_compile") else None
         # The builder's variables start every step from the values it gave them.
         self.initial = [v.numpy() for v in self.subject.variables]
 
     def _optimizer(self):
         optimizer = self.model.optimizer
         return getattr(optimizer, "inner_optimizer", optimizer)
+
+    def _check_order(self) -> None:
+        """Raises UpdateRace where the step's gradient may be taken after an update it precedes.
+
+        Such a step is what fit runs, and its values depend on the executor's scheduling: the race
+        is reported in every run instead of values that change between runs."""
+        if self.races is None:
+            concrete = self.train_function.get_concrete_function(self.iterator)
+            names = [source.name for source in self.subject.records(self.case.points[0])]
+            self.races = _step_order.unordered_reads(concrete, zip(self.trained, names))
+        if self.races:
+            name, read, update = self.races[0]
+            raise UpdateRace(
+                f"fit's train function reads {name} ({read}) before its update ({update}) as "
+                "traced, but Grappler's dependency optimizer drops that order when it rewrites the "
+                f"function, so the step takes its gradients with {name} from before or after the "
+                "update as the executor schedules the two: its values change from run to run")
 
     def _loss_scale(self) -> Optional[float]:
         scale = getattr(self.model.optimizer, "loss_scale", None)
@@ -225,6 +255,7 @@ class _Step:
                 self.train_function(self.iterator)
             if self.layer.not_applicable:
                 raise NotApplicable(self.layer.not_applicable)
+            self._check_order()
             records = [optimizer.record_of(variable) for variable in self.trained]
             if any(seen for _, seen in records) or first is None:
                 break  # applied (without a loss-scale optimizer nothing skips a step)
@@ -367,17 +398,6 @@ def _recording_sgd(module):
                 key = self._var_key(variable)
                 self._records[key] = (self.add_variable_from_reference(variable, "applied_gradient"),
                                       self.add_variable_from_reference(variable, "applied", shape=[]))
-
-        def apply_gradients(self, grads_and_vars, *args, **kwargs):
-            # Every update waits for every gradient: a grad_fn that reads a weight in the backward pass
-            # (self.kernel) otherwise has no data dependency on that weight's update, and in tf_keras's
-            # compiled train step the update was seen to run first now and then, so the gradient of
-            # another source used the updated weight (keras.custom_gradient_layer_weights, flaky).
-            pairs = list(grads_and_vars)
-            ready = [g for g, _ in pairs if g is not None]
-            with tf.control_dependencies(ready):
-                pairs = [(g if g is None else tf.identity(g), v) for g, v in pairs]
-            return super().apply_gradients(pairs, *args, **kwargs)
 
         def update_step(self, gradient, variable):
             # SGD's own update first: a gradient it cannot apply (a malformed shape) fails as in fit.
