@@ -1,4 +1,4 @@
-"""How fast explore judges examples (issue 15): examples per second after warm-up.
+"""How fast explore judges examples: examples per second after warm-up.
 
 A scalar order-2 custom-gradient function (cases/seeds.py:custom_square) is explored
 over x=[-10, 10] in the three core modes with the oracles on (the defaults: numeric

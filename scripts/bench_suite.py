@@ -1,4 +1,4 @@
-"""Measures the harness on a generated suite of order-2 custom-gradient cases (issue 4).
+"""Measures the harness on a generated suite of order-2 custom-gradient cases.
 
 scripts/_suite.py writes, into a temporary folder, for each size N: a case file
 of N cases (an elementwise op f of s * x under @tf.custom_gradient, the grad_fn

@@ -1,4 +1,4 @@
-"""What the upstream-gradient check costs (issue 11): whole processes with it on and off.
+"""What the upstream-gradient check costs : whole processes with it on and off.
 
 Two workloads, each run as `python -m harness ...` with and without
 `--noupstream`, alternating the order every round, and the medians compared:

@@ -34,7 +34,7 @@ def test_help_does_not_import_tensorflow():
     (["--mode=eager,xla_typo"], "unknown mode 'xla_typo'"),
     (["--json_out=/nonexistent-dir/r.json"], "directory /nonexistent-dir does not exist"),
     (["--junit_out=."], "is a directory"),
-    # Issue 23 item 5: 70000 became inf in float16, with a NumPy warning, and passed.
+    # A value float16 cannot hold would become inf with only a NumPy warning, and pass.
     (["check", "tests/data/explore_grads.py:softplus", "--inputs=70000", "--dtype=float16"],
      "70000 does not fit --dtype=float16 (magnitudes from 5.96046e-08 to 65504): it would become infinite"),
     (["check", "tests/data/explore_grads.py:softplus", "--inputs=1e-50"],
@@ -255,7 +255,7 @@ CASES = [
 
 @pytest.mark.slow
 def test_printed_rerun_commands_with_commas_in_the_point_run_that_point_alone(case_file, tmp_path):
-    # Issue 23 item 1: --cases split the printed ID[x=2.0,y=3.0] at its comma and selected nothing.
+    # A printed ID[x=2.0,y=3.0] has a comma inside its point: --cases must not split there.
     path = case_file(COMMA_POINTS)
     proc = harness(f"--case_file={path}", cwd=str(tmp_path))
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -294,8 +294,8 @@ CASES = [
 
 @pytest.mark.slow
 def test_control_characters_and_surrogates_reach_no_terminal_or_report_raw(case_file, tmp_path):
-    # Issue 23 item 2: a lone surrogate crashed the main process; ESC, CR and NUL in a point label
-    # painted the terminal and made the JUnit XML invalid.
+    # A lone surrogate must not crash the main process, and ESC, CR and NUL in a point label must
+    # neither paint the terminal nor make the JUnit XML invalid.
     path = case_file(ODD_TEXT)
     out = tmp_path / "out"
     out.mkdir()
@@ -317,7 +317,7 @@ def test_control_characters_and_surrogates_reach_no_terminal_or_report_raw(case_
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
 def test_a_signal_while_the_reports_are_written_still_writes_them_and_exits_130(case_file, tmp_path, signum):
-    # Issue 23 item 2: the signal is sent from inside the first report write, so it arrives then, every time.
+    # The signal is sent from inside the first report write, so it arrives then, every time.
     path = case_file(COMMA_POINTS)
     json_out, junit_out = tmp_path / "r.json", tmp_path / "r.xml"
     code = (f"import os, signal, runpy, sys\n"
@@ -344,7 +344,7 @@ def test_a_signal_while_the_reports_are_written_still_writes_them_and_exits_130(
 
 @pytest.mark.slow
 def test_a_stream_another_live_run_writes_is_refused_and_left_whole(case_file, tmp_path):
-    # Issue 23 item 5: two runs with one --json_out interleaved the .jsonl stream into torn lines.
+    # Two runs with one --json_out would interleave the .jsonl stream into torn lines.
     import fcntl
 
     path = case_file(COMMA_POINTS)
@@ -362,8 +362,7 @@ def test_a_stream_another_live_run_writes_is_refused_and_left_whole(case_file, t
 
 @pytest.mark.slow
 def test_a_check_rerun_line_gives_only_its_points_inputs(tmp_path):
-    # Issue 26 item 4: a check's rerun selected its point with --cases, a flag that means nothing for
-    # one function; it now gives that point's --inputs alone.
+    # --cases means nothing for one function: a check's rerun gives that point's --inputs alone.
     (tmp_path / "mine.py").write_text(textwrap.dedent("""
         import tensorflow as tf
 

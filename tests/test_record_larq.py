@@ -1,4 +1,4 @@
-"""A real suite nobody here wrote: larq's own quantizer tests, recorded and replayed (issue 24).
+"""A real suite nobody here wrote: larq's own quantizer tests, recorded and replayed.
 
 larq ships its pytest tests inside its wheel (larq/quantizers_test.py). Recording them and
 replaying must show every custom gradient larq defines (its straight-through estimators and

@@ -76,12 +76,12 @@ def test_repro_command_writes_script_and_issue(tmp_path):
     assert "python -m harness --mode=all '--cases=seeds.docstring_nested[x=1.0]'" in issue
     assert (out / "repro.py").read_text() in issue
     assert "already holds" not in proc.stderr
-    # Issue 26 item 2: the script's check (a fresh Python and TensorFlow) is said before it runs.
+    # The script's check (a fresh Python and TensorFlow: seconds of silence) is said before it runs.
     assert proc.stderr.splitlines() == [f"harness: wrote {out / 'repro.py'}",
                                         f"harness: running {out / 'repro.py'} to check that it shows what the "
                                         "harness saw",
                                         f"harness: wrote {out / 'ISSUE.md'}"], proc.stderr
-    # Issue 26 item 4: a second repro into the same folder replaced both files without a word.
+    # A second repro into the same folder replaces both files, and says so.
     again = harness("repro", "seeds.docstring_nested", f"--out={out}")
     assert again.returncode == 0, again.stderr
     assert f"harness: {out} already holds repro.py and ISSUE.md, from before: replacing them" in again.stderr

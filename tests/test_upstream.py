@@ -1,4 +1,4 @@
-"""The upstream-gradient check and the oracle's blind spots and false alarms (issue 11), on real TensorFlow.
+"""The upstream-gradient check and the oracle's blind spots and false alarms, on real TensorFlow.
 
 Every expected number has a reason outside the code under test: a closed-form
 derivative times the upstream weight the check hands the grad_fn (the weights

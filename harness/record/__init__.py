@@ -1,4 +1,4 @@
-"""Recording the custom gradients a test suite runs, and replaying them as cases (issue 24).
+"""Recording the custom gradients a test suite runs, and replaying them as cases.
 
 - `store`: the recorded folder's format (schema harness.recorded/1): recorded.json with
   the functions, their points and what was dropped, and one .npy file per recorded value.

@@ -189,7 +189,7 @@ def test_help_imports_no_tensorflow():  # COMMAND --help: in the test above
     (["check", "f.py:f", "--inputs=1.0", "--domain=x=[0, 1]"],
      "--domain is a flag of python -m harness explore, not of check"),
     (["run", "--out=o"], "--out is a flag of python -m harness repro, not of a plain run"),
-    # Issue 26 item 4: one function has no cases to select or shard, and a missing file is said at once.
+    # One function has no cases to select or shard, and a missing file is said at once.
     (["check", "f.py:f", "--inputs=1.0", "--cases=x"], "--cases is a flag of python -m harness run and replay, not of check"),
     (["check", "f.py:f", "--inputs=1.0", "--shard_index=0"], "--shard_index is a flag of python -m harness run"),
     (["check", "missing.py:f", "--inputs=1.0"], "missing.py does not exist; give the Python file that defines f"),
@@ -238,7 +238,7 @@ def test_run_is_the_plain_run():
     assert cli_settings.split_command(["harness"]) == cli_settings.split_command(["harness", "run"]) == ("run", [])
     with pytest.raises(cli_options.UsageError, match="run takes no arguments, got extra"):
         cli_settings.split_command(["harness", "run", "extra"])
-    # Issue 26 item 4: --help listed `list`, which was an unknown command; it is a run with --list now.
+    # --help lists `list` as a command: it must run, as a run with --list.
     with flagsaver.flagsaver():
         assert cli_settings.split_command(["harness", "list"]) == ("run", []) and flags.FLAGS.list
     with pytest.raises(cli_options.UsageError, match="list takes no arguments, got seeds"):
@@ -274,7 +274,7 @@ def test_the_rerun_commands_the_harness_prints_pass_the_refusal():
 
 
 def test_cases_splits_at_commas_outside_brackets_only():
-    # Issue 23 item 1: every printed rerun line holds a point label, which has commas in it.
+    # Every printed rerun line holds a point label, which may have commas in it.
     assert cli_options.split_patterns("seeds.*, t.mul[x=2.0,y=3.0],t.v[x=float32[8,64]],seeds.s[pq],") == [
         "seeds.*", "t.mul[x=2.0,y=3.0]", "t.v[x=float32[8,64]]", "seeds.s[pq]"]
     with flagsaver.flagsaver():
@@ -283,7 +283,7 @@ def test_cases_splits_at_commas_outside_brackets_only():
 
 
 def test_the_matrix_scripts_help_names_the_harness_arguments_and_keeps_versions_whole(no_tensorflow):
-    # Issue 26 item 4: `-- HARNESS_ARGS` went unmentioned and "2.17.1" was wrapped as "2." and "17.1".
+    # `-- HARNESS_ARGS` must be mentioned, and a version such as "2.17.1" never wrapped at its dots.
     proc = subprocess.run([sys.executable, "scripts/matrix.py", "--help"], capture_output=True, text=True,
                           cwd=REPO, env=no_tensorflow, timeout=60)
     assert proc.returncode == 0, proc.stderr

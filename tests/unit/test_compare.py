@@ -208,7 +208,7 @@ def test_integers_must_match_exactly():
 
 
 def test_int64_values_float64_cannot_hold_apart_still_differ():
-    # Issue 22 item 2: 2**60 + 1 and 2**60 are the same float64; compared as integers they differ.
+    # 2**60 + 1 and 2**60 are the same float64; compared as integers they differ.
     m = cmp(np.array([2 ** 60 + 1], np.int64), np.array([2 ** 60], np.int64), tol=Tol(1e-3, 1.0))
     assert m is not None and m.kind == "value"
     assert "function=1152921504606846976 eager=1152921504606846977 (exact match required)" in m.message, m.message

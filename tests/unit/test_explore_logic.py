@@ -126,7 +126,7 @@ def test_the_inputs_literal_reads_back_to_the_same_float32_values():
     assert explore.inputs_literal(values[:1]) == "0.1"
 
 
-# -- shrinking holds the order, the source and the kind of difference (issue 23 item 4) -----------
+# -- shrinking holds the order, the source and the kind of difference -----------------------------
 #
 # Each stand-in has two bugs: the first (x > 50) is the one found; the second (10 < x <= 50) fails only
 # once the first was seen, so a shrink that lets it count as "the same cause" slides from 51 to 11.

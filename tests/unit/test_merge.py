@@ -75,7 +75,7 @@ def test_load_report_reads_a_harness_report(tmp_path):
     (json.dumps({**report("2.21.0"), "environment": {}}), "environment.tensorflow is missing"),
     (json.dumps(report("2.21.0", {"case": "a", "point": "p", "verdict": "pass"})), "no \"modes\""),
     (json.dumps(report("2.21.0", {"point": "p", "verdict": "pass", "modes": {}})), "no string 'case'"),
-    # Issue 23 item 5: fields of the wrong type crashed the merge, or split a string into letters.
+    # Fields of the wrong type must neither crash the merge nor split a string into letters.
     (json.dumps({**report("2.21.0", result("seeds.a")), "modes": "eager"}),
      '"modes" is a string "eager", not a list of mode names'),
     (json.dumps({**report("2.21.0", result("seeds.a")), "modes": 7}), '"modes" is a number 7, not a list'),
@@ -552,7 +552,7 @@ def test_markdown_opens_with_what_changed_then_one_row_per_case_and_point():
     text = render.markdown(matrix)
     lines = text.splitlines()
     assert lines[0] == "## TensorFlow version matrix"
-    # A line per version, then the legend, before anything else (issue 26: it came after 80 rows).
+    # A line per version, then the legend, before anything else: not after 80 rows.
     assert lines[2].startswith("- **2.15.1**: not installed: tensorflow==2.15.1: no matching distribution &lt;found&gt;")
     assert lines[3].startswith("- **2.16.2**") and lines[4].startswith("- **2.21.0**")
     assert lines[6].startswith("Modes, in each cell only where not ok: ") and "e eager, f function, g graph" in lines[6]
@@ -626,7 +626,7 @@ def test_json_is_strict_and_keyed_by_version():
 
 
 def test_an_unchecked_pass_shows_as_such_in_the_matrix():
-    # Issue 22 item 8: a pass no oracle could judge is not shown as a plain pass across versions.
+    # A pass no oracle could judge is not shown as a plain pass across versions.
     checked = result("t.a")
     unchecked = dict(result("t.a"), unchecked="no oracle ran")
     matrix = merged(report("2.20.0", checked), report("2.21.0", unchecked))

@@ -1,4 +1,4 @@
-"""What a verdict's explanation says (issue 26 item 1): TensorFlow's text once, short, and a fix hint
+"""What a verdict's explanation says: TensorFlow's text once, short, and a fix hint
 that is true for the case it is printed for. Hand-built outcomes; no TensorFlow."""
 
 import dataclasses

@@ -279,7 +279,7 @@ def test_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path, monkeypatch
 
 
 def test_a_lone_surrogate_is_written_escaped_not_lost_with_the_file(tmp_path):
-    # Issue 23 item 2: a file name that is not UTF-8, in an exception message, made the write raise.
+    # A file name that is not UTF-8, in an exception message, must not make the write raise.
     target = tmp_path / "report.md"
     report_io.write(str(target), "cannot open caf\udce9.txt\n")
     assert target.read_text(encoding="utf-8") == "cannot open caf\\udce9.txt\n"
@@ -301,7 +301,7 @@ def test_check_writable_rejects_a_directory_path(tmp_path):
     assert "directory" in str(info.value)
 
 
-# -- a pass nothing checked (issue 22 item 8) -------------------------------------------------------
+# -- a pass nothing checked ------------------------------------------------------------------------
 
 def unchecked_pass():
     why = "the numeric oracle could not judge them (see below)"
@@ -334,7 +334,7 @@ def test_an_unchecked_pass_is_marked_in_json_and_junit():
     assert second.find("properties") is None and first.find("failure") is None
 
 
-# -- odd text: control characters and lone surrogates (issue 23 item 2) ---------------------------
+# -- odd text: control characters and lone surrogates ---------------------------------------------
 
 FAKE = "x\x1b[2K\rPASS     t.fake\x00\nPASS     t.other"  # ESC, CR, NUL and a newline in a point label
 
@@ -361,7 +361,7 @@ def test_junit_holds_control_characters_and_surrogates_escaped_and_stays_valid_x
 
 
 def test_a_failed_write_says_truly_which_other_outputs_were_written(tmp_path, monkeypatch, capsys):
-    # Issue 23 item 5: "the other outputs were written" was said on a full disk where none were.
+    # On a full disk where none were written, "the other outputs were written" would be false.
     real = report_io.write
 
     def full_disk(path, text):

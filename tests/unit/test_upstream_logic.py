@@ -1,4 +1,5 @@
-"""Issue 11's pure logic, without TensorFlow: the weights, --expect, and explanations that must be true."""
+"""The upstream-gradient check's pure logic, without TensorFlow: the weights, --expect, and explanations
+that must be true."""
 
 import numpy as np
 import pytest
@@ -82,8 +83,8 @@ def test_every_selected_mode_raises_it_too_only_when_every_one_does():
 
 
 def test_the_other_modes_are_each_said_as_they_are():
-    # Issue 22 item 6: where every mode raised, but not the same error, "no other selected mode
-    # raises it" was false.
+    # Where every mode raised, but not the same error, "no other selected mode raises it" would be
+    # false.
     r = _judge(raised("eager", "ValueError"), raised("function", "TypeError"), raised("graph", "TypeError"))
     line = next(d for d in r.details if d.startswith("eager raises"))
     assert "(function raises TypeError; graph raises TypeError;" in line, line

@@ -32,7 +32,7 @@ NOT_ALLOWED_BASES = ("OperatorNotAllowedInGraphError", "TypeError", "Exception",
 def test_all_modes_agreeing_pass():
     r = run(make_case(), *agreeing())
     assert r.verdict is Verdict.PASS
-    # No oracle ran here: agreement is all this pass shows, and it says so (issue 22 item 8).
+    # No oracle ran here: agreement is all this pass shows, and it says so.
     assert r.unchecked == "no oracle ran"
     assert r.reason == "all modes agree, but nothing checked that the values are right: no oracle ran"
     assert r.case == "tests.case" and r.point == "x=1.0" and r.rerun == RERUN
@@ -269,7 +269,7 @@ def test_died_process_gives_crash_or_timeout_naming_the_mode(status, verdict):
 
 
 def test_a_build_that_raises_in_some_modes_only_is_a_mode_difference():
-    # Issue 22 item 5: `error` is for a case broken in every mode; built in some, it is a `fail`.
+    # `error` is for a case broken in every mode; built in some, it is a `fail`.
     r = run(make_case(), ok("eager"), raised("function", "NameError", stage="build"),
             raised("graph", "NameError", stage="build"))
     assert r.verdict is Verdict.FAIL
