@@ -229,7 +229,8 @@ class _Judge:
         spreads = [_spread(grid) for grid in sides]
         # A side that does not look noisy (a smooth one, beside a jump on the other) says there is
         # no noise to speak of; two noisy sides are pooled.
-        noise = 0.0 if min(spreads) == 0.0 else math.sqrt(sum(s * s for s in spreads) / len(spreads))
+        pooled = math.sqrt(sum(s * s for s in spreads) / len(spreads))
+        noise = 0.0 if min(spreads) == 0.0 else pooled
         size = max(abs(v) for grid in sides for v in grid)
         return noise if noise > _ULPS * self.eps * size else 0.0
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -70,20 +71,29 @@ CASES = [
 '''
 
 
-def _seconds(python: str, root: Path, case_file: Path, numeric: bool, folder: Path) -> list[float]:
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _seconds(python: str, root: Path, case_file: Path, numeric: bool,
+             folder: Path) -> tuple[list[float], float]:
+    """Each result's seconds, and the CPU seconds of the whole run (its process and threads)."""
     report = folder / "report.json"
     command = [python, "-m", "harness", "--case_file", str(case_file), "--mode", "all",
                "--jobs", "1", "--timeout", "inf", "--json_out", str(report)]
     command += [] if numeric else ["--nonumeric"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(root))
+    cpu = _cpu()
     done = subprocess.run(command, cwd=folder, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
+    cpu = _cpu() - cpu
     # A fail verdict (exit 1) is a result too; only a usage error or a crash of the run is not.
     if done.returncode not in (0, 1):
         sys.exit(f"bench_numeric: {' '.join(command)} exited {done.returncode}:\n"
                  f"{done.stdout[-3000:]}")
     results = json.loads(report.read_text())["results"]
-    return [r["seconds"] for r in results]
+    return [r["seconds"] for r in results], cpu
 
 
 def main() -> None:
@@ -99,10 +109,12 @@ def main() -> None:
         case_file = folder / "bench_cases.py"
         case_file.write_text(CASE_FILE)
         per_point: dict[bool, list[float]] = {True: [], False: []}
+        cpu: dict[bool, list[float]] = {True: [], False: []}
         for run in range(args.runs):
             for numeric in ((True, False) if run % 2 == 0 else (False, True)):
-                seconds = _seconds(args.python, root, case_file, numeric, folder)
+                seconds, used = _seconds(args.python, root, case_file, numeric, folder)
                 per_point[numeric].append(sum(seconds) / len(seconds))
+                cpu[numeric].append(used / len(seconds))
     load = "/".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average after: {load}; harness from {root}")
     on, off = (statistics.median(per_point[k]) for k in (True, False))
@@ -111,6 +123,9 @@ def main() -> None:
           f"share {on - off:.2f}")
     print("each round, with / without: " + ", ".join(
         f"{a:.2f} / {b:.2f}" for a, b in zip(per_point[True], per_point[False])))
+    on, off = (statistics.median(cpu[k]) for k in (True, False))
+    print(f"CPU seconds per point (the whole process, import included; less moved by the load): "
+          f"with {on:.2f}, without {off:.2f}: the oracle's share {on - off:.2f}")
 
 
 if __name__ == "__main__":

@@ -90,6 +90,15 @@ def test_half_of_logs_gradient_fails_where_one_element_is_outside_the_domain(ful
             "within a step of the point)") in r.reason, r.reason
 
 
+def test_a_value_not_finite_at_the_point_is_said_so_not_left_out():
+    # exp(800) overflows float64: the only value there is is not finite, so nothing is read.
+    [r] = run(make_case(tf.exp, points=[{"x": np.float64(800.0)}]), modes=("eager",))
+    assert r.verdict is Verdict.PASS and r.unchecked, r.reason
+    note = r.oracles["numeric"].note
+    assert ("order 1: 0 of 1 elements checked; 1 not checked (x): the function's value is not "
+            "finite within a step of the point") in note, note
+
+
 def test_the_note_counts_checked_and_set_aside_elements_of_a_right_gradient():
     [r] = run(make_case(lambda x: tf.math.log(x), points=[{"x": np.array([0.5, 2.0, -1.0, 3.0])}]),
               modes=("eager",))

@@ -76,7 +76,8 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     numeric = oracle_outcome("numeric", range(1, case.order + 1), found.plain, numeric_note)
     if not any(plain.compared for plain, _ in checks):  # nothing was checked at all
         numeric = OracleOutcome(name="numeric", status="skip", note=numeric_note)
-    numeric = dataclasses.replace(numeric, no_gradient=tuple(agreed.sources[slot].name for slot in aside))
+    no_gradient = tuple(agreed.sources[slot].name for slot in aside)
+    numeric = dataclasses.replace(numeric, no_gradient=no_gradient)
     if not options.upstream:
         return numeric, None
     nothing = not any(w is not None and w.compared for _, w in checks)
@@ -206,13 +207,15 @@ def gradients(outputs: Sequence[Output]) -> list[Optional[np.ndarray]]:
 
 
 def _directions(evaluator: Evaluator, order: int, options: RunOptions, symmetric: Sequence[bool],
-                point_seed: int, aside: Sequence[int] = ()) -> tuple[list[Direction], tuple[int, ...]]:
+                point_seed: int,
+                aside: Sequence[int] = ()) -> tuple[list[Direction], tuple[int, ...]]:
     """Every element's direction and the slots read from one shift of all their elements; or
     random directions, for a point too large for that whose function is not elementwise. The
     sources `aside` are never moved."""
     bases = evaluator.bases
     kept = [slot for slot in range(len(bases)) if slot not in aside]
-    flat = tuple(slot for slot in kept if not symmetric[slot] and _elementwise(evaluator, order, slot))
+    flat = tuple(slot for slot in kept
+                 if not symmetric[slot] and _elementwise(evaluator, order, slot))
     rest = [slot for slot in kept if slot not in flat]
     if not options.numeric_full and sum(bases[slot].size for slot in rest) > ELEMENT_LIMIT:
         return _still(choose(bases, False, point_seed, symmetric), aside), ()
@@ -275,7 +278,8 @@ def _none_by_design(case: Case, agreed: ModeOutcome, options: RunOptions) -> tup
     """The arguments whose gradient the function returns as None, where the case did not name
     what to differentiate: the function saying it has none (a special function differentiates
     some arguments only, as documented), set aside rather than judged against the numeric
-    derivative, unless --strict_none. A gradient the modes disagree on is the modes' comparison's."""
+    derivative, unless --strict_none. A gradient the modes disagree on is the modes'
+    comparison's."""
     if options.strict_none or case.wrt_named or len(agreed.orders) < 2:
         return ()
     arguments = len(case.wrt)
@@ -357,10 +361,13 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
 
 def _picks(direction: Direction, base: Optional[np.ndarray]) -> tuple[Optional[np.ndarray], int]:
     """The value elements a direction reads, and how many it leaves out for not being finite at
-    the point (all but those, where the direction has no elements of its own)."""
+    the point (all but those, where the direction has no elements of its own; all of them where
+    none is finite, so that the direction is seen not to be finite)."""
     if direction.picks is not None or base is None:
         return direction.picks, 0
     finite = np.flatnonzero(np.isfinite(base))
+    if not finite.size:
+        return None, 0
     return finite, base.size - finite.size
 
 

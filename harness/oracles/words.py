@@ -251,9 +251,9 @@ def none_by_design(names: Sequence[str]) -> str:
     if not names:
         return ""
     listed = ", ".join(names)
-    return (f"; no gradient for {listed} (the function returns None): not judged, the function saying "
-            f"{'it does' if len(names) == 1 else 'they do'} not affect the output (--strict_none makes "
-            "that a failure)")
+    does = "it does" if len(names) == 1 else "they do"
+    return (f"; no gradient for {listed} (the function returns None): not judged, the function "
+            f"saying {does} not affect the output (--strict_none makes that a failure)")
 
 
 def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence,
