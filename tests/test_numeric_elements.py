@@ -66,10 +66,29 @@ def test_an_elementwise_function_is_read_from_one_shift_and_costs_no_more_evalua
     assert r.verdict is Verdict.PASS, r.reason
     note = r.oracles["numeric"].note
     assert "a, x read element by element from one shift of all its elements" in note, note
-    # Per source: 2 shifts for each of the 3 bits of the probe that shows it elementwise, and the
-    # 2 of the differences (every element matching at the first step): 16 for the 10 elements,
-    # where one direction per element would take 20.
-    assert len(calls) == 16, calls
+    # 2 shifts for each of the 3 bits of the probe that shows both sources elementwise at once,
+    # and per source the 2 of the differences (every element matching at the first step): 10 for
+    # the 10 elements, where one direction per element would take 20.
+    assert len(calls) == 10, calls
+
+
+@tf.custom_gradient
+def scaled_by_a_sum(a, x):
+    """x * sum(a): elementwise in x, not in a; d/da[j] = sum(x), wrong in a[1] by 1e-3."""
+    def grad(dy):
+        return tf.reduce_sum(dy * x) * np.array([1.0, 1.001, 1.0, 1.0]), dy * tf.reduce_sum(a)
+    return x * tf.reduce_sum(a), grad
+
+
+def test_a_source_the_values_are_not_elementwise_in_is_moved_element_by_element():
+    point = {"a": np.array([0.5, 1.0, 1.5, 2.0]), "x": np.array([1.0, -2.0, 3.0, 0.5])}
+    [r] = run(make_case(scaled_by_a_sum, points=[point]), modes=("eager",))
+    assert r.verdict is Verdict.FAIL, r.reason
+    # sum(x) = 2.5: a[1]'s gradient says 2.5025.
+    assert "order 1 gradient wrt a[1]: eager=2.5025 numeric=2.5 " in r.reason, r.reason
+    assert "(1 of 4 elements of a differ)" in r.reason, r.reason
+    note = r.oracles["numeric"].note
+    assert "; x read element by element from one shift of all its elements" in note, note
 
 
 # -- non-finite elements are set aside ----------------------------------------------------------

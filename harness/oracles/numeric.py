@@ -214,8 +214,13 @@ def _directions(evaluator: Evaluator, order: int, options: RunOptions, symmetric
     sources `aside` are never moved."""
     bases = evaluator.bases
     kept = [slot for slot in range(len(bases)) if slot not in aside]
-    flat = tuple(slot for slot in kept
-                 if not symmetric[slot] and _elementwise(evaluator, order, slot))
+    shapes = evaluator.shapes[order - 1]
+    # The sources shaped like every order k-1 value: probed together first, since a function
+    # elementwise in each (a * x, say) is so in all at once; one by one where that fails.
+    like = [slot for slot in kept if not symmetric[slot] and bases[slot].size > 1 and shapes
+            and all(shape == bases[slot].shape for shape in shapes)]
+    flat = tuple(like) if len(like) > 1 and _elementwise(evaluator, order, like) else tuple(
+        slot for slot in like if _elementwise(evaluator, order, [slot]))
     rest = [slot for slot in kept if slot not in flat]
     if not options.numeric_full and sum(bases[slot].size for slot in rest) > ELEMENT_LIMIT:
         return _still(choose(bases, False, point_seed, symmetric), aside), ()
@@ -238,29 +243,28 @@ def _still(directions: list[Direction], aside: Sequence[int]) -> list[Direction]
     return [d for d in kept if d.element is None or d.element[0] not in aside]
 
 
-def _elementwise(evaluator: Evaluator, order: int, slot: int) -> bool:
-    """Whether each element of the order k-1 values depends on the same element of source `slot`
-    only (a diagonal Jacobian): for each bit of the flat index, moving the elements with that bit
-    set (or clear) leaves every value element with it clear (or set) exactly as it was. That is
-    2 ceil(log2 n) evaluations for n elements, once per order."""
+def _elementwise(evaluator: Evaluator, order: int, slots: Sequence[int]) -> bool:
+    """Whether each element of the order k-1 values depends on the same element of the sources
+    `slots` only (a diagonal Jacobian in each), all shaped like every value: for each bit of the
+    flat index, moving the elements with that bit set (or clear) leaves every value element with
+    it clear (or set) exactly as it was. That is 2 ceil(log2 n) evaluations for n elements."""
     base = evaluator.base(order - 1)
-    source = evaluator.bases[slot]
-    shapes = evaluator.shapes[order - 1]
-    if source.size < 2 or not shapes or any(shape != source.shape for shape in shapes):
-        return False
-    index = np.arange(source.size)
-    steps = element_steps(source, NUMERIC_STEPS[evaluator.dtype()]).ravel()
-    for bit in range(int(np.ceil(np.log2(source.size)))):
+    shape = evaluator.bases[slots[0]].shape
+    size = evaluator.bases[slots[0]].size
+    index = np.arange(size)
+    for bit in range(int(np.ceil(np.log2(size)))):
         has = (index >> bit) & 1 == 1
         for moved in (has, ~has):
             shifts = [np.zeros(b.shape) for b in evaluator.bases]
-            shifts[slot] = (steps * moved).reshape(source.shape)
+            for slot in slots:
+                steps = element_steps(evaluator.bases[slot], NUMERIC_STEPS[evaluator.dtype()])
+                shifts[slot] = steps * moved.reshape(shape)
             try:
                 now = evaluator.values(order - 1, shifts)
             except CaseRaised:
                 return False
-            if not all(_unmoved(after, before, np.tile(~moved, len(shapes)))
-                       for after, before in zip(now, base)):
+            still = np.tile(~moved, len(evaluator.shapes[order - 1]))
+            if not all(_unmoved(after, before, still) for after, before in zip(now, base)):
                 return False
     return True
 
