@@ -33,7 +33,7 @@ from harness.explain import (
     said_once,
     unchecked,
 )
-from harness.modes import STEP_MODES
+from harness.modes import TRAINING_STEPS
 from harness.records import (
     CaseInfo,
     ErrorInfo,
@@ -124,7 +124,8 @@ def _yardstick(default: str, modes: Sequence[str], expected: Mapping[str, Expect
     # training step (which computes order 1 only) only when no other mode is left.
     if default in modes and default not in expected:
         return default
-    ordered = [m for m in modes if m not in STEP_MODES] + [m for m in modes if m in STEP_MODES]
+    steps = TRAINING_STEPS
+    ordered = [m for m in modes if m not in steps] + [m for m in modes if m in steps]
     return next((m for m in ordered if m not in expected),
                 default if default in modes else next(iter(ordered), default))
 

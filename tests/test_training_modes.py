@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness import upstream
-from harness.modes import STEP_MODES
+from harness.modes import KERAS3_MODES, STEP_MODES
 from tests import helpers
 
 pytest.importorskip("tf_keras")
@@ -209,3 +209,36 @@ def test_mirrored_strategy_runs_in_a_worker_and_reproduces_the_per_replica_trace
     # and 1), each with half the loss: -(0.75 + 1) / 2.
     side = by_id["training.python_side_effect_in_grad_fn"]["modes"]["keras_mirrored"]
     assert side["orders"][1][0]["value"] == [-0.875, -0.875]
+
+
+@pytest.mark.slow
+def test_keras_and_keras3_run_in_one_worker_and_keras3_fit_says_what_auto_jit_resolved_to(tmp_path):
+    pytest.importorskip("keras", minversion="3")
+    proc = helpers.harness("--mode=keras,keras3", "--cases=docs.log1pexp", f"--json_out={tmp_path / 'r.json'}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    by_point = {r["point"]: r["modes"] for r in report["results"]}
+    import tensorflow as tf
+
+    xla = any(d.device_type != "CPU" for d in tf.config.list_physical_devices())
+    # d/dx log(1 + e^x) is the logistic function: 1/2 at 0, 1 to float32 at 100.
+    for point, expected in (("x=0.0", 0.5), ("x=100.0", 1.0)):
+        for mode in STEP_MODES + KERAS3_MODES:
+            outcome = by_point[point][mode]
+            assert outcome["status"] == "ok", (mode, outcome)
+            assert outcome["orders"][1][0]["value"] == pytest.approx(expected, rel=1e-3), mode
+        # Keras 3 resolves "auto" to XLA only where a device other than the CPU is present.
+        assert by_point[point]["keras3_fit"]["note"] == f"compile's jit_compile='auto' resolved to jit_compile={xla}"
+        assert "note" not in by_point[point]["keras3_xla"]
+
+
+def test_without_keras_3_every_keras3_mode_skips_and_says_it_needs_keras_3(cases, monkeypatch):
+    from harness.modes import keras3_step
+
+    monkeypatch.setattr(keras3_step, "keras3", lambda: None)
+    for result in helpers.run(cases["docs.log1pexp"], ("eager",) + KERAS3_MODES):
+        assert result.verdict.value == "pass"
+        for mode in KERAS3_MODES:
+            outcome = result.outcomes[mode]
+            assert outcome.status.value == "skip"
+            assert outcome.note.startswith("needs Keras 3 (the keras package, 3.0 or later, which")

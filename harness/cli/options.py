@@ -16,9 +16,10 @@ from harness import report as _report
 # Each help starts with one short sentence: `python -m harness --help` shows that sentence, and
 # --helpfull and COMMAND --help the whole text.
 MODE = flags.DEFINE_string(
-    "mode", "all", f"The modes to run: 'all', 'full', 'keras' or a comma list of modes. With "
+    "mode", "all", f"The modes to run: 'all', 'full', 'keras', 'keras3' or a comma list. With "
     f"'all' they are {', '.join(_modes.CORE_MODES)}; with 'full' {', '.join(_modes.FULL_MODES)}; with 'keras' the "
-    f"training steps {', '.join(_modes.STEP_MODES)}; the modes are {', '.join(_modes.KNOWN_MODES)}.")
+    f"tf_keras training steps {', '.join(_modes.STEP_MODES)}; with 'keras3' the Keras 3 ones "
+    f"{', '.join(_modes.KERAS3_MODES)}; the modes are {', '.join(_modes.KNOWN_MODES)}.")
 
 
 def split_patterns(text: str) -> list[str]:

@@ -29,7 +29,9 @@ _KNOWN = {name for name, *_ in _LEGEND}
 # The mark of each mode inside a cell, and in the Markdown's cells.
 MODE_MARKS = {"eager": "e", "no_autograph": "na", "function": "f", "xla": "x", "graph": "g", "forward": "fw",
               "saved_model": "sm", "saved_model_nocg": "nc", "keras_eager": "ke", "keras_fit": "kf",
-              "keras_xla": "kx", "keras_mixed": "kmp", "keras_mirrored": "kms"}
+              "keras_xla": "kx", "keras_mixed": "kmp", "keras_mirrored": "kms",
+              "keras3_eager": "k3e", "keras3_fit": "k3f", "keras3_xla": "k3x", "keras3_mixed": "k3mp",
+              "keras3_mirrored": "k3ms"}
 
 # A mode's status as its mark shows it: (css class, what the legend says).
 _MARK_LEGEND = (

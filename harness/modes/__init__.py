@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["CORE_MODES", "EXTRA_MODES", "FULL_MODES", "KNOWN_MODES", "LADDER", "REFERENCE_MODE", "STEP_MODES",
-           "runner", "parse_modes", "reference_of"]
+__all__ = ["CORE_MODES", "EXTRA_MODES", "FULL_MODES", "KERAS3_MODES", "KNOWN_MODES", "LADDER",
+           "REFERENCE_MODE", "STEP_MODES", "TRAINING_STEPS", "runner", "parse_modes", "reference_of"]
 
 # What `--mode all` runs, in this order: the three the design names.
 CORE_MODES: tuple[str, ...] = ("eager", "function", "graph")
@@ -26,9 +26,14 @@ BY_NAME_ONLY: tuple[str, ...] = ("saved_model_nocg",)
 # and neither `all` nor `full` does. A step computes order 1 only, so it is never the yardstick
 # while another mode runs, and a selection of steps alone gets `eager` beside them (parse_modes).
 STEP_MODES: tuple[str, ...] = ("keras_eager", "keras_fit", "keras_xla", "keras_mixed", "keras_mirrored")
+# The same steps of a Keras 3 model (harness.modes.keras3_step): `--mode keras3` selects them.
+KERAS3_MODES: tuple[str, ...] = ("keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed",
+                                 "keras3_mirrored")
+# Every training-step mode, of either Keras: order 1 only, never the yardstick beside another mode.
+TRAINING_STEPS: tuple[str, ...] = STEP_MODES + KERAS3_MODES
 # Every mode name, in the order results are shown: the ladder first.
 KNOWN_MODES: tuple[str, ...] = ("eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model",
-                                "saved_model_nocg") + STEP_MODES
+                                "saved_model_nocg") + STEP_MODES + KERAS3_MODES
 FULL_MODES: tuple[str, ...] = tuple(m for m in KNOWN_MODES if m in CORE_MODES + EXTRA_MODES)
 # From plain eager execution to a v1 graph, one step at a time: a disagreement
 # is explained by the first step on this ladder where the results part.
@@ -39,6 +44,7 @@ REFERENCE_MODE = "eager"
 _MODULES = {name: f"harness.modes.{name}" for name in KNOWN_MODES}
 _MODULES["saved_model_nocg"] = "harness.modes.saved_model"
 _MODULES.update({name: "harness.modes.keras_step" for name in STEP_MODES})
+_MODULES.update({name: "harness.modes.keras3_step" for name in KERAS3_MODES})
 
 
 def runner(name: str) -> ModuleType:
@@ -51,7 +57,7 @@ def runner(name: str) -> ModuleType:
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
-    """Parses "all", "full", "keras" or a comma list of mode names, keeping the canonical order.
+    """Parses "all", "full", "keras", "keras3" or a comma list of mode names, in canonical order.
 
     A selection of training-step modes only gets `eager` beside them as the yardstick: a step
     computes order 1 only, and the oracles check the yardstick's values at every order.
@@ -61,7 +67,8 @@ def parse_modes(text: str) -> tuple[str, ...]:
     """
     names = [n.strip() for n in text.split(",") if n.strip()]
     known = (f"'all' (the three core modes), 'full' (all but saved_model_nocg and the training-step modes), "
-             f"'keras' (the training-step modes) or a comma list of {', '.join(KNOWN_MODES)}")
+             f"'keras' (the tf_keras training-step modes), 'keras3' (the Keras 3 ones) or a comma "
+             f"list of {', '.join(KNOWN_MODES)}")
     if not names:
         raise ValueError(f"no mode given: use {known}")
     selected: set[str] = set()
@@ -72,11 +79,13 @@ def parse_modes(text: str) -> tuple[str, ...]:
             selected.update(FULL_MODES)
         elif name == "keras":
             selected.update(STEP_MODES)
+        elif name == "keras3":
+            selected.update(KERAS3_MODES)
         elif name in KNOWN_MODES:
             selected.add(name)
         else:
             raise ValueError(f"unknown mode {name!r}: use {known}")
-    if selected <= set(STEP_MODES):
+    if selected <= set(TRAINING_STEPS):
         selected.add(REFERENCE_MODE)
     return tuple(m for m in KNOWN_MODES if m in selected)
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -51,7 +51,7 @@ from harness.modes.shared import Subject, build_error, build_subject, flat_outpu
 from harness.modes.step_rules import BATCH, LEARNING_RATE, MIXED_TRIES, NEEDS_KERAS, WIDTH, weight_row, why_not
 from harness.records import ModeOutcome, Output, RunOptions, Status, error_info
 
-__all__ = ["keras", "runner_for"]
+__all__ = ["Flavour", "KERAS2", "Mode", "keras", "run", "runner_for"]
 
 
 def keras():
@@ -73,24 +73,40 @@ class UpdateRace(Exception):
     """The train function leaves a read of a trained weight unordered with its update."""
 
 
-class _Mode:
-    def __init__(self, name: str, compile_options: dict, mixed: bool = False, mirrored: bool = False):
+@dataclasses.dataclass(frozen=True)
+class Flavour:
+    """Which Keras a step mode trains with: what differs between tf_keras and Keras 3.
+
+    Attributes:
+      load: the Keras module, or None where it is not installed.
+      needs: why the mode skips without it.
+      optimizer: the module's recording SGD class, made from the module.
+      prepare: what fit does with the compiled model before its first step (Keras 3 builds the
+        model and the optimizer from a symbolic batch), given the model and one batch.
+      why_not: why the mode cannot train a case's builder, or "", given the model and the subject
+        (Keras 3 trains only its own variables).
+      note: what an outcome says beside its values, given the model and the compile options.
+    """
+
+    load: Callable
+    needs: str
+    optimizer: Callable
+    prepare: Callable = lambda model, batch: None
+    why_not: Callable = lambda model, subject: ""
+    note: Callable = lambda model, options: ""
+
+
+class Mode:
+    def __init__(self, name: str, compile_options: dict, mixed: bool = False,
+                 mirrored: bool = False, flavour: Optional[Flavour] = None):
         self.name, self.compile_options, self.mixed, self.mirrored = name, compile_options, mixed, mirrored
+        self.flavour = flavour or KERAS2
 
     def run(self, case: Case, options: RunOptions) -> list[ModeOutcome]:
         return run(self, case, options)
 
 
-_MODES = {
-    "keras_eager": _Mode("keras_eager", {"run_eagerly": True}),
-    "keras_fit": _Mode("keras_fit", {}),
-    "keras_xla": _Mode("keras_xla", {"jit_compile": True}),
-    "keras_mixed": _Mode("keras_mixed", {}, mixed=True),
-    "keras_mirrored": _Mode("keras_mirrored", {}, mirrored=True),
-}
-
-
-def runner_for(name: str) -> _Mode:
+def runner_for(name: str) -> Mode:
     return _MODES[name]
 
 
@@ -98,11 +114,11 @@ def _skip(mode: str, reason: str) -> ModeOutcome:
     return ModeOutcome(mode=mode, status=Status.SKIP, note=reason)
 
 
-def run(mode: _Mode, case: Case, options: RunOptions) -> list[ModeOutcome]:
+def run(mode: Mode, case: Case, options: RunOptions) -> list[ModeOutcome]:
     """Every point of `case`, one model per input signature."""
-    module = keras()
+    module = mode.flavour.load()
     if module is None:
-        return [_skip(mode.name, NEEDS_KERAS) for _ in case.points]
+        return [_skip(mode.name, mode.flavour.needs) for _ in case.points]
     if mode.mirrored:
         cpus = _devices.logical_cpus()
         if cpus < 2:
@@ -121,6 +137,9 @@ def run(mode: _Mode, case: Case, options: RunOptions) -> list[ModeOutcome]:
             except Exception as e:  # noqa: BLE001 - the case's own builder may raise anything
                 built[key] = e
         step = built[key]
+        if isinstance(step, NotApplicable):
+            outcomes[index] = _skip(mode.name, str(step))
+            continue
         if isinstance(step, Exception):
             outcomes[index] = build_error(case, mode.name, step, [point])[0]
             continue
@@ -157,29 +176,39 @@ def _policy(module, name: Optional[str]):
 class _Step:
     """One case's model and train function for one input signature."""
 
-    def __init__(self, mode: _Mode, module, case: Case, point: Point, options: RunOptions):
+    def __init__(self, mode: Mode, module, case: Case, point: Point, options: RunOptions):
         self.mode, self.case, self.options = mode, case, options
         self.strategy = _strategy() if mode.mirrored else None
         scope = self.strategy.scope() if self.strategy is not None else contextlib.nullcontext()
         with scope, _policy(module, "mixed_float16" if mode.mixed else None):
             self.subject = build_subject(case)
-            self.layer = _case_layer(module)(self.subject, case, point,
+            # Named, since Keras 3 refuses the names it would make of the private classes' names.
+            self.layer = _case_layer(module)(self.subject, case, point, name="case_layer",
                                              dtype="mixed_float16" if mode.mixed else None)
-            self.model = _model(module)(self.layer)
-            optimizer = _recording_sgd(module)(learning_rate=LEARNING_RATE)
+            self.model = _model(module)(self.layer, name="step_model")
+            reason = mode.flavour.why_not(self.model, self.subject)
+            if reason:
+                raise NotApplicable(reason)
+            optimizer = mode.flavour.optimizer(module)(learning_rate=LEARNING_RATE)
             self.model.compile(optimizer=optimizer, loss=_per_sample, **mode.compile_options)
             # What fit does per step: its train function, on an iterator over the distributed dataset
             # (train_on_batch would make and distribute a dataset at every call). The batch is two dummy
             # samples; each sample's loss weights are the layer's `row` variable, assigned per step.
-            batch = tf.data.Dataset.from_tensors((np.zeros((BATCH, 1), np.float32),
-                                                  np.zeros((BATCH,), np.float32))).repeat()
+            arrays = (np.zeros((BATCH, 1), np.float32), np.zeros((BATCH,), np.float32))
+            mode.flavour.prepare(self.model, arrays)
+            batch = tf.data.Dataset.from_tensors(arrays).repeat()
             self.iterator = iter(self.model.distribute_strategy.experimental_distribute_dataset(batch))
-            self.train_function = self.model.make_train_function()
+            # tf_keras returns the train function; Keras 3 keeps it on the model.
+            self.train_function = self.model.make_train_function() or self.model.train_function
+        self.note = mode.flavour.note(self.model, mode.compile_options)
         self.trained = list(self.layer.case_arguments) + list(self.subject.variables)
         # Whether the compiled step orders every read of a trained weight before its update: found
         # once the train function has traced; an eager step or an XLA-compiled one always does.
-        options = mode.compile_options
-        self.races = [] if options.get("run_eagerly") or options.get("jit_compile") else None
+        # Keras 3's train function is a Python function around its traced step: not checked.
+        compiled = not mode.compile_options.get("run_eagerly")
+        traced = hasattr(self.train_function, "get_concrete_function")
+        xla = getattr(self.model, "jit_compile", False)
+        self.races = None if compiled and traced and not xla else []
         # The builder's variables start every step from the values it gave them.
         self.initial = [v.numpy() for v in self.subject.variables]
 
@@ -205,7 +234,8 @@ class _Step:
                 "update as the executor schedules the two: its values change from run to run")
 
     def _loss_scale(self) -> Optional[float]:
-        scale = getattr(self.model.optimizer, "loss_scale", None)
+        optimizer = self.model.optimizer
+        scale = getattr(optimizer, "loss_scale", getattr(optimizer, "dynamic_scale", None))
         return None if scale is None else float(scale.numpy() if hasattr(scale, "numpy") else scale)
 
     def take(self, point: Point) -> ModeOutcome:
@@ -236,6 +266,7 @@ class _Step:
         return ModeOutcome(mode=self.mode.name, status=Status.OK, orders=((), _outputs(plain, sources)),
                            sources=sources, upstream=() if weighted is None else (_outputs(weighted, sources),),
                            upstream_error=None if raised is None else _error_info(*raised), top_order=1,
+                           note=self.note,
                            computed_in="float16" if self.mode.mixed else "")
 
     def _step(self, point: Point, row: np.ndarray) -> list:
@@ -298,8 +329,8 @@ _CLASSES: dict = {}
 
 
 def _case_layer(module):
-    if "layer" in _CLASSES:
-        return _CLASSES["layer"]
+    if (module.__name__, "layer") in _CLASSES:
+        return _CLASSES[module.__name__, "layer"]
 
     class _CaseLayer(module.layers.Layer):
         """The case's function as a layer: its differentiated arguments are the layer's weights."""
@@ -330,8 +361,10 @@ def _case_layer(module):
             for i in range(self._count):
                 if str(i) in self.constants:
                     value = tf.convert_to_tensor(self.constants[str(i)])
-                    if value.dtype.is_floating and self._compute_dtype_object != value.dtype and self._autocast:
-                        value = tf.cast(value, self._compute_dtype_object)  # as Keras casts a layer's inputs
+                    compute = tf.as_dtype(self.compute_dtype)
+                    autocast = getattr(self, "_autocast", True)
+                    if value.dtype.is_floating and compute != value.dtype and autocast:
+                        value = tf.cast(value, compute)  # as Keras casts a layer's inputs
                     args.append(value)
                 else:
                     args.append(tf.convert_to_tensor(next(weights)))  # autocast under the policy
@@ -353,7 +386,7 @@ def _case_layer(module):
                 total += _weighted_sum(rows, index, t)
             return total
 
-    _CLASSES["layer"] = _CaseLayer
+    _CLASSES[module.__name__, "layer"] = _CaseLayer
     return _CaseLayer
 
 
@@ -367,8 +400,8 @@ def _weighted_sum(rows, index: int, target):
 
 
 def _model(module):
-    if "model" in _CLASSES:
-        return _CLASSES["model"]
+    if (module.__name__, "model") in _CLASSES:
+        return _CLASSES[module.__name__, "model"]
 
     class _StepModel(module.Model):
         def __init__(self, layer, **kwargs):
@@ -378,7 +411,7 @@ def _model(module):
         def call(self, samples):
             return self.case_layer(samples)
 
-    _CLASSES["model"] = _StepModel
+    _CLASSES[module.__name__, "model"] = _StepModel
     return _StepModel
 
 
@@ -425,3 +458,16 @@ def _recording_sgd(module):
 
     _CLASSES["sgd"] = _RecordingSGD
     return _RecordingSGD
+
+
+# `keras` looked up at each call, so a test can take Keras 2 away.
+KERAS2 = Flavour(load=lambda: keras(), needs=NEEDS_KERAS,
+                 optimizer=lambda module: _recording_sgd(module))
+
+_MODES = {
+    "keras_eager": Mode("keras_eager", {"run_eagerly": True}),
+    "keras_fit": Mode("keras_fit", {}),
+    "keras_xla": Mode("keras_xla", {"jit_compile": True}),
+    "keras_mixed": Mode("keras_mixed", {}, mixed=True),
+    "keras_mirrored": Mode("keras_mirrored", {}, mirrored=True),
+}

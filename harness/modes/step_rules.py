@@ -29,8 +29,9 @@ BATCH = 2
 MIXED_TRIES = 17
 # One sample: the order 1 weight tables, flat.
 WIDTH = upstream.TARGETS * upstream.PERIOD
-# The mode whose weights must be float32.
+# The modes whose weights must be float32 (the mixed_float16 policy's variable dtype).
 MIXED = "keras_mixed"
+MIXED_MODES = (MIXED, "keras3_mixed")
 
 NEEDS_KERAS = ("needs tf_keras (pip install '.[keras]' in the harness checkout): from TensorFlow 2.16 tf.keras is Keras 3, "
                "whose training loop these modes do not drive")
@@ -43,7 +44,7 @@ def why_not(mode: str, case: Case, point: Point) -> Optional[str]:
         if dtype.kind == "c":
             return (f"{name} is {dtype.name}: a training step trains real floating weights on a real loss, "
                     "so complex inputs are not trained")
-        if mode == MIXED and dtype.name != "float32":
+        if mode in MIXED_MODES and dtype.name != "float32":
             return (f"{name} is {dtype.name}: the mixed_float16 policy trains float32 weights and computes in "
                     "float16, so only float32 inputs are trained under it")
     return None

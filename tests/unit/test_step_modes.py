@@ -5,7 +5,7 @@ import numpy as np
 
 from harness import upstream
 from harness.compare import compare_outcomes
-from harness.modes import CORE_MODES, FULL_MODES, STEP_MODES, parse_modes
+from harness.modes import CORE_MODES, FULL_MODES, KERAS3_MODES, STEP_MODES, parse_modes
 from harness.modes.step_rules import MIXED, WIDTH, weight_row, why_not
 from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, Status
 from harness.verdict import oracle_subject, yardstick
@@ -44,6 +44,15 @@ def test_keras_selects_the_five_training_step_modes_with_eager_as_their_yardstic
     assert parse_modes("keras_mixed") == ("eager", "keras_mixed")
 
 
+def test_keras3_selects_the_five_keras_3_steps_and_keras_keras3_both_kinds_with_one_yardstick():
+    assert KERAS3_MODES == ("keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed", "keras3_mirrored")
+    assert parse_modes("keras3") == ("eager",) + KERAS3_MODES
+    assert parse_modes("keras,keras3") == ("eager",) + STEP_MODES + KERAS3_MODES
+    assert parse_modes("keras3_fit,keras_fit") == ("eager", "keras_fit", "keras3_fit")
+    assert parse_modes("all,keras3_fit") == CORE_MODES + ("keras3_fit",)
+    assert not set(parse_modes("full")) & set(KERAS3_MODES)
+
+
 def test_a_step_mode_named_beside_others_adds_no_yardstick_of_its_own():
     assert parse_modes("all,keras_fit") == CORE_MODES + ("keras_fit",)
     assert parse_modes("graph,keras_xla") == ("graph", "keras_xla")
@@ -59,7 +68,8 @@ def test_an_unknown_mode_names_keras_among_the_choices():
     try:
         parse_modes("keras_tpu")
     except ValueError as e:
-        assert "'keras' (the training-step modes)" in str(e) and "keras_mirrored" in str(e)
+        assert "'keras' (the tf_keras training-step modes), 'keras3' (the Keras 3 ones)" in str(e)
+        assert "keras_mirrored" in str(e) and "keras3_mirrored" in str(e)
     else:
         raise AssertionError("keras_tpu was accepted")
 
@@ -122,6 +132,15 @@ def test_a_step_is_no_yardstick_while_another_mode_is_left():
     assert yardstick(case, "x=1.0", outcomes, TF, "eager") == "keras_fit"
 
 
+def test_a_keras_3_step_is_no_yardstick_while_another_mode_is_left():
+    from harness import Expectation
+
+    case = make_case(Expectation(modes=["eager"], outcome="ValueError", reason="r"))
+    outcomes = {"eager": tape("eager", [f32(1.0)], status=Status.ERROR, error=error("ValueError", "order 1")),
+                "keras3_fit": step("keras3_fit", f32(1.0)), "graph": tape("graph", [f32(1.0)], [f32(1.0)])}
+    assert yardstick(case, "x=1.0", outcomes, TF, "eager") == "graph"
+
+
 def test_the_oracles_never_check_a_step_which_has_no_order_2():
     raised = tape("eager", [f32(1.0)], status=Status.ERROR, error=error("ValueError", "order 1"))
     graph = tape("graph", [f32(1.0)], [f32(1.0)])
@@ -146,6 +165,12 @@ def test_mixed_precision_trains_float32_inputs_only():
     assert why_not("keras_fit", case, case.points[0]) is None
     single = make_case(points=[{"x": np.float32(1.0)}])
     assert why_not(MIXED, single, single.points[0]) is None
+
+
+def test_keras_3_mixed_precision_trains_float32_inputs_only_too():
+    case = make_case(points=[{"x": np.float64(1.0)}])
+    assert why_not("keras3_mixed", case, case.points[0]).startswith("x is float64: the mixed_float16 policy")
+    assert why_not("keras3_fit", case, case.points[0]) is None
 
 
 def test_the_weighted_steps_loss_uses_the_upstream_oracles_own_weights_for_every_target():

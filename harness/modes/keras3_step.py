@@ -1,0 +1,141 @@
+"""The Keras 3 training-step modes: one step of a minimal Keras 3 model, as its `fit` takes it.
+
+From TensorFlow 2.16 `import keras` and `tf.keras` are Keras 3, with a trainer, optimizers and
+mixed precision of its own. These modes take a case there exactly as harness.modes.keras_step
+takes it through tf_keras, and share that module's run, step, layer and model: the case's
+differentiated arguments are the weights of a Keras 3 layer, each of two steps (plain and upstream
+weights) is one call of the train function `fit` makes, and the gradient is read from the step,
+where the optimizer's `update_step` records what it applied. What differs is Keras 3's own:
+
+- keras3_eager: compiled with run_eagerly=True.
+- keras3_fit: compile()'s defaults, whose jit_compile="auto" Keras 3 resolves to XLA on a machine
+  with an accelerator and no tf.distribute strategy, and to no XLA on a CPU-only one; each outcome's
+  note says what it resolved to here.
+- keras3_xla: jit_compile=True, what "auto" gives on a machine with a GPU.
+- keras3_mixed: the mixed_float16 policy while the model is made; compile wraps the optimizer in
+  Keras 3's LossScaleOptimizer.
+- keras3_mirrored: under tf.distribute.MirroredStrategy over two logical CPU devices.
+
+Keras 3 trains its own variables only: a builder's plain tf.Variable is not one of the model's
+trainable weights, so `fit` leaves it alone, and the modes skip such a case, saying so.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from harness.modes import keras_step
+from harness.modes.shared import tf
+
+__all__ = ["NEEDS_KERAS3", "keras3", "runner_for"]
+
+NEEDS_KERAS3 = ("needs Keras 3 (the keras package, 3.0 or later, which TensorFlow installs from "
+                "2.16 on); TensorFlow 2.12 to 2.15 come with Keras 2")
+
+
+def keras3():
+    """The Keras 3 module, or None where `keras` is missing or older than 3."""
+    try:
+        import keras  # noqa: PLC0415
+    except ImportError:
+        return None
+    major = str(getattr(keras, "__version__", "0")).split(".")[0]
+    return keras if major.isdigit() and int(major) >= 3 else None
+
+
+def _prepare(model, batch) -> None:
+    """What Keras 3's fit does before its first step: build the model, the loss and the optimizer
+    from a symbolic batch (Trainer._symbolic_build)."""
+    try:
+        model._symbolic_build(data_batch=batch)
+    except Exception:
+        if model.case_layer.not_applicable:
+            raise keras_step.NotApplicable(model.case_layer.not_applicable) from None
+        raise
+
+
+def _why_not(model, subject) -> str:
+    """Why Keras 3's fit would not train the builder's variables, or ""."""
+    trained = set()
+    for variable in model.trainable_variables:
+        trained.add(id(variable.value))
+        trained.update(id(part) for part in getattr(variable.value, "values", ()) or ())
+    plain = [v for v in subject.variables if id(v) not in trained]
+    if not plain:
+        return ""
+    return (f"the builder's {plain[0].name} is a tf.Variable but no Keras 3 variable: Keras 3 "
+            "trains only its own (keras.Variable, a Keras 3 layer's add_weight), so fit leaves it "
+            "untrained")
+
+
+_CLASSES: dict = {}
+
+
+def _recording_sgd(module):
+    """Keras 3's SGD keeping, beside each weight, the gradient `update_step` applied to it."""
+    if "sgd" in _CLASSES:
+        return _CLASSES["sgd"]
+
+    class _RecordingSGD(module.optimizers.SGD):
+        def __init__(self, **kwargs):
+            # Named, since Keras 3 refuses the scope name it would make of the class's name.
+            super().__init__(name="recording_sgd", **kwargs)
+
+        def build(self, variables):
+            super().build(variables)
+            if getattr(self, "_records", None) is not None:
+                return
+            self._records = {}
+            for variable in variables:
+                self._records[self._var_key(variable)] = (
+                    self.add_variable_from_reference(variable, "applied_gradient"),
+                    self.add_variable(shape=(), initializer="zeros", dtype="float32",
+                                      name="applied"))
+
+        def update_step(self, gradient, variable, learning_rate):
+            applied = super().update_step(gradient, variable, learning_rate)
+            record, seen = self._records[self._var_key(variable)]
+            # What the update applied to each element (a gradient of another shape broadcasts).
+            record.assign(tf.broadcast_to(tf.cast(gradient, record.dtype), tf.shape(record)))
+            seen.assign(tf.ones([], seen.dtype))
+            return applied
+
+        def reset_records(self):
+            for _, seen in getattr(self, "_records", {}).values():
+                seen.assign(tf.zeros([], seen.dtype))
+
+        def record_of(self, variable) -> tuple[Optional[np.ndarray], bool]:
+            """What update_step applied to `variable` in the last step, and whether it ran."""
+            entry = getattr(self, "_records", {}).get(self._var_key(variable))
+            if entry is None:
+                return None, False
+            record, seen = entry
+            return np.asarray(record.numpy()), bool(seen.numpy())
+
+    _CLASSES["sgd"] = _RecordingSGD
+    return _RecordingSGD
+
+
+def _note(model, options: dict) -> str:
+    """What compile's default jit_compile="auto" resolved to, for a mode that leaves it so."""
+    if "jit_compile" in options or options.get("run_eagerly"):
+        return ""
+    return f"compile's jit_compile='auto' resolved to jit_compile={bool(model.jit_compile)}"
+
+
+KERAS3 = keras_step.Flavour(load=lambda: keras3(), needs=NEEDS_KERAS3, optimizer=_recording_sgd,
+                            prepare=_prepare, why_not=_why_not, note=_note)
+
+_MODES = {
+    "keras3_eager": keras_step.Mode("keras3_eager", {"run_eagerly": True}, flavour=KERAS3),
+    "keras3_fit": keras_step.Mode("keras3_fit", {}, flavour=KERAS3),
+    "keras3_xla": keras_step.Mode("keras3_xla", {"jit_compile": True}, flavour=KERAS3),
+    "keras3_mixed": keras_step.Mode("keras3_mixed", {}, mixed=True, flavour=KERAS3),
+    "keras3_mirrored": keras_step.Mode("keras3_mirrored", {}, mirrored=True, flavour=KERAS3),
+}
+
+
+def runner_for(name: str) -> keras_step.Mode:
+    return _MODES[name]
