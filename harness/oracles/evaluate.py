@@ -3,9 +3,9 @@
 Each evaluation runs the case's own tape code up to order k and returns the order-k values element
 by element (the plain chain's, and the weighted chain's times the next order's upstream weights),
 so that an elementwise function can be read element by element from one shift of every element.
-A case whose eager evaluation is slow (an eager `tf.while_loop`, which runs its body in Python at
+A case whose eager forward is slow (an eager `tf.while_loop`, which runs its body in Python at
 every iteration) is evaluated through one `tf.function` per order instead, where that function's
-values at the point are the eager ones.
+values at the point are the eager evaluation's, or the agreed mode's.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ __all__ = ["CaseRaised", "Evaluator", "NotWide", "TRACE_AFTER_S", "TRACE_AGREEME
 # order, and tracing costs about as much as a few of them. Either way gives the same values up to
 # rounding, which TRACE_AGREEMENT checks at the point itself.
 TRACE_AFTER_S = 0.05
-# How close the traced values at the point must be to the eager ones to be used (relative to the
-# largest of them): a function that computes something else when traced keeps its eager evaluation.
+# How close the traced values at the point must be to the eager (or agreed) ones to be used,
+# relative to the largest of them: a function that computes something else when traced keeps its
+# eager evaluation.
 TRACE_AGREEMENT = 1e-9
 # The agreed values in a dtype coarser than float64 carry its rounding: this many ulps of it.
 _ULPS = 64.0
