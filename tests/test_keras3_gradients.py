@@ -20,7 +20,7 @@ _LOGISTIC_AT_HALF = 1.0 / (1.0 + np.exp(-0.5))
 
 @keras.ops.custom_gradient
 def log1pexp_keyword(x):
-    """Keras 3's documented signature: grad(*args, upstream=None), upstream given by position here."""
+    """Keras 3's documented signature: grad(*args, upstream=None), given upstream by position."""
     e = keras.ops.exp(x)
 
     def grad(*args, upstream=None):
@@ -57,3 +57,50 @@ def test_the_probe_sees_a_keras_custom_gradient_whose_grad_takes_upstream_as_a_k
 
 def test_the_probe_sees_a_keras_custom_gradient_whose_grad_takes_upstream_by_position():
     _judged(log1pexp_positional, "log1pexp_positional")
+
+
+# -- the library's Keras 3 bug classes, in the Keras 3 training steps -----------------------------
+
+@pytest.fixture(scope="module")
+def keras3_cases(library_cases):
+    return {c.id: c for c in library_cases if c.id.startswith("keras3.")}
+
+
+def _message(outcome):
+    return outcome.error.type + ": " + outcome.error.message
+
+
+def test_a_keras_variable_passed_to_a_custom_gradient_fails_eagerly_trains_traced(keras3_cases):
+    modes = ("eager", "function", "keras3_eager", "keras3_fit")
+    result, = helpers.run(keras3_cases["keras3.kernel_argument"], modes)
+    assert result.verdict.value == "xfail", result.reason
+    for mode in ("eager", "keras3_eager"):
+        assert "must accept keyword argument 'variables'" in _message(result.outcomes[mode]), mode
+    kernel = np.array([[0.5, -1.0], [1.5, 0.25], [-0.75, 2.0]])
+    x = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]])
+    # x @ W under the plain contraction (upstream ones): x's gradient ones @ W^T, W's x^T @ ones.
+    for mode in ("function", "keras3_fit"):
+        x_grad, kernel_grad = (o.value for o in result.outcomes[mode].orders[1])
+        np.testing.assert_allclose(x_grad, np.ones((2, 2)) @ kernel.T, rtol=1e-6)
+        np.testing.assert_allclose(kernel_grad, x.T @ np.ones((2, 2)), rtol=1e-6)
+
+
+def test_a_keras_custom_gradient_reading_a_weight_with_keras_documented_grad_fails(keras3_cases):
+    modes = ("eager", "graph", "keras3_fit")
+    result, = helpers.run(keras3_cases["keras3.weight_read_in_forward"], modes)
+    assert result.verdict.value == "xfail", result.reason
+    for mode in ("eager", "graph"):
+        assert "must accept keyword argument 'variables'" in _message(result.outcomes[mode]), mode
+    fit = _message(result.outcomes["keras3_fit"])
+    assert fit.startswith("RuntimeError: Unable to automatically build the model")
+    assert "must accept keyword argument 'variables'" in fit
+
+
+def test_a_keras_custom_gradient_written_for_torch_fails_in_every_step(keras3_cases):
+    modes = ("eager", "keras_fit", "keras3_eager", "keras3_fit", "keras3_xla")
+    result, = helpers.run(keras3_cases["keras3.torch_signature"], modes)
+    assert result.verdict.value == "xfail", result.reason
+    for mode in modes:
+        outcome = result.outcomes[mode]
+        assert "missing 1 required keyword-only argument: 'upstream'" in _message(outcome), mode
+        assert outcome.error.stage.startswith("order 1"), mode
