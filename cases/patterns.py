@@ -209,6 +209,12 @@ _CLIPS_THE_SCALED_DY = ("under mixed_float16 compile wraps the optimizer in a Lo
                         "the loss times the loss scale (2**15 at the first step: get_scaled_loss) and divides the "
                         "gradients by it afterwards, so grad_fn clips the scaled dy and the clipped values come out "
                         "divided by 32768")
+# The same in Keras 3, whose train_step scales the loss itself.
+_CLIPS_THE_KERAS3_SCALED_DY = (
+    "under mixed_float16 Keras 3's compile wraps the optimizer in its LossScaleOptimizer: "
+    "train_step differentiates the loss times the scale (optimizer.scale_loss, 2**15 at the "
+    "first step) and the optimizer divides the gradients by it before applying them, so grad_fn "
+    "clips the scaled dy and the clipped values come out divided by 32768")
 
 
 CASES = [
@@ -266,14 +272,19 @@ CASES = [
         description="(3 * id(x))**2 with the upstream 18x clipped to [-1, 1]: gradient clip(18x, -1, 1)",
         expectations=[
             Expectation(
-                modes=["keras_mirrored"], outcome=VALUES_DIFFER,
+                modes=["keras_mirrored", "keras3_mirrored"], outcome=VALUES_DIFFER,
                 reason="under MirroredStrategy each replica's grad_fn receives its half of dy (Keras divides the "
                        "loss by the global batch of two), clips it to [-1, 1], and the optimizer sums the two "
-                       "replicas' gradients (all_reduce_sum_gradients): where the clip bites the result is +-2",
+                       "replicas' gradients (an all-reduce sum, in tf_keras and Keras 3 "
+                       "alike): where the clip bites the result is +-2",
             ),
             Expectation(
                 modes=["keras_mixed"], outcome=VALUES_DIFFER,
                 reason=_CLIPS_THE_SCALED_DY,
+            ),
+            Expectation(
+                modes=["keras3_mixed"], outcome=VALUES_DIFFER,
+                reason=_CLIPS_THE_KERAS3_SCALED_DY,
             ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
@@ -293,14 +304,19 @@ CASES = [
         description="(3 * id(x))**2 with the upstream 18x rescaled to norm 1: gradient x / ||x||",
         expectations=[
             Expectation(
-                modes=["keras_mirrored"], outcome=VALUES_DIFFER,
+                modes=["keras_mirrored", "keras3_mirrored"], outcome=VALUES_DIFFER,
                 reason="under MirroredStrategy each replica's grad_fn receives its half of dy (Keras divides the "
                        "loss by the global batch of two), clips that to norm 1, and the optimizer sums the two "
-                       "replicas' gradients (all_reduce_sum_gradients): norm 2 instead of 1",
+                       "replicas' gradients (an all-reduce sum, in tf_keras and Keras 3 "
+                       "alike): norm 2 instead of 1",
             ),
             Expectation(
                 modes=["keras_mixed"], outcome=VALUES_DIFFER,
                 reason=_CLIPS_THE_SCALED_DY,
+            ),
+            Expectation(
+                modes=["keras3_mixed"], outcome=VALUES_DIFFER,
+                reason=_CLIPS_THE_KERAS3_SCALED_DY,
             ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
@@ -498,13 +514,13 @@ CASES = [
         skip_modes=dict.fromkeys(["saved_model", "saved_model_nocg"], _PYTHON_CANNOT_BE_SAVED),
         expectations=[
             Expectation(
-                modes=["keras_mixed"], outcome="InvalidArgumentError",
+                modes=["keras_mixed", "keras3_mixed"], outcome="InvalidArgumentError",
                 reason="under mixed_float16 x arrives in float16, so np.cosh returns a float16 array where the "
                        "tf.numpy_function declares Tout=tf.float32: '0-th value returned by pyfunc is half, but "
                        "expects float'",
             ),
             Expectation(
-                modes=["xla", "keras_xla"], outcome="InvalidArgumentError",
+                modes=["xla", "keras_xla", "keras3_xla"], outcome="InvalidArgumentError",
                 reason="XLA cannot compile Python: there is no XLA kernel for the PyFuncStateless op "
                        "('Detected unsupported operations when trying to compile graph')",
             ),

@@ -173,13 +173,16 @@ CASES = [
                     "graph, InternalError in tf.function; no mode aborts",
         expectations=[
             Expectation(
-                modes=["eager", "graph", "forward", "saved_model", "keras_eager"], outcome="ValueError",
+                modes=["eager", "graph", "forward", "saved_model", "keras_eager", "keras3_eager"],
+                outcome="ValueError",
                 reason="the eager decorator now counts the gradients ('expected to return 1 gradients, "
                        "but returned 0'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
                        "gradient count",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla", "keras_fit", "keras_xla", "keras_mixed", "keras_mirrored"],
+                modes=["no_autograph", "function", "xla", "keras_fit", "keras_xla", "keras_mixed",
+                       "keras_mirrored", "keras3_fit", "keras3_xla", "keras3_mixed",
+                       "keras3_mirrored"],
                 outcome="InternalError",
                 reason="the graph-mode decorator inside tf.function does not count the gradients; the "
                        "tape's C++ check (pywrap_tfe_src.cc) reports the mismatch as InternalError "
@@ -196,13 +199,16 @@ CASES = [
                     "ValueError in eager and graph, InternalError in tf.function",
         expectations=[
             Expectation(
-                modes=["eager", "graph", "forward", "saved_model", "keras_eager"], outcome="ValueError",
+                modes=["eager", "graph", "forward", "saved_model", "keras_eager", "keras3_eager"],
+                outcome="ValueError",
                 reason="the eager decorator counts the gradients ('expected to return 1 gradients, but "
                        "returned 2'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
                        "gradient count",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla", "keras_fit", "keras_xla", "keras_mixed", "keras_mirrored"],
+                modes=["no_autograph", "function", "xla", "keras_fit", "keras_xla", "keras_mixed",
+                       "keras_mirrored", "keras3_fit", "keras3_xla", "keras3_mixed",
+                       "keras3_mirrored"],
                 outcome="InternalError",
                 reason="the tape's C++ count check reports it, with the message 'returned too few "
                        "gradients. Expected 2 but received 3' although there are too many",
@@ -236,7 +242,8 @@ CASES = [
                     "every mode",
         expectations=[
             Expectation(
-                modes=["keras_mixed", "keras_mirrored"], outcome=VALUES_DIFFER,
+                modes=["keras_mixed", "keras_mirrored", "keras3_mixed", "keras3_mirrored"],
+                outcome=VALUES_DIFFER,
                 reason="grad_fn ignores its upstream gradient (the upstream oracle's finding): under mixed_float16 "
                        "the LossScaleOptimizer hands it the loss scale 2**15 as dy and divides what it returns by "
                        "2**15, giving 5 / 2**15; under MirroredStrategy each of the two replicas returns 5 for its "
