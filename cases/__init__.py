@@ -40,3 +40,11 @@ UPDATE_RACE = (
 # still ordered in keras_mirrored's step (its gradients pass the strategy's all-reduce) and
 # keras_xla compiles the step, so only the default train function is left.
 RACING_STEPS = ["keras_fit"]
+
+# The Keras 3 training steps (harness.modes.keras3_step).
+KERAS3_STEPS = ["keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed", "keras3_mirrored"]
+# Why a Keras 3 step meets what a traced call meets, even under run_eagerly=True.
+KERAS3_SYMBOLIC_BUILD = (
+    "Keras 3's fit first builds the model from a symbolic batch (Trainer._symbolic_build), running "
+    "call in a graph without AutoGraph, even under run_eagerly=True"
+)

@@ -10,7 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Domain, Expectation
-from harness.cases import FORWARD_USES_THE_BODY, RACING_STEPS, SAVED_MODEL_DROPS_INNER, UPDATE_RACE
+from harness.cases import (FORWARD_USES_THE_BODY, KERAS3_STEPS, KERAS3_SYMBOLIC_BUILD, RACING_STEPS,
+                           SAVED_MODEL_DROPS_INNER, UPDATE_RACE)
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 _RECOMPUTE = "https://www.tensorflow.org/api_docs/python/tf/recompute_grad"
@@ -546,6 +547,12 @@ CASES = [
                        "captures, which live in neither the branch graph nor its outer graph, and "
                        "cond_v2._resolve_grad_inputs asserts t.graph == cond_graph; the same cond with plain "
                        "softplus differentiates fine after loading (tensorflow#40795, fixed for that case)",
+            ),
+            Expectation(
+                modes=KERAS3_STEPS, outcome="RuntimeError",
+                reason=f"{KERAS3_SYMBOLIC_BUILD}, so the Python if on a symbolic tensor raises "
+                       "('Using a symbolic `tf.Tensor` as a Python `bool` is not allowed'), which "
+                       "fit wraps in RuntimeError('Unable to automatically build the model')",
             ),
         ],
     ),
