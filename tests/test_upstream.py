@@ -210,7 +210,8 @@ def test_a_none_gradient_is_printed_as_none_and_nan_is_said_in_words():
 
         return x * y, grad
 
-    [r] = run(_case(product_drops_y, [{"x": np.float32(2.0), "y": np.float32(5.0)}]))
+    # Named in wrt, y's None is judged: not the function saying it has no gradient there.
+    [r] = run(_case(product_drops_y, [{"x": np.float32(2.0), "y": np.float32(5.0)}], wrt=("x", "y")))
     assert r.verdict is Verdict.FAIL
     assert "order 1 gradient wrt y: eager=None (unconnected) numeric=2" in r.reason
 
