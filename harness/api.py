@@ -54,7 +54,7 @@ def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Seq
       unconnected_zero: treat unconnected gradients as zeros in every mode.
       strict_xpass: count an unmet expectation as a failure.
       numeric: check the agreed values against central finite differences.
-      numeric_full: check every element instead of a few random directions.
+      numeric_full: move every element on its own, also above the oracle's element limit.
       repeat: run every mode this many times; changing values are `flaky`.
       upstream: also take every order with seeded upstream weights (the
         upstream-gradient check), compare it across modes and check it numerically.

@@ -225,8 +225,8 @@ class RunOptions:
       unconnected_zero: return zeros instead of None for a gradient that does
         not depend on its input (tf.UnconnectedGradients.ZERO in every mode).
       numeric: check the agreed values against central finite differences.
-      numeric_full: check every element (full Jacobians) instead of a few
-        seeded random directions.
+      numeric_full: move every element on its own, also at a point too large
+        for that by default (the numeric oracle's ELEMENT_LIMIT).
       repeat: run every mode this many times; values that change between the
         runs make the verdict `flaky`.
       upstream: also compute every order with seeded upstream weights

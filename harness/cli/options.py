@@ -129,8 +129,9 @@ STRICT_NONE = flags.DEFINE_bool(
     "its arguments) is the function saying it has no gradient there: said, not judged.")
 
 NUMERIC_FULL = flags.DEFINE_bool(
-    "numeric_full", False, "Numeric oracle: check every element (full Jacobians). Without it, the oracle "
-    "checks a few seeded random directions.")
+    "numeric_full", False, "Numeric oracle: move every element on its own, whatever the size. Without "
+    "it, a point with more than 1024 elements outside its elementwise arguments is checked along two "
+    "seeded random directions.")
 
 UPSTREAM = flags.DEFINE_bool(
     "upstream", True, "Also take the gradients of a seeded weighted sum of the outputs. This is the "

@@ -287,8 +287,10 @@ _BODY = textwrap.dedent('''
                 for k in range(1, ORDER + 1):
                     stage[0] = f"order {k}"
                     ys = targets(orders[-1])
-                    grads = (tf.gradients(ys, sources, unconnected_gradients=UNCONNECTED) if ys
-                             else [None] * len(sources))
+                    # A complex output has no default upstream gradient in tf.gradients: ones, as a tape.
+                    grad_ys = [tf.ones_like(y) if y.dtype.is_complex else None for y in ys]
+                    grads = (tf.gradients(ys, sources, grad_ys=grad_ys, unconnected_gradients=UNCONNECTED)
+                             if ys else [None] * len(sources))
                     orders.append([dense(g) for g in grads])
                 init = tf.compat.v1.global_variables_initializer()
             with tf.compat.v1.Session(graph=graph) as session:

@@ -188,8 +188,11 @@ def _graph_code(fn: str, names: list[str], constants: list[str], parts: ScriptPa
     for name, dtype, shape in zip(names, parts.dtypes, parts.shapes):
         lines.append(f"        {name} = tf.compat.v1.placeholder(tf.{dtype}, shape={list(shape)})")
     lines.append(f"        y = {fn}({', '.join(names)})")
+    # A complex output has no default upstream gradient in tf.gradients: ones, as a tape starts from.
+    complex_ = any(str(d).startswith("complex") for d in parts.dtypes)
     for k in range(1, order + 1):
-        lines.append(f"        {results[k]} = tf.gradients({results[k - 1]}, {sources}{unconnected})")
+        ones = f", grad_ys=[tf.ones_like(t) for t in tf.nest.flatten({results[k - 1]})]" if complex_ else ""
+        lines.append(f"        {results[k]} = tf.gradients({results[k - 1]}, {sources}{ones}{unconnected})")
     feed = ", ".join(f"{n}: {c}" for n, c in zip(names, constants))
     fetch = f"session.run(tf.nest.flatten([{', '.join(results)}]), feed_dict={{{feed}}})"
     lines += ["    with tf.compat.v1.Session(graph=graph) as session:"]
