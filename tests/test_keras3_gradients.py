@@ -59,11 +59,14 @@ def test_the_probe_sees_a_keras_custom_gradient_whose_grad_takes_upstream_by_pos
     _judged(log1pexp_positional, "log1pexp_positional")
 
 
-# -- the library's Keras 3 bug classes, in the Keras 3 training steps -----------------------------
+# -- Keras 3 bug classes (tests/data/keras3_cases.py) in the Keras 3 training steps -----------
 
 @pytest.fixture(scope="module")
-def keras3_cases(library_cases):
-    return {c.id: c for c in library_cases if c.id.startswith("keras3.")}
+def keras3_cases():
+    from harness import loader
+
+    path = helpers.ROOT / "tests" / "data" / "keras3_cases.py"
+    return {c.id: c for c in loader.case_file_cases([str(path)])}
 
 
 def _message(outcome):

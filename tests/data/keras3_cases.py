@@ -6,7 +6,9 @@ read a variable, while Keras documents `grad(*args, upstream=None)` for every ba
 layer's weight is a keras.Variable wrapping a tf.Variable. Each case here was checked on
 TensorFlow 2.21 with Keras 3.15.1 and runs only there (Keras 3's custom_gradient and variables
 changed between its releases); the builders make their layers when a mode runs them, so the
-module loads where Keras 3 is missing.
+module loads where Keras 3 is missing. A case file (`--case_file tests/data/keras3_cases.py`),
+not a library theme: every library point is in the version matrix over every release, and these
+have been run on 2.21 alone.
 """
 
 import numpy as np
