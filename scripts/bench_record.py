@@ -133,7 +133,7 @@ def case_file(recorded: Path, out: Path) -> list[str]:
         if not f["importable"] or any("array" not in a for p in f["points"] for a in p["args"]):
             continue
         session = Path(data["folder"])
-    points = ", ".join("{" + ", ".join(f"{n!r}: np.load({str(session / a['array'])!r})"
+        points = ", ".join("{" + ", ".join(f"{n!r}: np.load({str(session / a['array'])!r})"
                                            for n, a in zip(f["parameters"], p["args"])) + "}" for p in f["points"])
         ids.append(f"recorded.{f['module']}.{f['qualname']}")
         lines.append(f"    Case(id={ids[-1]!r}, fn=ops.{f['qualname']}, points=[{points}], source='bench', "
