@@ -198,6 +198,8 @@ def no_gradient_line(names: Sequence[str], others: int) -> str:
     """What is said of arguments whose gradient the function returns as None by design; `others`
     counts the sources the numeric oracle did judge."""
     listed = ", ".join(names)
-    return (f"{NO_GRADIENT}{listed} (the function returns None): the function saying "
-            f"{'it does' if len(names) == 1 else 'they do'} not affect the output, so not judged "
-            "(--strict_none judges it)" + ("; the other arguments are judged" if others else ""))
+    # None may mean "does not affect the output" or "not implemented" (a special function's
+    # parameter): which one, nothing here can tell, so neither is claimed.
+    return (f"{NO_GRADIENT}{listed} (the function returns None): not judged, the function "
+            "differentiating only its other arguments (--strict_none judges the None)"
+            + ("; the other arguments are judged" if others else ""))

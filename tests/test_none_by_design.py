@@ -32,8 +32,9 @@ POINT = [{"x": np.float32(2.0), "n": np.float32(3.0)}]
 def test_a_none_for_an_argument_the_case_did_not_name_is_said_and_the_others_are_judged():
     [result] = helpers.run(helpers.make_case(fn=power_of, points=POINT))
     assert result.verdict is Verdict.PASS and result.oracles["numeric"].status == "match"
-    said = ("no gradient for n (the function returns None): the function saying it does not affect the "
-            "output, so not judged (--strict_none judges it); the other arguments are judged")
+    said = ("no gradient for n (the function returns None): not judged, the function "
+            "differentiating only its other arguments (--strict_none judges the None); the other "
+            "arguments are judged")
     assert said in result.details and line(result).splitlines()[1] == f"    - {said}"
 
 

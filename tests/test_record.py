@@ -144,7 +144,7 @@ def test_a_point_seen_only_while_tracing_is_replayed_at_drawn_values_labelled_so
     note = next(d for d in softsign["details"] if d.startswith("recorded:"))
     assert note.startswith("recorded: a call while tracing a tf.function made by "
                            "tests/test_ops.py::test_softsign_in_function; it had no values then, so they are drawn")
-    assert "they are not the values the test used" in note
+    assert "stand-ins for values the trace did not show" in note
 
 
 def test_recorded_points_are_labelled_from_their_values(replayed):

@@ -153,8 +153,23 @@ def test_a_gradient_none_by_design_is_said_and_the_argument_differentiated_is_ju
     _, _, replayed, results = hard
     power = results[("recorded.hardlib.special.power_of", "x=2.0,n=3.0")]
     assert power["verdict"] == "pass" and power["oracles"]["numeric"]["status"] == "match", power
-    assert "    - no gradient for n (the function returns None): the function saying it does not affect the " \
-           "output, so not judged (--strict_none judges it); the other arguments are judged" in replayed.stdout
+    assert "    - no gradient for n (the function returns None): not judged, the function differentiating " \
+           "only its other arguments (--strict_none judges the None); the other arguments are judged" \
+           in replayed.stdout
+
+
+def test_a_variable_given_as_the_argument_is_an_input_not_a_variable_the_function_reads(hard):
+    _, _, _, results = hard
+    assert results[("recorded.hardlib.special.log_of", "x=[1.5]")]["verdict"] == "pass"
+
+
+def test_a_call_with_values_takes_the_place_of_one_seen_only_while_tracing(hard):
+    _, session, _, results = hard
+    [twice] = [f for f in store.read(session)["functions"] if f["qualname"] == "twice"]
+    # K = 3 points were kept from the three traced calls; the eager call's values replaced one.
+    assert twice["calls"] == 4 and len(twice["points"]) == 3
+    assert [p["context"] for p in twice["points"]] == ["eager", "tf.function", "tf.function"]
+    assert results[("recorded.hardlib.special.twice", "x=[0.25]")]["verdict"] == "pass"
 
 
 def test_a_function_recorded_at_several_dtypes_shows_each_point_s_dtype(hard):

@@ -251,9 +251,8 @@ def none_by_design(names: Sequence[str]) -> str:
     if not names:
         return ""
     listed = ", ".join(names)
-    does = "it does" if len(names) == 1 else "they do"
     return (f"; no gradient for {listed} (the function returns None): not judged, the function "
-            f"saying {does} not affect the output (--strict_none makes that a failure)")
+            "differentiating only its other arguments (--strict_none judges the None)")
 
 
 def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence,

@@ -87,6 +87,11 @@ class _Function:
         except (TypeError, ValueError):
             self.parameters = []
 
+    def full(self, limit: int) -> bool:
+        """Whether no call can add a point: K kept, each with its values (a later call with values
+        takes the place of a point seen only while tracing)."""
+        return len(self.points) >= limit and not any(_without_values(p) for p in self.points)
+
     def looks_at(self) -> bool:
         """Whether this call is examined for a new point."""
         if self.fruitless < _PATIENCE:
@@ -178,7 +183,7 @@ class Session:
             if session.stopped:
                 return f(*args, **kwargs)
             function.calls += 1
-            if len(function.points) >= session.limits.points or not function.looks_at():
+            if function.full(session.limits.points) or not function.looks_at():
                 return f(*args, **kwargs)
             watcher = _watcher()
             if watcher is None:
@@ -187,7 +192,10 @@ class Session:
             else:
                 with watcher:
                     result = f(*args, **kwargs)
-                variables = watcher.watched_variables()
+                # A variable passed as an argument is an input, not a variable the function reads,
+                # as custom_gradient itself counts them.
+                given = {id(a) for a in list(args) + list(kwargs.values())}
+                variables = [v for v in watcher.watched_variables() if id(v) not in given]
             try:
                 session.record(function, args, kwargs, variables, result)
             except Exception as e:  # noqa: BLE001
@@ -249,7 +257,10 @@ class Session:
             return
         function.fruitless = 0
         function.keys.add(key)
-        if self.points >= self.limits.total_points:
+        full = len(function.points) >= self.limits.points
+        if full and any(d[1] is None and "spec" in d[0] for d in list(described) + list(kw_described.values())):
+            return  # a call seen only while tracing never takes a kept point's place
+        if self.points >= self.limits.total_points and not full:
             self.dropped["points_over_total"] += 1
             return
         size = sum(d[1].nbytes for d in list(described) + list(kw_described.values()) if d[1] is not None)
@@ -266,8 +277,15 @@ class Session:
             self.bytes += size
         if not function.importable():
             point["function"] = self._copy(function)
-        function.points.append(point)
-        self.points += 1
+        if full:
+            if _without_values(point):  # its values were over the byte limit
+                return
+            # A point with values takes the place of one seen only while tracing.
+            traced = [i for i, p in enumerate(function.points) if _without_values(p)]
+            function.points[traced[0]] = point
+        else:
+            function.points.append(point)
+            self.points += 1
         self.dirty = True
         if not self.node:  # no test end will come to write it: write it now
             self.flush()
@@ -387,6 +405,10 @@ def _lost(write_error: str, unwritten: int) -> str:
     return (f"; could not write the recording ({write_error}): "
             f"{unwritten} point{'s' if unwritten != 1 else ''} recorded since the last write "
             f"{'is' if unwritten == 1 else 'are'} lost")
+
+
+def _without_values(point: dict) -> bool:
+    return any("spec" in a for a in point["args"]) or any("spec" in a for a in point["kwargs"].values())
 
 
 def _key(described) -> str:

@@ -434,11 +434,16 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
         note += " (the session ran the tests' tf.functions eagerly, so it may have been made inside one)"
     if drawn:
         note += (f"; it had no values then, so they are drawn ({'; '.join(drawn)}; seeded, open dimensions "
-                 f"{_OPEN_DIMENSION}): they are not the values the test used")
+                 f"{_OPEN_DIMENSION}): stand-ins for values the trace did not show")
         if point.get("note"):
             note += f"; {point['note']}"
     built = Point(names=tuple(tensor_names), values=tuple(np.asarray(v) for v in values), label=label)
     return _Built(point=built, note=note, drawn=bool(drawn), problem=problem)
+
+
+def _same(a: Point, b: Point) -> bool:
+    return a.names == b.names and all(x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y)
+                                      for x, y in zip(a.values, b.values))
 
 
 def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader, order: int,
@@ -449,8 +454,12 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
     names = _names(record, None if maker is None or variables else maker(), len(first["args"]))
     dtyped = len({_dtypes(p) for p in points}) > 1
     taken: set = set()
-    built = [_point(record, point, names, loader, zlib.crc32(f"{case_id}:{number}".encode()), dtyped, taken)
-             for number, point in enumerate(points)]
+    built: list[_Built] = []
+    for number, point in enumerate(points):
+        made = _point(record, point, names, loader, zlib.crc32(f"{case_id}:{number}".encode()), dtyped, taken)
+        # A draw from a range of one recorded value repeats that point: it is judged once, as recorded.
+        if not (made.drawn and any(_same(made.point, b.point) for b in built)):
+            built.append(made)
     labels = [b.point.label for b in built]
     notes = {b.point.label: b.note for b in built}
     problem = problem or next((b.problem for b in built if b.problem), "")

@@ -403,5 +403,5 @@ def test_a_none_set_aside_by_the_numeric_oracle_is_said_and_the_others_judged_on
         result = judge(make_case(), "x=1.0", by_mode, tf_version=TF, reference="eager", rerun=RERUN,
                        oracles={"numeric": numeric})
         assert result.verdict is Verdict.PASS
-        assert ("no gradient for n (the function returns None): the function saying it does not affect the "
-                f"output, so not judged (--strict_none judges it){others}") in result.details
+        assert ("no gradient for n (the function returns None): not judged, the function differentiating "
+                f"only its other arguments (--strict_none judges the None){others}") in result.details

@@ -57,6 +57,20 @@ def test_a_variable_s_gradient():
     np.testing.assert_allclose(tape.gradient(y, x), 3.0)  # the test checks x's gradient only
 
 
+def test_a_variable_as_the_argument():
+    v = tf.Variable([1.5])
+    with tf.GradientTape() as tape:
+        y = special.log_of(v)
+    np.testing.assert_allclose(tape.gradient(y, v), [1 / 1.5], rtol=1e-6)
+
+
+def test_traced_calls_first_then_an_eager_one():
+    traced = tf.function(special.twice)
+    for n in (2, 3, 4):
+        traced(tf.ones([n]))
+    np.testing.assert_allclose(special.twice(tf.constant([0.25])), [0.5])
+
+
 def test_dtypes():
     for dtype in (tf.float16, tf.bfloat16):
         gradient(special.square_any, tf.constant([1.5, -2.0], dtype))
