@@ -127,6 +127,27 @@ def _wrapped_in_closure(f: types.FunctionType) -> Optional[tuple[str, types.Func
             return name, candidates[name]
     if len(candidates) == 1:
         return next(iter(candidates.items()))
+    return _caller_in(candidates)
+
+
+def _caller_in(candidates: dict) -> Optional[tuple[str, types.FunctionType]]:
+    """For a decorator whose inner function closes over several functions of one module (a
+    forward and a backward, as TensorFlow Probability's custom_gradient does): the nearest
+    function of that module on the call stack, which is the user's function that was called (its
+    module-level name, found in its globals)."""
+    files = {c.__code__.co_filename for c in candidates.values()}
+    codes = {c.__code__ for c in candidates.values()}
+    if len(files) != 1:
+        return None
+    frame, depth = sys._getframe(1), 0
+    while frame is not None and depth < 40:
+        code = frame.f_code
+        if code.co_filename in files and code not in codes:
+            found = frame.f_globals.get(code.co_name)
+            plain = _plain(found) if callable(found) else None
+            if isinstance(plain, types.FunctionType) and plain.__code__ is code:
+                return code.co_name, plain
+        frame, depth = frame.f_back, depth + 1
     return None
 
 
