@@ -15,7 +15,7 @@ from harness.compare import Mismatch, compare_outcomes
 from harness.modes import LADDER
 from harness.records import ModeOutcome, OracleOutcome, Status
 
-__all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "deviation_lines", "distinct", "fallback", "hints", "ladder", "modes_of",
+__all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "PARTLY_OUTSIDE", "partly_outside_line", "deviation_lines", "distinct", "fallback", "hints", "ladder", "modes_of",
            "no_gradient_line", "oracle_line", "said_once", "unchecked"]
 
 
@@ -192,6 +192,16 @@ def modes_of(e: Expectation, pairs: list[tuple[str, Expectation]]) -> str:
 
 
 NO_GRADIENT = "no gradient for "
+PARTLY_OUTSIDE = "drawn values partly outside the function's domain: "
+
+
+def partly_outside_line(counts: tuple[int, int]) -> list[str]:
+    """What a drawn point says when some of its forward is not finite (none: [])."""
+    bad, total = counts
+    if not bad or bad == total:
+        return []
+    return [f"{PARTLY_OUTSIDE}the forward is NaN or infinite at {bad} of {total} elements, which no oracle "
+            "judges; the drawn values stand in for what the trace did not show"]
 
 
 def no_gradient_line(names: Sequence[str], others: int) -> str:

@@ -30,6 +30,7 @@ from harness.explain import (
     modes_of,
     no_gradient_line,
     oracle_line,
+    partly_outside_line,
     said_once,
     unchecked,
 )
@@ -251,6 +252,8 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
 
     found = _Findings(notes=_unobservable(expected, active))
     reference = say.yardstick = yardstick(case, point, outcomes, tf_version, reference)
+    if point in case.drawn:
+        found.notes += partly_outside_line(_non_finite(outcomes[reference]))
     say.disagree = _compare_modes(case, active, reference, expected, found)
     failed_oracle = _read_oracles(oracles, expected, found)
     unjudged = oracles["numeric"].no_gradient if "numeric" in oracles else ()
@@ -288,6 +291,16 @@ def _skipped_lines(outcomes: Mapping[str, ModeOutcome]) -> list[str]:
         if o.status is Status.SKIP:
             by_reason.setdefault(o.note, []).append(o.mode)
     return [f"{', '.join(modes)} skipped: {note}" for note, modes in by_reason.items()]
+
+
+def _non_finite(outcome: ModeOutcome) -> tuple[int, int]:
+    """(forward elements not finite, forward elements) of a mode's floating outputs."""
+    bad = total = 0
+    for output in (outcome.orders[0] if outcome.status is Status.OK and outcome.orders else ()):
+        value = np.asarray(output.value) if output.value is not None else None
+        if value is not None and value.dtype.kind in "fc":
+            bad, total = bad + int(np.sum(~np.isfinite(value))), total + value.size
+    return bad, total
 
 
 def _outside_domain(active: Mapping[str, ModeOutcome]) -> bool:

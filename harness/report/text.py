@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.explain import NO_GRADIENT
+from harness.explain import NO_GRADIENT, PARTLY_OUTSIDE
 from harness.printable import printable
 from harness.records import VERDICTS, Explored, ModeOutcome, Report, Result, Status, Verdict
 
@@ -30,7 +30,7 @@ def line(result: Result) -> str:
     head = printable(f"{_WORD[result.verdict]:<{_WIDTH}}  {result.name}  order {result.order}  {modes}".rstrip())
     if result.verdict is Verdict.PASS and not result.unchecked:
         # A pass prints its line alone, but for what it left unjudged on purpose.
-        said = [d for d in result.details if d.startswith(NO_GRADIENT)]
+        said = [d for d in result.details if d.startswith((NO_GRADIENT, PARTLY_OUTSIDE))]
         return "\n".join([head] + [_indented("    - ", d) for d in said])
     if result.unchecked:
         head += "  (unchecked)"

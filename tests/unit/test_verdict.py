@@ -405,3 +405,23 @@ def test_a_none_set_aside_by_the_numeric_oracle_is_said_and_the_others_judged_on
         assert result.verdict is Verdict.PASS
         assert ("no gradient for n (the function returns None): not judged, the function differentiating "
                 f"only its other arguments (--strict_none judges the None){others}") in result.details
+
+
+def test_a_drawn_point_partly_outside_the_domain_says_how_much_even_on_a_pass():
+    from harness.records import Output
+    from harness.report.text import line
+
+    def partly(mode):
+        return ModeOutcome(mode=mode, status=Status.OK, sources=X,
+                           orders=((Output.of(np.array([1.0, np.nan, np.nan, 2.0], np.float32)),),
+                                   (Output.of(np.float32(2.0)),)))
+
+    case = make_case(drawn=["x=1.0"])
+    result = judge(case, "x=1.0", {m: partly(m) for m in MODES}, tf_version=TF, reference="eager", rerun=RERUN)
+    said = ("drawn values partly outside the function's domain: the forward is NaN or infinite at 2 of 4 "
+            "elements, which no oracle judges; the drawn values stand in for what the trace did not show")
+    assert result.verdict is Verdict.PASS and said in result.details
+    assert f"    - {said}" in line(result).splitlines()
+    given = judge(make_case(), "x=1.0", {m: partly(m) for m in MODES}, tf_version=TF, reference="eager",
+                  rerun=RERUN)
+    assert not any("outside" in d for d in given.details)
