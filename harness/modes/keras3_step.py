@@ -22,10 +22,6 @@ trainable weights, so `fit` leaves it alone, and the modes skip such a case, say
 
 from __future__ import annotations
 
-from typing import Optional
-
-import numpy as np
-
 from harness.modes import keras_step
 from harness.modes.shared import tf
 
@@ -78,7 +74,7 @@ def _recording_sgd(module):
     if "sgd" in _CLASSES:
         return _CLASSES["sgd"]
 
-    class _RecordingSGD(module.optimizers.SGD):
+    class _RecordingSGD(keras_step.RecordsApplied, module.optimizers.SGD):
         def __init__(self, **kwargs):
             # Named, since Keras 3 refuses the scope name it would make of the class's name.
             super().__init__(name="recording_sgd", **kwargs)
@@ -96,23 +92,8 @@ def _recording_sgd(module):
 
         def update_step(self, gradient, variable, learning_rate):
             applied = super().update_step(gradient, variable, learning_rate)
-            record, seen = self._records[self._var_key(variable)]
-            # What the update applied to each element (a gradient of another shape broadcasts).
-            record.assign(tf.broadcast_to(tf.cast(gradient, record.dtype), tf.shape(record)))
-            seen.assign(tf.ones([], seen.dtype))
+            self._note_applied(gradient, variable)
             return applied
-
-        def reset_records(self):
-            for _, seen in getattr(self, "_records", {}).values():
-                seen.assign(tf.zeros([], seen.dtype))
-
-        def record_of(self, variable) -> tuple[Optional[np.ndarray], bool]:
-            """What update_step applied to `variable` in the last step, and whether it ran."""
-            entry = getattr(self, "_records", {}).get(self._var_key(variable))
-            if entry is None:
-                return None, False
-            record, seen = entry
-            return np.asarray(record.numpy()), bool(seen.numpy())
 
     _CLASSES["sgd"] = _RecordingSGD
     return _RecordingSGD

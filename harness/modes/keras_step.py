@@ -415,11 +415,37 @@ def _model(module):
     return _StepModel
 
 
+class RecordsApplied:
+    """For an SGD of either Keras: the gradient its `update_step` applied to each weight, kept
+    in a slot beside it (`_records`: variable key -> (applied gradient, whether it ran))."""
+
+    def _note_applied(self, gradient, variable) -> None:
+        record, seen = self._records[self._var_key(variable)]
+        # What the update applied to each element: SGD broadcasts a gradient of another shape that
+        # broadcasts (a scalar for a vector weight).
+        record.assign(tf.broadcast_to(tf.cast(gradient, record.dtype), tf.shape(record)))
+        seen.assign(tf.ones([], seen.dtype))
+
+    def reset_records(self):
+        for _, seen in getattr(self, "_records", {}).values():
+            seen.assign(tf.zeros([], seen.dtype))
+
+    def record_of(self, variable) -> tuple[Optional[np.ndarray], bool]:
+        """What update_step applied to `variable` in the last step, and whether it ran for it. A
+        weight the optimizer never built was never updated: Keras 2 inside TensorFlow 2.12 and
+        2.13 builds the loss-scale optimizer's inner one from the weights that have a gradient."""
+        entry = getattr(self, "_records", {}).get(self._var_key(variable))
+        if entry is None:
+            return None, False
+        record, seen = entry
+        return np.asarray(record.numpy()), bool(seen.numpy())
+
+
 def _recording_sgd(module):
     if "sgd" in _CLASSES:
         return _CLASSES["sgd"]
 
-    class _RecordingSGD(module.optimizers.SGD):
+    class _RecordingSGD(RecordsApplied, module.optimizers.SGD):
         """Plain SGD that keeps, in a slot beside each weight, the gradient `update_step` applied."""
 
         def build(self, var_list):
@@ -435,26 +461,8 @@ def _recording_sgd(module):
         def update_step(self, gradient, variable):
             # SGD's own update first: a gradient it cannot apply (a malformed shape) fails as in fit.
             applied = super().update_step(gradient, variable)
-            record, seen = self._records[self._var_key(variable)]
-            # What the update applied to each element: SGD's assign_add broadcasts a gradient of another
-            # shape that broadcasts (a scalar for a vector weight).
-            record.assign(tf.broadcast_to(tf.cast(gradient, record.dtype), tf.shape(record)))
-            seen.assign(tf.ones([], seen.dtype))
+            self._note_applied(gradient, variable)
             return applied
-
-        def reset_records(self):
-            for _, seen in getattr(self, "_records", {}).values():
-                seen.assign(tf.zeros([], seen.dtype))
-
-        def record_of(self, variable) -> tuple[Optional[np.ndarray], bool]:
-            """What update_step applied to `variable` in the last step, and whether it ran for it. A
-            weight the optimizer never built was never updated: Keras 2 inside TensorFlow 2.12 and
-            2.13 builds the loss-scale optimizer's inner one from the weights that have a gradient."""
-            entry = getattr(self, "_records", {}).get(self._var_key(variable))
-            if entry is None:
-                return None, False
-            record, seen = entry
-            return record.numpy(), bool(seen.numpy())
 
     _CLASSES["sgd"] = _RecordingSGD
     return _RecordingSGD
