@@ -200,8 +200,8 @@ def partly_outside_line(counts: tuple[int, int]) -> list[str]:
     bad, total = counts
     if not bad or bad == total:
         return []
-    return [f"{PARTLY_OUTSIDE}the forward is NaN or infinite at {bad} of {total} elements, which no oracle "
-            "judges; the drawn values stand in for what the trace did not show"]
+    return [f"{PARTLY_OUTSIDE}the forward is NaN or infinite at {bad} of {total} elements, so only the "
+            "others can be checked; the drawn values stand in for what the trace did not show"]
 
 
 def no_gradient_line(names: Sequence[str], others: int) -> str:

@@ -192,9 +192,13 @@ def recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
     session, sessions = store.session_folder(folder)
     if not any(f.get("points") for f in data["functions"]):
         tests = sum(s.get("tests", 0) for s in data["sessions"])
-        raise UsageError(f"{session} holds no recorded call: its {tests} test{'s' if tests != 1 else ''} called no "
-                         "custom-gradient function through tf.custom_gradient, tf.compat.v1 or tf.compat.v2's, "
-                         "tensorflow.python.ops.custom_gradient's or keras.ops.custom_gradient; nothing to replay")
+        called = sum(1 for f in data["functions"] if f.get("calls"))
+        why = (f"{called} custom-gradient function{'s were' if called != 1 else ' was'} called, but no point was "
+               "kept (the recording's limits: its last line says what was dropped)" if called else
+               f"its {tests} test{'s' if tests != 1 else ''} called no custom-gradient function through "
+               "tf.custom_gradient, tf.compat.v1 or tf.compat.v2's, tensorflow.python.ops.custom_gradient's "
+               "or keras.ops.custom_gradient")
+        raise UsageError(f"{session} holds no recorded call: {why}; nothing to replay")
     if command == REPLAY_CMD:
         which = f" (the latest of {sessions} sessions in {folder})" if sessions > 1 else ""
         say(f"replaying {session}{which}: {store.ending(data)}")

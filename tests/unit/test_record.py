@@ -354,6 +354,18 @@ def test_replaying_a_session_that_recorded_no_call_is_a_usage_error_saying_so(tm
         cli_settings.settings_for("replay", [str(folder)])
 
 
+def test_replaying_a_session_whose_calls_were_all_dropped_says_so_not_that_none_was_called(tmp_path):
+    from absl import flags
+    from absl.testing import flagsaver
+
+    folder = recording(tmp_path / "rec", [{"module": "m", "qualname": "f", "calls": 5, "points": []}], tests=3)
+    with flagsaver.flagsaver(), pytest.raises(cli_settings.UsageError,
+                                              match=r"1 custom-gradient function was called, but no point was "
+                                                    r"kept \(the recording's limits"):
+        flags.FLAGS(["harness"])
+        cli_settings.settings_for("replay", [str(folder)])
+
+
 def test_the_session_s_last_line_says_what_was_kept_and_each_kind_of_drop():
     from harness.record import recorder
 

@@ -419,7 +419,8 @@ def test_a_drawn_point_partly_outside_the_domain_says_how_much_even_on_a_pass():
     case = make_case(drawn=["x=1.0"])
     result = judge(case, "x=1.0", {m: partly(m) for m in MODES}, tf_version=TF, reference="eager", rerun=RERUN)
     said = ("drawn values partly outside the function's domain: the forward is NaN or infinite at 2 of 4 "
-            "elements, which no oracle judges; the drawn values stand in for what the trace did not show")
+            "elements, so only the others can be checked; the drawn values stand in for what the trace did not "
+            "show")
     assert result.verdict is Verdict.PASS and said in result.details
     assert f"    - {said}" in line(result).splitlines()
     given = judge(make_case(), "x=1.0", {m: partly(m) for m in MODES}, tf_version=TF, reference="eager",
