@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from harness import modes as _modes
+from harness import mode_names
 from harness.checking import case_for
 from harness.records import Result, RunOptions
 
@@ -63,7 +63,7 @@ def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Seq
     """
     from harness import execute  # noqa: PLC0415 - imports TensorFlow
 
-    names = _modes.parse_modes(modes if isinstance(modes, str) else ",".join(modes))
+    names = mode_names.parse_modes(modes if isinstance(modes, str) else ",".join(modes))
     name = getattr(fn, "__name__", "function").replace("<lambda>", "lambda")
     case = case_for(fn, name, _points(inputs, dtype), order, source=f"{getattr(fn, '__module__', '?')}.{name}",
                     **case_options)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from harness import modes as _modes
+from harness import mode_names
 from harness.domain import Domain
 from harness.tolerance import Tol, ToleranceOverride
 from harness.versions import VersionRange, parse_range
@@ -404,7 +404,7 @@ class Case:
                               f"it must accept the point argument(s) {', '.join(names)} as NumPy values")
         labels = {p.label for p in self.points}
         for field, table, known, what in (("kinks", self.kinks, labels | {"*"}, "point label or '*'"),
-                                          ("skip_modes", self.skip_modes, set(_modes.KNOWN_MODES), "mode")):
+                                          ("skip_modes", self.skip_modes, set(mode_names.KNOWN_MODES), "mode")):
             if not isinstance(table, Mapping):
                 raise _fail(self.id, field, f"give a mapping from {what} to the reason")
             for key, reason in table.items():
@@ -461,9 +461,9 @@ class Case:
             if not e.modes:
                 raise _fail(self.id, field, "name the modes that deviate")
             for mode in e.modes:
-                if mode not in _modes.KNOWN_MODES and mode not in ORACLES:
+                if mode not in mode_names.KNOWN_MODES and mode not in ORACLES:
                     raise _fail(self.id, field,
-                                f"unknown mode {mode!r}; known modes: {', '.join(_modes.KNOWN_MODES)}; "
+                                f"unknown mode {mode!r}; known modes: {', '.join(mode_names.KNOWN_MODES)}; "
                                 f"oracles: {', '.join(ORACLES)}")
             if e.outcome not in _OUTCOMES and not _EXCEPTION_NAME.match(e.outcome or ""):
                 raise _fail(self.id, field,
@@ -481,9 +481,9 @@ class Case:
             for oracle in oracles:
                 if oracle in ("reference", "analytic") and getattr(self, oracle) is None:
                     raise _fail(self.id, field, f"the case has no {oracle} oracle; give Case({oracle}=...)")
-            if e.outcome == VALUES_DIFFER and _modes.REFERENCE_MODE in e.modes:
+            if e.outcome == VALUES_DIFFER and mode_names.REFERENCE_MODE in e.modes:
                 raise _fail(self.id, field,
-                            f"values are compared with {_modes.REFERENCE_MODE!r}, so it cannot differ "
+                            f"values are compared with {mode_names.REFERENCE_MODE!r}, so it cannot differ "
                             "from itself; name the other modes")
             labels = {p.label for p in self.points}
             for label in e.points:

@@ -140,7 +140,7 @@ def parse_expect(text: str) -> tuple[tuple[str, ...], str, str]:
     Raises:
       InputError: the text does not have that form, or names an unknown mode.
     """
-    from harness import modes as _modes  # noqa: PLC0415
+    from harness import mode_names  # noqa: PLC0415
     from harness.case import _OUTCOMES, ORACLES  # noqa: PLC0415
 
     parts = [p.strip() for p in text.split(":", 2)]
@@ -150,18 +150,18 @@ def parse_expect(text: str) -> tuple[tuple[str, ...], str, str]:
     modes: list[str] = []
     for name in names:
         if name == "all":
-            modes += [m for m in _modes.KNOWN_MODES if m not in modes]
-        elif name in _modes.KNOWN_MODES or name in ORACLES:
+            modes += [m for m in mode_names.KNOWN_MODES if m not in modes]
+        elif name in mode_names.KNOWN_MODES or name in ORACLES:
             modes.append(name)
         else:
             raise InputError(f"--expect {text!r}: unknown mode {name!r}; use 'all', modes "
-                             f"({', '.join(_modes.KNOWN_MODES)}) or oracles ({', '.join(ORACLES)})")
+                             f"({', '.join(mode_names.KNOWN_MODES)}) or oracles ({', '.join(ORACLES)})")
     outcome = parts[1]
     if outcome not in _OUTCOMES and not outcome.isidentifier():
         raise InputError(f"--expect {text!r}: {outcome!r} is neither an exception class name nor one of "
                          f"{', '.join(repr(o) for o in _OUTCOMES)}")
     if outcome == "values differ" and "all" in names:
-        modes = [m for m in modes if m != _modes.REFERENCE_MODE]  # every mode but the one compared with
+        modes = [m for m in modes if m != mode_names.REFERENCE_MODE]  # every mode but the one compared with
     reason = parts[2] if len(parts) > 2 and parts[2] else "declared on the command line with --expect"
     return tuple(modes), outcome, reason
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from harness.case import Expectation
 from harness.compare import Mismatch, compare_outcomes
-from harness.modes import LADDER
+from harness.mode_names import LADDER
 from harness.records import ModeOutcome, OracleOutcome, Status
 
 __all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "PARTLY_OUTSIDE", "partly_outside_line", "deviation_lines", "distinct", "fallback", "hints", "ladder", "modes_of",

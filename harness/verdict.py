@@ -34,7 +34,7 @@ from harness.explain import (
     said_once,
     unchecked,
 )
-from harness.modes import TRAINING_STEPS
+from harness.mode_names import TRAINING_STEPS
 from harness.records import (
     CaseInfo,
     ErrorInfo,

@@ -10,16 +10,16 @@ from pathlib import Path
 
 from absl import flags
 
-from harness import modes as _modes
+from harness import mode_names
 from harness import report as _report
 
 # Each help starts with one short sentence: `python -m harness --help` shows that sentence, and
 # --helpfull and COMMAND --help the whole text.
 MODE = flags.DEFINE_string(
     "mode", "all", f"The modes to run: 'all', 'full', 'keras', 'keras3' or a comma list. With "
-    f"'all' they are {', '.join(_modes.CORE_MODES)}; with 'full' {', '.join(_modes.FULL_MODES)}; with 'keras' the "
-    f"tf_keras training steps {', '.join(_modes.STEP_MODES)}; with 'keras3' the Keras 3 ones "
-    f"{', '.join(_modes.KERAS3_MODES)}; the modes are {', '.join(_modes.KNOWN_MODES)}.")
+    f"'all' they are {', '.join(mode_names.CORE_MODES)}; with 'full' {', '.join(mode_names.FULL_MODES)}; "
+    f"with 'keras' the tf_keras training steps {', '.join(mode_names.STEP_MODES)}; with 'keras3' the Keras 3 "
+    f"ones {', '.join(mode_names.KERAS3_MODES)}; the modes are {', '.join(mode_names.KNOWN_MODES)}.")
 
 
 def split_patterns(text: str) -> list[str]:
@@ -217,7 +217,7 @@ class UsageError(Exception):
 
 def _mode_ok(value: str) -> bool:
     try:
-        _modes.parse_modes(value)
+        mode_names.parse_modes(value)
     except ValueError as e:
         raise flags.ValidationError(str(e)) from None
     return True

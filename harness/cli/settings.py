@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 
 from absl import flags
 
-from harness import modes as _modes
+from harness import mode_names
 from harness import report as _report
 from harness.cli.help import COMMANDS
 from harness.cli.options import (
@@ -137,7 +137,7 @@ def settings_for(command: str, args: Sequence[str]) -> Settings:
     if command == EXPLORE_CMD or EXPLORE.value:
         explore_module()  # Hypothesis missing: said before any case runs
     domains = explore_domains(args[0]) if command == EXPLORE_CMD else ()
-    modes = _modes.parse_modes(MODE.value)
+    modes = mode_names.parse_modes(MODE.value)
     check_outputs()
     matrix = check_repro_flags(command)
     recorded = recorded_folder(command, args)
@@ -209,7 +209,7 @@ def rerun_command(case_id: str, point: str, s: Settings, check=None, inputs: Opt
     """The command line that reruns one case at one point alone with the settings `s`; `check`
     the check spec it reruns (None: a case id), whose `inputs` (default: all of them) are the
     point's --inputs."""
-    mode = "all" if tuple(s.modes) == _modes.CORE_MODES else ",".join(s.modes)
+    mode = "all" if tuple(s.modes) == mode_names.CORE_MODES else ",".join(s.modes)
     parts = ["python", "-m", "harness"] + (["replay", s.recorded] if s.recorded else [])
     if s.recorded:  # a recorded case reruns through replay, whichever command ran it
         parts += ([f"--order={s.origins.recorded[1]}"] if s.origins.recorded[1] != 1 else [])

@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from harness import modes as _modes
+from harness import mode_names
 from harness.case import Case, CaseError, Expectation, Point, point_label
 from harness.record import identity, serial, store
 
@@ -342,7 +342,7 @@ def _skip_case(case_id: str, labels: Sequence[str], reason: str, description: st
 
     points = [Point(names=("x",), values=(np.float32(0.0),), label=label) for label in labels]
     return Case(id=case_id, points=points, fn=never, description=description, source=source,
-                skip_modes={m: f"cannot be replayed: {reason}" for m in _modes.KNOWN_MODES},
+                skip_modes={m: f"cannot be replayed: {reason}" for m in mode_names.KNOWN_MODES},
                 notes={k: v for k, v in notes.items() if k in labels})
 
 
