@@ -61,7 +61,7 @@ def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Seq
       **case_options: more Case fields: wrt, tolerance, expectations,
         wrt_variables, reference, analytic, kinks, symmetric, description, ...
     """
-    from harness import execute  # noqa: PLC0415 - imports TensorFlow
+    from harness import run_here  # noqa: PLC0415 - imports TensorFlow
 
     names = mode_names.parse_modes(modes if isinstance(modes, str) else ",".join(modes))
     name = getattr(fn, "__name__", "function").replace("<lambda>", "lambda")
@@ -69,9 +69,9 @@ def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Seq
                     **case_options)
     options = RunOptions(unconnected_zero=unconnected_zero, numeric=numeric, numeric_full=numeric_full,
                          repeat=repeat, upstream=upstream)
-    return execute.run_case(case, names, options,
-                            rerun=lambda c, p: f"harness.check({name}, ...) at {p.label}",
-                            strict_xpass=strict_xpass)
+    return run_here.run_case(case, names, options,
+                             rerun=lambda c, p: f"harness.check({name}, ...) at {p.label}",
+                             strict_xpass=strict_xpass)
 
 
 def assert_consistent(fn: Callable, inputs: Inputs, **options: Any) -> list[Result]:

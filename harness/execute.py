@@ -1,30 +1,28 @@
 """Running selected cases in the selected modes and checking the oracles at each point.
 
 This is where TensorFlow is first imported on a normal run (through the mode
-runners). `measure` is what a worker runs; `run_case` also judges, for the
-in-process uses (harness.check, --inprocess, tests) with the same rules the
-main process applies to a worker's measurements.
+runners). `measure` is what a worker runs; it judges nothing, and imports
+nothing that judges: the main process judges what it measured
+(verdict.judge_measured), and harness.run_here measures and judges in one
+process for harness.check and the tests.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import platform
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from harness import modes as _modes
-from harness import loader, oracles, probe, state
-from harness.case import Case, Point
+from harness import oracles, probe
+from harness.case import Case
 from harness.modes.shared import tf
-from harness.records import Measured, ModeOutcome, Result, RunOptions, Status, error_info
-from harness.verdict import judge_measured, oracle_subject, yardstick
+from harness.records import Measured, ModeOutcome, RunOptions, Status, error_info
+from harness.rules import oracle_subject, yardstick
 
-__all__ = ["environment", "measure", "run_case", "run_cases"]
-
-# Rerun command for one case and point, given by the caller (it knows the flags).
-RerunFn = Callable[[Case, Point], str]
+__all__ = ["environment", "measure"]
 
 
 def environment() -> dict[str, str]:
@@ -84,27 +82,3 @@ def measure(case: Case, modes: Sequence[str], options: RunOptions,
             checks = oracles.check(case, point, outcomes[subject], options, note)
         measured.append(Measured(point=point.label, outcomes=outcomes, repeats=repeats, oracles=checks))
     return measured
-
-
-def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: RerunFn,
-             strict_xpass: bool = False) -> list[Result]:
-    """Measures `case` and judges each of its points, all in this process (harness.check, tests).
-
-    What the case changes of global state (harness.state) is reported on it as a worker's would
-    be, but stays: nothing here can replace the process.
-    """
-    settings, threads = state.snapshot(), state.threads()
-    measured = measure(case, modes, options)
-    running = state.left_running(threads)
-    return judge_measured(loader.info(case), measured, points=[p.label for p in case.points],
-                          modes=modes, options=options, tf_version=tf.version.VERSION,
-                          reference=_modes.reference_of(tuple(modes)),
-                          reruns={p.label: rerun(case, p) for p in case.points}, strict_xpass=strict_xpass,
-                          changed=state.changes(settings, state.snapshot()) + running)
-
-
-def run_cases(cases: Sequence[Case], modes: Sequence[str], options: RunOptions, rerun: RerunFn,
-              strict_xpass: bool = False) -> Iterator[Result]:
-    """Yields each case's results as soon as that case has run, in this process."""
-    for case in cases:
-        yield from run_case(case, modes, options, rerun, strict_xpass)

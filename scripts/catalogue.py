@@ -133,7 +133,7 @@ def generate() -> str:
     sys.path.insert(0, str(ROOT))
     from harness import loader  # noqa: PLC0415
     from harness import modes as _modes  # noqa: PLC0415
-    from harness.execute import run_cases  # noqa: PLC0415
+    from harness.run_here import run_cases  # noqa: PLC0415
     from harness.records import RunOptions  # noqa: PLC0415
 
     cases = loader.builtin_cases()

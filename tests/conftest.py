@@ -49,7 +49,7 @@ def library_cases():
 
 @pytest.fixture(scope="session")
 def library_results(library_cases):
-    from harness.execute import run_cases
+    from harness.run_here import run_cases
     from harness.records import RunOptions
 
     found = {}

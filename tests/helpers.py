@@ -82,7 +82,7 @@ CORE_MODES = ("eager", "function", "graph")
 
 def run(case, modes=CORE_MODES, **options):
     """`case` judged in this process in `modes` with RunOptions(**options): one Result per point."""
-    from harness.execute import run_case
+    from harness.run_here import run_case
     from harness.records import RunOptions
 
     return run_case(case, modes, RunOptions(**options), rerun=lambda c, p: f"rerun {c.id}[{p.label}]")

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from harness.cases.structure import custom_cube
-from harness.execute import run_case
+from harness.run_here import run_case
 from harness.modes import function as function_mode
 from harness.modes.shared import Steps, build_subject
 from harness.records import RunOptions, Status

@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from harness.execute import run_case
+from harness.run_here import run_case
 from harness.modes import function as function_mode
 from harness.modes import graph as graph_mode
 from harness.modes.shared import Steps, build_subject

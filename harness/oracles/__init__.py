@@ -38,7 +38,7 @@ from harness.oracles.directions import DIRECTIONS
 from harness.oracles.outcomes import oracle_outcome, upstream_failed
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions, Status
 from harness.tolerance import tolerance_for
-from harness.verdict import required_oracles
+from harness.rules import required_oracles
 
 __all__ = ["check", "DIRECTIONS"]
 

@@ -8,7 +8,7 @@ from harness.compare import compare_outcomes
 from harness.modes import CORE_MODES, FULL_MODES, KERAS3_MODES, STEP_MODES, parse_modes
 from harness.modes.step_rules import MIXED, WIDTH, weight_row, why_not
 from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, Status
-from harness.verdict import oracle_subject, yardstick
+from harness.rules import oracle_subject, yardstick
 from tests.unit.outcomes import TF, make_case
 
 X = (Differentiated("x", "float32", (2,)),)

@@ -9,7 +9,8 @@ from harness.case import Case
 from harness.checking import InputError, parse_expect
 from harness.records import Differentiated, ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Verdict
 from harness.repro import issue
-from harness.verdict import judge, oracle_subject, yardstick
+from harness.rules import oracle_subject, yardstick
+from harness.verdict import judge
 
 X = (Differentiated("x", "float32", ()),)
 
