@@ -33,6 +33,12 @@ TRACE_AFTER_S = 0.05
 TRACE_AGREEMENT = 1e-9
 # The agreed values in a dtype coarser than float64 carry its rounding: this many ulps of it.
 _ULPS = 64.0
+# Relative shifts of the sources that tell a function computing in float64 from one that casts its
+# float64 inputs to float32 inside (a Keras 3 layer casts its inputs to its compute dtype): the
+# small one is far below float32's resolution (2**-24) and far above float64's, so a float64
+# computation moves with it as it moves with the large one, scaled, and a float32 one does not.
+_PROBE_SMALL = 2.0 ** -34
+_PROBE_LARGE = 2.0 ** -14
 
 
 # The traced functions kept for the next points of their case (the oldest go first).
@@ -89,6 +95,7 @@ class Evaluator:
         self.calls = 0  # evaluations at shifted points
         self.slow = False  # an eager evaluation took longer than TRACE_AFTER_S
         self.shapes: dict[int, list[tuple]] = {}  # each order's value shapes, as `values` has them
+        self.not_float64 = ""  # why the differences are not taken in float64, where they are not
 
     def dtype(self) -> str:
         if self.wide:
@@ -130,6 +137,31 @@ class Evaluator:
         rtol = max([TRACE_AGREEMENT] + [_ULPS * differences.epsilon(o.dtype) for o in outputs])
         flat = np.concatenate([[]] + [np.ravel(np.asarray(o.value, np.float64)) for o in outputs])
         return flat, rtol
+
+    def narrower_inside(self) -> str:
+        """Why the forward's float64 values do not follow the float64 inputs (empty: they do, or
+        nothing says otherwise): moved by a relative shift of every nonzero source element far
+        below float32's resolution, most of the values that a larger shift moves stay where they
+        were, or move otherwise than it predicts. A float64 output computed from the inputs cast
+        to float32 inside looks like float64, and its differences at a float64 step are float32
+        rounding (zero, or noise)."""
+        base = self.base(0)[0]
+        small = self.values(0, [_PROBE_SMALL * b for b in self.bases])[0]
+        large = self.values(0, [_PROBE_LARGE * b for b in self.bases])[0]
+        if base is None or small is None or large is None:
+            return ""
+        predicted = (large - base) * (_PROBE_SMALL / _PROBE_LARGE)
+        with np.errstate(invalid="ignore", over="ignore"):
+            moved = (np.isfinite(base) & np.isfinite(large) & np.isfinite(small)
+                     & (np.abs(large - base) > 1e-6 * np.abs(base) + differences.tiny("float64")))
+            off = np.abs((small - base) - predicted) > (0.25 * np.abs(predicted)
+                                                        + _ULPS * differences.epsilon("float64")
+                                                        * np.abs(base))
+        if not moved.any() or np.count_nonzero(off & moved) * 2 <= np.count_nonzero(moved):
+            return ""
+        return (f"float64 inputs moved by {_PROBE_SMALL:.2g} of their size move "
+                f"{np.count_nonzero(off & moved)} of {np.count_nonzero(moved)} forward values "
+                f"otherwise than a float64 computation would (a cast to a narrower dtype inside)")
 
     def values(self, order: int, shifts: Sequence[np.ndarray]) -> Values:
         """The order `order` values, element by element in float64, with every source moved by its

@@ -168,20 +168,26 @@ def _both(agreed: ModeOutcome, options: RunOptions, status: str,
 
 def _evaluator(case: Case, point: Point, agreed: ModeOutcome,
                with_upstream: bool) -> tuple[Optional[Evaluator], str]:
-    """The evaluator in float64 where the function allows it, else in its own dtype."""
+    """The evaluator in float64 where the function allows it, else in its own dtype; it keeps
+    why float64 was not used, for the note."""
     why = []
     for wide in (True, False):
         try:
             candidate = Evaluator(case, point, wide, with_upstream, agreed.orders)
             # The forward first: how long it takes says whether to trace the orders above.
             candidate.base(0)
+            narrower = candidate.narrower_inside() if wide else ""
+            if narrower:
+                why.append(narrower)
+                continue
             candidate.base(case.order - 1)
+            candidate.not_float64 = "; ".join(why)
             return candidate, ""
         except NotWide as e:
             why.append(f"float64 inputs give {e} outputs")
         except CaseRaised as e:
-            dtype = "float64" if wide else "its own dtype"
-            why.append(f"{dtype}: {e.info.type}: {e.info.first_line}")
+            where = "in float64 it raises" if wide else "in its own dtype it raises"
+            why.append(f"{where} {e.info.type}: {e.info.first_line}")
     return None, "the function could not be evaluated for differences: " + "; ".join(why)
 
 

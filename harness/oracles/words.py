@@ -271,6 +271,8 @@ def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence,
                 "shift of all its elements, its values being elementwise in it")
     if evaluator.traced_orders:
         how += "; evaluated through a tf.function (its values at the point are eager's)"
+    if evaluator.not_float64 and not evaluator.wide:
+        how += f"; not in float64: {evaluator.not_float64}"
     return f"central differences in {evaluator.dtype()} with step {step:g}, {how}"
 
 
