@@ -5,10 +5,13 @@ a catalogue, the CLI selects from it, and each job is one case. A worker that
 dies makes its case `crash`; one that runs past the timeout is killed and its
 case is `timeout`; either way a fresh worker takes over and the run goes on.
 
+The pool carries what each job's worker measured back, or how the worker
+ended, and judges none of it: the main process's run judges (harness.judging),
+so this transport imports no verdict rule.
+
 Each job is timed on the wall clock, from when it is assigned (a worker takes
-it, or InProcess starts it) to when its results are ready: "done" judged here,
-or the crash or timeout seen. A job's points run together (the modes batch
-them), so each point's Result gets the job's time divided by its points.
+it, or InProcess starts it) to when its measurement arrives, or the crash or
+timeout is seen.
 """
 
 from __future__ import annotations
@@ -27,11 +30,9 @@ import time
 from typing import Callable, Iterator, Optional, Sequence
 
 from harness import head_start, lifetime, loader, worker
-from harness import modes as _modes
-from harness.records import CaseInfo, Measured, Result, Status
-from harness.verdict import died, judge_measured
+from harness.records import CaseInfo, Measured, Status
 
-__all__ = ["Finished", "InProcess", "PoolError", "WorkerPool"]
+__all__ = ["Carried", "Death", "InProcess", "PoolError", "WorkerPool"]
 
 # The last lines of a dead worker's output kept with its crash verdict.
 _TAIL_LINES = 12
@@ -43,12 +44,31 @@ _clock = time.monotonic
 
 
 @dataclasses.dataclass(frozen=True)
-class Finished:
-    """One job done: its index in the run, its results, and any reproduction scripts."""
+class Death:
+    """How a job's worker ended before it sent a measurement."""
+
+    status: Status  # Status.CRASH or Status.TIMEOUT
+    mode: str  # the mode it was running
+    how: str  # e.g. "killed by SIGABRT" or "ran past the 60 s timeout; its worker was killed"
+    output: str  # the last lines the worker wrote
+
+
+@dataclasses.dataclass(frozen=True)
+class Carried:
+    """One job at its end, as its worker left it, judged by no one yet: its index in the run, the
+    job, the seconds it took, any reproduction scripts, and what was measured or how the worker
+    died."""
 
     index: int
-    results: list
+    job: worker.Job
+    seconds: float
     scripts: dict  # point label -> (ok, script text or why there is none)
+    measured: Sequence[Measured] = ()
+    changed: Sequence[str] = ()  # the process-wide state the case changed, and threads it left
+    lost: str = ""  # why nothing measured could be sent, when it could not
+    death: Optional[Death] = None
+    # --inprocess: the cases before this one whose process-wide changes this process still carries.
+    after: tuple[str, ...] = ()
 
 
 class PoolError(Exception):
@@ -135,27 +155,6 @@ class _Worker:
         self.kill()
 
 
-def _judge(infos: dict, environment: dict, job: worker.Job, measured: Sequence[Measured],
-           changed: Sequence[str], lost: str = "") -> list[Result]:
-    """The verdicts on what a worker measured for `job`, decided here, in the main process."""
-    info = infos[job.case_id] if job.values is None else loader.info_at(infos[job.case_id], job.points[0])
-    return judge_measured(info, measured, points=job.points, modes=job.modes, options=job.options,
-                          tf_version=environment["tensorflow"], reference=_modes.reference_of(job.modes),
-                          reruns=dict(job.reruns), strict_xpass=job.strict_xpass, changed=changed, lost=lost)
-
-
-def _dead_results(job: worker.Job, status: Status, mode: str, how: str, output: str) -> list[Result]:
-    reruns = dict(job.reruns)
-    return [died(job.case_id, label, job.order, status, mode, how, output, reruns[label]) for label in job.points]
-
-
-def _timed(results: Sequence[Result], seconds: float) -> list[Result]:
-    """`results` of one job that took `seconds`, each point given an equal share: the points ran
-    together, so no point's own time can be told apart."""
-    share = max(0.0, seconds) / len(results) if results else 0.0
-    return [dataclasses.replace(r, seconds=share) for r in results]
-
-
 class WorkerPool:
     """Worker processes that import TensorFlow once and take one case at a time.
 
@@ -173,10 +172,9 @@ class WorkerPool:
         self._count = 0
         self._workers: list[_Worker] = []
         self._catalogue: Optional[tuple[dict, list[CaseInfo]]] = None
-        self._infos: dict[str, CaseInfo] = {}
         self._jobs: Sequence[worker.Job] = ()
         self._pending: collections.deque[int] = collections.deque()
-        self._finished: list[Finished] = []
+        self._finished: list[Carried] = []
         if early:
             self._count = 1
             self._workers.append(_Worker(early.process, early.conn, early.output, origins))
@@ -206,7 +204,7 @@ class WorkerPool:
             self._receive(None)
         return self._catalogue
 
-    def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int) -> Iterator[Finished]:
+    def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int) -> Iterator[Carried]:
         """Runs `jobs` on `size` workers (at most one per job); yields each job as it finishes."""
         size = max(1, min(size, len(jobs)))
         for w in self._workers[size:]:
@@ -250,7 +248,6 @@ class WorkerPool:
                 w.ready, w.mode = True, "idle"
                 if self._catalogue is None:
                     self._catalogue = (message[1], message[2])
-                    self._infos = {c.id: c for c in message[2]}
             elif kind == "load_error":
                 self.kill()
                 raise loader.LoadError(message[1])
@@ -259,8 +256,8 @@ class WorkerPool:
             elif kind == "scripts":
                 w.scripts = message[1]
             elif kind == "done":
-                results = _judge(self._infos, self._catalogue[0], w.job, message[1], message[2], message[3])
-                self._finished.append(Finished(w.index, _timed(results, _clock() - w.started), w.scripts))
+                self._finished.append(Carried(w.index, w.job, _clock() - w.started, w.scripts,
+                                              measured=message[1], changed=message[2], lost=message[3]))
                 w.release()
                 if message[2]:  # it changed global state and has exited
                     self._replace(w)
@@ -275,8 +272,8 @@ class WorkerPool:
             self.close()
             raise PoolError(f"a worker {how} while importing TensorFlow and the cases; its last output:\n{output}")
         if w.job is not None:
-            results = _dead_results(w.job, Status.CRASH, w.mode, how, output)
-            self._finished.append(Finished(w.index, _timed(results, seen - w.started), w.scripts))
+            self._finished.append(Carried(w.index, w.job, seen - w.started, w.scripts,
+                                          death=Death(Status.CRASH, w.mode, how, output)))
         self._replace(w)
 
     def _expire(self) -> None:
@@ -287,8 +284,8 @@ class WorkerPool:
             if w.job is not None and now - w.started >= self._timeout:
                 how = f"ran past the {self._timeout:g} s timeout; its worker was killed"
                 w.kill()
-                results = _dead_results(w.job, Status.TIMEOUT, w.mode, how, _tail(w.output))
-                self._finished.append(Finished(w.index, _timed(results, now - w.started), w.scripts))
+                self._finished.append(Carried(w.index, w.job, now - w.started, w.scripts,
+                                              death=Death(Status.TIMEOUT, w.mode, how, _tail(w.output))))
                 self._replace(w)
 
     def _replace(self, w: _Worker) -> None:
@@ -325,12 +322,11 @@ class InProcess:
 
     def __init__(self, origins: worker.Origins):
         self._loaded = worker.load(origins)
-        self._infos = {c.id: loader.info(c) for c in self._loaded.cases.values()}
 
     def start(self) -> tuple[dict, list[CaseInfo]]:
         return self._loaded.environment, [loader.info(c) for c in self._loaded.cases.values()]
 
-    def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int = 1) -> Iterator[Finished]:
+    def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int = 1) -> Iterator[Carried]:
         from harness import state  # noqa: PLC0415
 
         polluters: list[str] = []  # the cases whose changes this process still carries
@@ -346,14 +342,11 @@ class InProcess:
             measured, changed = worker.run_job(self._loaded, job, notify)
             if changed:  # blame only this case for it; what it changed stays for the cases after it
                 self._loaded = dataclasses.replace(self._loaded, baseline=state.snapshot(), threads=state.threads())
-            results = _judge(self._infos, self._loaded.environment, job, measured, changed)
-            if polluters:
-                note = (f"ran after {', '.join(polluters)} left process-wide state changed, which --inprocess "
-                        "cannot undo: run it without --inprocess for a verdict of its own")
-                results = [dataclasses.replace(r, details=(note,) + r.details) for r in results]
+            carried = Carried(index, job, _clock() - started, scripts, measured=measured, changed=changed,
+                              after=tuple(polluters))
             if changed:
                 polluters.append(job.case_id)
-            yield Finished(index, _timed(results, _clock() - started), scripts)
+            yield carried
 
     def close(self) -> None:
         pass

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import explore, loader, pool  # noqa: E402
+from harness import explore, judging, loader, pool  # noqa: E402
 from harness.checking import CheckSpec  # noqa: E402
 from harness.modes import CORE_MODES  # noqa: E402
 from harness.records import RunOptions  # noqa: E402
@@ -46,14 +46,15 @@ def main() -> int:
     options = RunOptions()
     stamps: list[float] = []
     try:
-        _, catalogue = runner.start()
+        environment, catalogue = runner.start()
         (info,) = loader.select(catalogue, ["check.custom_square"])
 
         def measure(values):
             label = explore.label_of(values)
             job = Job(case_id=info.id, order=info.order, points=(label,), modes=CORE_MODES, options=options,
                       strict_xpass=False, reruns=((label, ""),), values=tuple(values))
-            result = next(iter(runner.run([job], lambda job: None, 1))).results[0]
+            done = judging.judged(next(iter(runner.run([job], lambda job: None, 1))), {info.id: info}, environment)
+            result = done.results[0]
             stamps.append(time.monotonic())
             return result
 

@@ -94,6 +94,7 @@ def explore_command(s: Settings, target: str) -> int:
 def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: int, check, environment: dict):
     """Explores one case: its declared domains, with `given` (argument, Domain) pairs over them."""
     from harness import explore  # noqa: PLC0415
+    from harness.judging import judged  # noqa: PLC0415
     from harness.records import Explored  # noqa: PLC0415
     from harness.worker import Job  # noqa: PLC0415
 
@@ -107,7 +108,7 @@ def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: in
         command, _ = explore_rerun(info, values, s, check)
         job = Job(case_id=info.id, order=info.order, points=(label,), modes=s.modes, options=s.options,
                   strict_xpass=s.strict_xpass, repro=repro, reruns=((label, command),), values=tuple(values))
-        return next(iter(runner.run([job], lambda job: None, 1)))
+        return judged(next(iter(runner.run([job], lambda job: None, 1))), {info.id: info}, environment)
 
     def measure(values):
         tried[0] += 1

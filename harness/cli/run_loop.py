@@ -64,6 +64,7 @@ class Run:
         self.s = s
         self.start = time.monotonic()
         self.environment: dict = {}
+        self.infos: dict[str, CaseInfo] = {}  # every loaded case's, by id: what its results are judged by
         self.selected: list[CaseInfo] = []
         self.finished: dict[int, object] = {}
         self.explored: list = []
@@ -98,6 +99,7 @@ class Run:
         try:
             runner = runner_for(self.s)
             self.environment, catalogue = runner.start()
+            self.infos = {c.id: c for c in catalogue}
             self.selected = loader.shard(loader.select(catalogue, self.s.patterns), *self.s.shard)
             if self.s.list_only:
                 list_cases(self.selected)
@@ -165,13 +167,16 @@ class Run:
         self.jsonl_opened = True
 
     def stream(self, runner) -> None:
-        """Runs every job, printing each result and appending it to the JSON Lines stream."""
+        """Runs every job, judging each as it comes back (here, in the main process), printing each
+        result and appending it to the JSON Lines stream."""
+        from harness.judging import each_judged  # noqa: PLC0415
         from harness.report import json_report, text  # noqa: PLC0415
 
         jobs = self.jobs()
         progress = Progress(total=sum(len(c.points) for c in self.selected))
         try:
-            for done in runner.run(jobs, lambda job: progress.started(job.case_id), pool_size(len(jobs), self.s.jobs)):
+            carried = runner.run(jobs, lambda job: progress.started(job.case_id), pool_size(len(jobs), self.s.jobs))
+            for done in each_judged(carried, self.infos, self.environment):
                 self.finished[done.index] = done
                 for result in done.results:
                     self.append(json_report.result_dict(result))

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness import pool, worker
+from harness import judging, pool, worker
 from harness.matrix import merge
 from harness.records import Report, Result, RunOptions, Verdict
 from harness.report import json_report, junit
@@ -62,7 +62,7 @@ def fake_pool(monkeypatch, clock, timeout=None):
     """A WorkerPool with one ready worker on a real pipe and a fake process; returns it and the
     worker's end of the pipe."""
     monkeypatch.setattr(pool, "_clock", clock)
-    monkeypatch.setattr(pool, "_judge", judged)
+    monkeypatch.setattr(judging, "_judge", judged)
     here, there = multiprocessing.Pipe()
     w = pool._Worker.__new__(pool._Worker)
     w.conn, w.process, w.output = here, FakeProcess(), "/nonexistent/worker.log"
@@ -75,6 +75,11 @@ def fake_pool(monkeypatch, clock, timeout=None):
     return p, w, there
 
 
+def finished(p):
+    """What the pool carried back, judged as the run loop judges it."""
+    return [judging.judged(c, {}, {"tensorflow": "2.17.1"}) for c in p._finished]
+
+
 def test_a_two_point_job_that_took_4_s_gives_each_point_2_s(monkeypatch):
     clock = FakeClock()
     p, w, there = fake_pool(monkeypatch, clock)
@@ -83,7 +88,7 @@ def test_a_two_point_job_that_took_4_s_gives_each_point_2_s(monkeypatch):
     clock.now += 4.0
     there.send(("done", [], [], ""))
     p._receive(5)
-    [done] = p._finished
+    [done] = finished(p)
     assert [(r.point, r.seconds) for r in done.results] == [("x=1.0", 2.0), ("x=2.0", 2.0)]
 
 
@@ -94,7 +99,7 @@ def test_a_crashed_job_counts_up_to_its_workers_death(monkeypatch):
     clock.now += 3.0
     there.close()  # the worker died
     p._receive(5)
-    [done] = p._finished
+    [done] = finished(p)
     assert done.index == 3
     assert [r.verdict for r in done.results] == [Verdict.CRASH] * 3
     assert [r.seconds for r in done.results] == [1.0, 1.0, 1.0]
@@ -106,10 +111,10 @@ def test_a_timed_out_job_counts_up_to_the_kill(monkeypatch):
     w.assign(0, job("a", "b"))
     clock.now += 9.0
     p._expire()
-    assert p._finished == []  # not yet
+    assert finished(p) == []  # not yet
     clock.now += 3.0
     p._expire()
-    [done] = p._finished
+    [done] = finished(p)
     assert [r.verdict for r in done.results] == [Verdict.TIMEOUT] * 2
     assert [r.seconds for r in done.results] == [6.0, 6.0]
 
@@ -117,7 +122,7 @@ def test_a_timed_out_job_counts_up_to_the_kill(monkeypatch):
 def test_in_process_times_each_job_from_its_start_to_its_verdicts(monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(pool, "_clock", clock)
-    monkeypatch.setattr(pool, "_judge", judged)
+    monkeypatch.setattr(judging, "_judge", judged)
     took = {"one": 5.0, "two": 1.5}
 
     def run_job(loaded, job_, notify):
@@ -128,16 +133,17 @@ def test_in_process_times_each_job_from_its_start_to_its_verdicts(monkeypatch):
     runner = pool.InProcess.__new__(pool.InProcess)
     runner._loaded, runner._infos = worker.Loaded({}, {"tensorflow": "2.17.1"}, {}, frozenset()), {}
     clock_at_start = []
-    done = list(runner.run([job("a", "b", case="one"), job("c", case="two")],
-                           lambda j: clock_at_start.append(clock.now)))
+    carried = runner.run([job("a", "b", case="one"), job("c", case="two")],
+                         lambda j: clock_at_start.append(clock.now))
+    done = list(judging.each_judged(carried, {}, {"tensorflow": "2.17.1"}))
     assert [[r.seconds for r in d.results] for d in done] == [[2.5, 2.5], [1.5]]
     assert clock_at_start == [1000.0, 1005.0]
 
 
 def test_timed_spreads_evenly_and_an_empty_job_is_fine():
-    assert [r.seconds for r in pool._timed([result("a"), result("b"), result("c"), result("d")], 1.0)] == [0.25] * 4
-    assert pool._timed([], 3.0) == []
-    assert [r.seconds for r in pool._timed([result("a")], -0.5)] == [0.0]  # a clock never runs backwards here
+    assert [r.seconds for r in judging._timed([result("a"), result("b"), result("c"), result("d")], 1.0)] == [0.25] * 4
+    assert judging._timed([], 3.0) == []
+    assert [r.seconds for r in judging._timed([result("a")], -0.5)] == [0.0]  # a clock never runs backwards here
 
 
 # -- JSON --------------------------------------------------------------------------------------

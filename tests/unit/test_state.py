@@ -125,7 +125,7 @@ def test_the_verdict_on_a_case_that_changed_state_names_each_change_and_says_wha
 
 
 def test_in_process_the_cases_after_one_that_changed_state_say_their_verdict_may_not_be_their_own(monkeypatch):
-    from harness import pool, worker
+    from harness import judging, pool, worker
 
     def run_job(loaded, job, notify):
         return [], (["eager execution: True -> False"] if job.case_id == "t.polluter" else [])
@@ -135,13 +135,14 @@ def test_in_process_the_cases_after_one_that_changed_state_say_their_verdict_may
                        outcomes={}, rerun="rerun")]
 
     monkeypatch.setattr(worker, "run_job", run_job)
-    monkeypatch.setattr(pool, "_judge", judged)
+    monkeypatch.setattr(judging, "_judge", judged)
     monkeypatch.setattr(state, "snapshot", dict)  # the real one reads TensorFlow
     runner = pool.InProcess.__new__(pool.InProcess)
     runner._loaded, runner._infos = worker.Loaded({}, {"tensorflow": TF}, {}, frozenset()), {}
     jobs = [worker.Job(case_id=c, order=1, points=("x=1.0",), modes=("eager",), options=RunOptions(),
                        strict_xpass=False, reruns=(("x=1.0", "rerun"),)) for c in ("t.first", "t.polluter", "t.next")]
-    details = {d.results[0].case: d.results[0].details for d in runner.run(jobs, lambda job: None)}
+    done = judging.each_judged(runner.run(jobs, lambda job: None), {}, {"tensorflow": TF})
+    details = {d.results[0].case: d.results[0].details for d in done}
     assert details["t.first"] == details["t.polluter"] == ("d",)
     assert details["t.next"] == ("ran after t.polluter left process-wide state changed, which --inprocess cannot "
                                  "undo: run it without --inprocess for a verdict of its own", "d")
