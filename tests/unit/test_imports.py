@@ -1,0 +1,103 @@
+"""The import graph of harness/, read from the source (no module is imported, so no TensorFlow):
+measuring never reaches judging.
+
+Every import counts, the ones inside functions too: a lazy import is still a dependency, only a
+later one. `from P import name` depends on the module P.name when there is one, else on P.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = os.path.join(ROOT, "harness")
+# harness/cases is a link to the case library (cases/), not the harness's own code.
+SKIPPED = {os.path.join(PACKAGE, "cases")}
+
+
+def module_files() -> dict[str, str]:
+    """Every module of harness/ by its dotted name, and its file."""
+    found = {}
+    for folder, folders, files in os.walk(PACKAGE):
+        folders[:] = sorted(f for f in folders if f != "__pycache__" and os.path.join(folder, f) not in SKIPPED)
+        for name in files:
+            if name.endswith(".py"):
+                parts = os.path.relpath(os.path.join(folder, name), ROOT)[:-3].split(os.sep)
+                found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = os.path.join(folder, name)
+    return found
+
+
+def _known(name: str, modules) -> Optional[str]:
+    """`name`, or the nearest package above it, that is a module of harness/."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str, path: str, modules) -> set[str]:
+    """The modules of harness/ that `module` imports, anywhere in its source."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(_known(alias.name, modules) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                above = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = ".".join(above + ([node.module] if node.module else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in modules else _known(base, modules))
+    found.discard(None)
+    found.discard(module)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = module_files()
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def path_to(graph: dict[str, set[str]], start: str, goal: str) -> Optional[list[str]]:
+    """The import chain from `start` to `goal`, if there is one."""
+    came_from: dict[str, Optional[str]] = {start: None}
+    queue = [start]
+    while queue:
+        here = queue.pop(0)
+        if here == goal:
+            chain = [here]
+            while came_from[chain[-1]] is not None:
+                chain.append(came_from[chain[-1]])
+            return chain[::-1]
+        for there in sorted(graph.get(here, ())):
+            if there not in came_from:
+                came_from[there] = here
+                queue.append(there)
+    return None
+
+
+# The measuring side: what a worker imports to run a case, and the transport that carries its
+# measurement back. None of it may reach the code that judges or words a verdict.
+MEASURING = ("harness.worker", "harness.execute", "harness.pool", "harness.oracles")
+JUDGING = ("harness.verdict", "harness.explain")
+
+
+def test_measuring_never_imports_judging():
+    graph = import_graph()
+    reached = [" -> ".join(chain) for start in MEASURING for goal in JUDGING
+               for chain in [path_to(graph, start, goal)] if chain]
+    assert not reached, "measuring reaches judging:\n" + "\n".join(reached)
+
+
+def test_the_graph_sees_lazy_imports_and_every_form_of_import():
+    graph = import_graph()
+    assert "harness.execute" in graph["harness.worker"]  # imported inside prepare() and run_job()
+    assert "harness.modes._devices" in graph["harness.worker"]  # from harness.modes import _devices
+    assert "harness.records" in graph["harness.verdict"]  # from harness.records import (...)
+    assert path_to(graph, "harness.run_here", "harness.verdict") == ["harness.run_here", "harness.verdict"]
+    assert not any(name.startswith("harness.cases") for name in graph)
