@@ -150,8 +150,8 @@ class Evaluator:
         large = self.values(0, [_PROBE_LARGE * b for b in self.bases])[0]
         if base is None or small is None or large is None:
             return ""
-        predicted = (large - base) * (_PROBE_SMALL / _PROBE_LARGE)
         with np.errstate(invalid="ignore", over="ignore"):
+            predicted = (large - base) * (_PROBE_SMALL / _PROBE_LARGE)
             moved = (np.isfinite(base) & np.isfinite(large) & np.isfinite(small)
                      & (np.abs(large - base) > 1e-6 * np.abs(base) + differences.tiny("float64")))
             off = np.abs((small - base) - predicted) > (0.25 * np.abs(predicted)
