@@ -1,15 +1,15 @@
 """`--help`, each command's `--help`, and the refusal of another command's flags: pure and fast.
 
-Nothing here runs a case. The subprocesses find a stand-in `tensorflow` first on their path that
-refuses to be imported, so a refusal that ever stopped refusing fails here at once instead of
-starting workers that load TensorFlow.
+Nothing here runs a case. The commands run in this process (tests/unit/in_process.py), where the
+fast tier refuses TensorFlow, so a refusal that ever stopped refusing fails here at once instead of
+starting workers that load TensorFlow; one test starts the real entry point, whose help must import
+no TensorFlow in a fresh process either.
 """
 
 import ast
 import dataclasses
 import os
 import shlex
-import subprocess
 import sys
 
 import pytest
@@ -21,12 +21,9 @@ from harness.cli import options as cli_options
 from harness.cli import settings as cli_settings
 from tests import helpers
 from tests.helpers import REPO, imported
+from tests.unit.in_process import harness
 
 COMMANDS = ("run", "check", "repro", "merge", "explore", "replay", "record")
-
-
-def harness(env, *args, cwd=REPO, python=()):
-    return helpers.harness(*args, cwd=cwd, env=env, python=python, timeout=60)
 
 
 def section(text, heading):
@@ -103,10 +100,9 @@ def test_top_help_shows_no_command_s_own_flag():
 # -- COMMAND --help -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command, no_tensorflow):
-    proc = harness(no_tensorflow, command, "--help", python=("-X", "importtime"))
-    assert proc.returncode == 0 and "absl.flags" in imported(proc), proc.stderr
-    assert not [m for m in imported(proc) if m.startswith("tensorflow")]
+def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command):
+    proc = harness(command, "--help")
+    assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert text == cli_help.command_help(command) + "\n"
     lines = text.splitlines()
@@ -128,8 +124,8 @@ def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command, no_ten
         assert example[-1].startswith(f"  python -m harness {command} ")
 
 
-def test_check_help_says_the_check_flags_in_full_and_names_the_shared_ones(no_tensorflow):
-    text = harness(no_tensorflow, "check", "--help").stdout
+def test_check_help_says_the_check_flags_in_full_and_names_the_shared_ones():
+    text = harness("check", "--help").stdout
     assert text.startswith("usage: python -m harness check PATH.py:NAME --inputs LITERAL")
     assert "\n  --order=1\n      The derivative order.\n" in text
     assert "\n  --[no]upstream\n" in text and "\n  --[no]numeric\n" in text
@@ -161,15 +157,21 @@ def test_each_example_passes_the_command_line_checks_and_names_what_exists(comma
                 assert args == [shlex.split(cli_help.COMMANDS[command][3][0])[-1].split("=")[-1]]
 
 
-def test_help_imports_no_tensorflow():  # COMMAND --help: in the test above
-    code = ("import sys\nfrom harness.cli import help as cli_help\n"
-            "for c in (None, *cli_help.COMMANDS):\n    cli_help.command_help(c)\n"
-            "assert 'tensorflow' not in sys.modules, sorted(m for m in sys.modules if 'tensorflow' in m)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    proc = harness(os.environ, "--help", python=("-X", "importtime"))  # each COMMAND --help: above
+def test_help_from_the_real_entry_point_exits_0_and_imports_no_tensorflow():
+    # The one test here that starts `python -m harness`: the entry point's own wiring (the worker
+    # started ahead, absl's app.run with the harness's parser) and a fresh process's imports.
+    proc = helpers.harness("--help", python=("-X", "importtime"), timeout=60)
     assert proc.returncode == 0 and proc.stdout == cli_help.command_help(None) + "\n"
     assert "absl.flags" in imported(proc) and not [m for m in imported(proc) if m.startswith("tensorflow")]
+
+
+def test_no_command_s_help_imports_tensorflow():
+    before = sorted(m for m in sys.modules if m.split(".", 1)[0] == "tensorflow")
+    for command in (None, *cli_help.COMMANDS):
+        cli_help.command_help(command)
+    # In the fast tier TensorFlow is refused, so an import fails the test; in a session that has
+    # imported it already, nothing new of it may come in.
+    assert sorted(m for m in sys.modules if m.split(".", 1)[0] == "tensorflow") == before
 
 
 # -- another command's flag ------------------------------------------------------------------------
@@ -195,8 +197,8 @@ def test_help_imports_no_tensorflow():  # COMMAND --help: in the test above
     (["check", "missing.py:f", "--inputs=1.0"], "missing.py does not exist; give the Python file that defines f"),
     (["explore", "missing.py:f", "--domain=x=[0, 1]"], "missing.py does not exist"),
 ])
-def test_a_flag_of_another_command_exits_2_with_one_line_naming_its_command(args, message, no_tensorflow, tmp_path):
-    proc = harness(no_tensorflow, *args, cwd=str(tmp_path))
+def test_a_flag_of_another_command_exits_2_with_one_line_naming_its_command(args, message, tmp_path):
+    proc = harness(*args, cwd=str(tmp_path))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith("harness: error: ") and proc.stderr.count("\n") == 1, proc.stderr
     assert message in proc.stderr, proc.stderr
@@ -247,13 +249,13 @@ def test_run_is_the_plain_run():
         cli_settings.split_command(["harness", "lists"])
 
 
-def test_run_and_no_command_answer_alike(no_tensorflow, tmp_path):
+def test_run_and_no_command_answer_alike(tmp_path):
     for args in (["--order=2"], ["--markdown_out=m.md", "--cases=nothing.x"]):
-        plain = harness(no_tensorflow, *args, cwd=str(tmp_path))
-        run = harness(no_tensorflow, "run", *args, cwd=str(tmp_path))
+        plain = harness(*args, cwd=str(tmp_path))
+        run = harness("run", *args, cwd=str(tmp_path))
         assert (plain.returncode, plain.stdout, plain.stderr) == (run.returncode, run.stdout, run.stderr) and \
             plain.returncode == 2
-    assert harness(no_tensorflow, "run", "--help").stdout.startswith("usage: python -m harness [run] [flags]\n")
+    assert harness("run", "--help").stdout.startswith("usage: python -m harness [run] [flags]\n")
 
 
 def test_the_rerun_commands_the_harness_prints_pass_the_refusal():
@@ -282,13 +284,21 @@ def test_cases_splits_at_commas_outside_brackets_only():
         assert cli_options.CASES.value == ["t.mul[x=2.0,y=3.0]", "docs.*"]
 
 
-def test_the_matrix_scripts_help_names_the_harness_arguments_and_keeps_versions_whole(no_tensorflow):
+def test_the_matrix_scripts_help_names_the_harness_arguments_and_keeps_versions_whole(monkeypatch, capsys):
     # `-- HARNESS_ARGS` must be mentioned, and a version such as "2.17.1" never wrapped at its dots.
-    proc = subprocess.run([sys.executable, "scripts/matrix.py", "--help"], capture_output=True, text=True,
-                          cwd=REPO, env=no_tensorflow, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert "[-- HARNESS_ARGS...]" in proc.stdout.splitlines()[0]
-    assert "HARNESS_ARGS, after `--`, go to every harness run unchanged" in proc.stdout
+    import importlib.util
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts the checkout first on it
+    monkeypatch.setenv("COLUMNS", "80")  # as wide as a terminal's help, whatever runs the tests
+    spec = importlib.util.spec_from_file_location("matrix_script", os.path.join(REPO, "scripts", "matrix.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with pytest.raises(SystemExit) as done:
+        script.parse(["--help"])
+    assert done.value.code == 0
+    shown = capsys.readouterr().out
+    assert "[-- HARNESS_ARGS...]" in shown.splitlines()[0]
+    assert "HARNESS_ARGS, after `--`, go to every harness run unchanged" in shown
     from harness.matrix import pins
     for version in pins.versions():
-        assert f" {version}," in proc.stdout or f" {version}." in proc.stdout, version
+        assert f" {version}," in shown or f" {version}." in shown, version

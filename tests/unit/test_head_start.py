@@ -29,6 +29,7 @@ from tests.helpers import (REPO, assert_usage_error, harness, no_tensorflow_env,
     (["check", "-h"], False),
     (["--helpfull"], False),
     (["merge", "a.json", "b.json"], False),
+    (["merge", "--help"], False),
     (["--inprocess", "--cases", "seeds.*"], False),
     (["--inprocess=true"], False),
     (["-inprocess"], False),  # absl takes one dash as two
@@ -71,7 +72,9 @@ def test_a_usage_error_ends_the_worker_started_ahead_and_removes_its_folder(reco
     assert list(temporary.iterdir()) == []
 
 
-@pytest.mark.parametrize("args", [("--help",), ("merge", "--help"), ("merge", "missing.json")])
+# Which words start none is the test above; these see it of the whole command, whose help and
+# merge must not start a worker later either.
+@pytest.mark.parametrize("args", [("--help",), ("merge", "missing.json")])
 def test_help_and_merge_start_no_worker(recorded, tmp_path, args):
     env, record, temporary = recorded
     proc = harness(*args, env=env, cwd=str(tmp_path))

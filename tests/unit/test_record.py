@@ -6,6 +6,7 @@ and the command line's refusals of a bad recording. The end-to-end runs (record 
 it) start TensorFlow and are in tests/test_record.py.
 """
 
+import argparse
 import configparser
 import json
 import shlex
@@ -23,12 +24,48 @@ from harness.records import CaseInfo, RunOptions
 from harness.verdict import judge_measured
 from tests import helpers
 from tests.helpers import REPO
+from tests.unit import in_process
 
 
 def pytest_run(env, folder, *args):
+    # Only the recording plugin is loaded: the installed ones (Hypothesis, xdist, ...) would take
+    # most of the child's second and have no part in what these tests check.
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *helpers.RECORD_PLUGIN,
-                           *args], capture_output=True, text=True, cwd=folder, env=env,
-                          timeout=120)
+                           *args], capture_output=True, text=True, cwd=folder,
+                          env=dict(env, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"), timeout=120)
+
+
+class _EarlyConfig:
+    """What pytest hands the plugin's pytest_load_initial_conftests: the options parsed so far and
+    pytest's own plugin manager, which checks each hook the plugin registers against pytest's
+    hook specifications."""
+
+    def __init__(self, **options):
+        self.known_args_namespace = argparse.Namespace(**options)
+        self.pluginmanager = pytest.PytestPluginManager()
+
+
+class _Terminal:
+    def __init__(self):
+        self.lines = []
+
+    def write_line(self, line, **markup):
+        self.lines.append(line)
+
+
+def _start_recording(folder, points=3):
+    """The plugin's start as pytest calls it, in this process: what it registered (by its hooks'
+    names) and the lines it writes at the end of the session."""
+    from harness.record import plugin
+
+    early = _EarlyConfig(harness_record=str(folder), harness_record_points=points, harness_record_eager=False)
+    plugin.pytest_load_initial_conftests(early, parser=None, args=[f"--harness-record={folder}"])
+    early.pluginmanager.check_pending()
+    hooks = sorted(caller.name for caller in early.pluginmanager.get_hookcallers(
+        early.pluginmanager.get_plugin("harness-record-session")))
+    terminal = _Terminal()
+    early.pluginmanager.hook.pytest_terminal_summary(terminalreporter=terminal, exitstatus=0, config=None)
+    return hooks, terminal.lines
 
 
 # -- the plugin ----------------------------------------------------------------------------------
@@ -78,24 +115,23 @@ def test_with_the_flag_the_recorder_is_installed_before_the_first_conftest_is_im
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_a_recorder_that_cannot_start_is_one_warning_line_and_the_tests_run(tmp_path, no_tensorflow):
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n")
+# A recorder that cannot start raises nothing into pytest's start and registers nothing but the
+# line that says so, at the end: the tests then run as without the flag.
+
+def test_a_recorder_that_cannot_start_is_one_warning_line_and_the_tests_run(tmp_path):
     (tmp_path / "a_file").write_text("")
-    proc = pytest_run(no_tensorflow, tmp_path, f"--harness-record={tmp_path / 'a_file'}")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    said = (proc.stdout + proc.stderr).splitlines()
-    warnings = [line for line in said if line.startswith("harness record: warning:")]
-    assert len(warnings) == 1 and "not recording (FileExistsError" in warnings[0], proc.stdout + proc.stderr
-    assert "1 passed" in proc.stdout
+    hooks, lines = _start_recording(tmp_path / "a_file")
+    assert hooks == ["pytest_terminal_summary"]
+    assert len(lines) == 1 and lines[0].startswith("harness record: warning: not recording (FileExistsError"), lines
+    assert lines[0].endswith("; the tests ran as without --harness-record")
 
 
-def test_record_points_below_one_is_refused_with_a_warning_and_the_tests_run(tmp_path, no_tensorflow):
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n")
-    proc = pytest_run(no_tensorflow, tmp_path, f"--harness-record={tmp_path / 'rec'}", "--harness-record-points=0")
-    assert proc.returncode == 0 and "1 passed" in proc.stdout
-    assert "--harness-record-points=0: keep at least 1 point per function" in proc.stdout
+def test_record_points_below_one_is_refused_with_a_warning_and_the_tests_run(tmp_path):
+    hooks, lines = _start_recording(tmp_path / "rec", points=0)
+    assert hooks == ["pytest_terminal_summary"]
+    assert lines == ["harness record: warning: not recording (ValueError: --harness-record-points=0: keep at least "
+                     "1 point per function); the tests ran as without --harness-record"]
+    assert not (tmp_path / "rec").exists()
 
 
 # -- the folder ------------------------------------------------------------------------------------
@@ -271,35 +307,35 @@ def test_a_point_s_note_is_said_with_its_result():
 
 # -- the command line ------------------------------------------------------------------------------
 
-def test_replay_of_a_missing_folder_is_a_usage_error(no_tensorflow, tmp_path):
-    proc = helpers.harness("replay", str(tmp_path / "absent"), env=no_tensorflow, timeout=60)
+def test_replay_of_a_missing_folder_is_a_usage_error(tmp_path):
+    proc = in_process.harness("replay", str(tmp_path / "absent"))
     helpers.assert_usage_error(proc, "absent: no such directory; record one with")
 
 
-def test_replay_of_a_garbled_recording_is_a_usage_error(no_tensorflow, tmp_path):
+def test_replay_of_a_garbled_recording_is_a_usage_error(tmp_path):
     (tmp_path / "recorded-3.json").write_text("[1, 2")
-    proc = helpers.harness("replay", str(tmp_path), env=no_tensorflow, timeout=60)
+    proc = in_process.harness("replay", str(tmp_path))
     helpers.assert_usage_error(proc, "recorded-3.json: cannot read it as JSON")
 
 
-def test_replay_takes_one_folder(no_tensorflow, tmp_path):
-    proc = helpers.harness("replay", env=no_tensorflow, timeout=60)
+def test_replay_takes_one_folder(tmp_path):
+    proc = in_process.harness("replay")
     helpers.assert_usage_error(proc, "replay takes one target, got 0")
 
 
-def test_record_without_a_command_is_a_usage_error(no_tensorflow, tmp_path):
-    proc = helpers.harness("record", str(tmp_path / "rec"), env=no_tensorflow, timeout=60)
+def test_record_without_a_command_is_a_usage_error(tmp_path):
+    proc = in_process.harness("record", str(tmp_path / "rec"))
     helpers.assert_usage_error(proc, "record takes a folder and the command to run")
 
 
-def test_record_of_a_command_that_does_not_exist_is_a_usage_error(no_tensorflow, tmp_path):
-    proc = helpers.harness("record", str(tmp_path / "rec"), "--", "no-such-command-here", env=no_tensorflow,
-                           timeout=60)
+def test_record_of_a_command_that_does_not_exist_is_a_usage_error(tmp_path):
+    proc = in_process.harness("record", str(tmp_path / "rec"), "--", "no-such-command-here")
     helpers.assert_usage_error(proc, "cannot run no-such-command-here")
 
 
 def test_record_runs_the_command_with_the_recorder_in_its_environment_and_returns_its_status(no_tensorflow,
-                                                                                           tmp_path):
+                                                                                           tmp_path, monkeypatch,
+                                                                                           capfd):
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent("""
         import os, sys
@@ -307,10 +343,11 @@ def test_record_runs_the_command_with_the_recorder_in_its_environment_and_return
         print(os.environ["HARNESS_RECORD"], os.environ["HARNESS_RECORD_POINTS"], recorder.installed_session() is not None)
         sys.exit(3)
     """))
-    proc = helpers.harness("record", str(tmp_path / "rec"), "--record_points=5", "--", sys.executable, str(script),
-                           env=no_tensorflow, timeout=60)
+    # The command is a process of its own, started with this one's environment and what record adds.
+    monkeypatch.setenv("PYTHONPATH", no_tensorflow["PYTHONPATH"])
+    proc = in_process.harness("record", str(tmp_path / "rec"), "--record_points=5", "--", sys.executable, str(script))
     assert proc.returncode == 3, proc.stderr
-    session, points, installed = proc.stdout.split()
+    session, points, installed = capfd.readouterr().out.split()
     assert Path(session).parent == tmp_path / "rec" and Path(session).name.startswith("session-")
     assert (points, installed) == ("5", "True")
 

@@ -4,7 +4,6 @@ running it must show, the issue's sentence and the minimiser's protected stateme
 import ast
 import collections
 import dataclasses
-import subprocess
 import sys
 import threading
 import time
@@ -16,7 +15,7 @@ from harness.cli import repro as cli_repro
 from harness.records import Differentiated, ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Verdict
 from harness.repro import candidates, issue, minimize, script, short, verify
 from harness.repro.script import ScriptParts
-from tests.helpers import REPO
+from tests.unit import in_process
 
 # -- the pieces, without TensorFlow --------------------------------------------------------------
 
@@ -236,12 +235,11 @@ def test_minimizing_keeps_the_statements_that_decide_the_exit_status():
 
 
 
-def test_minimize_without_its_reducer_is_a_usage_error_before_any_case_runs():
-    code = ("import runpy, sys; sys.modules['pysource_minimize'] = None; "
-            "sys.argv = ['harness', 'repro', 'seeds.docstring_nested', '--out=o', '--minimize']; "
-            "runpy.run_module('harness', run_name='__main__')")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+def test_minimize_without_its_reducer_is_a_usage_error_before_any_case_runs(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pysource_minimize", None)  # as where it is not installed
+    proc = in_process.harness("repro", "seeds.docstring_nested", "--out=o", "--minimize", cwd=str(tmp_path))
     assert proc.returncode == 2
+    assert list(tmp_path.iterdir()) == []
     assert proc.stderr == ("harness: error: --minimize needs pysource-minimize: pip install "
                            "'.[minimize]' in the harness checkout\n")
 
