@@ -39,11 +39,11 @@ def run(argv: Sequence[str]) -> int:
     """Runs the harness for parsed flags and positional arguments; returns the exit status."""
     command, args = split_command(argv)
     refuse_other_flags(command, args)
-    if command == MERGE_CMD:
-        return merge_command(args)
-    if command == RECORD_CMD:
-        return record_command(args[0], args[1:])
     settings = settings_for(command, args)
+    if command == MERGE_CMD:
+        return merge_command(settings)
+    if command == RECORD_CMD:
+        return record_command(settings)
     if command == EXPLORE_CMD:
         return explore_command(settings, args[0])
     return Run(settings).main()

@@ -8,50 +8,11 @@ import sys
 import time
 from typing import Sequence
 
-from harness.cli.options import DOMAIN, DTYPE, ORDER, UsageError
+from harness.cli.options import UsageError
 from harness.cli.repro import repro_folder, write_repro
-from harness.cli.settings import Settings, rerun_command, runner_for, say, write_outputs
+from harness.cli.settings import Settings, explore_module, rerun_command, runner_for, say, write_outputs
 from harness.progress import Progress
 from harness.records import CaseInfo
-
-
-def explore_domains(target: str) -> list:
-    """explore's --domain flags, parsed and checked against the target."""
-    explore = explore_module()
-    try:
-        domains = [explore.parse_domain(t) for t in DOMAIN.value]
-    except explore.ExploreError as e:
-        raise UsageError(str(e)) from None
-    names = [n for n, _ in domains]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise UsageError(f"--domain gives {twice[0]!r} twice; give one domain per argument")
-    if ".py:" in target:
-        if not domains:
-            raise UsageError(f"give one --domain per argument of {target}, e.g. --domain 'x=[-100, 100]'")
-        if DTYPE.value not in ("float16", "float32", "float64"):
-            raise UsageError(f"--dtype={DTYPE.value!r}: explore draws float16, float32 or float64")
-        # Drawable, before any worker starts: every argument is --dtype, of its domain's first shape
-        # or a scalar, as the case the worker makes of the function (harness.checking).
-        name = target.rpartition(":")[2]
-        info = CaseInfo(id=f"check.{name}", description="", source="", order=ORDER.value, points=(),
-                        arguments=tuple((n, DTYPE.value, d.shape[0] if d.shape else ()) for n, d in domains),
-                        domains=tuple(domains))
-        try:
-            explore.check(info, domains)
-        except explore.ExploreError as e:
-            raise UsageError(str(e)) from None
-    return domains
-
-
-def explore_module():
-    from harness import explore  # noqa: PLC0415
-
-    try:
-        explore.require()
-    except explore.ExploreError as e:
-        raise UsageError(str(e)) from None
-    return explore
 
 
 def explore_command(s: Settings, target: str) -> int:

@@ -7,18 +7,19 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
 
-from harness.cli.options import RECORD_EAGER, RECORD_POINTS, UsageError
+from harness.cli.options import UsageError
+from harness.cli.settings import RecordSettings
 
 
-def record_command(folder: str, command: Sequence[str]) -> int:
+def record_command(s: RecordSettings) -> int:
     """python -m harness record DIR -- CMD: runs CMD with the recorder started in its Python processes."""
     import subprocess  # noqa: PLC0415
 
     import harness  # noqa: PLC0415
     from harness.record import hook, store  # noqa: PLC0415
 
+    folder, command = s.folder, s.command
     if Path(folder).exists() and not Path(folder).is_dir():
         raise UsageError(f"{folder} is a file; give a directory for the recording (it is created if missing)")
     try:
@@ -29,8 +30,8 @@ def record_command(folder: str, command: Sequence[str]) -> int:
     root = Path(harness.__file__).resolve().parent.parent
     path = [str(site)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **{hook.ENV_FOLDER: session,
-                                                                   hook.ENV_POINTS: str(RECORD_POINTS.value),
-                                                                   hook.ENV_EAGER: "1" if RECORD_EAGER.value else "0",
+                                                                   hook.ENV_POINTS: str(s.points),
+                                                                   hook.ENV_EAGER: "1" if s.eager else "0",
                                                                    hook.ENV_PATH: str(root)})
     try:
         code = subprocess.run(list(command), env=env, check=False).returncode

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import sys
 import textwrap
@@ -13,7 +12,6 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.cli.help import WIDTH
-from harness.cli.options import FULL, MATRIX_JSON, MINIMIZE, REPRO_CMD, REPRO_DIR, UsageError
 from harness.cli.settings import Settings, say, write_outputs
 from harness.records import CaseInfo
 
@@ -194,18 +192,6 @@ def _minimized(result, text: str, expected, s: Settings, parts, tolerance, stop:
     return made.text, (f"Minimised by the harness ({summary})." if made.shrunk else ""), made
 
 
-def read_matrix(path: str) -> dict:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UsageError(f"--matrix_json {path}: cannot read it as JSON ({e}); give the file merge --json_out "
-                         "wrote") from None
-    if not isinstance(data, dict) or data.get("schema") != "harness.matrix/1" or not isinstance(data.get("rows"), list):
-        raise UsageError(f"--matrix_json {path}: not a version matrix (schema harness.matrix/1); make one with "
-                         "python -m harness merge REPORT.json ... --json_out matrix.json")
-    return data
-
-
 def _seen(matrix: Optional[dict], result, expected) -> str:
     """The releases in `matrix` where every mode the script shows ended as it did here, with
     the same verdict; "" without a matrix."""
@@ -268,22 +254,3 @@ def stopped_line(done: Sequence) -> str:
         said.append(f"{left} {'was' if left == 1 else 'were'} not written")
     return "harness: interrupted while writing reproductions: " + "; ".join(said) + (
         "; no ISSUE.md beside an unchecked script" if written else "")
-
-
-def check_repro_flags(command: str) -> Optional[dict]:
-    """Refuses reproduction flags that cannot work, before any case runs; returns the
-    --matrix_json matrix, if given."""
-    matrix = read_matrix(MATRIX_JSON.value) if MATRIX_JSON.value else None
-    if MINIMIZE.value:
-        from harness.repro import minimize  # noqa: PLC0415
-
-        if FULL.value:
-            raise UsageError("--minimize shrinks the short script; drop --full")
-        if command != REPRO_CMD and not REPRO_DIR.value:
-            raise UsageError("--minimize shrinks the scripts --repro_dir writes; give --repro_dir DIR")
-        try:
-            minimize.require()
-        except minimize.MissingReducer as e:
-            raise UsageError(str(e)) from None
-    return matrix
-

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.cli.explore import explore_case, explore_module
-from harness.cli.options import JSONL_OUT, REPRO_CMD, UsageError
+from harness.cli.explore import explore_case
+from harness.cli.options import REPRO_CMD, UsageError
 from harness.cli.repro import REPRO_VERDICTS, repro_folder, write_repros
-from harness.cli.settings import Settings, pool_size, rerun_command, runner_for, say, write_outputs
+from harness.cli.settings import Settings, explore_module, pool_size, rerun_command, runner_for, say, write_outputs
 from harness.progress import Progress
 from harness.records import CaseInfo
 
@@ -159,7 +159,7 @@ class Run:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            flag = "--jsonl_out" if JSONL_OUT.value else "--json_out (its .jsonl stream)"
+            flag = "--jsonl_out" if self.s.jsonl_named else "--json_out (its .jsonl stream)"
             raise UsageError(f"another harness run is writing {path}; give this run another {flag}, or wait "
                              "for that run to end") from None
         os.ftruncate(fd, 0)
@@ -230,7 +230,7 @@ class Run:
                                        for path, renderer in ((self.s.json_out, json_report), (self.s.junit_out, junit))
                                        if path]) and self.written
         if self.s.jsonl_out and self.jsonl_opened:
-            how = "--jsonl_out" if JSONL_OUT.value else "beside --json_out"
+            how = "--jsonl_out" if self.s.jsonl_named else "beside --json_out"
             say(f"streamed each result as it finished to {self.s.jsonl_out} ({how}, JSON Lines)")
         return report
 

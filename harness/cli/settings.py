@@ -1,15 +1,19 @@
 """The command's Settings, read and checked from the flags once before any case runs, and the rerun
 command a result prints.
+
+This is the one module after the flag table that reads a flag: each command's module is given its
+settings and reads none, and depends on this module, never the reverse.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from absl import flags
 
@@ -21,6 +25,7 @@ from harness.cli.options import (
     CASES,
     CASES_PER_EXTRA_WORKER,
     CHECK_CMD,
+    DOMAIN,
     DTYPE,
     EXAMPLES,
     EXPECT,
@@ -28,6 +33,7 @@ from harness.cli.options import (
     EXPLORE_CMD,
     FLAG_TABLE,
     FULL,
+    HTML_OUT,
     INPROCESS,
     INPUTS,
     JOBS,
@@ -37,8 +43,11 @@ from harness.cli.options import (
     LIBRARY,
     LIST,
     LIST_CMD,
+    MARKDOWN_OUT,
+    MATRIX_JSON,
     MINIMIZE,
     MINIMIZE_SECONDS,
+    MERGE_CMD,
     MODE,
     NUM_SHARDS,
     NUMERIC,
@@ -47,6 +56,8 @@ from harness.cli.options import (
     OUT,
     POINT,
     RECORD_CMD,
+    RECORD_EAGER,
+    RECORD_POINTS,
     RECORDED,
     REPEAT,
     REPLAY_CMD,
@@ -64,10 +75,14 @@ from harness.cli.options import (
     WRT,
     UsageError,
 )
-from harness.records import RunOptions
+from harness.records import CaseInfo, RunOptions
+
+if TYPE_CHECKING:  # for the annotations only: the command line imports neither before it needs them
+    from harness.checking import CheckSpec
+    from harness.worker import Origins
 
 
-def check_spec(target: str, domains: Sequence = ()):
+def check_spec(target: str, domains: Sequence = ()) -> CheckSpec:
     from harness.checking import CheckSpec, InputError, parse_expect, parse_inputs  # noqa: PLC0415
 
     path, colon, name = target.rpartition(":")
@@ -100,9 +115,9 @@ class Settings:
     modes: tuple[str, ...]
     options: RunOptions
     strict_xpass: bool
-    check: object  # harness.checking.CheckSpec for a PATH.py:NAME target, else None
+    check: Optional[CheckSpec]  # for a PATH.py:NAME target, else None
     patterns: Optional[tuple[str, ...]]
-    origins: object  # harness.worker.Origins: where the cases come from
+    origins: Origins  # where the cases come from
     shard: tuple[int, int]
     case_files: tuple[str, ...]
     library: Optional[bool]  # as given: a rerun command carries --library only when it was
@@ -113,6 +128,7 @@ class Settings:
     json_out: Optional[str]
     junit_out: Optional[str]
     jsonl_out: Optional[str]  # the stream's path: --jsonl_out, else beside --json_out
+    jsonl_named: bool  # --jsonl_out gave the stream's path (else it is beside --json_out)
     repro_dir: Optional[str]
     out: Optional[str]
     full: bool
@@ -126,10 +142,52 @@ class Settings:
     recorded: Optional[str] = None  # replay DIR, or repro --recorded DIR: the recorded folder
 
 
-def settings_for(command: str, args: Sequence[str]) -> Settings:
-    """Checks and reads every flag `command` takes; a mistake is a UsageError, before any case runs."""
-    from harness.cli.explore import explore_domains, explore_module  # noqa: PLC0415 - it imports this module
-    from harness.cli.repro import check_repro_flags  # noqa: PLC0415 - it imports this module
+@dataclasses.dataclass(frozen=True)
+class MergeSettings:
+    """What merge does, read from the flags and checked (settings_for): the reports it merges and
+    the outputs it writes."""
+
+    paths: tuple[str, ...]
+    markdown_out: Optional[str]
+    html_out: Optional[str]
+    json_out: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordSettings:
+    """What record does, read from the flags (settings_for): the folder, the command it runs with
+    the recorder, and how much the recorder keeps."""
+
+    folder: str
+    command: tuple[str, ...]
+    points: int  # --record_points
+    eager: bool  # --record_eager
+
+
+def settings_for(command: str, args: Sequence[str]) -> Union[Settings, MergeSettings, RecordSettings]:
+    """Checks and reads every flag `command` takes; a mistake is a UsageError, before any case runs.
+    merge and record get records of their own, every command that runs cases a Settings."""
+    if command == MERGE_CMD:
+        return merge_settings(args)
+    if command == RECORD_CMD:
+        return RecordSettings(folder=args[0], command=tuple(args[1:]), points=RECORD_POINTS.value,
+                              eager=RECORD_EAGER.value)
+    return run_settings(command, args)
+
+
+def merge_settings(paths: Sequence[str]) -> MergeSettings:
+    """merge's reports and outputs, refused before anything is read when they cannot work."""
+    if not paths:
+        raise UsageError("give the JSON reports to merge: python -m harness merge A.json B.json ...")
+    if not (MARKDOWN_OUT.value or HTML_OUT.value or JSON_OUT.value):
+        raise UsageError("give at least one of --markdown_out, --html_out, --json_out")
+    distinct_outputs([(f"--{f.name}", f.value) for f in (MARKDOWN_OUT, HTML_OUT, JSON_OUT)], inputs=paths)
+    return MergeSettings(paths=tuple(paths), markdown_out=MARKDOWN_OUT.value, html_out=HTML_OUT.value,
+                         json_out=JSON_OUT.value)
+
+
+def run_settings(command: str, args: Sequence[str]) -> Settings:
+    """The Settings of a command that runs cases (run, check, repro, explore, replay)."""
     from harness.worker import Origins  # noqa: PLC0415
 
     if command == REPRO_CMD and not OUT.value:
@@ -170,6 +228,7 @@ def settings_for(command: str, args: Sequence[str]) -> Settings:
         shard=(0, 1) if command == EXPLORE_CMD else shard(), case_files=tuple(CASE_FILES.value),
         library=LIBRARY.value, jobs=JOBS.value, timeout=TIMEOUT.value, inprocess=INPROCESS.value,
         list_only=LIST.value, json_out=JSON_OUT.value, junit_out=JUNIT_OUT.value, jsonl_out=jsonl_path(),
+        jsonl_named=bool(JSONL_OUT.value),
         repro_dir=REPRO_DIR.value, out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
         minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value, examples=EXAMPLES.value,
         seed=SEED.value, domains=tuple(domains), recorded=recorded)
@@ -386,3 +445,73 @@ def shard() -> tuple[int, int]:
         Path(os.environ["TEST_SHARD_STATUS_FILE"]).touch()  # tells the test runner sharding is supported
     return index, count
 
+
+def explore_domains(target: str) -> list:
+    """explore's --domain flags, parsed and checked against the target."""
+    explore = explore_module()
+    try:
+        domains = [explore.parse_domain(t) for t in DOMAIN.value]
+    except explore.ExploreError as e:
+        raise UsageError(str(e)) from None
+    names = [n for n, _ in domains]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"--domain gives {twice[0]!r} twice; give one domain per argument")
+    if ".py:" in target:
+        if not domains:
+            raise UsageError(f"give one --domain per argument of {target}, e.g. --domain 'x=[-100, 100]'")
+        if DTYPE.value not in ("float16", "float32", "float64"):
+            raise UsageError(f"--dtype={DTYPE.value!r}: explore draws float16, float32 or float64")
+        # Drawable, before any worker starts: every argument is --dtype, of its domain's first shape
+        # or a scalar, as the case the worker makes of the function (harness.checking).
+        name = target.rpartition(":")[2]
+        info = CaseInfo(id=f"check.{name}", description="", source="", order=ORDER.value, points=(),
+                        arguments=tuple((n, DTYPE.value, d.shape[0] if d.shape else ()) for n, d in domains),
+                        domains=tuple(domains))
+        try:
+            explore.check(info, domains)
+        except explore.ExploreError as e:
+            raise UsageError(str(e)) from None
+    return domains
+
+
+def explore_module():
+    """harness.explore, once Hypothesis is there to search with; a UsageError saying what to install
+    when it is not."""
+    from harness import explore  # noqa: PLC0415
+
+    try:
+        explore.require()
+    except explore.ExploreError as e:
+        raise UsageError(str(e)) from None
+    return explore
+
+
+def check_repro_flags(command: str) -> Optional[dict]:
+    """Refuses reproduction flags that cannot work, before any case runs; returns the
+    --matrix_json matrix, if given."""
+    matrix = read_matrix(MATRIX_JSON.value) if MATRIX_JSON.value else None
+    if MINIMIZE.value:
+        from harness.repro import minimize  # noqa: PLC0415
+
+        if FULL.value:
+            raise UsageError("--minimize shrinks the short script; drop --full")
+        if command != REPRO_CMD and not REPRO_DIR.value:
+            raise UsageError("--minimize shrinks the scripts --repro_dir writes; give --repro_dir DIR")
+        try:
+            minimize.require()
+        except minimize.MissingReducer as e:
+            raise UsageError(str(e)) from None
+    return matrix
+
+
+def read_matrix(path: str) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--matrix_json {path}: cannot read it as JSON ({e}); give the file merge --json_out "
+                         "wrote") from None
+    if not isinstance(data, dict) or data.get("schema") != "harness.matrix/1" or not isinstance(data.get("rows"), list):
+        raise UsageError(f"--matrix_json {path}: not a version matrix (schema harness.matrix/1); make one with "
+                         "python -m harness merge REPORT.json ... --json_out matrix.json")
+    return data

@@ -1,5 +1,5 @@
 """The import graph of harness/, read from the source (no module is imported, so no TensorFlow):
-measuring never reaches judging.
+measuring never reaches judging, and no module imports itself through others (a circle).
 
 Every import counts, the ones inside functions too: a lazy import is still a dependency, only a
 later one. `from P import name` depends on the module P.name when there is one, else on P.
@@ -92,6 +92,53 @@ def test_measuring_never_imports_judging():
     reached = [" -> ".join(chain) for start in MEASURING for goal in JUDGING
                for chain in [path_to(graph, start, goal)] if chain]
     assert not reached, "measuring reaches judging:\n" + "\n".join(reached)
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle in each group of modules that import each other (a strongly connected component of
+    more than one module), as the chain from its first module back to it."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups = []
+
+    def visit(here: str) -> None:  # Tarjan's algorithm
+        index[here] = low[here] = len(index)
+        stack.append(here)
+        for there in sorted(graph[here]):
+            if there not in index:
+                visit(there)
+                low[here] = min(low[here], low[there])
+            elif there in stack:
+                low[here] = min(low[here], index[there])
+        if low[here] == index[here]:
+            group = []
+            while not group or group[-1] != here:
+                group.append(stack.pop())
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    found = []
+    for group in groups:
+        inside = {m: graph[m] & set(group) for m in group}
+        first = group[0]
+        back = min((path_to(inside, there, first) for there in sorted(inside[first])), key=len)
+        found.append([first] + back)
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    found = circles(import_graph())
+    assert not found, "import circles:\n" + "\n".join(" -> ".join(circle) for circle in found)
+
+
+def test_a_circle_is_named_from_its_first_module_back_to_it():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"d"}}
+    assert circles(graph) == [["a", "b", "c", "a"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
 
 
 def test_the_graph_sees_lazy_imports_and_every_form_of_import():
