@@ -119,7 +119,7 @@ def first_sentence(text: str) -> str:
 def _flag_help(f) -> str:
     """A flag's whole help, for COMMAND --help: without the "check/repro PATH.py:NAME: " that says in
     --helpfull which command takes it."""
-    said = re.sub(r"^(check/repro/explore PATH\.py:NAME|check/repro PATH\.py:NAME|repro|merge|explore): (.)",
+    said = re.sub(r"^(check/repro/explore PATH\.py:NAME|check/repro PATH\.py:NAME|repro|merge|explore|record): (.)",
                   lambda m: m[2].upper(), help_line(f))
     text = textwrap.fill(said, width=96, initial_indent="      ", subsequent_indent="      ",
                          break_on_hyphens=False)
@@ -170,11 +170,12 @@ def command_help(command: Optional[str]) -> str:
             lines += [f"{group}:"] + [_flag_help(f) for f in shared if FLAG_TABLE[f.name][0] == group] + [""]
     else:
         lines += [f"{command} flags:"] + [_flag_help(f) for f in flags_of(command, own=True)] + [""]
-        lines.append("Shared flags it takes (python -m harness --help says what each does):")
-        for group in GROUPS:
-            names = [f"  {written_as(f)}" for f in shared if FLAG_TABLE[f.name][0] == group]
-            lines += ([f"{group}:"] + names) if names else []
-        lines.append("")
+        if shared:  # record takes none: a heading with nothing under it would say there are some
+            lines.append("Shared flags it takes (python -m harness --help says what each does):")
+            for group in GROUPS:
+                names = [f"  {written_as(f)}" for f in shared if FLAG_TABLE[f.name][0] == group]
+                lines += ([f"{group}:"] + names) if names else []
+            lines.append("")
     lines += ["Example:"] + [f"  {line}" for line in example]
     lines += ["", textwrap.fill(exit_status, width=WIDTH),
               "--helpfull lists every flag, absl's included."]

@@ -113,7 +113,7 @@ def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command):
         assert f"\n  {cli_help.written_as(f)}\n" in text, f.name
     if command != "run":
         assert f"{command} flags:" in lines and own
-        assert "Shared flags it takes (python -m harness --help says what each does):" in lines
+        assert ("Shared flags it takes (python -m harness --help says what each does):" in lines) == bool(shared)
     said = text[:text.index("\nExample:\n")].replace("python -m harness --help", "")
     for name, (_, commands) in cli_options.FLAG_TABLE.items():
         if command not in commands:  # another command's flag is not shown (the example may give a run's)
@@ -122,6 +122,27 @@ def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command):
     assert example and all(line.startswith("  python -m harness ") for line in example)
     if command != "run":
         assert example[-1].startswith(f"  python -m harness {command} ")
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_every_heading_of_a_help_has_something_under_it(command):
+    lines = cli_help.command_help(command).splitlines()
+    headings = [i for i, line in enumerate(lines) if line.endswith(":") and not line.startswith(" ")]
+    assert headings
+    for i in headings:
+        under = lines[i + 1] if i + 1 < len(lines) else ""
+        assert under.startswith("  ") or under.endswith(":") and not under.startswith(" ") and \
+            lines[i + 2].startswith("  "), (command, lines[i])  # a heading over group headings, each with flags
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_s_flags_are_said_without_the_command_name_helpfull_puts_before_them(command):
+    # --helpfull lists every flag together, so each help there starts "record: ..."; a command's
+    # own help is that command's already.
+    text = cli_help.command_help(command)
+    for f in cli_help.flags_of(command, own=True):
+        said = text.split(f"\n  {cli_help.written_as(f)}\n", 1)[1].split("\n", 1)[0].strip()
+        assert said[:1].isupper() and not said.lower().startswith(f"{command}: "), (f.name, said)
 
 
 def test_check_help_says_the_check_flags_in_full_and_names_the_shared_ones():
