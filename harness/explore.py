@@ -439,6 +439,33 @@ class Search:
         return self.tried - self.shrinking
 
 
+def _failing(info: CaseInfo, measure: Callable[[tuple], Result], strict_xpass: bool,
+             state: dict) -> Callable[[tuple], bool]:
+    """The predicate Hypothesis searches with: whether `measure` fails at the values, with the same
+    cause as the first failure found. It counts the tries in `state`, keeps there the first failure's
+    cause and try, and the latest values failing with it; a crash or timeout is kept and stops the
+    search (_Stopped)."""
+
+    def failing(values) -> bool:
+        result = measure(values)
+        state["tried"] += 1
+        fails = result.verdict.is_failure or (strict_xpass and result.verdict is Verdict.XPASS)
+        if not fails:
+            return False
+        if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
+            state["stopped"] = (values, result)
+            raise _Stopped
+        if state["cause"] is None:
+            state["cause"] = cause(result, info)
+            state["first"] = state["tried"]
+        if cause(result, info) != state["cause"]:
+            return False  # another bug: shrink toward the first one found
+        state["found"] = (values, result)
+        return True
+
+    return failing
+
+
 def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Callable[[tuple], Result], *,
            examples: int, seed: Optional[int], key: str, database: Optional[str] = DATABASE,
            strict_xpass: bool = False) -> Search:
@@ -458,24 +485,7 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
     check(info, domains)
     strategy = points(info, domains)
     state: dict = {"tried": 0, "first": None, "cause": None, "found": None, "stopped": None}
-
-    def failing(values) -> bool:
-        result = measure(values)
-        state["tried"] += 1
-        fails = result.verdict.is_failure or (strict_xpass and result.verdict is Verdict.XPASS)
-        if not fails:
-            return False
-        if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
-            state["stopped"] = (values, result)
-            raise _Stopped
-        if state["cause"] is None:
-            state["cause"] = cause(result, info)
-            state["first"] = state["tried"]
-        if cause(result, info) != state["cause"]:
-            return False  # another bug: shrink toward the first one found
-        state["found"] = (values, result)
-        return True
-
+    failing = _failing(info, measure, strict_xpass, state)
     settings = hypothesis.settings(
         max_examples=examples, deadline=None, derandomize=False, verbosity=hypothesis.Verbosity.quiet,
         database=DirectoryBasedExampleDatabase(database) if database else None,

@@ -153,24 +153,11 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
     """
     oracles = dict(oracles or {})
     say = _Say(case, point, outcomes, oracles, rerun)
-    for verdict, status in ((Verdict.CRASH, Status.CRASH), (Verdict.TIMEOUT, Status.TIMEOUT)):
-        dead = [o for o in outcomes.values() if o.status is status]
-        if dead:
-            lines = [f"{o.mode}: {o.error.first_line if o.error else status.value}" for o in dead]
-            return say(verdict, lines[0], lines)
-
-    changing = _flaky(outcomes, repeats or {})
-    if changing:
-        return say(Verdict.FLAKY, changing[0], changing)
-
     skipped_lines = _skipped_lines(outcomes)
     active = {m: o for m, o in outcomes.items() if o.status is not Status.SKIP}
-    if not active:
-        return say(Verdict.SKIP, skipped_lines[0], skipped_lines)
-    if point in case.drawn and _outside_domain(active):
-        line = ("outside the function's domain: the values were drawn (no recorded value to replay), and its "
-                "forward is NaN or infinite at every element in every mode, so nothing here can be judged")
-        return say(Verdict.SKIP, line, [line])
+    early = _unjudgeable(say, case, point, outcomes, active, skipped_lines, repeats or {})
+    if early is not None:
+        return early
     judged_oracles = {name: o for name, o in oracles.items() if o.status in ("match", "differ")}
     try:
         expected = applicable(case, point, tuple(active) + tuple(judged_oracles), tf_version)
@@ -183,11 +170,7 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
         found.notes += partly_outside_line(_non_finite(outcomes[reference]))
     say.disagree = _compare_modes(case, active, reference, expected, found)
     failed_oracle = _read_oracles(oracles, expected, found)
-    unjudged = oracles["numeric"].no_gradient if "numeric" in oracles else ()
-    if unjudged:
-        judged = oracles["numeric"].status in ("match", "differ")
-        others = len(active[say.yardstick].sources) - len(unjudged) if judged else 0
-        found.notes.append(no_gradient_line(unjudged, others))
+    found.notes += _no_gradient_notes(oracles, active, say.yardstick)
     if failed_oracle is not None:
         name, note = failed_oracle
         return say(Verdict.ERROR, f"{name} oracle: {note}", [note])
@@ -201,14 +184,56 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
                    f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: {o.error.first_line}",
                    [f"{b.mode}: {b.error.type}: {b.error.first_line}" for b in raising])
     if found.deviations:
-        # Along the ladder, only modes without a declared deviation say where the results part.
-        undeclared = {m: o for m, o in active.items() if m not in expected}
-        ladder_line = ladder(undeclared, case.tolerance, said=found.deviations) if found.mode_deviations else None
-        lines = said_once(found.deviations[:1] + ([ladder_line] if ladder_line else []) + found.deviations[1:]
-                          + found.notes + skipped_lines, active)
-        return say(Verdict.FAIL, found.deviations[0], lines + hints(active, oracles, lines))
+        return _failed(say, case, active, expected, found, skipped_lines)
     return _conclude(say, active, judged_oracles, expected, found, skipped_lines, tf_version,
                      strict_xpass)
+
+
+def _unjudgeable(say: _Say, case: Rules, point: str, outcomes: Mapping[str, ModeOutcome],
+                 active: Mapping[str, ModeOutcome], skipped_lines: list[str],
+                 repeats: Mapping[str, Sequence[ModeOutcome]]) -> Optional[Result]:
+    """The verdict when the modes cannot be compared at all: a mode crashed or timed out, a mode's
+    values changed between runs, no mode ran, or a drawn point is outside the function's domain;
+    None when they can be."""
+    for verdict, status in ((Verdict.CRASH, Status.CRASH), (Verdict.TIMEOUT, Status.TIMEOUT)):
+        dead = [o for o in outcomes.values() if o.status is status]
+        if dead:
+            lines = [f"{o.mode}: {o.error.first_line if o.error else status.value}" for o in dead]
+            return say(verdict, lines[0], lines)
+
+    changing = _flaky(outcomes, repeats)
+    if changing:
+        return say(Verdict.FLAKY, changing[0], changing)
+    if not active:
+        return say(Verdict.SKIP, skipped_lines[0], skipped_lines)
+    if point in case.drawn and _outside_domain(active):
+        line = ("outside the function's domain: the values were drawn (no recorded value to replay), and its "
+                "forward is NaN or infinite at every element in every mode, so nothing here can be judged")
+        return say(Verdict.SKIP, line, [line])
+    return None
+
+
+def _no_gradient_notes(oracles: Mapping[str, OracleOutcome], active: Mapping[str, ModeOutcome],
+                       yardstick_mode: str) -> list[str]:
+    """The line naming the sources the numeric oracle found no gradient for, if it found any."""
+    unjudged = oracles["numeric"].no_gradient if "numeric" in oracles else ()
+    if not unjudged:
+        return []
+    judged = oracles["numeric"].status in ("match", "differ")
+    others = len(active[yardstick_mode].sources) - len(unjudged) if judged else 0
+    return [no_gradient_line(unjudged, others)]
+
+
+def _failed(say: _Say, case: Rules, active: Mapping[str, ModeOutcome], expected: Mapping[str, Expectation],
+            found: _Findings, skipped_lines: list[str]) -> Result:
+    """A fail: the first deviation leads, then where along the ladder the results part (when modes
+    deviate), the other deviations, the notes, and the hints that fit."""
+    # Along the ladder, only modes without a declared deviation say where the results part.
+    undeclared = {m: o for m, o in active.items() if m not in expected}
+    ladder_line = ladder(undeclared, case.tolerance, said=found.deviations) if found.mode_deviations else None
+    lines = said_once(found.deviations[:1] + ([ladder_line] if ladder_line else []) + found.deviations[1:]
+                      + found.notes + skipped_lines, active)
+    return say(Verdict.FAIL, found.deviations[0], lines + hints(active, say.oracles, lines))
 
 
 def _skipped_lines(outcomes: Mapping[str, ModeOutcome]) -> list[str]:

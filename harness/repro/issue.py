@@ -76,27 +76,9 @@ def _behaviour(result: Result, function: str = "`tf.custom_gradient` function") 
     return f"The {function}, {at}, gives the same result in every mode:"
 
 
-def render(result: Result, script: str, environment: Mapping[str, str], description: str, output: str,
-           seen: str = "", note: str = "", origin: str = "", library: str = "") -> str:
-    """The issue text for `result`: the template's headings, the environment, the explanation,
-    `script` (repro.py) and `output`, what running it printed.
-
-    Args:
-      seen: a sentence naming the TensorFlow releases where this was seen (from a version
-        matrix), if known.
-      note: a sentence on the script, e.g. why it is the complete one.
-      origin, library: for a function from an installed library, its module and name and the
-        distribution with its version: the title and "Custom code" name them.
-    """
-    details = "".join(f"\n- {d}" for d in result.details[:_DETAILS])
-    if len(result.details) > _DETAILS:
-        details += f"\n- ({len(result.details) - _DETAILS} more lines: run the harness command below)"
-    seen_line = f"\n\n{seen}" if seen else ""
-    note_line = f"\n\n{note}" if note else ""
-    custom = (f"No: the function under test, `{origin}`, comes from {library}" if library else "Yes")
-    title = f"{library.split()[0]}: `{origin}`" if library else f"tf.custom_gradient: {description}"
-    return f"""\
-# {title} ({_headline(result)})
+# TensorFlow's bug template, heading by heading; render fills it in.
+_TEMPLATE = """\
+# {title} ({headline})
 
 ### Issue type
 
@@ -112,7 +94,7 @@ binary
 
 ### TensorFlow version
 
-{environment.get("tensorflow", "?")} ({environment.get("tensorflow_git", "?")}){seen_line}
+{tensorflow} ({tensorflow_git}){seen_line}
 
 ### Custom code
 
@@ -120,30 +102,56 @@ binary
 
 ### OS platform and distribution
 
-{environment.get("platform", "?")}
+{platform}
 
 ### Python version
 
-{environment.get("python", "?")} (NumPy {environment.get("numpy", "?")})
+{python} (NumPy {numpy})
 
 ### Current behavior?
 
-{_behaviour(result, *([f"function `{origin}`"] if origin else []))} {result.reason}{details}
+{behaviour} {reason}{details}
 
 ### Standalone code to reproduce the issue
 
 ```python
-{script.rstrip()}
+{script}
 ```{note_line}
 
 ### Relevant log output
 
 ```
-{output.rstrip()}
+{output}
 ```
 
-Found by the harness case `{result.case}` at `{result.point}` (verdict `{result.verdict.value}`): `{result.rerun}`
+Found by the harness case `{case}` at `{point}` (verdict `{verdict}`): `{rerun}`
 """
+
+
+def render(result: Result, script: str, environment: Mapping[str, str], description: str, output: str,
+           seen: str = "", note: str = "", origin: str = "", library: str = "") -> str:
+    """The issue text for `result`: the template's headings, the environment, the explanation,
+    `script` (repro.py) and `output`, what running it printed.
+
+    Args:
+      seen: a sentence naming the TensorFlow releases where this was seen (from a version
+        matrix), if known.
+      note: a sentence on the script, e.g. why it is the complete one.
+      origin, library: for a function from an installed library, its module and name and the
+        distribution with its version: the title and "Custom code" name them.
+    """
+    details = "".join(f"\n- {d}" for d in result.details[:_DETAILS])
+    if len(result.details) > _DETAILS:
+        details += f"\n- ({len(result.details) - _DETAILS} more lines: run the harness command below)"
+    return _TEMPLATE.format(
+        title=f"{library.split()[0]}: `{origin}`" if library else f"tf.custom_gradient: {description}",
+        headline=_headline(result),
+        **{key: environment.get(key, "?") for key in ("tensorflow", "tensorflow_git", "platform", "python", "numpy")},
+        seen_line=f"\n\n{seen}" if seen else "",
+        custom=f"No: the function under test, `{origin}`, comes from {library}" if library else "Yes",
+        behaviour=_behaviour(result, *([f"function `{origin}`"] if origin else [])), reason=result.reason,
+        details=details, script=script.rstrip(), note_line=f"\n\n{note}" if note else "", output=output.rstrip(),
+        case=result.case, point=result.point, verdict=result.verdict.value, rerun=result.rerun)
 
 
 _DETAILS = 4
