@@ -187,8 +187,11 @@ def merge_settings(paths: Sequence[str]) -> MergeSettings:
 
 
 def run_settings(command: str, args: Sequence[str]) -> Settings:
-    """The Settings of a command that runs cases (run, check, repro, explore, replay)."""
+    """The Settings of a command that runs cases (run, check, repro, explore, replay, and list: a run
+    with --list)."""
     from harness.worker import Origins  # noqa: PLC0415
+
+    listing, command = command == LIST_CMD, RUN_CMD if command == LIST_CMD else command
 
     if command == REPRO_CMD and not OUT.value:
         raise UsageError("repro needs --out DIR, the directory for repro.py and ISSUE.md")
@@ -227,7 +230,7 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
         patterns=tuple(patterns) if patterns else None, origins=origins,
         shard=(0, 1) if command == EXPLORE_CMD else shard(), case_files=tuple(CASE_FILES.value),
         library=LIBRARY.value, jobs=JOBS.value, timeout=TIMEOUT.value, inprocess=INPROCESS.value,
-        list_only=LIST.value, json_out=JSON_OUT.value, junit_out=JUNIT_OUT.value, jsonl_out=jsonl_path(),
+        list_only=LIST.value or listing, json_out=JSON_OUT.value, junit_out=JUNIT_OUT.value, jsonl_out=jsonl_path(),
         jsonl_named=bool(JSONL_OUT.value),
         repro_dir=REPRO_DIR.value, out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
         minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value, examples=EXAMPLES.value,
@@ -313,15 +316,15 @@ def jsonl_path() -> Optional[str]:
 
 
 def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
-    """(the command, its arguments) from the arguments absl left; `run` and no command are one run."""
+    """(the command, its arguments) from the arguments absl left; `run` and no command are one run,
+    and `list` is a run with --list (settings_for makes it one)."""
     if len(argv) < 2:
         return RUN_CMD, []
     command, args = argv[1], list(argv[2:])
-    if command == LIST_CMD:  # the same as a run with --list
+    if command == LIST_CMD:
         if args:
             raise UsageError(f"list takes no arguments, got {' '.join(args)}; select cases with --cases")
-        flags.FLAGS.list = True
-        return RUN_CMD, []
+        return LIST_CMD, []
     if command not in COMMANDS:
         raise UsageError(f"unknown command {command!r}; commands: {', '.join(COMMANDS)}, list (select cases with "
                          "--cases)")
@@ -341,6 +344,7 @@ def and_list(words: Sequence[str]) -> str:
 def refuse_other_flags(command: str, args: Sequence[str]) -> None:
     """Refuses a flag given to a command that does not take it (where it would do nothing), naming
     the commands it belongs to."""
+    command = RUN_CMD if command == LIST_CMD else command  # list takes what a run takes
     if command == RUN_CMD or (command in (REPRO_CMD, EXPLORE_CMD) and ".py:" not in args[0]):
         given = [f"--{f.name}" for f in (WRT, EXPECT, SYMMETRIC) if flags.FLAGS[f.name].present]
         if given:  # more than "not here": what says the same for a case

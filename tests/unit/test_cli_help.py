@@ -263,7 +263,10 @@ def test_run_is_the_plain_run():
         cli_settings.split_command(["harness", "run", "extra"])
     # --help lists `list` as a command: it must run, as a run with --list.
     with flagsaver.flagsaver():
-        assert cli_settings.split_command(["harness", "list"]) == ("run", []) and flags.FLAGS.list
+        flags.FLAGS(["harness"])
+        assert cli_settings.split_command(["harness", "list"]) == ("list", []) and not flags.FLAGS.list
+        listed = cli_settings.settings_for("list", [])
+        assert listed.command == "run" and listed.list_only
     with pytest.raises(cli_options.UsageError, match="list takes no arguments, got seeds"):
         cli_settings.split_command(["harness", "list", "seeds"])
     with pytest.raises(cli_options.UsageError, match="unknown command 'lists'; commands: run, .*, list "):
