@@ -10,7 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
-from harness.cases import FORWARD_USES_THE_BODY, SAVED_MODEL_DROPS_INNER
+from harness.cases import (FORWARD_USES_THE_BODY, KERAS3_STEPS, KERAS3_SYMBOLIC_BUILD,
+                           SAVED_MODEL_DROPS_INNER)
 
 _SO = "seeds/000_b67b95af73276bf3.txt (StackOverflow answer)"
 _SO_QUESTION = ("seeds/000_b67b95af73276bf3.txt (the tf.custom_gradient docstring example "
@@ -208,6 +209,12 @@ CASES = [
                 outcome="OperatorNotAllowedInGraphError",
                 reason="a Python `if` on a symbolic tensor cannot be traced, and autograph does not "
                        "convert the function inside the tf.custom_gradient wrapper",
+            ),
+            Expectation(
+                modes=KERAS3_STEPS, outcome="RuntimeError",
+                reason=f"{KERAS3_SYMBOLIC_BUILD}, and wraps what that raises in RuntimeError('Unable to "
+                       "automatically build the model'): here the Python `if` on a symbolic tensor "
+                       "('Using a symbolic `tf.Tensor` as a Python `bool` is not allowed')",
             ),
         ],
     ),

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
-from harness.cases import FORWARD_USES_THE_BODY, RACING_STEPS, UPDATE_RACE
+from harness.cases import FORWARD_USES_THE_BODY, KERAS3_SYMBOLIC_BUILD, RACING_STEPS, UPDATE_RACE
 
 # Under the mixed_float16 policy the case's argument arrives in float16 (an autocast Keras weight),
 # and the builder's own variables are plain tf.Variables, which no policy casts.
@@ -20,6 +20,15 @@ _PLAIN_VARIABLE_UNDER_MIXED = Expectation(
     reason="the builder's plain tf.Variable is not a Keras weight, so the mixed_float16 policy does not autocast "
            "it: its float32 value meets the float16 argument in the forward (TypeError: 'does not match type "
            "float16')",
+)
+
+# Keras 3 meets the same float32 value in the symbolic build its fit starts with.
+_PLAIN_VARIABLE_UNDER_KERAS3_MIXED = Expectation(
+    modes=["keras3_mixed"], outcome="RuntimeError",
+    reason=f"{KERAS3_SYMBOLIC_BUILD}, and wraps what that raises in RuntimeError('Unable to "
+           "automatically build the model'): here the builder's plain tf.Variable, which is no Keras 3 "
+           "variable and which the mixed_float16 policy does not cast, meets the float16 argument in the "
+           "forward ('does not match type float16')",
 )
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
@@ -177,7 +186,7 @@ CASES = [
         source=_DOCS,
         description="a non-trainable variable read in the forward pass is not one of `variables`, so "
                     "grad_fn(dy) suffices: gradient 3 w.r.t. x",
-        expectations=[_PLAIN_VARIABLE_UNDER_MIXED],
+        expectations=[_PLAIN_VARIABLE_UNDER_MIXED, _PLAIN_VARIABLE_UNDER_KERAS3_MIXED],
     ),
     Case(
         id="variables.missing_variables_argument",
@@ -196,6 +205,14 @@ CASES = [
                        "and raise '@tf.custom_gradient grad_fn must accept keyword argument "
                        "'variables''; the docstring makes it a requirement",
             ),
+            _PLAIN_VARIABLE_UNDER_KERAS3_MIXED,
+            Expectation(
+                modes=["keras3_eager", "keras3_fit", "keras3_xla", "keras3_mirrored"],
+                outcome="RuntimeError",
+                reason=f"{KERAS3_SYMBOLIC_BUILD}, and wraps what that raises in RuntimeError('Unable to "
+                       "automatically build the model'): here the TypeError of every other mode, "
+                       "'grad_fn must accept keyword argument 'variables''",
+            ),
         ],
     ),
     Case(
@@ -207,8 +224,10 @@ CASES = [
                     "tf.cond branch: gradient w = 2, but tf.function raises AttributeError",
         expectations=[
             _PLAIN_VARIABLE_UNDER_MIXED,
+            _PLAIN_VARIABLE_UNDER_KERAS3_MIXED,
             Expectation(
-                modes=["no_autograph", "function", "xla", "saved_model", "keras_fit", "keras_xla", "keras_mirrored"],
+                modes=["no_autograph", "function", "xla", "saved_model", "keras_fit", "keras_xla", "keras_mirrored",
+                       "keras3_fit", "keras3_xla", "keras3_mirrored"],
                 outcome="AttributeError",
                 reason="the variable is created eagerly, so grad_fn's read inside the If op's gradient "
                        "branch captures its handle, an EagerTensor, directly; cond_v2._resolve_grad_inputs "
@@ -239,6 +258,7 @@ CASES = [
         description="a variable read under tf.cond inside grad_fn itself: gradient 2 at x = 5, 0 at x = -5",
         expectations=[
             _PLAIN_VARIABLE_UNDER_MIXED,
+            _PLAIN_VARIABLE_UNDER_KERAS3_MIXED,
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=-5.0"],
                 reason=FORWARD_USES_THE_BODY + ": the body w * x gives w = 2 where grad_fn's tf.cond gives 0",

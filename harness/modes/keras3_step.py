@@ -52,8 +52,20 @@ def _prepare(model, batch) -> None:
         raise
 
 
+def _keras2_class(built) -> str:
+    """The name of the Keras 2 (tf_keras) class `built` is an instance of, or ""."""
+    for cls in type(built).__mro__:
+        if cls.__module__.split(".")[0] == "tf_keras":
+            return type(built).__name__
+    return ""
+
+
 def _why_not(model, subject) -> str:
-    """Why Keras 3's fit would not train the builder's variables, or ""."""
+    """Why Keras 3's fit would not train the builder's layer or variables, or ""."""
+    keras2 = _keras2_class(subject.fn)
+    if keras2:
+        return (f"the builder returns a tf_keras {keras2}: Keras 3 models take Keras 3 layers, not "
+                "Keras 2 ones; the keras_* modes train it")
     trained = set()
     for variable in model.trainable_variables:
         trained.add(id(variable.value))
