@@ -57,6 +57,11 @@ SCHEMA = MATRIX_SCHEMA
 ABSENT = "absent"  # this version's reports have no result for the case and point
 NOT_INSTALLED = "not installed"  # this version could not be installed
 NOT_RUN = "not run"  # the result exists but holds no outcome for this mode (skip, crash elsewhere)
+# A Keras 3 mode skipped for want of Keras 3 (harness.modes.keras3_step.NEEDS_KERAS3 begins with
+# NO_KERAS3_NOTE): TensorFlow 2.12 to 2.15 come with Keras 2. Its arrival in 2.16 is no change of
+# the case's behaviour, so no change is measured to or from it.
+NO_KERAS3 = "no Keras 3"
+NO_KERAS3_NOTE = "needs Keras 3"
 
 
 
@@ -332,6 +337,8 @@ def _cell(result: dict, mode: str) -> Cell:
     if outcome is None:
         return Cell(status=NOT_RUN, **common)
     status = outcome["status"]
+    if status == "skip" and str(outcome.get("note") or "").startswith(NO_KERAS3_NOTE):
+        status = NO_KERAS3
     if status == "error":
         status = str(outcome.get("error_type") or "error")
     return Cell(status=status, stage=str(outcome.get("stage") or ""),
@@ -346,7 +353,8 @@ def _status_change(status: str) -> str:
 def _change(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
     """Says where the behaviour changed between versions that ran the row."""
     labels = _short_labels([c.version for c in columns])
-    seen = [(column, cell) for column, cell in zip(columns, cells) if cell.observed]
+    seen = [(column, cell) for column, cell in zip(columns, cells)
+            if cell.observed and cell.status != NO_KERAS3]
     changes = []
     for (_, before), (column, after) in zip(seen, seen[1:]):
         what = []
@@ -366,7 +374,8 @@ def _steps(columns: Sequence[Column], rows: Sequence[Row]) -> tuple[Step, ...]:
     steps = []
     for before, after in zip(seen, seen[1:]):
         modes = tuple((r.mode, r.cells[before].status, r.cells[after].status) for r in rows
-                      if r.cells[before].status != r.cells[after].status)
+                      if r.cells[before].status != r.cells[after].status
+                      and NO_KERAS3 not in (r.cells[before].status, r.cells[after].status))
         verdicts = (rows[0].cells[before].verdict, rows[0].cells[after].verdict)
         if modes or verdicts[0] != verdicts[1]:
             version = columns[after].version

@@ -1,9 +1,17 @@
-"""The one table of TensorFlow pins: which tf-keras and NumPy go with each release.
+"""The one table of TensorFlow pins: which tf-keras, Keras 3 and NumPy go with each release.
 
 Measured on Python 3.11 (shared/FACTS.md). tf-keras is released in step with
 TensorFlow but its patch numbers drift (2.16.2 pairs with tf-keras 2.16.0), so
 each pair is written out. NumPy 2 support arrived in stages: a release whose
 wheels were built against NumPy 1 fails at import under NumPy 2.
+
+From 2.16 TensorFlow requires Keras 3 (`keras>=3`) with no upper bound, so what
+`pip install tensorflow` brings depends on the day. Each release is pinned to
+the newest Keras 3 published while it was TensorFlow's newest minor release
+(PyPI upload dates): the pair its users installed then. 2.16 was newest from
+2024-03-09 to 2024-07-11 (Keras 3.4.1), 2.17 to 2024-10-25 (3.6.0), 2.18 to
+2025-03-12 (3.9.0), 2.19 to 2025-08-13 (3.11.2), 2.20 to 2026-03-06 (3.13.2),
+and 2.21 still is (3.15.1, the newest Keras).
 
 Only the standard library is imported, so CI can read the table before
 anything is installed:
@@ -34,10 +42,13 @@ class Pin:
       tf_keras: the exact tf-keras release, or None where there is none (up to
         2.13, Keras 2 ships inside TensorFlow as `keras`).
       numpy: the NumPy requirement specifier, e.g. "<2".
+      keras3: the exact Keras 3 release, or None before 2.16, whose `keras` is
+        Keras 2 (TensorFlow's own dependency).
     """
 
     tf_keras: Optional[str]
     numpy: str
+    keras3: Optional[str] = None
 
 
 # Keyed by the exact TensorFlow release to install: the newest patch of each
@@ -50,12 +61,12 @@ PINS: dict[str, Pin] = {
     "2.14.1": Pin(tf_keras="2.14.1", numpy="<2"),
     "2.15.1": Pin(tf_keras="2.15.1", numpy="<2"),
     # 2.16 and 2.17 list NumPy 2 wheels for newer Pythons only; on 3.11 they need NumPy 1.
-    "2.16.2": Pin(tf_keras="2.16.0", numpy="<2"),
-    "2.17.1": Pin(tf_keras="2.17.0", numpy="<2"),
-    "2.18.1": Pin(tf_keras="2.18.0", numpy="<2.1"),
-    "2.19.1": Pin(tf_keras="2.19.0", numpy="<2.2"),
-    "2.20.0": Pin(tf_keras="2.20.1", numpy=">=1.26"),
-    "2.21.0": Pin(tf_keras="2.21.0", numpy=">=1.26"),
+    "2.16.2": Pin(tf_keras="2.16.0", numpy="<2", keras3="3.4.1"),
+    "2.17.1": Pin(tf_keras="2.17.0", numpy="<2", keras3="3.6.0"),
+    "2.18.1": Pin(tf_keras="2.18.0", numpy="<2.1", keras3="3.9.0"),
+    "2.19.1": Pin(tf_keras="2.19.0", numpy="<2.2", keras3="3.11.2"),
+    "2.20.0": Pin(tf_keras="2.20.1", numpy=">=1.26", keras3="3.13.2"),
+    "2.21.0": Pin(tf_keras="2.21.0", numpy=">=1.26", keras3="3.15.1"),
 }
 
 
@@ -71,7 +82,7 @@ def requirements(version: str) -> list[str]:
       version: an exact TensorFlow release, e.g. "2.16.2".
 
     Returns:
-      e.g. ["tensorflow==2.16.2", "tf-keras==2.16.0", "numpy<2"]. The package
+      e.g. ["tensorflow==2.16.2", "tf-keras==2.16.0", "keras==3.4.1", "numpy<2"]. The package
       is `tensorflow`, never `tensorflow-cpu`: tf-keras depends on
       `tensorflow`, and the two would be installed over each other.
 
@@ -85,6 +96,8 @@ def requirements(version: str) -> list[str]:
     found = [f"tensorflow=={version.strip()}"]
     if pin.tf_keras is not None:
         found.append(f"tf-keras=={pin.tf_keras}")
+    if pin.keras3 is not None:
+        found.append(f"keras=={pin.keras3}")
     found.append(f"numpy{pin.numpy}")
     return found
 

@@ -12,7 +12,9 @@ import json
 import re
 from typing import Optional
 
-from harness.matrix.merge import ABSENT, NOT_INSTALLED, NOT_RUN, SCHEMA, Cell, Column, Matrix, Point
+from harness.matrix.merge import (ABSENT, NO_KERAS3, NOT_INSTALLED, NOT_RUN, SCHEMA, Cell, Column, Matrix,
+                                  Point)
+from harness.mode_names import KERAS3_MODES
 from harness.printable import printable
 from harness.records import VERDICTS
 
@@ -105,13 +107,19 @@ def _md_cell(point: Point, index: int) -> str:
     for mode, cell in zip(point.modes, cells):
         if cell.status != "ok":
             groups.setdefault(cell.status, []).append(_mark(mode))
+    if len(groups.get(NO_KERAS3, ())) == len(KERAS3_MODES):  # every one: said without marks
+        groups[NO_KERAS3] = []
     quiet = (NOT_RUN, "skip")
     if all(status in quiet for status in groups):  # nothing ran (a skipped point), or everything was ok
         return first.word
-    ordered = sorted(groups.items(), key=lambda item: item[0] in quiet)  # stable: what ran first
+    # Stable: what ran first, then a missing Keras 3, then what did not run.
+    ordered = sorted(groups.items(), key=lambda item: 2 if item[0] in quiet else item[0] == NO_KERAS3)
     stopped = not any(c.status == "ok" for c in cells) and ordered[0][0] not in quiet
     parts = []
     for status, marks in ordered:
+        if status == NO_KERAS3 and not marks:
+            parts.append(NO_KERAS3)
+            continue
         if len(marks) == len(cells) > 1:
             who = "all"
         elif status == NOT_RUN and stopped and len(marks) >= 3:

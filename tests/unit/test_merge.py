@@ -647,3 +647,28 @@ def test_every_known_mode_has_a_mark_of_its_own():
     marks = [render.MODE_MARKS.get(mode) for mode in KNOWN_MODES]
     assert None not in marks, [m for m in KNOWN_MODES if m not in render.MODE_MARKS]
     assert len(set(marks)) == len(marks), marks
+
+
+def test_markdown_says_no_keras3_where_every_keras3_mode_skipped_for_want_of_it():
+    k3 = ("keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed", "keras3_mirrored")
+    modes = MODES + k3
+    missing = {"status": "skip", "orders": [], "sources": [],
+               "note": "needs Keras 3 (the keras package, 3.0 or later, which TensorFlow installs "
+                       "from 2.16 on); TensorFlow 2.12 to 2.15 come with Keras 2"}
+    elsewhere = {"status": "skip", "orders": [], "sources": [], "note": "a Keras 3 model: ..."}
+    old = report("2.15.1", result("a", **{m: missing for m in k3}),
+                 result("b", verdict="xfail", graph=raised("TypeError", "t"),
+                        **{m: missing for m in k3}), modes=modes)
+    new = report("2.16.2", result("a"), result("b", verdict="xfail", graph=raised("TypeError", "t"),
+                                               keras3_mixed=elsewhere), modes=modes)
+    matrix = merged(old, new, modes=modes)
+    lines = render.markdown(matrix).splitlines()
+    (a,) = [line for line in lines if line.startswith("| a[")]
+    (b,) = [line for line in lines if line.startswith("| b[")]
+    assert a.endswith("| pass · no Keras 3 | pass |"), a
+    # A Keras 3 mode skipped for another reason is a skip like any other, named by its mark.
+    assert b.endswith("| xfail · TypeError: g; no Keras 3 | xfail · TypeError: g; skip: k3mp |"), b
+    # Keras 3's arrival is no change of a case: no row is listed as changed.
+    assert "No case point of 2 changed between versions." in lines, lines
+    assert not [r for r in matrix.rows if r.changed], [(r.name, r.mode, r.change) for r in matrix.rows
+                                                       if r.changed]

@@ -48,6 +48,31 @@ def test_requirements_pin_tensorflow_and_the_measured_tf_keras(version, tf_keras
     assert keras == ([f"tf-keras=={tf_keras}"] if tf_keras else [])
 
 
+# PyPI's upload dates (https://pypi.org/pypi/<name>/json, read 2026-12-03): each TensorFlow minor
+# release's first, and every Keras 3 release's (3.12.x patches after 3.13.0 left out: a newer line
+# was out by then).
+_TF_MINOR_FIRST = {(2, 16): "2024-03-09", (2, 17): "2024-07-11", (2, 18): "2024-10-25",
+                   (2, 19): "2025-03-12", (2, 20): "2025-08-13", (2, 21): "2026-03-06"}
+_KERAS3 = {"3.3.3": "2024-04-26", "3.4.0": "2024-06-25", "3.4.1": "2024-06-26", "3.5.0": "2024-08-12",
+           "3.6.0": "2024-10-03", "3.7.0": "2024-11-26", "3.8.0": "2025-01-07", "3.9.0": "2025-03-04",
+           "3.9.2": "2025-04-02", "3.10.0": "2025-05-19", "3.11.2": "2025-08-11",
+           "3.11.3": "2025-08-21", "3.12.0": "2025-10-27", "3.13.2": "2026-01-30",
+           "3.14.0": "2026-04-03", "3.15.1": "2026-07-29"}
+
+
+@pytest.mark.parametrize("version", sorted(pins.PINS))
+def test_keras3_is_pinned_to_the_newest_release_while_its_tensorflow_was_newest(version):
+    minor = release(version)[:2]
+    if minor < (2, 16):  # TensorFlow's own Keras 2 is its `keras`
+        assert pins.PINS[version].keras3 is None
+        assert not any(r.startswith("keras==") for r in pins.requirements(version))
+        return
+    until = _TF_MINOR_FIRST.get((minor[0], minor[1] + 1), "9999")
+    newest = max((k for k, day in _KERAS3.items() if day < until), key=release)
+    assert pins.PINS[version].keras3 == newest
+    assert f"keras=={newest}" in pins.requirements(version)
+
+
 def test_every_tf_keras_pin_is_of_its_tensorflows_minor_release():
     for version, pin in pins.PINS.items():
         if pin.tf_keras is not None:
@@ -98,7 +123,8 @@ def test_pins_runs_as_a_script_with_the_standard_library_only():
     done = subprocess.run([sys.executable, "-S", "-I", str(ROOT / "harness" / "matrix" / "pins.py"), "2.16.2"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["tensorflow==2.16.2", "tf-keras==2.16.0", "numpy<2"]
+    assert done.stdout.splitlines() == ["tensorflow==2.16.2", "tf-keras==2.16.0", "keras==3.4.1",
+                                        "numpy<2"]
     refused = subprocess.run([sys.executable, "-S", "-I", str(ROOT / "harness" / "matrix" / "pins.py"), "9.9"],
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0 and "no pins for TensorFlow '9.9'" in refused.stderr
