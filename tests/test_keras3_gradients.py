@@ -107,3 +107,53 @@ def test_a_keras_custom_gradient_written_for_torch_fails_in_every_step(keras3_ca
         outcome = result.outcomes[mode]
         assert "missing 1 required keyword-only argument: 'upstream'" in _message(outcome), mode
         assert outcome.error.stage.startswith("order 1"), mode
+
+
+# -- the library's Keras 3 twins (cases/keras3.py) -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def library_keras3():
+    from harness.cases import keras3 as theme
+
+    return {c.id: c for c in theme.CASES}
+
+
+def test_keras_18139_comes_back_in_keras3_eagerly_in_float32(library_keras3):
+    """A kernel (a keras.Variable) passed to a tf.custom_gradient: eagerly the tf.Variable inside
+    it is a variable read that is not an input, so TensorFlow wants grad_fn(..., variables)."""
+    modes = ("eager", "function", "keras3_eager", "keras3_fit", "keras3_mixed")
+    result, = helpers.run(library_keras3["keras3.tracker_custom_matmul_mixed_precision"], modes)
+    assert result.verdict.value == "xfail", result.reason
+    for mode in ("eager", "keras3_eager"):
+        assert "must accept keyword argument 'variables'" in _message(result.outcomes[mode]), mode
+    kernel = np.array([[0.5, -1.0], [1.5, 0.25], [-0.75, 2.0]])
+    x = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]])
+    for mode in ("function", "keras3_fit", "keras3_mixed"):
+        x_grad, kernel_grad = (o.value for o in result.outcomes[mode].orders[1])
+        np.testing.assert_allclose(x_grad, np.ones((2, 2)) @ kernel.T, rtol=1e-2)
+        np.testing.assert_allclose(kernel_grad, x.T @ np.ones((2, 2)), rtol=1e-2)
+
+
+def test_a_grad_fn_reading_a_keras_variable_fails_only_under_the_mixed_policy(library_keras3):
+    modes = ("eager", "keras3_fit", "keras3_mixed")
+    result, = helpers.run(library_keras3["keras3.grad_fn_reads_weight_without_autocast"], modes)
+    assert result.verdict.value == "xfail", result.reason
+    mixed = result.outcomes["keras3_mixed"]
+    assert mixed.error.type == "TypeError" and "float16" in mixed.error.message, _message(mixed)
+    x = np.array([0.5, -1.0, 2.0])
+    # d/dx 1.5 tanh(x) = 1.5 (1 - tanh(x)^2), under the plain contraction.
+    np.testing.assert_allclose(result.outcomes["keras3_fit"].orders[1][0].value,
+                               1.5 * (1 - np.tanh(x) ** 2), rtol=1e-5)
+    # The numeric oracle differences the layer in float32, the dtype Keras 3 computes it in.
+    assert result.oracles["numeric"].status == "match", result.oracles["numeric"]
+
+
+def test_a_tf_keras_layer_is_not_trained_by_the_keras3_steps_and_they_say_why():
+    from harness.cases import training
+
+    case, = [c for c in training.CASES if c.id == "training.python_side_effect_in_grad_fn"]
+    result, = helpers.run(case, ("eager", "keras3_fit"))
+    outcome = result.outcomes["keras3_fit"]
+    assert outcome.status.value == "skip", outcome
+    assert outcome.note == ("the builder returns a tf_keras WarmupReversal: Keras 3 models take "
+                            "Keras 3 layers, not Keras 2 ones; the keras_* modes train it")
