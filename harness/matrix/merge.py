@@ -420,6 +420,17 @@ def merge(reports: Mapping[str, dict], failed: Optional[Mapping[str, str]] = Non
         has a report and is listed as not installed.
     """
     failed = dict(failed or {})
+    by_version = _by_version(reports, failed)
+    versions = sorted([*by_version, *failed], key=_version_key)
+    columns, results, order, modes = _columns(versions, by_version, failed)
+    rows = _rows(columns, results, order, modes)
+    rows.sort(key=lambda row: not row.changed)  # stable: changed rows first, each group in its order
+    return Matrix(columns=tuple(columns), modes=tuple(modes), rows=tuple(rows))
+
+
+def _by_version(reports: Mapping[str, dict], failed: Mapping[str, str]) -> dict[str, list[tuple[str, dict]]]:
+    """Each report checked, and grouped by its TensorFlow version as (name, report) shards; a
+    MergeError when there is nothing to merge or a version both has reports and is not installed."""
     if not reports and not failed:
         raise MergeError(f"no reports to merge; {HOW_TO_MAKE}")
     by_version: dict[str, list[tuple[str, dict]]] = {}
@@ -431,8 +442,14 @@ def merge(reports: Mapping[str, dict], failed: Optional[Mapping[str, str]] = Non
             names = ", ".join(name for name, _ in by_version[version])
             raise MergeError(f"TensorFlow {version} is listed as not installed ({reason}) but has reports "
                              f"({names}); drop one of the two")
+    return by_version
 
-    versions = sorted([*by_version, *failed], key=_version_key)
+
+def _columns(versions: Sequence[str], by_version: Mapping[str, list[tuple[str, dict]]],
+             failed: Mapping[str, str]) -> tuple[list[Column], dict, dict, list[str]]:
+    """A column per version, in `versions`' order; each reported version's results by (case, point),
+    its shards unioned (a MergeError where two disagree); when each (case, point) was first seen;
+    and every mode, in the order the reports list them."""
     columns = []
     results: dict[str, dict[tuple[str, str], dict]] = {}  # version -> (case, point) -> result
     order: dict[tuple[str, str], int] = {}  # (case, point) -> when first seen
@@ -460,7 +477,13 @@ def merge(reports: Mapping[str, dict], failed: Optional[Mapping[str, str]] = Non
         results[version] = found
         columns.append(Column(version=version, reports=tuple(name for name, _ in shards),
                               environment=_union_environment([data["environment"] for _, data in shards])))
+    return columns, results, order, modes
 
+
+def _rows(columns: Sequence[Column], results: Mapping[str, dict], order: Mapping[tuple[str, str], int],
+          modes: Sequence[str]) -> list[Row]:
+    """A row per case, point and mode, sorted by case id, then point in the order first seen, then
+    mode: a cell per column, and the change across them."""
     rows = []
     for case, point in sorted(order, key=lambda key: (key[0], order[key])):
         for mode in modes:
@@ -474,6 +497,5 @@ def merge(reports: Mapping[str, dict], failed: Optional[Mapping[str, str]] = Non
                     cells.append(Cell(status=ABSENT, reason=f"the TensorFlow {column.version} run did not "
                                                             "select this case and point"))
             rows.append(Row(case=case, point=point, mode=mode, cells=tuple(cells), change=_change(columns, cells)))
-    rows.sort(key=lambda row: not row.changed)  # stable: changed rows first, each group in its order
-    return Matrix(columns=tuple(columns), modes=tuple(modes), rows=tuple(rows))
+    return rows
 

@@ -393,30 +393,11 @@ def html(matrix: Matrix) -> str:
     prefix) and by a search of case[point].
     """
     points = matrix.points
-    width = 1 + len(matrix.columns)
-    changed = [p for p in points if p.changed]
-    body = []
-    groups = ((f"Changed between versions ({len(changed)})", "changed", changed),
-              (f"Same in every version that ran it ({len(points) - len(changed)})", "same",
-               [p for p in points if not p.changed]))
-    for title, kind, group in groups:
-        if not group:
-            continue
-        body.append(f'<tr class="group" data-kind="{kind}"><th colspan="{width}"><span>{_e(title)}</span></th></tr>')
-        for point in group:
-            cells = "".join(_html_cell(point, matrix.columns, i) for i in range(len(matrix.columns)))
-            change = f'<span class="change">{_e(point.change)}</span>' if point.change else ""
-            body.append(f'<tr class="p {kind}" data-name="{_e(point.name)}" data-theme="{_e(point.theme)}">'
-                        f'<td class="name"><code>{_breakable(point.name)}</code>{change}</td>{cells}</tr>')
+    body = _html_rows(matrix)
     themes = sorted({p.theme for p in points})
     counts = {t: sum(p.theme == t for p in points) for t in themes}
     options = "".join(f'<option value="{_e(t)}">{_e(t)} ({counts[t]})</option>' for t in themes)
-    installed = [c.version for c in matrix.columns if c.not_installed is None]
-    versions = (f"{len(matrix.columns)} versions, {matrix.columns[0].version} to {matrix.columns[-1].version}"
-                if len(matrix.columns) > 1 else matrix.columns[0].version)
-    versions += "; each column names its NumPy and Python." if installed else "."
-    versions += "".join(f" {c.version} is not installed: {c.not_installed}." for c in matrix.columns
-                        if c.not_installed is not None)
+    versions = _html_versions(matrix)
     names = ("verdict", "reason", "change", "modes", "details", "rerun")
     code = ("modes", "details", "rerun")
     fields = "".join(f'<dt>{_e(name)}</dt><dd id="p-{name}"{" class=code" if name in code else ""}></dd>'
@@ -457,6 +438,39 @@ details.</p>
 </body>
 </html>
 """
+
+
+def _html_rows(matrix: Matrix) -> list[str]:
+    """The table's rows: the points that changed between versions under one heading row, then the
+    others under another; a group with no point has no heading."""
+    points = matrix.points
+    width = 1 + len(matrix.columns)
+    changed = [p for p in points if p.changed]
+    body = []
+    groups = ((f"Changed between versions ({len(changed)})", "changed", changed),
+              (f"Same in every version that ran it ({len(points) - len(changed)})", "same",
+               [p for p in points if not p.changed]))
+    for title, kind, group in groups:
+        if not group:
+            continue
+        body.append(f'<tr class="group" data-kind="{kind}"><th colspan="{width}"><span>{_e(title)}</span></th></tr>')
+        for point in group:
+            cells = "".join(_html_cell(point, matrix.columns, i) for i in range(len(matrix.columns)))
+            change = f'<span class="change">{_e(point.change)}</span>' if point.change else ""
+            body.append(f'<tr class="p {kind}" data-name="{_e(point.name)}" data-theme="{_e(point.theme)}">'
+                        f'<td class="name"><code>{_breakable(point.name)}</code>{change}</td>{cells}</tr>')
+    return body
+
+
+def _html_versions(matrix: Matrix) -> str:
+    """The page's line on the versions: how many, from which to which, and why any is not installed."""
+    installed = [c.version for c in matrix.columns if c.not_installed is None]
+    versions = (f"{len(matrix.columns)} versions, {matrix.columns[0].version} to {matrix.columns[-1].version}"
+                if len(matrix.columns) > 1 else matrix.columns[0].version)
+    versions += "; each column names its NumPy and Python." if installed else "."
+    versions += "".join(f" {c.version} is not installed: {c.not_installed}." for c in matrix.columns
+                        if c.not_installed is not None)
+    return versions
 
 
 # --- JSON ------------------------------------------------------------------------------------------
