@@ -16,6 +16,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness.record import store
@@ -341,3 +342,44 @@ def test_a_point_over_the_byte_limit_keeps_its_signature_and_the_drop_is_said(pr
     small, big = square["points"]
     assert "array" in small["args"][0] and big["args"][0] == {"spec": {"dtype": "float32", "shape": [16]}}
     assert big["note"] == "values over the recording's byte limit: replayed at drawn values"
+
+
+# -- a Keras 3 model trained with fit --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def keras3_replayed(project):
+    pytest.importorskip("keras", minversion="3")
+    folder = project.parent / "recorded-keras3"
+    proc = user_pytest(project, "keras3_tests", f"--harness-record={folder}",
+                       env={k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = project.parent / "out-keras3"
+    out.mkdir()
+    replay = helpers.harness("replay", str(folder), "--mode=all,keras3", f"--json_out={out / 'r.json'}",
+                             cwd=str(out), env=dict(os.environ, PYTHONPATH=REPO), timeout=900)
+    return store.read(str(folder)), replay, json.loads((out / "r.json").read_text())["results"]
+
+
+def test_a_keras3_layer_s_custom_gradient_trained_by_fit_is_recorded_and_judged_in_the_keras3_steps(
+        keras3_replayed):
+    read, proc, results = keras3_replayed
+    [softplus] = read["functions"]
+    assert (softplus["module"], softplus["qualname"]) == ("mylib.layers", "softplus")
+    # fit calls the layer while it builds the model from a symbolic batch and while it traces its
+    # train function: points without values, replayed at drawn ones.
+    assert {p["node"] for p in softplus["points"]} == {
+        "keras3_tests/test_layers.py::test_softplus_dense_trains_with_fit"}
+    assert {p["context"] for p in softplus["points"]} == {"tf.function"}
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert results and all(r["case"] == "recorded.mylib.layers.softplus" for r in results)
+    for r in results:
+        assert r["verdict"] == "pass", r["reason"]
+        assert r["oracles"]["numeric"]["status"] == "match"
+        # d softplus(x) / dx = sigmoid(x) = 1 - exp(-softplus(x)): read from the forward, as the
+        # plain contraction's upstream is ones.
+        y = np.array(r["modes"]["eager"]["orders"][0][0]["value"], np.float64)
+        for mode in ("keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed", "keras3_mirrored"):
+            outcome = r["modes"][mode]
+            assert outcome["status"] == "ok", (mode, outcome)
+            np.testing.assert_allclose(outcome["orders"][1][0]["value"], 1 - np.exp(-y),
+                                       rtol=2e-3 if mode == "keras3_mixed" else 1e-5, err_msg=mode)
