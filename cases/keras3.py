@@ -1,12 +1,17 @@
-"""The keras theme's custom-gradient layers, and the mixed-precision bug classes, in Keras 3.
+"""Custom gradients in Keras 3: the keras theme's layers and the mixed-precision bug classes as
+Keras 3 builds them, and custom gradients written for Keras 3 (`keras.ops.custom_gradient`).
 
 From TensorFlow 2.16 `import keras` and `tf.keras` are Keras 3: its layers' weights are
 keras.Variable objects wrapping a tf.Variable, its mixed precision casts a weight inside a layer's
-call only, and its Sequential and functional models are its own. Each case here is a twin of a
-keras or training case, with the same layers, weights and points, built with Keras 3's layers; the
-keras_* steps, which train tf_keras models, skip them, and the keras3_* steps train them. Where
-Keras 3 is missing (TensorFlow 2.12 to 2.15) every mode skips, saying so. The builders import
-Keras 3 when a mode runs them, so the module loads everywhere.
+call only, and its Sequential and functional models are its own. The first five cases are twins of
+keras and training cases, with the same layers, weights and points, built with Keras 3's layers.
+The keras_* steps, which train tf_keras models, skip the cases that build Keras 3 layers, and the
+keras3_* steps train them. Where Keras 3 is missing (TensorFlow 2.12 to 2.15) every mode skips,
+saying so. The builders import Keras 3 when a mode runs them, so the module loads everywhere.
+
+On the TensorFlow backend `keras.ops.custom_gradient(f)` is `tf.custom_gradient(f=f)`: TensorFlow
+calls its grad with the upstream gradient by position and hands it `variables=` when the forward
+read a variable, while Keras documents `grad(*args, upstream=None)` for every backend.
 """
 
 import numpy as np
@@ -18,6 +23,7 @@ from harness.modes import KNOWN_MODES, STEP_MODES
 from harness.modes.keras3_step import NEEDS_KERAS3, keras3
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
+_OPS_DOC = "https://keras.io/api/ops/core/#custom_gradient-function"
 _KERNEL_3x2 = np.array([[0.5, -1.0], [1.5, 0.25], [-0.75, 2.0]], np.float32)
 _BIAS_2 = np.array([0.1, -0.2], np.float32)
 _KERNEL_2x1 = np.array([[1.0], [-2.0]], np.float32)
@@ -28,6 +34,16 @@ _SKIP = ({} if keras3() is not None else {mode: NEEDS_KERAS3 for mode in KNOWN_M
 _TF_KERAS_STEPS = {mode: "a Keras 3 model: the keras_* steps train tf_keras models, and the "
                          "keras3_* modes train this one" for mode in STEP_MODES}
 _SKIPS = {**_TF_KERAS_STEPS, **_SKIP}
+# What TensorFlow says when a custom gradient's forward read a variable its grad_fn cannot take.
+_NEEDS_VARIABLES = ("tf.custom_gradient demands that grad_fn accept `variables` when the forward "
+                    "read a variable ('grad_fn must accept keyword argument 'variables'', the "
+                    "message of keras-team/keras#18139), and the grad signature Keras documents, "
+                    "grad(*args, upstream=None), does not")
+# Keras 3's fit builds an unbuilt model from a symbolic batch before its first step.
+_SYMBOLIC_BUILD = ("Keras 3's fit first builds the model from a symbolic batch "
+                   "(Trainer._symbolic_build), which runs call and raises RuntimeError('Unable to "
+                   "automatically build the model') for any error but a ValueError")
+_KERAS3_STEPS = [m for m in KNOWN_MODES if m.startswith("keras3_")]
 _AUTOCAST = ("https://github.com/keras-team/keras/blob/v3.15.1/keras/src/backend/common/"
              "variables.py (KerasVariable.value casts only inside an AutocastScope, which "
              "Layer.__call__ enters around call)")
@@ -204,6 +220,79 @@ def build_custom_matmul_dense():
     return layer
 
 
+def build_kernel_argument():
+    """A Keras 3 dense layer passing its kernel, a keras.Variable, to keras.ops.custom_gradient."""
+    keras = _keras()
+    ops = keras.ops
+
+    class KernelArgumentDense(keras.layers.Layer):
+        def build(self, input_shape):
+            self.kernel = self.add_weight(shape=_KERNEL_3x2.shape, name="kernel",
+                                          initializer=keras.initializers.Constant(_KERNEL_3x2))
+
+        def call(self, x):
+            @ops.custom_gradient
+            def matmul(a, w):
+                def grad(*args, upstream=None):
+                    if upstream is None:
+                        (upstream,) = args
+                    return (ops.matmul(upstream, ops.transpose(w)),
+                            ops.matmul(ops.transpose(a), upstream))
+
+                return ops.matmul(a, w), grad
+
+            return matmul(x, self.kernel)
+
+    layer = KernelArgumentDense()
+    layer.build((None, 3))
+    return layer
+
+
+def build_weight_read_in_forward():
+    """A Keras 3 layer whose keras.ops.custom_gradient reads its scale weight, with Keras's grad."""
+    keras = _keras()
+    ops = keras.ops
+
+    class ScaledTanh(keras.layers.Layer):
+        def build(self, input_shape):
+            self.scale = self.add_weight(shape=(), name="scale",
+                                         initializer=keras.initializers.Constant(1.5))
+
+        def call(self, x):
+            @ops.custom_gradient
+            def scaled_tanh(v):
+                y = ops.tanh(v)
+
+                def grad(*args, upstream=None):
+                    if upstream is None:
+                        (upstream,) = args
+                    return upstream * self.scale * (1.0 - y * y)
+
+                return self.scale * y, grad
+
+            return scaled_tanh(x)
+
+    layer = ScaledTanh()
+    layer.build((3,))
+    return layer
+
+
+def build_torch_signature():
+    """keras.ops.custom_gradient whose grad takes a required keyword `upstream`, as for PyTorch."""
+    ops = _keras().ops
+
+    @ops.custom_gradient
+    def log1pexp(x):
+        e = ops.exp(x)
+
+        def grad(*args, upstream):
+            return ops.multiply(upstream, 1.0 - 1.0 / ops.add(1.0, e))
+
+        return ops.log(1.0 + e), grad
+
+    return log1pexp
+
+
 CASES = [
     Case(
         id="keras3.ste_in_sequential",
@@ -309,6 +398,75 @@ CASES = [
                        "grad_fn does not. A traced call converts the arguments to tensors before it "
                        "watches the forward (_graph_mode_decorator) and computes the gradients, "
                        "under the mixed policy too",
+            ),
+        ],
+    ),
+
+    Case(
+        id="keras3.kernel_argument",
+        build=build_kernel_argument,
+        points=[_BATCH],
+        wrt_variables=True,
+        skip_modes=_SKIPS,
+        source="https://github.com/keras-team/keras/issues/21105 (a keras.Variable passed to a "
+               "function with a custom gradient; keras-team/keras#22069 unwraps it for JAX only)",
+        description="x @ W through keras.ops.custom_gradient with the kernel passed as an "
+                    "argument: gradients dy @ W^T and x^T @ dy",
+        expectations=[
+            Expectation(
+                modes=["eager", "forward", "keras3_eager"], outcome="TypeError",
+                reason="eagerly, custom_gradient (_eager_mode_decorator) counts every variable the "
+                       "forward read that is not one of the inputs by identity: the input is the "
+                       "keras.Variable, the variable read is the tf.Variable inside it, so "
+                       f"{_NEEDS_VARIABLES}. A traced call converts the arguments to tensors "
+                       "before it watches the forward (_graph_mode_decorator) and computes the "
+                       "gradients",
+            ),
+        ],
+    ),
+    Case(
+        id="keras3.weight_read_in_forward",
+        build=build_weight_read_in_forward,
+        points=[{"x": np.array([0.5, -1.0, 2.0], np.float32)}],
+        skip_modes=_SKIPS,
+        source=f"{_OPS_DOC} (grad(*args, upstream=None), keras-team/keras#19302)",
+        description="scale * tanh(x) through keras.ops.custom_gradient reading the layer's scale "
+                    "weight, with the grad signature Keras documents",
+        expectations=[
+            Expectation(
+                modes=["eager", "no_autograph", "function", "xla", "graph", "forward",
+                       "saved_model"],
+                outcome="TypeError",
+                reason=f"the forward reads the layer's scale weight, and {_NEEDS_VARIABLES}",
+            ),
+            Expectation(
+                modes=_KERAS3_STEPS, outcome="RuntimeError",
+                reason=f"{_SYMBOLIC_BUILD}: here the TypeError of every other mode "
+                       f"({_NEEDS_VARIABLES})",
+            ),
+        ],
+    ),
+    Case(
+        id="keras3.torch_signature",
+        build=build_torch_signature,
+        points=[{"x": np.float32(0.5)}],
+        skip_modes=_SKIP,
+        source=f"{_OPS_DOC} (with PyTorch grad needs *args and upstream; keras-team/keras#19302)",
+        description="log(1 + e^x) through keras.ops.custom_gradient whose grad takes upstream as a "
+                    "required keyword, as written for the PyTorch backend",
+        expectations=[
+            Expectation(
+                modes=[m for m in KNOWN_MODES if m not in ("saved_model", "saved_model_nocg")],
+                outcome="TypeError",
+                reason="on the TensorFlow backend keras.ops.custom_gradient is tf.custom_gradient, "
+                       "which calls grad with the upstream gradient by position: 'grad() missing 1 "
+                       "required keyword-only argument: 'upstream''",
+            ),
+            Expectation(
+                modes=["saved_model"], outcome="ValueError",
+                reason="saving traces the gradient functions (experimental_custom_gradients=True), "
+                       "which calls grad the same way and fails: 'Error when tracing gradients for "
+                       "SavedModel'",
             ),
         ],
     ),

@@ -59,14 +59,13 @@ def test_the_probe_sees_a_keras_custom_gradient_whose_grad_takes_upstream_by_pos
     _judged(log1pexp_positional, "log1pexp_positional")
 
 
-# -- Keras 3 bug classes (tests/data/keras3_cases.py) in the Keras 3 training steps -----------
+# -- Keras 3 bug classes (the library's cases/keras3.py) in the Keras 3 training steps -----------
 
 @pytest.fixture(scope="module")
 def keras3_cases():
-    from harness import loader
+    from harness.cases import keras3 as theme
 
-    path = helpers.ROOT / "tests" / "data" / "keras3_cases.py"
-    return {c.id: c for c in loader.case_file_cases([str(path)])}
+    return {c.id: c for c in theme.CASES}
 
 
 def _message(outcome):
@@ -109,20 +108,13 @@ def test_a_keras_custom_gradient_written_for_torch_fails_in_every_step(keras3_ca
         assert outcome.error.stage.startswith("order 1"), mode
 
 
-# -- the library's Keras 3 twins (cases/keras3.py) -------------------------------------------------
+# -- the library's Keras 3 twins of the keras and training themes ----------------------------------
 
-@pytest.fixture(scope="module")
-def library_keras3():
-    from harness.cases import keras3 as theme
-
-    return {c.id: c for c in theme.CASES}
-
-
-def test_keras_18139_comes_back_in_keras3_eagerly_in_float32(library_keras3):
+def test_keras_18139_comes_back_in_keras3_eagerly_in_float32(keras3_cases):
     """A kernel (a keras.Variable) passed to a tf.custom_gradient: eagerly the tf.Variable inside
     it is a variable read that is not an input, so TensorFlow wants grad_fn(..., variables)."""
     modes = ("eager", "function", "keras3_eager", "keras3_fit", "keras3_mixed")
-    result, = helpers.run(library_keras3["keras3.tracker_custom_matmul_mixed_precision"], modes)
+    result, = helpers.run(keras3_cases["keras3.tracker_custom_matmul_mixed_precision"], modes)
     assert result.verdict.value == "xfail", result.reason
     for mode in ("eager", "keras3_eager"):
         assert "must accept keyword argument 'variables'" in _message(result.outcomes[mode]), mode
@@ -134,9 +126,9 @@ def test_keras_18139_comes_back_in_keras3_eagerly_in_float32(library_keras3):
         np.testing.assert_allclose(kernel_grad, x.T @ np.ones((2, 2)), rtol=1e-2)
 
 
-def test_a_grad_fn_reading_a_keras_variable_fails_only_under_the_mixed_policy(library_keras3):
+def test_a_grad_fn_reading_a_keras_variable_fails_only_under_the_mixed_policy(keras3_cases):
     modes = ("eager", "keras3_fit", "keras3_mixed")
-    result, = helpers.run(library_keras3["keras3.grad_fn_reads_weight_without_autocast"], modes)
+    result, = helpers.run(keras3_cases["keras3.grad_fn_reads_weight_without_autocast"], modes)
     assert result.verdict.value == "xfail", result.reason
     mixed = result.outcomes["keras3_mixed"]
     assert mixed.error.type == "TypeError" and "float16" in mixed.error.message, _message(mixed)
