@@ -15,8 +15,11 @@ _WORD = {v: style.word for v, style in VERDICTS.items()}
 _WIDTH = max(len(w) for w in _WORD.values())
 
 
-def _status(outcome: ModeOutcome) -> str:
+def _status(outcome: ModeOutcome, order: int) -> str:
     if outcome.status is Status.OK:
+        # A training step computes order 1 only: the line's order is the case's, not what it judged.
+        if outcome.top_order is not None and outcome.top_order < order:
+            return f"ok(order {outcome.top_order})"
         return "ok"
     if outcome.error is not None and outcome.status is Status.ERROR:
         return f"{outcome.error.type}@{outcome.error.stage}"
@@ -25,7 +28,7 @@ def _status(outcome: ModeOutcome) -> str:
 
 def line(result: Result) -> str:
     """The result's line and, unless it passed, its explanation and rerun command."""
-    modes = "  ".join([f"{m}:{_status(o)}" for m, o in result.outcomes.items()]
+    modes = "  ".join([f"{m}:{_status(o, result.order)}" for m, o in result.outcomes.items()]
                       + [f"{n}:{o.status}" for n, o in result.oracles.items()])
     head = printable(f"{_WORD[result.verdict]:<{_WIDTH}}  {result.name}  order {result.order}  {modes}".rstrip())
     if result.verdict is Verdict.PASS and not result.unchecked:

@@ -229,6 +229,17 @@ def test_text_error_outcome_shows_class_and_stage():
     assert "function:InternalError@order 1" in text.line(result(Verdict.FAIL, reason="r", outcomes={"function": o}))
 
 
+def test_a_mode_that_judged_fewer_orders_than_the_line_s_says_which_it_judged():
+    # A training step judges order 1 of an order-2 case: "order 2 ... keras_fit:ok" would claim more.
+    full = ok("eager", [np.float32(9.0)], [np.float32(6.0)], [np.float32(2.0)])
+    step = dataclasses.replace(ok("keras_fit", [], [np.float32(6.0)]), top_order=1)
+    line = text.line(dataclasses.replace(result(Verdict.PASS, outcomes={"eager": full, "keras_fit": step}), order=2))
+    assert "  order 2  eager:ok  keras_fit:ok(order 1)" in line
+    # At order 1 it judged all the case asks for, and says nothing more.
+    assert text.line(result(Verdict.PASS, outcomes={"eager": full, "keras_fit": step})).endswith(
+        "  order 1  eager:ok  keras_fit:ok")
+
+
 def test_text_summary_counts_cases_points_and_verdicts():
     results = [result(Verdict.PASS, case="a.one"), result(Verdict.PASS, case="a.one", point="x=2.0"),
                result(Verdict.FAIL, case="a.two", reason="r")]
