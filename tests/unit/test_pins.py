@@ -198,7 +198,7 @@ def test_workflow_installs_each_release_from_the_pin_table():
 def test_workflow_runs_the_documented_harness_commands():
     lines = run_lines()
     runs = [line for line in lines if line.startswith("python -m harness ") and " merge " not in line]
-    assert runs == ['python -m harness --mode full,keras --json_out "$GITHUB_WORKSPACE/report-${{ matrix.tensorflow }}.json"']
+    assert runs == ['python -m harness --mode full,keras,keras3 --json_out "$GITHUB_WORKSPACE/report-${{ matrix.tensorflow }}.json"']
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for flag in re.findall(r"(--\w+)", runs[0]):
         assert f"`{flag}`" in readme, f"{flag} is not in the README's flag table"
