@@ -384,6 +384,13 @@ def test_a_skip_reason_shared_by_several_modes_is_said_once_naming_them():
     assert [d for d in result.details if "skipped" in d] == [result.reason]
     mixed = run(make_case(), ok("eager"), skip("function", "a"), skip("graph", "b"), skip("xla", "a"))
     assert [d for d in mixed.details if "skipped" in d] == ["function, xla skipped: a", "graph skipped: b"]
+    # and printed once, where the line says it
+    from harness.report import text
+
+    assert text.line(result).count("cannot be replayed: r") == 1
+    everyone = run(make_case(), skip("eager", "a"), skip("function", "b"), skip("graph", "a"))
+    assert [line for line in text.line(everyone).splitlines() if "skipped" in line] == [
+        "    eager, graph skipped: a", "    - function skipped: b"]
 
 
 def test_a_none_set_aside_by_the_numeric_oracle_is_said_and_the_others_judged_only_where_there_are_some():
