@@ -1,4 +1,4 @@
-"""Measures what the five training-step modes cost on the whole case library, against `--mode all`.
+"""Measures what the five training-step modes of one Keras cost on the whole case library, against `--mode all`.
 
 Times whole processes of `python -m harness` on the library, N times each, by wall clock (CPU
 time beside it), and prints each variant's median against `--mode all`:
@@ -6,6 +6,10 @@ time beside it), and prints each variant's median against `--mode all`:
   startup     --mode all --cases seeds.subtract_square   (interpreter, TensorFlow import, one case)
   all         --mode all                                  (the three core modes, numeric on)
   all+keras   --mode all,keras                            (and the five training-step modes)
+
+With --keras 3 the steps are the Keras 3 ones (--mode all,keras3, harness.modes.keras3_step) and
+the floor's one-weight model is a Keras 3 model, built from a symbolic batch first as Keras 3's fit
+does; the default, --keras 2, is tf_keras's.
 
 The issue's budget is on the cost the five modes add: (all+keras - all) / (all - startup), the
 cases' own time; the plain wall-clock ratio all+keras / all is printed beside it. A variant whose
@@ -23,6 +27,7 @@ in them, against the issue's budget.
 Usage (from the repository root, on an otherwise idle machine):
   python scripts/bench_keras.py --runs 3
   python scripts/bench_keras.py --runs 1 --breakdown
+  python scripts/bench_keras.py --runs 1 --breakdown --keras 3
 """
 
 from __future__ import annotations
@@ -43,11 +48,19 @@ VARIANTS = {
     "all": ["--mode", "all"],
     "all+keras": ["--mode", "all,keras"],
 }
+# Per Keras: the --mode group of its steps, and the module that runs them.
+KERAS = {"2": ("keras", "harness.modes.keras_step"), "3": ("keras3", "harness.modes.keras3_step")}
 
 
-def breakdown(runs: int, own: float) -> None:
+def step_modes(which: str) -> tuple[str, ...]:
+    from harness import mode_names  # noqa: PLC0415
+
+    return mode_names.STEP_MODES if which == "2" else mode_names.KERAS3_MODES
+
+
+def breakdown(runs: int, own: float, which: str) -> None:
     """Seconds per mode runner over the whole library, in this process; `own` is the cases' own time
-    in a `--mode all` process (wall, less startup), the budget's unit."""
+    in a `--mode all` process (wall, less startup), the budget's unit; `which` Keras's steps."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.path.insert(0, str(ROOT))
     from harness.modes import _devices  # noqa: PLC0415
@@ -65,15 +78,16 @@ def breakdown(runs: int, own: float) -> None:
     for _ in range(runs + 1):  # the first pass warms caches and is not counted
         times: dict[str, float] = {}
         for case in cases:
-            for mode in modes.CORE_MODES + modes.STEP_MODES:
+            for mode in modes.CORE_MODES + step_modes(which):
                 start = time.perf_counter()
                 modes.runner(mode).run(case, RunOptions())
                 times[mode] = times.get(mode, 0.0) + time.perf_counter() - start
         for name, seconds in times.items():
             parts.setdefault(name, []).append(seconds)
-    print_breakdown(parts, len(cases), runs, modes.CORE_MODES, {"step modes": modes.STEP_MODES})
+    print_breakdown(parts, len(cases), runs, modes.CORE_MODES, {"step modes": step_modes(which)})
     core = sum(statistics.median(parts[m][1:]) for m in modes.CORE_MODES)
-    print_floor({name: count // (runs + 1) for name, count in built.items()}, core, own, runs)  # per pass
+    per_pass = {name: count // (runs + 1) for name, count in built.items()}
+    print_floor(per_pass, core, own, runs, which)
 
 
 def count_models(keras_step) -> dict[str, int]:
@@ -89,14 +103,21 @@ def count_models(keras_step) -> dict[str, int]:
     return built
 
 
-def floor_seconds(keras_step, mode_name: str, repeats: int) -> float:
+def floor_seconds(mode_name: str, repeats: int, which: str) -> float:
     """Median seconds of one minimal model in step mode `mode_name`, as the harness drives one: a
     one-weight layer (y = w * x) under the mode's strategy and policy, compiled with the mode's options
-    and plain SGD, its train function made on a distributed dataset's iterator and called twice."""
+    and plain SGD (Keras 3's built from a symbolic batch, as its fit does), its train function made on
+    a distributed dataset's iterator and called twice."""
+    import importlib  # noqa: PLC0415
+
     import numpy as np  # noqa: PLC0415
     import tensorflow as tf  # noqa: PLC0415
 
-    module, mode = keras_step.keras(), keras_step.runner_for(mode_name)
+    from harness.modes import keras_step  # noqa: PLC0415
+
+    steps = importlib.import_module(KERAS[which][1])
+    module = keras_step.keras() if which == "2" else steps.keras3()
+    mode = steps.runner_for(mode_name)
 
     class OneWeight(module.layers.Layer):
         def build(self, shape):
@@ -112,9 +133,12 @@ def floor_seconds(keras_step, mode_name: str, repeats: int) -> float:
             model = module.Sequential([OneWeight()])
             model.build((None, 1))
             model.compile(optimizer=module.optimizers.SGD(0.5), loss=lambda _, y: y, **mode.compile_options)
-            batch = tf.data.Dataset.from_tensors((np.zeros((2, 1), np.float32), np.zeros((2,), np.float32)))
+            arrays = (np.zeros((2, 1), np.float32), np.zeros((2,), np.float32))
+            if which == "3":
+                model._symbolic_build(data_batch=arrays)
+            batch = tf.data.Dataset.from_tensors(arrays)
             iterator = iter(model.distribute_strategy.experimental_distribute_dataset(batch.repeat()))
-            train = model.make_train_function()
+            train = model.make_train_function() or model.train_function
             train(iterator)
             train(iterator)
         return time.perf_counter() - start
@@ -123,21 +147,19 @@ def floor_seconds(keras_step, mode_name: str, repeats: int) -> float:
     return statistics.median(one() for _ in range(repeats))
 
 
-def print_floor(built: dict[str, int], core: float, own: float, runs: int) -> None:
+def print_floor(built: dict[str, int], core: float, own: float, runs: int, which: str) -> None:
     """Keras's own floor per step mode, and its sum over the models the library needs."""
-    from harness import modes  # noqa: PLC0415
-    from harness.modes import keras_step  # noqa: PLC0415
-
-    print(f"\nKeras's own floor: a one-weight model per case and signature ({max(runs, 5)} models each, medians):")
+    print(f"\nKeras {which}'s own floor: a one-weight model per case and signature ({max(runs, 5)} models "
+          "each, medians):")
     print(f"{'mode':<16} {'per model':>9} {'models':>7} {'floor':>8} {'vs the 3 core modes':>20}")
     total = 0.0
-    for name in modes.STEP_MODES:
-        each = floor_seconds(keras_step, name, max(runs, 5))
+    for name in step_modes(which):
+        each = floor_seconds(name, max(runs, 5), which)
         count = built.get(name, 0)
         total += each * count
         print(f"{name:<16} {each:8.3f}s {count:7d} {each * count:7.2f}s {each * count / core:20.2f}")
     print(f"{'step modes':<16} {'':>9} {'':>7} {total:7.2f}s {total / core:20.2f}")
-    print(f"the floor is {total / own:.2f} x the cases' own time in --mode all ({own:.2f} s; the issue's budget: 2.00)")
+    print(f"the floor is {total / own:.2f} x the cases' own time in --mode all ({own:.2f} s)")
 
 
 def main() -> int:
@@ -146,11 +168,14 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1: the steadiest figures)")
     parser.add_argument("--python", default=sys.executable, help="interpreter to run with")
     parser.add_argument("--breakdown", action="store_true", help="also time each mode's runner in this process")
+    parser.add_argument("--keras", choices=sorted(KERAS), default="2",
+                        help="whose training steps: 2 (tf_keras, the default) or 3 (Keras 3)")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    commands = {n: [args.python, "-m", "harness", f"--jobs={args.jobs}", *flags] for n, flags in VARIANTS.items()}
+    variants = dict(VARIANTS, **{"all+keras": ["--mode", "all," + KERAS[args.keras][0]]})
+    commands = {n: [args.python, "-m", "harness", f"--jobs={args.jobs}", *flags] for n, flags in variants.items()}
     print(f"tensorflow {tensorflow_version(args.python)}, jobs {args.jobs}, runs {args.runs}")
     timed("warm-up", commands["startup"], env)  # the first load of TensorFlow's libraries reads the disk
     wall: dict[str, list[float]] = {n: [] for n in VARIANTS}
@@ -166,9 +191,9 @@ def main() -> int:
     for name in VARIANTS:
         print(f"{name:<10} {statistics.median(wall[name]):9.2f} s {statistics.median(cpu[name]):7.2f}s")
     print(f"\nthe five step modes add {both - base:.2f} s: {(both - base) / (base - fixed):.2f} x the cases' own time "
-          f"in --mode all (budget 2.00); all+keras / all = {both / base:.2f}")
+          f"in --mode all; all+keras / all = {both / base:.2f} (all+keras: --mode {' '.join(variants['all+keras'][1:])})")
     if args.breakdown:
-        breakdown(args.runs, own=base - fixed)
+        breakdown(args.runs, own=base - fixed, which=args.keras)
     return 0
 
 
