@@ -159,3 +159,45 @@ def test_check_refuses_what_is_not_a_literal_of_numbers(literal, tmp_path):
     proc = harness("check", f"{target}:f", f"--inputs={literal}", timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.startswith("harness: error: --inputs") and proc.stderr.count("\n") == 1, proc.stderr
+
+
+KERAS_OPS = """
+    import keras
+    import numpy as np
+    from harness import Case
+
+
+    @keras.ops.custom_gradient
+    def log1pexp(x):
+        e = keras.ops.exp(x)
+
+        def grad(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            return keras.ops.multiply(upstream, 2.0 - 2.0 / keras.ops.add(1.0, e))  # twice the derivative
+
+        return keras.ops.log(1.0 + e), grad
+
+
+    CASES = [Case(id="mine.log1pexp", fn=log1pexp, points=[{"x": np.float32(0.5)}],
+                  source="test", description="keras.ops.custom_gradient, its grad twice the derivative")]
+"""
+
+
+@pytest.mark.slow
+def test_a_reproduction_of_a_keras_ops_custom_gradient_imports_keras_and_shows_the_failure(tmp_path):
+    pytest.importorskip("keras", minversion="3")
+    cases = tmp_path / "my_cases.py"
+    cases.write_text(textwrap.dedent(KERAS_OPS))
+    proc = harness(f"--case_file={cases}", f"--repro_dir={tmp_path / 'r'}")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    script_path = tmp_path / "r" / "mine.log1pexp" / "x=0.5" / "repro.py"
+    text = script_path.read_text()
+    assert "import keras\n" in text and "@keras.ops.custom_gradient" in text
+    run = subprocess.run([sys.executable, str(script_path)], capture_output=True, text=True,
+                         cwd=str(tmp_path), env=_without_harness(tmp_path), timeout=300)
+    # d/dx log(1 + e^x) at 0.5 is the logistic 0.6224593; the grad gives twice that in every mode.
+    assert run.returncode == 1, run.stdout + run.stderr
+    # log(1 + e^0.5) = 0.974077; 2 * 0.6224593 = 1.2449187, to float32's rounding.
+    assert "eager: ok 0.974077 1.244918" in run.stdout, run.stdout
+    assert "numeric: order 1 0.62245933" in run.stdout and "DIFFERS: order 1 1.244918" in run.stdout
