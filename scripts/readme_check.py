@@ -11,7 +11,8 @@ examples are meant to) and prints no Python traceback; a usage error (2) or anyt
 A few commands are left to other steps of CI, each with the reason printed: the install itself,
 the test commands (CI runs every test in its own environment), and the version matrix (CI runs it
 on three releases). One more command runs the library from outside the checkout, where only the
-installed package can be imported.
+installed package can be imported; it runs first, before the README's commands add extras with
+`pip install -e` and so make the installed package the checkout's.
 
 Exit status: 0 when every command passed, 1 otherwise.
 """
@@ -73,6 +74,15 @@ def help_examples(run) -> list[str]:
     return examples
 
 
+def plan(readme: list[str], examples: list[str], outside: Path) -> list[tuple[str, Path]]:
+    """The commands to run, each with its folder: the library run from outside the checkout first,
+    while the environment holds the install the README's first command made (its later commands
+    add extras with pip install -e, which makes the checkout the installed harness), then the
+    README's commands and the --help examples, in order, from the checkout."""
+    return ([("python -m harness --mode all --cases 'seeds.*'", outside)]
+            + [(c, ROOT) for c in readme] + [(c, ROOT) for c in examples])
+
+
 def main() -> int:
     env = dict(os.environ)
     bin_dir = str(Path(sys.executable).parent)
@@ -88,9 +98,7 @@ def main() -> int:
               "the environment as the README does: python3 -m venv .venv")
         return 1
     readme = readme_commands((ROOT / "README.md").read_text(encoding="utf-8"))
-    todo = [(c, ROOT) for c in readme] + [(c, ROOT) for c in help_examples(run)]
-    outside = Path(tempfile.mkdtemp(prefix="readme-check-"))
-    todo.append(("python -m harness --mode all --cases 'seeds.*'", outside))
+    todo = plan(readme, help_examples(run), Path(tempfile.mkdtemp(prefix="readme-check-")))
     failed, ran, left = [], 0, 0
     for command, cwd in todo:
         why = next((why for pattern, why in LEFT_TO_CI if pattern.search(command)), None)
