@@ -15,7 +15,8 @@ from harness.tolerance import Tol
 TOL = Tol(rtol=1e-5, atol=0.0)
 AGREED = SimpleNamespace(mode="eager", usage=None,
                          sources=[SimpleNamespace(name="x", shape=(3,), dtype="float64")])
-EVALUATOR = SimpleNamespace(bases=[np.zeros(3)], dtype=lambda: "float64", traced_orders=set())
+EVALUATOR = SimpleNamespace(bases=[np.zeros(3)], dtype=lambda: "float64", traced_orders=set(),
+                            wide=True, not_float64="")
 
 
 def _finding(flat, judged, analytic):
@@ -71,3 +72,12 @@ def test_the_note_names_the_sources_read_from_one_shift():
     assert note == ("central differences in float64 with step 7.62939e-06, every element; x read "
                     "element by element from one shift of all its elements, its values being "
                     "elementwise in it")
+
+
+def test_the_note_says_why_the_differences_are_not_in_float64():
+    narrow = SimpleNamespace(bases=[np.zeros(3)], dtype=lambda: "float32", traced_orders=set(),
+                             wide=False, not_float64="a cast to a narrower dtype inside")
+    agreed = SimpleNamespace(sources=[SimpleNamespace(name="x")])
+    note = words.numeric_note(narrow, agreed, [], [False], 0.0039)
+    assert note == ("central differences in float32 with step 0.0039, every element; not in "
+                    "float64: a cast to a narrower dtype inside")
