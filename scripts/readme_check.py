@@ -15,6 +15,12 @@ installed package can be imported; it runs first, before the README's commands a
 `pip install -e` and so make the installed package the checkout's.
 
 Exit status: 0 when every command passed, 1 otherwise.
+
+    python scripts/readme_check.py --test_counts    # in an environment with the test extra
+
+checks instead that the test counts the README states are pytest's: the tests the README's test
+command runs and all of them (`pytest --collect-only`, with and without the slow mark), and the
+fast tier's. Exit status: 0 when each is, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -74,6 +80,67 @@ def help_examples(run) -> list[str]:
     return examples
 
 
+# Each test count the README states: what it counts, how the README says it, and the pytest
+# arguments whose collection gives it, with which of its two numbers (selected, or all collected).
+TEST_COUNTS = (
+    ("the tests the README's test command runs", r"runs every test but those marked `slow` \((\d+) of \d+\)", (),
+     "selected"),
+    ("every test", r"runs every test but those marked `slow` \(\d+ of (\d+)\)", (), "collected"),
+    ("the fast tier", r"The fast tier, `tests/unit` \((\d+) tests\)", ("tests/unit",), "selected"),
+)
+
+
+def stated_counts(readme: str) -> dict[str, int]:
+    """The test counts the README states, by what each counts; a claim it no longer makes in
+    these words is an error, so that rewording one cannot leave it unchecked."""
+    found = {}
+    for what, said, _, _ in TEST_COUNTS:
+        match = re.search(said, " ".join(readme.split()))
+        if not match:
+            raise SystemExit(f"readme_check: the README no longer says how many tests {what} is "
+                             f"(/{said}/); say it, or change TEST_COUNTS")
+        found[what] = int(match[1])
+    return found
+
+
+def collected(output: str) -> dict[str, int]:
+    """pytest --collect-only -q's last line as {"selected": N, "collected": M}: "882/993 tests
+    collected (111 deselected) in 9.1s" or "625 tests collected in 3.0s"."""
+    match = re.search(r"^(\d+)(?:/(\d+))? tests? collected.*$", output, re.MULTILINE)
+    if not match or "error" in match[0]:
+        raise SystemExit(f"readme_check: pytest's collection did not end in a count without errors:\n"
+                         f"{output[-2000:]}")
+    return {"selected": int(match[1]), "collected": int(match[2] or match[1])}
+
+
+def count_mismatches(stated: dict[str, int], collect) -> list[str]:
+    """A sentence for each count the README states that pytest's collection does not give;
+    `collect(args)` returns collected() for a `pytest --collect-only -q ARGS` run."""
+    runs, wrong = {}, []
+    for what, _, args, which in TEST_COUNTS:
+        if args not in runs:
+            runs[args] = collect(args)
+        real = runs[args][which]
+        if stated[what] != real:
+            command = " ".join(["pytest --collect-only -q", *args])
+            wrong.append(f"the README says {what} is {stated[what]} tests, pytest collects {real} ({command})")
+    return wrong
+
+
+def check_test_counts() -> int:
+    def collect(args):
+        proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                               *args], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
+        return collected(proc.stdout + proc.stderr)
+
+    wrong = count_mismatches(stated_counts((ROOT / "README.md").read_text(encoding="utf-8")), collect)
+    for sentence in wrong:
+        print(f"readme_check: {sentence}")
+    if not wrong:
+        print(f"readme_check: the README's {len(TEST_COUNTS)} test counts are pytest's")
+    return 1 if wrong else 0
+
+
 def plan(readme: list[str], examples: list[str], outside: Path) -> list[tuple[str, Path]]:
     """The commands to run, each with its folder: the library run from outside the checkout first,
     while the environment holds the install the README's first command made (its later commands
@@ -84,6 +151,8 @@ def plan(readme: list[str], examples: list[str], outside: Path) -> list[tuple[st
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--test_counts"]:
+        return check_test_counts()
     env = dict(os.environ)
     bin_dir = str(Path(sys.executable).parent)
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
