@@ -68,6 +68,9 @@ def start(args: Sequence[str]) -> None:
     global _started
     if _started is not None or not wanted(args):
         return
+    # Before the worker exists, so that as this process exits from here on (at its end, or by an
+    # exception such as Ctrl-C's), the worker and multiprocessing's resource tracker are reaped first.
+    lifetime.end_at_exit()
     folder = None
     try:
         context = multiprocessing.get_context("spawn")

@@ -7,25 +7,37 @@ a worker. A worker, and the SavedModel loader a worker starts, exit as soon as
 their parent is gone, even in the middle of a case: a supervisor killed with
 SIGKILL runs no clean-up of its own.
 
+The supervisor leaves no process of its own behind either: before it exits it ends and reaps
+every worker still running and multiprocessing's resource tracker (`end_at_exit`).
+
 POSIX only (where TensorFlow's workers run); elsewhere these do nothing.
 Plain standard library: no TensorFlow.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import multiprocessing
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from typing import Callable, Collection, Optional
 
-__all__ = ["exit_with_parent", "end_strays", "end_group", "group_members", "lead_group",
-           "wait_unreaped"]
+__all__ = ["end_at_exit", "end_children", "exit_with_parent", "end_strays", "end_group", "group_members",
+           "lead_group", "wait_unreaped"]
 
 # How often a child looks for its parent. Cheap: one system call per tick.
 _POLL_S = 0.25
+
+# How long end_children waits for a child it killed, and for the resource tracker to end once
+# told, before it kills that.
+_END_S = 5.0
+
+_ending_at_exit = False
 
 
 def lead_group() -> None:
@@ -139,3 +151,62 @@ def wait_unreaped(pid: int, timeout: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.01)
+
+
+def end_at_exit() -> None:
+    """Has this process run `end_children` as it exits (once, however often it is called).
+
+    A handler registered after this one runs before it, so whoever ends a worker more gently
+    (harness.head_start's discard, a pool's close) has done so by then.
+    """
+    global _ending_at_exit
+    if not _ending_at_exit:
+        _ending_at_exit = True
+        atexit.register(end_children)
+
+
+def end_children(timeout: float = _END_S) -> None:
+    """Kills and reaps every daemonic multiprocessing child of this process still running (with its
+    process group), then ends and reaps multiprocessing's resource tracker.
+
+    Daemonic children are what multiprocessing itself would end at exit, waiting on each for as long
+    as it takes; here each is waited for `timeout` s at most. The resource tracker, which every spawn
+    starts and nobody reaps, ends once no process holds its pipe; this process's end is closed last,
+    so without this it would end after this process, left to whoever adopts it.
+    """
+    for child in multiprocessing.active_children():
+        if child.daemon:
+            end_group(child.pid)  # unreaped, its id is still its own
+            with contextlib.suppress(OSError):
+                child.kill()
+            child.join(timeout)
+    if not multiprocessing.active_children():  # one still running still holds the tracker's pipe
+        _end_tracker(timeout)
+
+
+def _end_tracker(timeout: float) -> None:
+    """Closes this process's end of the resource tracker's pipe and reaps the tracker, which ends
+    on that end-of-file (killed if it has not within `timeout` s). A later spawn starts a new one."""
+    module = sys.modules.get("multiprocessing.resource_tracker")
+    tracker = getattr(module, "_resource_tracker", None)
+    if tracker is None:
+        return
+    # Not waited for: a signal handler may call this while this same thread, starting the tracker,
+    # holds its lock, which in some Python versions is a plain Lock that it would wait on for ever.
+    if not tracker._lock.acquire(blocking=False):
+        return
+    try:
+        fd, pid = getattr(tracker, "_fd", None), getattr(tracker, "_pid", None)
+        if fd is None or pid is None:  # none running, or one a parent started and reaps
+            return
+        tracker._fd = tracker._pid = None
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    finally:
+        tracker._lock.release()
+    if not wait_unreaped(pid, timeout):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, 0)
+

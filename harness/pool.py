@@ -166,6 +166,7 @@ class WorkerPool:
     def __init__(self, timeout: float, origins: worker.Origins):
         self._context = multiprocessing.get_context("spawn")
         self._origins = origins
+        lifetime.end_at_exit()  # a worker this pool loses track of, and the resource tracker
         early = head_start.take()
         self._folder = early.folder if early else tempfile.mkdtemp(prefix="harness-workers-")
         self._timeout = None if math.isinf(timeout) else timeout  # inf: a case may run for ever
