@@ -79,6 +79,6 @@ def measure(case: Case, modes: Sequence[str], options: RunOptions,
             on_mode("oracles")
             subject, note = oracle_subject({m: outcomes[m] for m in active},
                                            yardstick(case, point.label, outcomes, tf.version.VERSION, default))
-            checks = oracles.check(case, point, outcomes[subject], options, note)
+            checks = oracles.consult(case, point, outcomes[subject], options, note)
         measured.append(Measured(point=point.label, outcomes=outcomes, repeats=repeats, oracles=checks))
     return measured

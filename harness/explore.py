@@ -26,7 +26,7 @@ import numpy as np
 from harness.case import Domain, point_label
 from harness.records import CaseInfo, Result, Status, Verdict
 
-__all__ = ["DATABASE", "MAX_ELEMENTS", "ExploreError", "Search", "cause", "check", "inputs_literal", "parse_domain",
+__all__ = ["DATABASE", "MAX_ELEMENTS", "ExploreError", "Search", "cause", "validate_domains", "inputs_literal", "parse_domain",
            "points", "require", "search"]
 
 # The example database, in the working directory: a failure found is tried first next time.
@@ -263,10 +263,10 @@ def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
 
 class _Stopped(BaseException):
     """Out of Hypothesis at once (it would retry and shrink an Exception): a crash or a timeout, or
-    the one example `check` draws."""
+    the one example `validate_domains` draws."""
 
 
-def check(info: CaseInfo, domains: Sequence[tuple[str, Domain]]) -> None:
+def validate_domains(info: CaseInfo, domains: Sequence[tuple[str, Domain]]) -> None:
     """Refuses, before any example is measured, domains from which no example can be drawn: one
     is drawn here, nothing measured.
 
@@ -476,13 +476,13 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
     and options). The same `seed` draws the same points; Hypothesis then leaves the database alone.
 
     Raises:
-      ExploreError: no example can be drawn from `domains` (`check`), before any is measured.
+      ExploreError: no example can be drawn from `domains` (`validate_domains`), before any is measured.
     """
     hypothesis = _hypothesis()
     from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: PLC0415
     from hypothesis.errors import Flaky, HypothesisException, NoSuchExample, Unsatisfiable  # noqa: PLC0415
 
-    check(info, domains)
+    validate_domains(info, domains)
     strategy = points(info, domains)
     state: dict = {"tried": 0, "first": None, "cause": None, "found": None, "stopped": None}
     failing = _failing(info, measure, strict_xpass, state)

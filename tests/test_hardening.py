@@ -557,7 +557,7 @@ if TAMPER == "judge":  # every judging function the worker's process can reach
             if hasattr(module, name):
                 setattr(module, name, forged(getattr(module, name)))
 else:  # the oracles come back with nothing to say
-    harness.oracles.check = lambda *args, **kwargs: {{}}
+    harness.oracles.consult = lambda *args, **kwargs: {{}}
 
 
 @tf.custom_gradient

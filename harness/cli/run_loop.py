@@ -203,7 +203,7 @@ class Run:
         explore = explore_module() if self.s.explore else None
         for info in (c for c in self.selected if explore and c.domains):
             try:
-                explore.check(info, list(info.domains))
+                explore.validate_domains(info, list(info.domains))
             except explore.ExploreError as e:
                 raise UsageError(f"--explore: {e}") from None
 

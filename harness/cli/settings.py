@@ -473,7 +473,7 @@ def explore_domains(target: str) -> list:
                         arguments=tuple((n, DTYPE.value, d.shape[0] if d.shape else ()) for n, d in domains),
                         domains=tuple(domains))
         try:
-            explore.check(info, domains)
+            explore.validate_domains(info, domains)
         except explore.ExploreError as e:
             raise UsageError(str(e)) from None
     return domains

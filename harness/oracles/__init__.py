@@ -40,10 +40,10 @@ from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions, Stat
 from harness.tolerance import tolerance_for
 from harness.rules import required_oracles
 
-__all__ = ["check", "DIRECTIONS"]
+__all__ = ["consult", "DIRECTIONS"]
 
 
-def check(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
+def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
           note: str = "") -> dict[str, OracleOutcome]:
     """Every oracle the case has (and the numeric and upstream ones unless turned off) on `agreed`.
 

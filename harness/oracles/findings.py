@@ -10,7 +10,7 @@ from harness import differences
 from harness.oracles.directions import Direction
 from harness.tolerance import Tol
 
-__all__ = ["PARTIAL", "Check", "Finding"]
+__all__ = ["PARTIAL", "OrderFindings", "Finding"]
 
 # A finding the differences would call a difference, where the readout had to leave out order
 # k-1 values that are not finite at the point and the function is not known to be elementwise:
@@ -32,7 +32,7 @@ class Finding:
 
 
 @dataclasses.dataclass(frozen=True)
-class Check:
+class OrderFindings:
     """One chain at one order: a finding per direction, and how the directions were chosen."""
 
     order: int

@@ -30,7 +30,7 @@ from harness.oracles.directions import (
     swept,
 )
 from harness.oracles.evaluate import CaseRaised, Evaluator, NotWide
-from harness.oracles.findings import PARTIAL, Check, Finding
+from harness.oracles.findings import PARTIAL, OrderFindings, Finding
 from harness.oracles.outcomes import oracle_outcome, upstream_failed
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions
 from harness.tolerance import NUMERIC_STEPS, numeric_tolerance_for
@@ -56,7 +56,7 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
         return _both(agreed, options, "skip", why + checked_note)
     symmetric = tuple(s.name in case.symmetric for s in agreed.sources)
     aside = _none_by_design(case, agreed, options)
-    checks: list[tuple[Check, Optional[Check]]] = []
+    checks: list[tuple[OrderFindings, Optional[OrderFindings]]] = []
     stopped = ""
     for order in range(1, case.order + 1):
         try:
@@ -298,7 +298,7 @@ def _none_by_design(case: Case, agreed: ModeOutcome, options: RunOptions) -> tup
 
 def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
                  options: RunOptions, symmetric: Sequence[bool],
-                 point_seed: int, aside: Sequence[int] = ()) -> tuple[Check, Optional[Check]]:
+                 point_seed: int, aside: Sequence[int] = ()) -> tuple[OrderFindings, Optional[OrderFindings]]:
     """Both chains at `order`, along every element's direction (or random ones)."""
     plain_grads = gradients(agreed.orders[order])
     weighted_grads = None
@@ -323,10 +323,10 @@ def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: i
                 found[chain].append(_finding(case, agreed, evaluator, order, direction, chain,
                                              along, (plain_grads, weighted_grads)))
     by_element = directions[0].element is not None
-    plain = Check(order, tuple(found[0]), by_element, flat)
+    plain = OrderFindings(order, tuple(found[0]), by_element, flat)
     if weighted_grads is None:
         return plain, None
-    return plain, Check(order, tuple(found[1]), by_element, flat)
+    return plain, OrderFindings(order, tuple(found[1]), by_element, flat)
 
 
 def _tolerance(case: Case, agreed: ModeOutcome, evaluator: Evaluator,

@@ -11,7 +11,7 @@ import numpy as np
 from harness import differences, upstream
 from harness.compare import where
 from harness.oracles.directions import element_label
-from harness.oracles.findings import PARTIAL, Check, Finding
+from harness.oracles.findings import PARTIAL, OrderFindings, Finding
 from harness.records import ModeOutcome
 
 if TYPE_CHECKING:
@@ -72,17 +72,17 @@ def unresolved(judged: differences.Judged, order: int, raised: str) -> str:
             + (f" (a shifted point raises {raised})" if raised else ""))
 
 
-def triangle(check: Check, agreed: ModeOutcome, evaluator: "Evaluator",
+def triangle(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator",
              symmetric: Sequence[bool]) -> str:
     """A sentence when every failing element of a square source sits in one strict triangle."""
-    slots = {f.direction.element[0] for f in check.failed}
+    slots = {f.direction.element[0] for f in checked.failed}
     if len(slots) != 1:
         return ""
     slot = slots.pop()
     shape = evaluator.bases[slot].shape
     if symmetric[slot] or len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] < 2:
         return ""
-    failed = {f.direction.element[1] for f in check.failed}
+    failed = {f.direction.element[1] for f in checked.failed}
     name = agreed.sources[slot].name
     for side, inside in (("upper", lambda i, j: i < j), ("lower", lambda i, j: i > j)):
         # Every element of that strict triangle differs (of every matrix in a batch), and no other.
@@ -107,11 +107,11 @@ def is_flat(judged: differences.Judged) -> bool:
     return judged.base is not None and judged.plus == judged.base == judged.minus
 
 
-def surrogate(check: Check, agreed: ModeOutcome) -> str:
+def surrogate(checked: OrderFindings, agreed: ModeOutcome) -> str:
     """At order 1, a sentence when the function does not change at all within a step along every
     failing direction, so its derivative there is 0 and a nonzero custom gradient is a surrogate
     (a straight-through estimator's, a quantizer's, a bound's that passes the gradient one way)."""
-    failed = check.failed
+    failed = checked.failed
     if not has_custom_gradient(agreed) or not failed or any(
             f.judged.numeric != 0.0 or f.analytic in (None, 0.0) or not np.isfinite(f.analytic)
             or not is_flat(f.judged) for f in failed):
@@ -119,11 +119,11 @@ def surrogate(check: Check, agreed: ModeOutcome) -> str:
     names = [s.name for s in agreed.sources]
     if failed[0].direction.element is None:
         # Random directions move every source: the function must be flat along each of them.
-        if not all(is_flat(f.judged) for f in check.compared):
+        if not all(is_flat(f.judged) for f in checked.compared):
             return ""
         where_flat = "the function is locally constant here"
     else:
-        parts = [_flat_in(check, slot, agreed) for slot in
+        parts = [_flat_in(checked, slot, agreed) for slot in
                  sorted({f.direction.element[0] for f in failed})]
         where_flat = ("the function is locally constant here" if parts == names and len(names) == 1
                       else f"the function is locally constant in {', '.join(parts)} here")
@@ -134,14 +134,14 @@ def surrogate(check: Check, agreed: ModeOutcome) -> str:
             "case, or --expect 'numeric:values differ' with check or replay")
 
 
-def _flat_in(check: Check, slot: int, agreed: ModeOutcome) -> str:
+def _flat_in(checked: OrderFindings, slot: int, agreed: ModeOutcome) -> str:
     """The source, when flat along every element compared, else its failing elements."""
     name = agreed.sources[slot].name
     shape = tuple(agreed.sources[slot].shape)
-    here = [f for f in check.compared if f.direction.element[0] == slot]
+    here = [f for f in checked.compared if f.direction.element[0] == slot]
     if all(is_flat(f.judged) for f in here) or not shape:
         return name
-    failing = [f.direction for f in check.failed if f.direction.element[0] == slot]
+    failing = [f.direction for f in checked.failed if f.direction.element[0] == slot]
     return ", ".join(name + element_label(shape, d.element[1], d.mirror)
                      for d in failing[:_NAMED]) + (", ..." if len(failing) > _NAMED else "")
 
@@ -158,43 +158,43 @@ def _at(finding: Finding, order: int, names: Sequence[str], shapes: Sequence[tup
     return where(order, slot, names) + element_label(tuple(shapes[slot]), flat, d.mirror)
 
 
-def line(check: Check, agreed: ModeOutcome, evaluator: "Evaluator", symmetric: Sequence[bool],
+def line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator", symmetric: Sequence[bool],
          extra: bool = True) -> str:
     """The worst difference, the counts (of its source, when checked by element) and, with
     `extra`, what the pattern of differences means."""
-    worst = check.worst
+    worst = checked.worst
     names = [s.name for s in agreed.sources]
     shapes = [b.shape for b in evaluator.bases]
     unconnected = ", ".join(names[i] for i in worst.unconnected)
     counted = (f" (the None gradient of {unconnected} counted as 0)"
                if worst.unconnected and worst.analytic is not None else "")
     analytic = 0.0 if worst.analytic is None else worst.analytic
-    head = (f"{_at(worst, check.order, names, shapes)}: {agreed.mode}={_fmt(worst.analytic)} "
+    head = (f"{_at(worst, checked.order, names, shapes)}: {agreed.mode}={_fmt(worst.analytic)} "
             f"numeric={worst.judged.numeric:.8g} "
             f"{error_words(analytic, worst.judged, worst.tol)}{counted}")
     more = ""
-    if extra and check.by_element:
-        more = triangle(check, agreed, evaluator, symmetric)
-    if extra and check.order == 1:
-        more += surrogate(check, agreed)
-    return f"{head} ({_counts(check, worst, names)}){more}"
+    if extra and checked.by_element:
+        more = triangle(checked, agreed, evaluator, symmetric)
+    if extra and checked.order == 1:
+        more += surrogate(checked, agreed)
+    return f"{head} ({_counts(checked, worst, names)}){more}"
 
 
-def _counts(check: Check, worst: Finding, names: Sequence[str]) -> str:
+def _counts(checked: OrderFindings, worst: Finding, names: Sequence[str]) -> str:
     """How many of the worst's source (of the directions, when random) differ, how many of them
     with a non-finite gradient, and how many were not checked and why."""
-    if check.by_element:
+    if checked.by_element:
         slot = worst.direction.element[0]
-        here = [f for f in check.findings if f.direction.element[0] == slot]
+        here = [f for f in checked.findings if f.direction.element[0] == slot]
         kind = f"elements of {names[slot]}"
     else:
-        here, kind = list(check.findings), "directions"
+        here, kind = list(checked.findings), "directions"
     failed = [f for f in here if f.judged.outcome == "differ"]
     counts = f"{len(failed)} of {len(here)} {kind} differ"
     nonfinite = sum(1 for f in failed if f.analytic is not None and not np.isfinite(f.analytic))
     if nonfinite:
         counts += f", {nonfinite} of them with a NaN or infinite gradient"
-    for why, found in _reasons(here, check.order).items():
+    for why, found in _reasons(here, checked.order).items():
         counts += f"; {len(found)} of {len(here)} not checked: {why}"
     return counts
 
@@ -219,29 +219,29 @@ def _named(found: Sequence[Finding], names: Sequence[str], shapes: Sequence[tupl
     return f" ({', '.join(labels)})"
 
 
-def unchecked(check: Check, names: Sequence[str], shapes: Sequence[tuple]) -> str:
+def unchecked(checked: OrderFindings, names: Sequence[str], shapes: Sequence[tuple]) -> str:
     """How many were checked at this order, and how many not and why, naming the elements when
     few; or "" when every one was checked."""
-    if not check.unresolved:
+    if not checked.unresolved:
         return ""
-    kind = "elements" if check.by_element else "directions"
-    parts = [f"order {check.order}: {len(check.compared)} of {len(check.findings)} {kind} checked"]
-    for why, found in _reasons(check.findings, check.order).items():
+    kind = "elements" if checked.by_element else "directions"
+    parts = [f"order {checked.order}: {len(checked.compared)} of {len(checked.findings)} {kind} checked"]
+    for why, found in _reasons(checked.findings, checked.order).items():
         parts.append(f"{len(found)} not checked{_named(found, names, shapes)}: {why}")
     return "; ".join(parts)
 
 
-def kinked(check: Check) -> str:
+def kinked(checked: OrderFindings) -> str:
     """A sentence when some matches were at a kink, or ""."""
-    kinks = check.kinks
+    kinks = checked.kinks
     if not kinks:
         return ""
-    order = check.order
+    order = checked.order
     what = "the function" if order == 1 else f"the order {order - 1} gradient"
     first = kinks[0].judged
-    kind = "elements" if check.by_element else "directions"
+    kind = "elements" if checked.by_element else "directions"
     return (f"order {order}: {what} has a kink at the point along {len(kinks)} of "
-            f"{len(check.findings)} {kind} (one-sided derivatives {first.left:.8g} and "
+            f"{len(checked.findings)} {kind} (one-sided derivatives {first.left:.8g} and "
             f"{first.right:.8g} along the first), where the gradient lies between them: judged "
             "against each side, not their average")
 
@@ -287,12 +287,12 @@ def cannot_tell(orders: Sequence[int], untrue: bool) -> str:
     return f"not checked at {at}: the plain values already differ from the numeric derivative there"
 
 
-def upstream_line(check: Check, agreed: ModeOutcome, evaluator: "Evaluator", plain: Check,
+def upstream_line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator", plain: OrderFindings,
                   symmetric: Sequence[bool]) -> str:
     """A difference of the weighted chain where the plain contraction has none."""
-    order = check.order
-    text = line(check, agreed, evaluator, symmetric, extra=False)
-    flat = surrogate(check, agreed) if order == 1 else ""
+    order = checked.order
+    text = line(checked, agreed, evaluator, symmetric, extra=False)
+    flat = surrogate(checked, agreed) if order == 1 else ""
     if flat:
         # Where the function is flat its derivative is 0 whatever the upstream gradient: a nonzero
         # gradient there is a surrogate's, however it treats dy.

@@ -240,9 +240,9 @@ def test_the_subnormal_refusal_is_the_dtype_s_own_and_a_wider_dtype_draws_there(
     # The refusal says "draw in a wider dtype": float64's normal numbers reach 2.2e-308.
     d = Domain(1e-40, 1e-39)
     info = dataclasses.replace(_info(d), arguments=(("x", "float64", ()),))
-    explore.check(info, [("x", d)])
+    explore.validate_domains(info, [("x", d)])
     with pytest.raises(explore.ExploreError, match="subnormal"):
-        explore.check(_info(d), [("x", d)])
+        explore.validate_domains(_info(d), [("x", d)])
 
 
 def test_the_numbers_of_every_argument_together_count_toward_the_largest_example():

@@ -9,7 +9,7 @@ from harness import differences
 from harness.differences import Judged
 from harness.oracles import words
 from harness.oracles.directions import Direction
-from harness.oracles.findings import Check, Finding
+from harness.oracles.findings import OrderFindings, Finding
 from harness.tolerance import Tol
 
 TOL = Tol(rtol=1e-5, atol=0.0)
@@ -30,7 +30,7 @@ def _differ(numeric, step=7.6e-6):
 
 
 # half of log's gradient at x = [0.5, 2, -1]: 1 and 0.25 against 2 and 0.5; log(-1) is NaN.
-HALF_LOG = Check(order=1, by_element=True, swept=(0,), findings=(
+HALF_LOG = OrderFindings(order=1, by_element=True, swept=(0,), findings=(
     _finding(0, _differ(2.0), 1.0),
     _finding(1, _differ(0.5), 0.25),
     _finding(2, Judged("unresolved", differences.NONFINITE, step=7.6e-6), -0.5),
@@ -49,7 +49,7 @@ def test_the_note_says_how_many_were_checked_and_names_those_set_aside():
     assert words.unchecked(HALF_LOG, ["x"], [(3,)]) == (
         "order 1: 2 of 3 elements checked; 1 not checked (x[2]): the function's value is not "
         "finite within a step of the point")
-    every = Check(order=1, by_element=True, findings=HALF_LOG.findings[:2])
+    every = OrderFindings(order=1, by_element=True, findings=HALF_LOG.findings[:2])
     assert words.unchecked(every, ["x"], [(3,)]) == ""
 
 
