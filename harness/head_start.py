@@ -13,6 +13,10 @@ is given, or --inprocess is. A guess that turns out wrong (a usage error, a --fl
 longer on two cores): it is ended (`discard`) when this process exits, or as soon as the run
 knows it needs none. A worker that cannot be started here is started later by the pool, as
 without a head start. Plain standard library: no NumPy, no absl, no TensorFlow.
+
+Until the worker is taken, SIGTERM, which would otherwise end this process at once and leave the
+worker to find its parent gone, ends the worker and reaps it first, then ends this process by
+SIGTERM as before. A run installs its own handlers before it takes the worker.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 from typing import Optional, Sequence
 
 from harness import lifetime
@@ -68,9 +73,11 @@ def start(args: Sequence[str]) -> None:
     global _started
     if _started is not None or not wanted(args):
         return
-    # Before the worker exists, so that as this process exits from here on (at its end, or by an
-    # exception such as Ctrl-C's), the worker and multiprocessing's resource tracker are reaped first.
+    # Before the worker exists, so that however this process ends from here on (at its end, by an
+    # exception such as Ctrl-C's, or by SIGTERM; SIGKILL aside), the worker and multiprocessing's
+    # resource tracker are reaped before it exits.
     lifetime.end_at_exit()
+    _catch_sigterm()
     folder = None
     try:
         context = multiprocessing.get_context("spawn")
@@ -83,6 +90,7 @@ def start(args: Sequence[str]) -> None:
     except OSError:
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
+        _release_sigterm()
         return
     child.close()  # so a dead worker shows as end-of-file here
     _started = Started(process=process, conn=conn, folder=folder, output=output)
@@ -93,6 +101,7 @@ def take() -> Optional[Started]:
     """The worker `start` started, now the caller's to run and to end; None when there is none."""
     global _started
     started, _started = _started, None
+    _release_sigterm()
     return started
 
 
@@ -107,6 +116,30 @@ def discard() -> None:
     started.process.join(5)
     started.conn.close()
     shutil.rmtree(started.folder, ignore_errors=True)
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM while the worker started ahead is still this module's: ends it (and what else
+    this process started), then this process, by the signal's default action as before."""
+    discard()
+    lifetime.end_children()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.raise_signal(signal.SIGTERM)
+
+
+def _catch_sigterm() -> None:
+    """Installs `_terminated` where SIGTERM has its default action (never over a handler of the
+    caller's), from the main thread, where alone Python lets a handler be installed."""
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def _release_sigterm() -> None:
+    """Puts SIGTERM's default action back if `_terminated` is still its handler."""
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is _terminated):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def run_worker(conn, output: str, parent: int) -> None:
