@@ -86,15 +86,16 @@ def start(args: Sequence[str]) -> None:
         conn, child = context.Pipe()
         process = context.Process(target=run_worker, args=(child, output, os.getpid()), name="harness-worker-1",
                                   daemon=True)
-        process.start()
+        with lifetime.held_signals():  # a Ctrl-C or SIGTERM comes once discard can find the worker
+            process.start()
+            _started = Started(process=process, conn=conn, folder=folder, output=output)
+            atexit.register(discard)
     except OSError:
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
         _release_sigterm()
         return
     child.close()  # so a dead worker shows as end-of-file here
-    _started = Started(process=process, conn=conn, folder=folder, output=output)
-    atexit.register(discard)
 
 
 def take() -> Optional[Started]:
@@ -147,9 +148,11 @@ def run_worker(conn, output: str, parent: int) -> None:
 
     Ctrl-C reaches the whole foreground group, and the supervisor decides when a worker stops;
     so Ctrl-C is ignored from the first moment, before harness.worker (and NumPy with it) is
-    even imported, not only from serve's first line.
+    even imported, not only from serve's first line. The worker was started with SIGINT and
+    SIGTERM held (lifetime.held_signals): a Ctrl-C held for it is let go only once ignored.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    lifetime.let_signals_go()  # held while this process was started: a SIGTERM now ends it
     from harness import worker  # noqa: PLC0415
 
     worker.serve(conn, output, parent)

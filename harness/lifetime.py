@@ -25,10 +25,10 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Collection, Optional
+from typing import Callable, Collection, Iterator, Optional
 
 __all__ = ["end_at_exit", "end_children", "exit_with_parent", "end_strays", "end_group", "group_members",
-           "lead_group", "wait_unreaped"]
+           "held_signals", "lead_group", "let_signals_go", "wait_unreaped"]
 
 # How often a child looks for its parent. Cheap: one system call per tick.
 _POLL_S = 0.25
@@ -38,6 +38,9 @@ _POLL_S = 0.25
 _END_S = 5.0
 
 _ending_at_exit = False
+
+# What a run ends on (harness.cli.run_loop), held back while a worker is started (held_signals).
+_HELD = (signal.SIGINT, signal.SIGTERM)
 
 
 def lead_group() -> None:
@@ -210,3 +213,32 @@ def _end_tracker(timeout: float) -> None:
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, 0)
 
+
+@contextlib.contextmanager
+def held_signals() -> Iterator[None]:
+    """Holds SIGINT and SIGTERM back while a child is started and put where whoever ends this
+    process's children finds it; they are delivered as the block ends. Their handlers would
+    otherwise run between the two (a KeyboardInterrupt, head_start's SIGTERM handler) and leave a
+    child that nobody ends. The child starts with both held and lets them go (let_signals_go).
+
+    Only in the main thread, where Python runs signal handlers, and where no other thread takes
+    the signals instead (the main process runs none while it starts workers).
+    """
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from multiprocessing import resource_tracker  # noqa: PLC0415
+
+    resource_tracker.ensure_running()  # as it starts the tracker it lets both signals go: first, then
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def let_signals_go() -> None:
+    """In a child started inside held_signals: takes SIGINT and SIGTERM again (after any change of
+    their handlers, so one held for it meets the new handler)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)

@@ -184,8 +184,9 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         self._count += 1
-        w = _Worker.spawn(self._context, self._origins, self._folder, self._count)
-        self._workers.append(w)
+        with lifetime.held_signals():  # a Ctrl-C's KeyboardInterrupt comes once kill() can find it
+            w = _Worker.spawn(self._context, self._origins, self._folder, self._count)
+            self._workers.append(w)
         return w
 
     def _retire(self, w: _Worker) -> None:
