@@ -104,7 +104,7 @@ def _flaky(outcomes: Mapping[str, ModeOutcome], repeats: Mapping[str, Sequence[M
     return lines
 
 
-class _Say:
+class _ResultFor:
     """Makes the Result for one point: what the judging found so far goes into every verdict."""
 
     def __init__(self, case: Rules, point: str, outcomes: Mapping[str, ModeOutcome],
@@ -152,44 +152,44 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
       repeats: the later runs of each mode, when modes were run more than once.
     """
     oracles = dict(oracles or {})
-    say = _Say(case, point, outcomes, oracles, rerun)
+    result_for = _ResultFor(case, point, outcomes, oracles, rerun)
     skipped_lines = _skipped_lines(outcomes)
     active = {m: o for m, o in outcomes.items() if o.status is not Status.SKIP}
-    early = _unjudgeable(say, case, point, outcomes, active, skipped_lines, repeats or {})
+    early = _unjudgeable(result_for, case, point, outcomes, active, skipped_lines, repeats or {})
     if early is not None:
         return early
     judged_oracles = {name: o for name, o in oracles.items() if o.status in ("match", "differ")}
     try:
         expected = applicable(case, point, tuple(active) + tuple(judged_oracles), tf_version)
     except ValueError as e:
-        return say(Verdict.ERROR, str(e))
+        return result_for(Verdict.ERROR, str(e))
 
     found = _Findings(notes=_unobservable(expected, active))
-    reference = say.yardstick = yardstick(case, point, outcomes, tf_version, reference)
+    reference = result_for.yardstick = yardstick(case, point, outcomes, tf_version, reference)
     if point in case.drawn:
         found.notes += partly_outside_line(_non_finite(outcomes[reference]))
-    say.disagree = _compare_modes(case, active, reference, expected, found)
+    result_for.disagree = _compare_modes(case, active, reference, expected, found)
     failed_oracle = _read_oracles(oracles, expected, found)
-    found.notes += _no_gradient_notes(oracles, active, say.yardstick)
+    found.notes += _no_gradient_notes(oracles, active, result_for.yardstick)
     if failed_oracle is not None:
         name, note = failed_oracle
-        return say(Verdict.ERROR, f"{name} oracle: {note}", [note])
+        return result_for(Verdict.ERROR, f"{name} oracle: {note}", [note])
     if found.weighted_only:
         found.mode_deviations = True
         found.deviations += [line for _, line in found.weighted_only]
     broken = _case_broken(active, found)
     if broken is not None:
         o, raising = broken
-        return say(Verdict.ERROR,
+        return result_for(Verdict.ERROR,
                    f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: {o.error.first_line}",
                    [f"{b.mode}: {b.error.type}: {b.error.first_line}" for b in raising])
     if found.deviations:
-        return _failed(say, case, active, expected, found, skipped_lines)
-    return _conclude(say, active, judged_oracles, expected, found, skipped_lines, tf_version,
+        return _failed(result_for, case, active, expected, found, skipped_lines)
+    return _conclude(result_for, active, judged_oracles, expected, found, skipped_lines, tf_version,
                      strict_xpass)
 
 
-def _unjudgeable(say: _Say, case: Rules, point: str, outcomes: Mapping[str, ModeOutcome],
+def _unjudgeable(result_for: _ResultFor, case: Rules, point: str, outcomes: Mapping[str, ModeOutcome],
                  active: Mapping[str, ModeOutcome], skipped_lines: list[str],
                  repeats: Mapping[str, Sequence[ModeOutcome]]) -> Optional[Result]:
     """The verdict when the modes cannot be compared at all: a mode crashed or timed out, a mode's
@@ -199,17 +199,17 @@ def _unjudgeable(say: _Say, case: Rules, point: str, outcomes: Mapping[str, Mode
         dead = [o for o in outcomes.values() if o.status is status]
         if dead:
             lines = [f"{o.mode}: {o.error.first_line if o.error else status.value}" for o in dead]
-            return say(verdict, lines[0], lines)
+            return result_for(verdict, lines[0], lines)
 
     changing = _flaky(outcomes, repeats)
     if changing:
-        return say(Verdict.FLAKY, changing[0], changing)
+        return result_for(Verdict.FLAKY, changing[0], changing)
     if not active:
-        return say(Verdict.SKIP, skipped_lines[0], skipped_lines)
+        return result_for(Verdict.SKIP, skipped_lines[0], skipped_lines)
     if point in case.drawn and _outside_domain(active):
         line = ("outside the function's domain: the values were drawn (no recorded value to replay), and its "
                 "forward is NaN or infinite at every element in every mode, so nothing here can be judged")
-        return say(Verdict.SKIP, line, [line])
+        return result_for(Verdict.SKIP, line, [line])
     return None
 
 
@@ -224,16 +224,16 @@ def _no_gradient_notes(oracles: Mapping[str, OracleOutcome], active: Mapping[str
     return [no_gradient_line(unjudged, others)]
 
 
-def _failed(say: _Say, case: Rules, active: Mapping[str, ModeOutcome], expected: Mapping[str, Expectation],
+def _failed(result_for: _ResultFor, case: Rules, active: Mapping[str, ModeOutcome], expected: Mapping[str, Expectation],
             found: _Findings, skipped_lines: list[str]) -> Result:
     """A fail: the first deviation leads, then where along the ladder the results part (when modes
     deviate), the other deviations, the notes, and the hints that fit."""
-    # Along the ladder, only modes without a declared deviation say where the results part.
+    # Along the ladder, only modes without a declared deviation result_for where the results part.
     undeclared = {m: o for m, o in active.items() if m not in expected}
     ladder_line = ladder(undeclared, case.tolerance, said=found.deviations) if found.mode_deviations else None
     lines = said_once(found.deviations[:1] + ([ladder_line] if ladder_line else []) + found.deviations[1:]
                       + found.notes + skipped_lines, active)
-    return say(Verdict.FAIL, found.deviations[0], lines + hints(active, say.oracles, lines))
+    return result_for(Verdict.FAIL, found.deviations[0], lines + hints(active, result_for.oracles, lines))
 
 
 def _skipped_lines(outcomes: Mapping[str, ModeOutcome]) -> list[str]:
@@ -357,7 +357,7 @@ def _case_broken(active: Mapping[str, ModeOutcome], found: _Findings):
     return (broken[0], broken) if broken else None
 
 
-def _conclude(say: _Say, active: Mapping[str, ModeOutcome], judged_oracles: Mapping[str, OracleOutcome],
+def _conclude(result_for: _ResultFor, active: Mapping[str, ModeOutcome], judged_oracles: Mapping[str, OracleOutcome],
               expected: Mapping[str, Expectation], found: _Findings, skipped_lines: list[str], tf_version: str,
               strict_xpass: bool) -> Result:
     """No deviation: a pass (saying what checked the values, or why nothing did), an xfail, or an xpass."""
@@ -372,22 +372,22 @@ def _conclude(say: _Say, active: Mapping[str, ModeOutcome], judged_oracles: Mapp
     matched = (", and match " + " and ".join(words)) if checked else ""
     notes = found.notes
     if not expected:
-        agree = "all modes agree" if len(active) > 1 else f"{say.yardstick} computes its values"
-        why_not = unchecked(active[say.yardstick], say.oracles, checked)
+        agree = "all modes agree" if len(active) > 1 else f"{result_for.yardstick} computes its values"
+        why_not = unchecked(active[result_for.yardstick], result_for.oracles, checked)
         if why_not:
             return dataclasses.replace(
-                say(Verdict.PASS, f"{agree}, but nothing checked that the values are right: {why_not}",
+                result_for(Verdict.PASS, f"{agree}, but nothing checked that the values are right: {why_not}",
                     notes + skipped_lines), unchecked=why_not)
-        return say(Verdict.PASS, f"{agree}{matched}" if checked else "", notes + skipped_lines)
+        return result_for(Verdict.PASS, f"{agree}{matched}" if checked else "", notes + skipped_lines)
     met_lines = [f"as declared: {modes_of(e, found.met)} {e.outcome}: {e.reason}" for e in distinct(found.met)]
     if not found.unmet:
-        return say(Verdict.XFAIL, "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in found.met),
+        return result_for(Verdict.XFAIL, "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in found.met),
                    met_lines + notes + skipped_lines)
     unmet_lines = [f"declared but did not happen on TensorFlow {tf_version}: {modes_of(e, found.unmet)} "
-                   f"{e.outcome} ({e.reason}); they agree with {say.yardstick}: if TensorFlow fixed it, "
+                   f"{e.outcome} ({e.reason}); they agree with {result_for.yardstick}: if TensorFlow fixed it, "
                    "narrow the expectation's tf_versions" for e in distinct(found.unmet)]
     verdict = Verdict.FAIL if strict_xpass else Verdict.XPASS
-    return say(verdict, unmet_lines[0], unmet_lines + met_lines + notes + skipped_lines)
+    return result_for(verdict, unmet_lines[0], unmet_lines + met_lines + notes + skipped_lines)
 
 
 def skipped(case: Rules, point: str, reason: str, rerun: str) -> Result:
