@@ -127,10 +127,6 @@ class Judged:
     noise: float = 0.0
 
 
-def _finite(v: Optional[float]) -> bool:
-    return v is not None and math.isfinite(v)
-
-
 def assess(g: float, phi: Callable[[float], Optional[float]], h: float, *, eps: float, rtol: float,
            atol: float = 0.0, scale: float = 0.0) -> Judged:
     """Judges the directional derivative `g` against differences of `phi`.

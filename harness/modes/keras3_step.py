@@ -23,7 +23,6 @@ trainable weights, so `fit` leaves it alone, and the modes skip such a case, say
 from __future__ import annotations
 
 from harness.modes import keras_step
-from harness.modes.shared import tf
 
 __all__ = ["NEEDS_KERAS3", "keras3", "runner_for"]
 

@@ -12,7 +12,6 @@ its own file there, and the controller's line sums up every worker's file.
 from __future__ import annotations
 
 import os
-import sys
 
 __all__ = ["pytest_addoption", "pytest_load_initial_conftests"]
 
