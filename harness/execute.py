@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import platform
+import time
 from typing import Callable, Sequence
 
 import numpy as np
@@ -64,10 +65,16 @@ def measure(case: Case, modes: Sequence[str], options: RunOptions,
     if not case.runs_on(tf.version.VERSION):
         return []  # not measured here; the judge says why
     runs: dict[str, list[list[ModeOutcome]]] = {}
+    took: dict[str, float] = {}
     for mode in modes:
         for _ in range(max(1, options.repeat)):
             on_mode(mode)
+            start = time.perf_counter()
             runs.setdefault(mode, []).append(_run_mode(mode, case, options))
+            took[mode] = took.get(mode, 0.0) + time.perf_counter() - start
+    for mode in modes:  # each point's share of the mode's time
+        share = took[mode] / max(1, len(case.points))
+        runs[mode][0] = [dataclasses.replace(o, seconds=share) for o in runs[mode][0]]
     default = _modes.reference_of(tuple(modes))
     measured = []
     for i, point in enumerate(case.points):

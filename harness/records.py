@@ -195,6 +195,9 @@ class ModeOutcome:
     upstream_error: Optional[ErrorInfo] = None
     top_order: Optional[int] = None
     computed_in: str = ""
+    # This mode's time for the case, shared evenly among its points (its repeats included): what
+    # the run's time by mode adds up. Not part of what the mode computed, so never compared.
+    seconds: float = dataclasses.field(default=0.0, compare=False)
 
     def portable(self) -> "ModeOutcome":
         """This outcome with every value portable (Output.portable), to send to another process."""

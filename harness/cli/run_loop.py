@@ -260,7 +260,11 @@ class Run:
         from harness.report import text  # noqa: PLC0415
 
         not_run = sum(len(c.points) for c in self.selected) - len(report.results)
-        print(text.summary(report.results, time.monotonic() - self.start, not_run=not_run))
+        seconds = time.monotonic() - self.start
+        shares = text.time_by_mode(report.results, seconds)
+        if shares:
+            print(shares)
+        print(text.summary(report.results, seconds, not_run=not_run))
         if self.interrupted:
             sys.stderr.write(f"harness: interrupted; {not_run} case points did not run; reports hold what finished\n")
             return 130

@@ -117,6 +117,22 @@ def summary(results: Sequence[Result], seconds: float | None = None, not_run: in
     return text
 
 
+def time_by_mode(results: Sequence[Result], seconds: float) -> str:
+    """Where a run's time went: each mode's time over every point, summed over the workers, with its
+    share of all the modes' time, and that total beside the run's `seconds` (the rest being the
+    oracles, the workers' start, judging and reports); "" where no mode was timed."""
+    by_mode: dict[str, float] = {}
+    for r in results:
+        for name, outcome in r.outcomes.items():
+            by_mode[name] = by_mode.get(name, 0.0) + outcome.seconds
+    total = sum(by_mode.values())
+    if total <= 0:
+        return ""
+    parts = [f"{name} {t:.1f} s ({100 * t / total:.0f}%)" for name, t in by_mode.items()]
+    return (f"time in each mode, summed over the workers: {', '.join(parts)}; "
+            f"the modes {total:.1f} s of the run's {seconds:.1f} s")
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 

@@ -240,3 +240,19 @@ def test_a_junit_body_does_not_repeat_a_line(verdict, tag):
 def test_a_failure_without_details_has_just_the_rerun_line():
     _, suite = parse(timed_report(result(verdict=Verdict.FAIL, reason="values changed")))
     assert suite.find("testcase/failure").text == "rerun: python -m harness --cases tests.case --point x=1.0"
+
+
+def test_the_time_by_mode_line_sums_each_mode_over_the_points_with_its_share():
+    from harness.records import ModeOutcome, Result, Status, Verdict
+    from harness.report import text
+
+    def result(point, eager, graph):
+        outcomes = {"eager": ModeOutcome(mode="eager", status=Status.OK, seconds=eager),
+                    "graph": ModeOutcome(mode="graph", status=Status.OK, seconds=graph)}
+        return Result(case="c", point=point, order=1, verdict=Verdict.PASS, reason="", details=(),
+                      outcomes=outcomes, rerun="")
+
+    line = text.time_by_mode([result("x=1", 1.0, 0.5), result("x=2", 2.0, 0.5)], 10.0)
+    assert line == ("time in each mode, summed over the workers: eager 3.0 s (75%), graph 1.0 s (25%); "
+                    "the modes 4.0 s of the run's 10.0 s")
+    assert text.time_by_mode([result("x=1", 0.0, 0.0)], 10.0) == ""  # nothing timed: nothing said
