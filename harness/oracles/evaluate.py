@@ -35,9 +35,11 @@ TRACE_AGREEMENT = 1e-9
 _ULPS = 64.0
 # Relative shifts of the sources that tell a function computing in float64 from one that casts its
 # float64 inputs to float32 inside (a Keras 3 layer casts its inputs to its compute dtype): the
-# small one is far below float32's resolution (2**-24) and far above float64's, so a float64
-# computation moves with it as it moves with the large one, scaled, and a float32 one does not.
-_PROBE_SMALL = 2.0 ** -34
+# small one is below half of float32's resolution (2**-25), so cast to float32 the moved inputs
+# are the same numbers and the values do not move at all, while a float64 computation moves them
+# by many of its ulps, cancellation inside it (log(1 + e^x) at x = -14) included; the large one
+# says how far a float64 computation would move them.
+_PROBE_SMALL = 2.0 ** -30
 _PROBE_LARGE = 2.0 ** -14
 
 
@@ -140,10 +142,10 @@ class Evaluator:
 
     def narrower_inside(self) -> str:
         """Why the forward's float64 values do not follow the float64 inputs (empty: they do, or
-        nothing says otherwise): moved by a relative shift of every nonzero source element far
-        below float32's resolution, most of the values that a larger shift moves stay where they
-        were, or move otherwise than it predicts. A float64 output computed from the inputs cast
-        to float32 inside looks like float64, and its differences at a float64 step are float32
+        nothing says otherwise): moved by a relative shift of every source element below half of
+        float32's resolution, most of the values that a float64 computation would move by many of
+        its ulps stay exactly where they were. A float64 output computed from the inputs cast to
+        float32 inside looks like float64, and its differences at a float64 step are float32
         rounding (zero, or noise)."""
         base = self.base(0)[0]
         small = self.values(0, [_PROBE_SMALL * b for b in self.bases])[0]
@@ -151,17 +153,18 @@ class Evaluator:
         if base is None or small is None or large is None:
             return ""
         with np.errstate(invalid="ignore", over="ignore"):
-            predicted = (large - base) * (_PROBE_SMALL / _PROBE_LARGE)
-            moved = (np.isfinite(base) & np.isfinite(large) & np.isfinite(small)
-                     & (np.abs(large - base) > 1e-6 * np.abs(base) + differences.tiny("float64")))
-            off = np.abs((small - base) - predicted) > (0.25 * np.abs(predicted)
-                                                        + _ULPS * differences.epsilon("float64")
-                                                        * np.abs(base))
-        if not moved.any() or np.count_nonzero(off & moved) * 2 <= np.count_nonzero(moved):
+            predicted = np.abs(large - base) * (_PROBE_SMALL / _PROBE_LARGE)
+            finite = np.isfinite(base) & np.isfinite(large) & np.isfinite(small)
+            # Values a float64 computation would move by at least 64 of its ulps.
+            moved = finite & (predicted > _ULPS * differences.epsilon("float64") * np.abs(base)
+                              + differences.tiny("float64"))
+            still = moved & (small == base)
+        if not moved.any() or np.count_nonzero(still) * 2 <= np.count_nonzero(moved):
             return ""
-        return (f"float64 inputs moved by {_PROBE_SMALL:.2g} of their size move "
-                f"{np.count_nonzero(off & moved)} of {np.count_nonzero(moved)} forward values "
-                f"otherwise than a float64 computation would (a cast to a narrower dtype inside)")
+        return (f"float64 inputs moved by {_PROBE_SMALL:.2g} of their size leave "
+                f"{np.count_nonzero(still)} of {np.count_nonzero(moved)} forward values exactly as "
+                "they were, where a float64 computation would move them (a cast to a narrower "
+                "dtype inside)")
 
     def values(self, order: int, shifts: Sequence[np.ndarray]) -> Values:
         """The order `order` values, element by element in float64, with every source moved by its
