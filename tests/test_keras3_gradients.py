@@ -149,3 +149,17 @@ def test_a_tf_keras_layer_is_not_trained_by_the_keras3_steps_and_they_say_why():
     assert outcome.status.value == "skip", outcome
     assert outcome.note == ("the builder returns a tf_keras WarmupReversal: Keras 3 models take "
                             "Keras 3 layers, not Keras 2 ones; the keras_* modes train it")
+
+
+def test_keras3_mirrored_refuses_a_keras_that_does_not_scale_the_loss_by_the_replicas():
+    from types import SimpleNamespace
+
+    from harness.modes import keras3_step
+
+    mirrored, fit = keras3_step.runner_for("keras3_mirrored"), keras3_step.runner_for("keras3_fit")
+    said = keras3_step._refuses(SimpleNamespace(__version__="3.6.0"), mirrored)
+    assert said.startswith("Keras 3.6.0 does not divide the loss by the replicas under MirroredStrategy "
+                           "(keras-team/keras#19891, fixed in Keras 3.8.0 by #20609)"), said
+    assert keras3_step._refuses(SimpleNamespace(__version__="3.8.0"), mirrored) == ""
+    assert keras3_step._refuses(SimpleNamespace(__version__="3.15.1"), mirrored) == ""
+    assert keras3_step._refuses(SimpleNamespace(__version__="3.6.0"), fit) == ""

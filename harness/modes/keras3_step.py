@@ -117,8 +117,29 @@ def _note(model, options: dict) -> str:
     return f"compile's jit_compile='auto' resolved to jit_compile={bool(model.jit_compile)}"
 
 
+# Keras 3 releases before 3.8 do not divide the loss by the replicas under a tf.distribute strategy
+# (keras-team/keras#19891, fixed by keras-team/keras#20609 in 3.8.0), so their mirrored step is not
+# the one tf_keras and later Keras 3 take, whatever the function: the version matrix finds every
+# gradient of the library doubled with Keras 3.6.0 (TensorFlow 2.17), and with 3.4.1 (TensorFlow
+# 2.16) the clipping cases' grad_fn is not handed a replica's share of dy.
+_SCALED_UNDER_STRATEGY = (3, 8)
+
+
+def _refuses(module, mode) -> str:
+    """Why this Keras 3 cannot take the mirrored step as a check of a custom gradient, or ""."""
+    if not mode.mirrored:
+        return ""
+    release = tuple(int(p) for p in str(module.__version__).split(".")[:2] if p.isdigit())
+    if release >= _SCALED_UNDER_STRATEGY:
+        return ""
+    return (f"Keras {module.__version__} does not divide the loss by the replicas under "
+            "MirroredStrategy (keras-team/keras#19891, fixed in Keras 3.8.0 by #20609), so its "
+            "mirrored step is not the one tf_keras and Keras 3.8 on take, whatever the function "
+            "(the version matrix: every gradient doubled with Keras 3.6.0)")
+
+
 KERAS3 = keras_step.Flavour(load=lambda: keras3(), needs=NEEDS_KERAS3, optimizer=_recording_sgd,
-                            prepare=_prepare, why_not=_why_not, note=_note)
+                            prepare=_prepare, why_not=_why_not, note=_note, refuses=_refuses)
 
 _MODES = {
     "keras3_eager": keras_step.Mode("keras3_eager", {"run_eagerly": True}, flavour=KERAS3),

@@ -86,6 +86,9 @@ class Flavour:
       why_not: why the mode cannot train a case's builder, or "", given the model and the subject
         (Keras 3 trains only its own variables).
       note: what an outcome says beside its values, given the model and the compile options.
+      refuses: why the installed Keras cannot take a mode's step as a check of a custom gradient,
+        or "", given the module and the mode (a Keras release whose strategy step is wrong for any
+        function).
     """
 
     load: Callable
@@ -94,6 +97,7 @@ class Flavour:
     prepare: Callable = lambda model, batch: None
     why_not: Callable = lambda model, subject: ""
     note: Callable = lambda model, options: ""
+    refuses: Callable = lambda module, mode: ""
 
 
 class Mode:
@@ -119,6 +123,9 @@ def run(mode: Mode, case: Case, options: RunOptions) -> list[ModeOutcome]:
     module = mode.flavour.load()
     if module is None:
         return [_skip(mode.name, mode.flavour.needs) for _ in case.points]
+    refused = mode.flavour.refuses(module, mode)
+    if refused:
+        return [_skip(mode.name, refused) for _ in case.points]
     if mode.mirrored:
         cpus = _devices.logical_cpus()
         if cpus < 2:
