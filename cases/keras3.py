@@ -42,11 +42,19 @@ _NEEDS_VARIABLES = ("tf.custom_gradient demands that grad_fn accept `variables` 
 # Keras 3's fit builds an unbuilt model from a symbolic batch before its first step.
 _SYMBOLIC_BUILD = ("Keras 3's fit first builds the model from a symbolic batch "
                    "(Trainer._symbolic_build), which runs call and raises RuntimeError('Unable to "
-                   "automatically build the model') for any error but a ValueError")
+                   "automatically build the model') for the error call raises (Keras 3.15.1 lets a "
+                   "ValueError through)")
 _KERAS3_STEPS = [m for m in KNOWN_MODES if m.startswith("keras3_")]
 _AUTOCAST = ("https://github.com/keras-team/keras/blob/v3.15.1/keras/src/backend/common/"
              "variables.py (KerasVariable.value casts only inside an AutocastScope, which "
              "Layer.__call__ enters around call)")
+# Why keras3_fit cannot judge a grad_fn that reads a trained weight in the backward pass.
+_RACING_READ = ("grad_fn reads the kernel for the input's gradient in the backward pass, a read "
+                "the compiled train function may run after the kernel's update (what the keras "
+                "theme's twin reports as UpdateRace in keras_fit); the order check does not reach "
+                "Keras 3's train function, and the version matrix saw it once, with Keras 3.9.0 "
+                "on TensorFlow 2.18.1 (x's gradient -11.46 where eager gives -4.58), not in 12 "
+                "repeats after: a value that changes from run to run judges nothing")
 # Why a grad_fn reading a layer's weight fails under the mixed policy, in Keras 3 as in tf_keras.
 _UNCAST_IN_GRAD_FN = ("under mixed_float16 grad_fn reads the layer's weight in the backward pass, "
                       "outside the layer's call, where Keras 3 does not cast a keras.Variable "
@@ -342,7 +350,7 @@ CASES = [
         points=[_BATCH],
         order=2,
         wrt_variables=True,
-        skip_modes=_SKIPS,
+        skip_modes={"keras3_fit": _RACING_READ, **_SKIPS},
         source=f"{_DOCS} (a layer whose custom gradient covers its own weights through "
                "`variables`); the keras theme's keras.custom_gradient_layer_weights in Keras 3",
         description="a Keras 3 layer computing softplus(x W + b) with grad_fn(dy, variables) giving "
