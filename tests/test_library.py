@@ -20,10 +20,12 @@ from harness import Case, loader
 from harness.records import ErrorInfo, ModeOutcome, Result, Status, Verdict
 
 MODES = ("eager", "function", "graph")
-THEMES = ("seeds", "docs", "patterns", "structure", "dtypes", "variables", "keras", "regressions")
+THEMES = ("seeds", "docs", "patterns", "structure", "dtypes", "variables", "keras", "keras3", "regressions")
 ROOT = Path(__file__).resolve().parent.parent
-_SOURCE = re.compile(r"^(seeds/|https://www\.tensorflow\.org/api_docs/python/tf/|"
-                     r"https://github\.com/(tensorflow/tensorflow|keras-team/tf-keras)/issues/\d+)")
+# A source is TensorFlow's documentation or tracker, tf-keras's tracker, or, for the Keras 3 cases,
+# Keras 3's own documentation and tracker.
+_SOURCE = re.compile(r"^(seeds/|https://www\.tensorflow\.org/api_docs/python/tf/|https://keras\.io/api/|"
+                     r"https://github\.com/(tensorflow/tensorflow|keras-team/tf-keras|keras-team/keras)/issues/\d+)")
 
 
 @pytest.fixture(scope="module")
