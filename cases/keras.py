@@ -9,7 +9,8 @@ trainable weight.
 Keras 2 is what these cases need: the tf-keras package from TensorFlow 2.14
 on, and before 2.16 also `tf.keras` itself (2.12 and 2.13 have no tf-keras:
 Keras 2 ships inside TensorFlow). From 2.16 `tf.keras` is Keras 3, so without
-tf-keras (`pip install 'harness[keras]'`) every mode skips these cases, saying why.
+tf-keras (`pip install 'harness[keras]'`) every mode skips these cases, saying why;
+the keras3 theme (cases/keras3.py) builds the same layers in Keras 3.
 """
 
 import numpy as np
@@ -26,7 +27,7 @@ except ImportError:
 
 SKIP_WITHOUT_KERAS2 = {} if tf_keras is not None else {
     mode: "needs Keras 2: install tf-keras (pip install 'harness[keras]'); from TensorFlow 2.16 tf.keras is "
-          "Keras 3, whose layers these cases do not build" for mode in KNOWN_MODES}
+          "Keras 3, whose twins of these layers are the keras3 theme's cases" for mode in KNOWN_MODES}
 Layer = tf_keras.layers.Layer if tf_keras is not None else object
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
