@@ -27,7 +27,7 @@ except ImportError:
 
 SKIP_WITHOUT_KERAS2 = {} if tf_keras is not None else {
     mode: "needs Keras 2: install tf-keras (pip install 'harness[keras]'); from TensorFlow 2.16 tf.keras is "
-          "Keras 3, whose twins of these layers are the keras3 theme's cases" for mode in KNOWN_MODES}
+          "Keras 3, and these are tf_keras layers" for mode in KNOWN_MODES}
 Layer = tf_keras.layers.Layer if tf_keras is not None else object
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"

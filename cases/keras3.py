@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation, Tol
-from harness.cases import FORWARD_USES_THE_BODY
+from harness.cases import FORWARD_USES_THE_BODY, KERAS3_STEPS
 from harness.modes import KNOWN_MODES, STEP_MODES
 from harness.modes.keras3_step import NEEDS_KERAS3, keras3
 
@@ -31,8 +31,8 @@ _BATCH = {"x": np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]], np.float32)}
 
 _SKIP = ({} if keras3() is not None else {mode: NEEDS_KERAS3 for mode in KNOWN_MODES})
 # The tf_keras steps train tf_keras models; the keras3_* modes take these through Keras 3.
-_TF_KERAS_STEPS = {mode: "a Keras 3 model: the keras_* steps train tf_keras models, and the "
-                         "keras3_* modes train this one" for mode in STEP_MODES}
+_TF_KERAS_STEPS = {mode: "a Keras 3 layer or model: the keras_* steps train tf_keras models, and "
+                         "the keras3_* modes train this one" for mode in STEP_MODES}
 _SKIPS = {**_TF_KERAS_STEPS, **_SKIP}
 # What TensorFlow says when a custom gradient's forward read a variable its grad_fn cannot take.
 _NEEDS_VARIABLES = ("tf.custom_gradient demands that grad_fn accept `variables` when the forward "
@@ -44,7 +44,7 @@ _SYMBOLIC_BUILD = ("Keras 3's fit first builds the model from a symbolic batch "
                    "(Trainer._symbolic_build), which runs call and raises RuntimeError('Unable to "
                    "automatically build the model') for the error call raises (Keras 3.15.1 lets a "
                    "ValueError through)")
-_KERAS3_STEPS = [m for m in KNOWN_MODES if m.startswith("keras3_")]
+_KERAS3_STEPS = KERAS3_STEPS
 _AUTOCAST = ("https://github.com/keras-team/keras/blob/v3.15.1/keras/src/backend/common/"
              "variables.py (KerasVariable.value casts only inside an AutocastScope, which "
              "Layer.__call__ enters around call)")

@@ -13,6 +13,7 @@ from harness import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectat
 from harness.cases import (FORWARD_USES_THE_BODY, KERAS3_STEPS, KERAS3_SYMBOLIC_BUILD,
                            SAVED_MODEL_DROPS_INNER)
 from harness.cases.docs import log1pexp
+from harness.modes.keras3_step import keras3_release
 
 _ISSUE = "https://github.com/tensorflow/tensorflow/issues/{}"
 
@@ -115,11 +116,15 @@ _POINT_127690 = {"features": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32),
 # autodiff of its body gives nan, so a loaded model that fell back to the body's
 # gradient would show.
 
-# The Keras 3 releases paired with TensorFlow 2.16 to 2.20 (harness/matrix/pins.py) wrap whatever
-# the symbolic build raises; 3.15.1, paired with 2.21, lets a ValueError through.
-_KERAS3_WRAPS = ("Keras 3.4.1 to 3.13.2 (the releases paired with TensorFlow 2.16 to 2.20) wrap in "
-                 "RuntimeError('Unable to automatically build the model'), as they wrap any error "
-                 "there (Trainer._symbolic_build)")
+# What Keras 3's symbolic build raises for a ValueError in call: Keras 3.14 and later let it
+# through, earlier releases wrap it like any error (Trainer._symbolic_build: 3.13.2 wraps, 3.14.0
+# and 3.15.1 test isinstance(e, ValueError)). Keras 3 has no upper bound in TensorFlow's
+# requirements, so the installed one decides, not the TensorFlow release.
+_KERAS3 = keras3_release()
+_KERAS3_BUILD_ERROR = "ValueError" if _KERAS3 is not None and _KERAS3 >= (3, 14) else "RuntimeError"
+_KERAS3_BUILD_WORDS = ("a ValueError Keras 3.14 and later let through" if _KERAS3_BUILD_ERROR == "ValueError"
+                       else "a ValueError that Keras before 3.14 wraps in RuntimeError('Unable to "
+                            "automatically build the model'), as it wraps any error there")
 
 
 CASES = [
@@ -149,15 +154,10 @@ CASES = [
                        "watched input, and the tape differentiates the function's body instead",
             ),
             Expectation(
-                modes=KERAS3_STEPS, outcome="ValueError", tf_versions=">=2.21",
+                modes=KERAS3_STEPS, outcome=_KERAS3_BUILD_ERROR,
                 reason=f"{KERAS3_SYMBOLIC_BUILD}: there the graph-mode decorator refuses keyword "
                        "arguments ('supports keywords arguments only when eager execution is "
-                       f"enabled'), a ValueError Keras 3.15.1 lets through",
-            ),
-            Expectation(
-                modes=KERAS3_STEPS, outcome="RuntimeError", tf_versions="<2.21",
-                reason=f"{KERAS3_SYMBOLIC_BUILD}: there the graph-mode decorator refuses keyword "
-                       f"arguments, a ValueError that {_KERAS3_WRAPS}",
+                       f"enabled'), {_KERAS3_BUILD_WORDS}",
             ),
         ],
     ),
@@ -182,14 +182,9 @@ CASES = [
                 reason="the graph-mode decorator refuses any keyword argument at the call",
             ),
             Expectation(
-                modes=KERAS3_STEPS, outcome="ValueError", tf_versions=">=2.21",
+                modes=KERAS3_STEPS, outcome=_KERAS3_BUILD_ERROR,
                 reason=f"{KERAS3_SYMBOLIC_BUILD}: there the graph-mode decorator refuses any "
-                       "keyword argument at the call, a ValueError Keras 3.15.1 lets through",
-            ),
-            Expectation(
-                modes=KERAS3_STEPS, outcome="RuntimeError", tf_versions="<2.21",
-                reason=f"{KERAS3_SYMBOLIC_BUILD}: there the graph-mode decorator refuses any "
-                       f"keyword argument at the call, a ValueError that {_KERAS3_WRAPS}",
+                       f"keyword argument at the call, {_KERAS3_BUILD_WORDS}",
             ),
         ],
     ),

@@ -147,8 +147,15 @@ def test_a_tf_keras_layer_is_not_trained_by_the_keras3_steps_and_they_say_why():
     result, = helpers.run(case, ("eager", "keras3_fit"))
     outcome = result.outcomes["keras3_fit"]
     assert outcome.status.value == "skip", outcome
-    assert outcome.note == ("the builder returns a tf_keras WarmupReversal: Keras 3 models take "
-                            "Keras 3 layers, not Keras 2 ones; the keras_* modes train it")
+    assert outcome.note == ("the builder returns WarmupReversal, a tf_keras layer: Keras 3 models "
+                            "take Keras 3 layers, not Keras 2 ones; the keras_* modes train it")
+
+
+def test_the_matrix_knows_the_skip_for_want_of_keras3_by_its_opening_words():
+    from harness.matrix.merge import NO_KERAS3_NOTE
+    from harness.modes.keras3_step import NEEDS_KERAS3
+
+    assert NEEDS_KERAS3.startswith(NO_KERAS3_NOTE)
 
 
 def test_keras3_mirrored_refuses_a_keras_that_does_not_scale_the_loss_by_the_replicas():
@@ -158,6 +165,8 @@ def test_keras3_mirrored_refuses_a_keras_that_does_not_scale_the_loss_by_the_rep
 
     mirrored, fit = keras3_step.runner_for("keras3_mirrored"), keras3_step.runner_for("keras3_fit")
     said = keras3_step._refuses(SimpleNamespace(__version__="3.6.0"), mirrored)
+    assert keras3_step._refuses(SimpleNamespace(__version__="3.7rc1"), mirrored)
+    assert keras3_step._refuses(SimpleNamespace(__version__="3.10.0"), mirrored) == ""
     assert said.startswith("Keras 3.6.0 does not divide the loss by the replicas under MirroredStrategy "
                            "(keras-team/keras#19891, fixed in Keras 3.8.0 by #20609)"), said
     assert keras3_step._refuses(SimpleNamespace(__version__="3.8.0"), mirrored) == ""

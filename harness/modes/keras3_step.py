@@ -22,9 +22,12 @@ trainable weights, so `fit` leaves it alone, and the modes skip such a case, say
 
 from __future__ import annotations
 
+import re
+from typing import Optional
+
 from harness.modes import keras_step
 
-__all__ = ["NEEDS_KERAS3", "keras3", "runner_for"]
+__all__ = ["NEEDS_KERAS3", "keras3", "keras3_release", "runner_for"]
 
 NEEDS_KERAS3 = ("needs Keras 3 (the keras package, 3.0 or later, which TensorFlow installs from "
                 "2.16 on); TensorFlow 2.12 to 2.15 come with Keras 2")
@@ -38,6 +41,15 @@ def keras3():
         return None
     major = str(getattr(keras, "__version__", "0")).split(".")[0]
     return keras if major.isdigit() and int(major) >= 3 else None
+
+
+def keras3_release() -> Optional[tuple[int, int]]:
+    """The installed Keras 3's (major, minor), or None where there is none."""
+    module = keras3()
+    if module is None:
+        return None
+    found = re.match(r"(\d+)\.(\d+)", str(module.__version__))
+    return (int(found[1]), int(found[2])) if found else None
 
 
 def _prepare(model, batch) -> None:
@@ -63,8 +75,8 @@ def _why_not(model, subject) -> str:
     """Why Keras 3's fit would not train the builder's layer or variables, or ""."""
     keras2 = _keras2_class(subject.fn)
     if keras2:
-        return (f"the builder returns a tf_keras {keras2}: Keras 3 models take Keras 3 layers, not "
-                "Keras 2 ones; the keras_* modes train it")
+        return (f"the builder returns {keras2}, a tf_keras layer: Keras 3 models take Keras 3 "
+                "layers, not Keras 2 ones; the keras_* modes train it")
     trained = set()
     for variable in model.trainable_variables:
         trained.add(id(variable.value))
@@ -129,8 +141,8 @@ def _refuses(module, mode) -> str:
     """Why this Keras 3 cannot take the mirrored step as a check of a custom gradient, or ""."""
     if not mode.mirrored:
         return ""
-    release = tuple(int(p) for p in str(module.__version__).split(".")[:2] if p.isdigit())
-    if release >= _SCALED_UNDER_STRATEGY:
+    found = re.match(r"(\d+)\.(\d+)", str(module.__version__))
+    if found is None or (int(found[1]), int(found[2])) >= _SCALED_UNDER_STRATEGY:
         return ""
     return (f"Keras {module.__version__} does not divide the loss by the replicas under "
             "MirroredStrategy (keras-team/keras#19891, fixed in Keras 3.8.0 by #20609), so its "
