@@ -107,7 +107,8 @@ def _md_cell(point: Point, index: int) -> str:
     for mode, cell in zip(point.modes, cells):
         if cell.status != "ok":
             groups.setdefault(cell.status, []).append(_mark(mode))
-    if len(groups.get(NO_KERAS3, ())) == len(KERAS3_MODES):  # every one: said without marks
+    missing = {mode for mode, cell in zip(point.modes, cells) if cell.status == NO_KERAS3}
+    if missing and missing >= {m for m in point.modes if m in KERAS3_MODES}:  # said without marks
         groups[NO_KERAS3] = []
     quiet = (NOT_RUN, "skip")
     if all(status in quiet for status in groups):  # nothing ran (a skipped point), or everything was ok

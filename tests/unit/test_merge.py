@@ -668,6 +668,13 @@ def test_markdown_says_no_keras3_where_every_keras3_mode_skipped_for_want_of_it(
     assert a.endswith("| pass · no Keras 3 | pass |"), a
     # A Keras 3 mode skipped for another reason is a skip like any other, named by its mark.
     assert b.endswith("| xfail · TypeError: g; no Keras 3 | xfail · TypeError: g; skip: k3mp |"), b
+    # A Keras 3 case, every mode of it skipped for want of Keras 3 before 2.16, passing from 2.16.
+    k3_case = report("2.15.1", result("c", verdict="skip", **{m: missing for m in modes}), modes=modes)
+    k3_new = report("2.16.2", result("c"), modes=modes)
+    both = merged(k3_case, k3_new, modes=modes)
+    (c,) = [line for line in render.markdown(both).splitlines() if line.startswith("| c[")]
+    assert c.endswith("| skip · no Keras 3 | pass |"), c
+    assert not [p for p in both.points if p.changed], "Keras 3's arrival is no change of the case"
     # Keras 3's arrival is no change of a case: no row is listed as changed.
     assert "No case point of 2 changed between versions." in lines, lines
     assert not [r for r in matrix.rows if r.changed], [(r.name, r.mode, r.change) for r in matrix.rows
