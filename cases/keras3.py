@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation, Tol
-from harness.cases import FORWARD_USES_THE_BODY, KERAS3_STEPS
+from harness.cases import FORWARD_USES_THE_BODY, KERAS3_STEPS, KERAS3_SYMBOLIC_BUILD
 from harness.modes import KNOWN_MODES, STEP_MODES
 from harness.modes.keras3_step import NEEDS_KERAS3, keras3
 
@@ -39,12 +39,6 @@ _NEEDS_VARIABLES = ("tf.custom_gradient demands that grad_fn accept `variables` 
                     "read a variable ('grad_fn must accept keyword argument 'variables'', the "
                     "message of keras-team/keras#18139), and the grad signature Keras documents, "
                     "grad(*args, upstream=None), does not")
-# Keras 3's fit builds an unbuilt model from a symbolic batch before its first step.
-_SYMBOLIC_BUILD = ("Keras 3's fit first builds the model from a symbolic batch "
-                   "(Trainer._symbolic_build), which runs call and raises RuntimeError('Unable to "
-                   "automatically build the model') for the error call raises (Keras 3.15.1 lets a "
-                   "ValueError through)")
-_KERAS3_STEPS = KERAS3_STEPS
 _AUTOCAST = ("https://github.com/keras-team/keras/blob/v3.15.1/keras/src/backend/common/"
              "variables.py (KerasVariable.value casts only inside an AutocastScope, which "
              "Layer.__call__ enters around call)")
@@ -448,8 +442,9 @@ CASES = [
                 reason=f"the forward reads the layer's scale weight, and {_NEEDS_VARIABLES}",
             ),
             Expectation(
-                modes=_KERAS3_STEPS, outcome="RuntimeError",
-                reason=f"{_SYMBOLIC_BUILD}: here the TypeError of every other mode "
+                modes=KERAS3_STEPS, outcome="RuntimeError",
+                reason=f"{KERAS3_SYMBOLIC_BUILD}, and wraps in RuntimeError('Unable to "
+                       "automatically build the model') the TypeError every other mode raises "
                        f"({_NEEDS_VARIABLES})",
             ),
         ],
