@@ -26,7 +26,7 @@ SAVED_MODEL_DROPS_INNER = (
     "function builds its higher-order backward at once and finds no gradient for the inner IdentityN"
 )
 
-# Why a compiled training step reports UpdateRace (harness.modes._step_order); each case says
+# Why a compiled training step reports UpdateRace (harness.measure.modes._step_order); each case says
 # which read it is.
 UPDATE_RACE = (
     "fit's train function orders the read before the variable's update as traced, but Grappler's "
@@ -41,7 +41,7 @@ UPDATE_RACE = (
 # keras_xla compiles the step, so only the default train function is left.
 RACING_STEPS = ["keras_fit"]
 
-# The Keras 3 training steps (harness.modes.keras3_step).
+# The Keras 3 training steps (harness.measure.modes.keras3_step).
 KERAS3_STEPS = ["keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed", "keras3_mirrored"]
 # Why a Keras 3 step meets what a traced call meets, even under run_eagerly=True.
 KERAS3_SYMBOLIC_BUILD = (

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation, Tol
 from harness.cases import FORWARD_USES_THE_BODY, RACING_STEPS, UPDATE_RACE
-from harness.modes import KNOWN_MODES
+from harness.measure.modes import KNOWN_MODES
 
 try:
     import tf_keras

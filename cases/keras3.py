@@ -19,8 +19,8 @@ import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation, Tol
 from harness.cases import FORWARD_USES_THE_BODY, KERAS3_STEPS, KERAS3_SYMBOLIC_BUILD
-from harness.modes import KNOWN_MODES, STEP_MODES
-from harness.modes.keras3_step import NEEDS_KERAS3, keras3
+from harness.measure.modes import KNOWN_MODES, STEP_MODES
+from harness.measure.modes.keras3_step import NEEDS_KERAS3, keras3
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
 _OPS_DOC = "https://keras.io/api/ops/core/#custom_gradient-function"

@@ -13,7 +13,7 @@ from harness import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Case, Expectat
 from harness.cases import (FORWARD_USES_THE_BODY, KERAS3_STEPS, KERAS3_SYMBOLIC_BUILD,
                            SAVED_MODEL_DROPS_INNER)
 from harness.cases.docs import log1pexp
-from harness.modes.keras3_step import keras3_release
+from harness.measure.modes.keras3_step import keras3_release
 
 _ISSUE = "https://github.com/tensorflow/tensorflow/issues/{}"
 

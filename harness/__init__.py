@@ -24,7 +24,7 @@ _FROM = {
                                          "CaseError", "Domain", "Expectation", "Point")},
     **{name: "harness.records" for name in ("ErrorInfo", "ModeOutcome", "OracleOutcome", "Output", "Result",
                                             "Status", "Usage", "Verdict")},
-    **{name: "harness.tolerance" for name in ("DEFAULT_TOLERANCES", "NUMERIC_TOLERANCES", "Tol")},
+    **{name: "harness.judge.tolerance" for name in ("DEFAULT_TOLERANCES", "NUMERIC_TOLERANCES", "Tol")},
 }
 
 

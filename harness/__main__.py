@@ -16,7 +16,7 @@ if __name__ == "__main__":
     # multiprocessing's spawn, does not import it: spawn skips a main module named *.__main__.)
     import sys
 
-    from harness import head_start
+    from harness.process import head_start
 
     head_start.start(sys.argv[1:])  # the first worker imports TensorFlow while the flags are read
     from harness.cli import entry

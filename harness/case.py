@@ -15,7 +15,7 @@ import numpy as np
 
 from harness import mode_names
 from harness.domain import Domain
-from harness.tolerance import Tol, ToleranceOverride
+from harness.judge.tolerance import Tol, ToleranceOverride
 from harness.versions import VersionRange, parse_range
 
 __all__ = [
@@ -38,7 +38,7 @@ _OUTCOMES = (VALUES_DIFFER, BAD_GRADIENT, GRADIENT_UNUSED)
 
 # The independent answers a case's agreed values are checked against. An
 # expectation may name them where it names modes, with outcome VALUES_DIFFER.
-# "upstream" is the numeric check of the weighted chain (harness.upstream).
+# "upstream" is the numeric check of the weighted chain (harness.measure.upstream).
 ORACLES = ("numeric", "upstream", "reference", "analytic")
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -197,7 +197,7 @@ class Case:
         only, as a function of a symmetric matrix (one that reads one triangle,
         as tf.linalg.cholesky does) is only defined there.
       domains: argument names mapped to the Domain that explore draws their
-        values from (harness.explore); an argument without one keeps its value
+        values from (harness.explore.search); an argument without one keeps its value
         at the first point. An argument not in `wrt` may have one too: it is
         drawn, and not differentiated. A case without domains is not explored.
       notes: point labels mapped to one line said with that point's result

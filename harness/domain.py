@@ -1,4 +1,4 @@
-"""A domain: where one argument's values may be drawn from when a case is explored (harness.explore).
+"""A domain: where one argument's values may be drawn from when a case is explored (harness.explore.search).
 
 Part of the public case API (harness.Domain); plain data, no TensorFlow.
 """
@@ -14,7 +14,7 @@ __all__ = ["Domain"]
 
 @dataclasses.dataclass(frozen=True)
 class Domain:
-    """Where one argument's values may be drawn from when a case is explored (harness.explore).
+    """Where one argument's values may be drawn from when a case is explored (harness.explore.search).
 
     Attributes:
       low, high: the bounds, finite numbers; every element lies between them.

@@ -1,6 +1,6 @@
 """Mode names: every mode, the groups `--mode` selects, the ladder and the yardstick mode.
 
-Plain names and the parsing of `--mode`, apart from the runners (harness.modes), so that the
+Plain names and the parsing of `--mode`, apart from the runners (harness.measure.modes), so that the
 main process, the case API and the verdict rules name modes without importing a runner or
 TensorFlow.
 """
@@ -18,11 +18,11 @@ EXTRA_MODES: tuple[str, ...] = ("no_autograph", "xla", "forward", "saved_model")
 # experimental_custom_gradients cannot be differentiated through a custom
 # gradient, so this mode raises by design; it reproduces tensorflow#40166.
 BY_NAME_ONLY: tuple[str, ...] = ("saved_model_nocg",)
-# One training step of a tf_keras model (harness.modes.keras_step): `--mode keras` selects them,
+# One training step of a tf_keras model (harness.measure.modes.keras_step): `--mode keras` selects them,
 # and neither `all` nor `full` does. A step computes order 1 only, so it is never the yardstick
 # while another mode runs, and a selection of steps alone gets `eager` beside them (parse_modes).
 STEP_MODES: tuple[str, ...] = ("keras_eager", "keras_fit", "keras_xla", "keras_mixed", "keras_mirrored")
-# The same steps of a Keras 3 model (harness.modes.keras3_step): `--mode keras3` selects them.
+# The same steps of a Keras 3 model (harness.measure.modes.keras3_step): `--mode keras3` selects them.
 KERAS3_MODES: tuple[str, ...] = ("keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed",
                                  "keras3_mirrored")
 # Every training-step mode, of either Keras: order 1 only, never the yardstick beside another mode.

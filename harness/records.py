@@ -112,7 +112,7 @@ def error_info(exc: BaseException, stage: str) -> ErrorInfo:
 class CaseInfo:
     """A case as the main process sees it: no function, so no TensorFlow needed.
 
-    It holds everything the verdict rules read (harness.verdict), so the main
+    It holds everything the verdict rules read (harness.judge.verdict), so the main
     process judges what a worker measured without trusting code in the
     worker's process. `oracles` names the case's own oracles ("reference",
     "analytic").
@@ -124,10 +124,10 @@ class CaseInfo:
     order: int
     points: tuple[str, ...]
     expectations: tuple = ()  # harness.case.Expectation
-    tolerance: object = None  # harness.tolerance.ToleranceOverride
+    tolerance: object = None  # harness.judge.tolerance.ToleranceOverride
     tf_versions: Optional[str] = None
     oracles: tuple[str, ...] = ()
-    # For explore (harness.explore): each argument's (name, dtype, shape) at the first point, the
+    # For explore (harness.explore.search): each argument's (name, dtype, shape) at the first point, the
     # declared (name, Domain) pairs, and "PATH.py:NAME" when `check` can call the case's function
     # by that name ("" when it cannot: a builder, a lambda, a closure).
     arguments: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
@@ -172,13 +172,13 @@ class ModeOutcome:
     `orders[k]` one gradient per entry of `sources` (the differentiated
     arguments, then any variables).
 
-    `upstream[k - 1]` holds order k of the weighted chain (harness.upstream):
+    `upstream[k - 1]` holds order k of the weighted chain (harness.measure.upstream):
     the same gradients with the seeded upstream weights instead of ones; empty
     when the check is off. `upstream_error` is what the weighted chain raised
     where the plain one did not, with the order it raised at.
 
     `top_order` is set by a mode that computes fewer orders than the case asks for: a training
-    step (harness.modes.keras_step) computes order 1 only, and its `orders[0]` is empty (a step
+    step (harness.measure.modes.keras_step) computes order 1 only, and its `orders[0]` is empty (a step
     returns no outputs); only order 1 is compared. `computed_in` names the dtype the values were
     computed in when it is narrower than their own (float16 under a mixed-precision policy, for
     float32 weights): they are judged with that dtype's tolerance.
@@ -233,7 +233,7 @@ class RunOptions:
       repeat: run every mode this many times; values that change between the
         runs make the verdict `flaky`.
       upstream: also compute every order with seeded upstream weights
-        (harness.upstream), compare it across modes and check it numerically.
+        (harness.measure.upstream), compare it across modes and check it numerically.
       strict_none: judge a None gradient against the numeric derivative also
         for an argument the case did not name in `wrt`, where it is otherwise
         the function saying it has none.
@@ -385,7 +385,7 @@ class Result:
       oracles: oracle name to what it said, for the oracles that ran.
       modes_disagree: some mode's outcome differs from the yardstick mode's
         (declared or not), in the plain or the weighted chain.
-      yardstick: the mode every other mode was compared with (harness.verdict.yardstick's
+      yardstick: the mode every other mode was compared with (harness.judge.verdict.yardstick's
         choice); empty when the judging stopped before choosing it (a crash, flaky values,
         every mode skipped).
       unchecked: on a pass, why nothing checked that its values are right (no oracle could judge
@@ -393,7 +393,7 @@ class Result:
         when an oracle did, and for every other verdict.
       seconds: wall time of this point: its job's (one case, all its points,
         as the modes batch them) divided by the job's number of points, since
-        a point's own time cannot be told apart (harness.pool); 0.0 when not
+        a point's own time cannot be told apart (harness.process.pool); 0.0 when not
         measured.
     """
 
@@ -418,7 +418,7 @@ class Result:
 
 @dataclasses.dataclass(frozen=True)
 class Explored:
-    """What exploring one case's domains found (harness.explore).
+    """What exploring one case's domains found (harness.explore.search).
 
     Attributes:
       case: the case id.

@@ -1,19 +1,21 @@
 """Measuring and judging a case in this one process: harness.check, the catalogue and the tests.
 
-A run of the command line measures in its workers (harness.execute) and judges in the main
-process (harness.verdict); here both happen in the caller's process, with the same rules.
+A run of the command line measures in its workers (harness.measure.execute) and judges in the main
+process (harness.judge.verdict); here both happen in the caller's process, with the same rules.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Iterator, Sequence
 
-from harness import execute, loader, state
+from harness import loader
+from harness.measure import execute
+from harness.process import state
 from harness.case import Case, Point
 from harness.mode_names import reference_of
-from harness.modes.shared import tf
+from harness.measure.modes.shared import tf
 from harness.records import Result, RunOptions
-from harness.verdict import judge_measured
+from harness.judge.verdict import judge_measured
 
 __all__ = ["run_case", "run_cases"]
 
@@ -25,7 +27,7 @@ def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: Rerun
              strict_xpass: bool = False) -> list[Result]:
     """Measures `case` and judges each of its points, all in this process (harness.check, tests).
 
-    What the case changes of global state (harness.state) is reported on it as a worker's would
+    What the case changes of global state (harness.process.state) is reported on it as a worker's would
     be, but stays: nothing here can replace the process.
     """
     settings, threads = state.snapshot(), state.threads()

@@ -86,7 +86,7 @@ if __name__ == "__main__":
         for mode in (eager, function, graph):
             mode(*case)
     if "--skip_teardown" in sys.argv:
-        # What a harness worker does when it is done (harness.worker._exit_now): run the exit
+        # What a harness worker does when it is done (harness.process.worker._exit_now): run the exit
         # handlers, then exit without the interpreter's teardown of TensorFlow's modules.
         import atexit
 

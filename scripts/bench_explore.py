@@ -24,11 +24,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import explore, judging, loader, pool  # noqa: E402
+from harness import loader  # noqa: E402
+from harness.explore import search as explore  # noqa: E402
+from harness.judge import judging  # noqa: E402
+from harness.process import pool  # noqa: E402
 from harness.checking import CheckSpec  # noqa: E402
-from harness.modes import CORE_MODES  # noqa: E402
+from harness.measure.modes import CORE_MODES  # noqa: E402
 from harness.records import RunOptions  # noqa: E402
-from harness.worker import Job, Origins  # noqa: E402
+from harness.process.worker import Job, Origins  # noqa: E402
 
 TARGET = 20.0
 

@@ -7,7 +7,7 @@ time beside it), and prints each variant's median against `--mode all`:
   all         --mode all                                  (the three core modes, numeric on)
   all+keras   --mode all,keras                            (and the five training-step modes)
 
-With --keras 3 the steps are the Keras 3 ones (--mode all,keras3, harness.modes.keras3_step) and
+With --keras 3 the steps are the Keras 3 ones (--mode all,keras3, harness.measure.modes.keras3_step) and
 the floor's one-weight model is a Keras 3 model, built from a symbolic batch first as Keras 3's fit
 does; the default, --keras 2, is tf_keras's.
 
@@ -49,7 +49,7 @@ VARIANTS = {
     "all+keras": ["--mode", "all,keras"],
 }
 # Per Keras: the --mode group of its steps, and the module that runs them.
-KERAS = {"2": ("keras", "harness.modes.keras_step"), "3": ("keras3", "harness.modes.keras3_step")}
+KERAS = {"2": ("keras", "harness.measure.modes.keras_step"), "3": ("keras3", "harness.measure.modes.keras3_step")}
 
 
 def step_modes(which: str) -> tuple[str, ...]:
@@ -63,12 +63,13 @@ def breakdown(runs: int, own: float, which: str) -> None:
     in a `--mode all` process (wall, less startup), the budget's unit; `which` Keras's steps."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.path.insert(0, str(ROOT))
-    from harness.modes import _devices  # noqa: PLC0415
+    from harness.measure.modes import _devices  # noqa: PLC0415
 
     _devices.split_cpu()  # before TensorFlow starts, as a worker does
-    from harness import modes, probe  # noqa: PLC0415 - TensorFlow comes in here
+    from harness.measure import modes  # noqa: PLC0415 - TensorFlow comes in here
+    from harness.measure import probe  # noqa: PLC0415 - TensorFlow comes in here
     from harness.loader import builtin_cases  # noqa: PLC0415
-    from harness.modes import keras_step  # noqa: PLC0415
+    from harness.measure.modes import keras_step  # noqa: PLC0415
     from harness.records import RunOptions  # noqa: PLC0415
 
     probe.install()
@@ -113,7 +114,7 @@ def floor_seconds(mode_name: str, repeats: int, which: str) -> float:
     import numpy as np  # noqa: PLC0415
     import tensorflow as tf  # noqa: PLC0415
 
-    from harness.modes import keras_step  # noqa: PLC0415
+    from harness.measure.modes import keras_step  # noqa: PLC0415
 
     steps = importlib.import_module(KERAS[which][1])
     module = keras_step.keras() if which == "2" else steps.keras3()

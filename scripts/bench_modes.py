@@ -72,7 +72,9 @@ def breakdown(runs: int) -> None:
     """Seconds per mode runner and for the oracles over the whole library, in this process."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.path.insert(0, str(ROOT))
-    from harness import modes, oracles, probe  # noqa: PLC0415 - TensorFlow comes in here
+    from harness.measure import modes  # noqa: PLC0415 - TensorFlow comes in here
+    from harness.measure import oracles  # noqa: PLC0415 - TensorFlow comes in here
+    from harness.measure import probe  # noqa: PLC0415 - TensorFlow comes in here
     from harness.loader import builtin_cases  # noqa: PLC0415
     from harness.records import RunOptions, Status  # noqa: PLC0415
 

@@ -132,7 +132,7 @@ def generate() -> str:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.path.insert(0, str(ROOT))
     from harness import loader  # noqa: PLC0415
-    from harness import modes as _modes  # noqa: PLC0415
+    from harness.measure import modes as _modes  # noqa: PLC0415
     from harness.run_here import run_cases  # noqa: PLC0415
     from harness.records import RunOptions  # noqa: PLC0415
 

@@ -1,5 +1,5 @@
 """The function mode traces what a user's own tf.function traces, though AutoGraph converts
-none of the harness's code around the case (harness.modes.shared, `traced_as_is`).
+none of the harness's code around the case (harness.measure.modes.shared, `traced_as_is`).
 
 The yardstick here is a hand-written tf.function with nested tapes, the way the seeds and
 scripts/_handwritten_seeds.py write it: AutoGraph converts that driver and, through it, the
@@ -15,8 +15,8 @@ import tensorflow as tf
 
 from harness.cases.structure import custom_cube
 from harness.run_here import run_case
-from harness.modes import function as function_mode
-from harness.modes.shared import Steps, build_subject
+from harness.measure.modes import function as function_mode
+from harness.measure.modes.shared import Steps, build_subject
 from harness.records import RunOptions, Status
 from tests.helpers import make_case
 
@@ -96,7 +96,7 @@ def test_autograph_converts_no_harness_code_but_the_two_calls_into_the_case(monk
     [result] = run_case(make_case(fn=branchy, order=2), ("function",), RunOptions(), rerun=lambda c, p: "rerun")
     assert result.outcomes["function"].status is Status.OK
     harness_code = {name for name in converted if name.startswith("harness.")}
-    assert harness_code == {"harness.modes.shared._call", "harness.modes.shared._gradient"}, converted
+    assert harness_code == {"harness.measure.modes.shared._call", "harness.measure.modes.shared._gradient"}, converted
     assert f"{__name__}.branchy" in converted
 
 

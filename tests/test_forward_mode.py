@@ -3,8 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
-from harness.modes import eager as eager_mode
-from harness.modes import forward as forward_mode
+from harness.measure.modes import eager as eager_mode
+from harness.measure.modes import forward as forward_mode
 from harness.records import RunOptions, Status
 from tests.helpers import make_case, values
 

@@ -17,7 +17,7 @@ from tests.helpers import REPO, assert_usage_error, harness
 # -- 1. an output that is not a number -------------------------------------------------------
 
 def test_flat_outputs_refuses_strings():
-    from harness.modes.shared import flat_outputs, tf
+    from harness.measure.modes.shared import flat_outputs, tf
 
     for value in ("abc", b"abc", (tf.constant(1.0), "abc")):
         with pytest.raises(TypeError, match="returned a tf.string output; return numbers or tensors"):
@@ -154,7 +154,7 @@ def test_points_bind_by_name_in_the_functions_order():
 
 
 def test_a_bound_point_computes_with_its_named_values():
-    from harness.modes import eager
+    from harness.measure.modes import eager
     from harness.records import RunOptions
 
     case = _case(fn=_minus, points=[{"y": np.float32(1.0), "x": np.float32(5.0)}])
@@ -286,7 +286,7 @@ def run_here(*args):
 
 @pytest.mark.slow
 def test_jobs_beyond_the_selection_starts_one_worker_per_case(tmp_path, monkeypatch):
-    from harness import pool
+    from harness.process import pool
 
     started = []
 
@@ -534,9 +534,9 @@ TAMPERING_CASE_FILE = '''
 import dataclasses
 import numpy as np
 import tensorflow as tf
-import harness.execute
-import harness.oracles
-import harness.verdict
+import harness.measure.execute
+import harness.measure.oracles
+import harness.judge.verdict
 from harness import Case
 from harness.records import Verdict
 
@@ -552,12 +552,12 @@ def forged(real):
 
 
 if TAMPER == "judge":  # every judging function the worker's process can reach
-    for module in (harness.execute, harness.verdict):
+    for module in (harness.measure.execute, harness.judge.verdict):
         for name in ("judge", "judge_measured", "run_case"):
             if hasattr(module, name):
                 setattr(module, name, forged(getattr(module, name)))
 else:  # the oracles come back with nothing to say
-    harness.oracles.consult = lambda *args, **kwargs: {{}}
+    harness.measure.oracles.consult = lambda *args, **kwargs: {{}}
 
 
 @tf.custom_gradient
@@ -587,7 +587,7 @@ def test_a_measurement_missing_a_mode_or_point_is_an_error():
     from harness.case import Case
     from harness.loader import info
     from harness.records import Measured, ModeOutcome, OracleOutcome, Output, RunOptions, Status
-    from harness.verdict import judge_measured
+    from harness.judge.verdict import judge_measured
 
     case = info(Case(id="t.sq", fn=lambda x: x * x, points=[{"x": np.float32(1.0)}, {"x": np.float32(2.0)}],
                      description="d", source="s"))
@@ -618,7 +618,7 @@ def test_measurements_travel_as_portable_values_and_a_lost_one_is_each_points_er
     from harness.case import Case
     from harness.loader import info
     from harness.records import ModeOutcome, Output, RunOptions, Status
-    from harness.verdict import judge_measured
+    from harness.judge.verdict import judge_measured
 
     value = np.array([1.5, -0.0078125, 3.0e38], dtype=ml_dtypes.bfloat16)
     out = ModeOutcome(mode="eager", status=Status.OK, orders=((Output.of(value),),)).portable().orders[0][0]

@@ -1,5 +1,5 @@
 """The worker started before the command line is read is the run's first worker
-(harness.head_start, harness.pool). With TensorFlow: the worker loads and runs cases. The seed
+(harness.process.head_start, harness.process.pool). With TensorFlow: the worker loads and runs cases. The seed
 run is the shared fixture's; the --inprocess one needs a run of its own."""
 
 import json
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from harness import head_start
+from harness.process import head_start
 from tests.helpers import REPO, harness, record_processes, recorded_workers
 
 SEED_RUN_ARGS = ["--mode=all", "--cases=seeds.*"]  # what the seed_run fixture runs, reports aside

@@ -8,7 +8,7 @@ and TensorFlow calls its grad with the upstream gradient as a positional argumen
 import numpy as np
 import pytest
 
-from harness import probe
+from harness.measure import probe
 from tests import helpers
 
 keras = pytest.importorskip("keras", minversion="3")
@@ -153,7 +153,7 @@ def test_a_tf_keras_layer_is_not_trained_by_the_keras3_steps_and_they_say_why():
 
 def test_the_matrix_knows_the_skip_for_want_of_keras3_by_its_opening_words():
     from harness.matrix.merge import NO_KERAS3_NOTE
-    from harness.modes.keras3_step import NEEDS_KERAS3
+    from harness.measure.modes.keras3_step import NEEDS_KERAS3
 
     assert NEEDS_KERAS3.startswith(NO_KERAS3_NOTE)
 
@@ -161,7 +161,7 @@ def test_the_matrix_knows_the_skip_for_want_of_keras3_by_its_opening_words():
 def test_keras3_mirrored_refuses_a_keras_that_does_not_scale_the_loss_by_the_replicas():
     from types import SimpleNamespace
 
-    from harness.modes import keras3_step
+    from harness.measure.modes import keras3_step
 
     mirrored, fit = keras3_step.runner_for("keras3_mirrored"), keras3_step.runner_for("keras3_fit")
     said = keras3_step._refuses(SimpleNamespace(__version__="3.6.0"), mirrored)

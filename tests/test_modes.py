@@ -4,9 +4,9 @@ import numpy as np
 import tensorflow as tf
 
 from harness.run_here import run_case
-from harness.modes import function as function_mode
-from harness.modes import graph as graph_mode
-from harness.modes.shared import Steps, build_subject
+from harness.measure.modes import function as function_mode
+from harness.measure.modes import graph as graph_mode
+from harness.measure.modes.shared import Steps, build_subject
 from harness.records import RunOptions, Status, Verdict
 from tests.helpers import make_case, values
 

@@ -4,7 +4,7 @@ Each run goes under a watcher, this file run as a script: a child subreaper (Lin
 PR_SET_CHILD_SUBREAPER), so that any process of the run not reaped by its parent before that
 parent exits is handed to the watcher, not to init. Once the run's main process has exited and
 been reaped, every child the watcher has is such a process, alive or a zombie, and fails the test
-at once: the workers, the worker started ahead (harness.head_start) and multiprocessing's resource
+at once: the workers, the worker started ahead (harness.process.head_start) and multiprocessing's resource
 tracker must all be ended and reaped by the main process before it exits. A process that carries
 the run's marker in its environment and is still alive after a few seconds is left behind too
 (that wait is only for one on its way out; nothing passes for being slow). The watcher ends and

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness import probe
+from harness.measure import probe
 from harness.records import Verdict
 from tests.helpers import make_case, run
 
@@ -52,7 +52,7 @@ def test_one_wrong_element_of_a_small_gradient_fails_beside_a_large_one_and_is_n
 
 
 def test_an_elementwise_function_is_read_from_one_shift_and_costs_no_more_evaluations(monkeypatch):
-    from harness.oracles import evaluate
+    from harness.measure.oracles import evaluate
 
     calls = []
     values = evaluate.Evaluator.values
@@ -238,7 +238,7 @@ def series_exp_half_gradient(x):
 
 
 def test_a_slow_forward_is_traced_and_judged_as_in_eager_mode(monkeypatch):
-    from harness.oracles import evaluate
+    from harness.measure.oracles import evaluate
 
     monkeypatch.setattr(evaluate, "TRACE_AFTER_S", 0.0)  # every evaluation counts as slow
     point = [{"x": np.array([0.5, 1.0, 2.0])}]
@@ -253,7 +253,7 @@ def test_a_slow_forward_is_traced_and_judged_as_in_eager_mode(monkeypatch):
 
 
 def test_a_forward_that_cannot_be_traced_is_evaluated_eagerly(monkeypatch):
-    from harness.oracles import evaluate
+    from harness.measure.oracles import evaluate
 
     monkeypatch.setattr(evaluate, "TRACE_AFTER_S", 0.0)
     eager_only = lambda x: x * float(np.sum(x.numpy() ** 0))  # noqa: E731 - .numpy() needs eager

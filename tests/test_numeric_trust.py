@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness import probe
+from harness.measure import probe
 from harness.records import Verdict
 from tests.helpers import make_case, run
 

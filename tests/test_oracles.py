@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness import Case, Expectation, VALUES_DIFFER, Verdict, probe
+from harness import Case, Expectation, VALUES_DIFFER, Verdict
+from harness.measure import probe
 from harness.cases import docs, seeds
 from tests.helpers import run
 
@@ -62,7 +63,7 @@ def test_the_seed_second_derivative_is_consistent_but_not_the_true_one():
 
 
 def test_every_element_by_default_an_elementwise_one_from_one_shift_random_only_above_the_limit(monkeypatch):
-    from harness.oracles import numeric
+    from harness.measure.oracles import numeric
 
     x = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
     summed = _case(lambda x: tf.reduce_sum(tf.sin(x)), [x])  # one output: no element of its own

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness.modes import eager, runner, saved_model
+from harness.measure.modes import eager, runner, saved_model
 from harness.records import RunOptions, Status
 from tests.helpers import make_case, values
 
@@ -180,7 +180,7 @@ def test_the_restorer_exits_when_its_worker_is_killed():
         import os, signal
         import numpy as np
         from harness import Case
-        from harness.modes import runner, saved_model
+        from harness.measure.modes import runner, saved_model
         from harness.records import RunOptions
         case = Case(id="t.case", fn=lambda x: x * 2.0, points=[{"x": np.float32(1.0)}], source="test",
                     description="test case")

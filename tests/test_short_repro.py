@@ -93,7 +93,7 @@ CASES = """
     def only_under_the_harness(x):
         # Traced modes scale by 3 only while the harness's worker is imported: a script run
         # on its own cannot show it.
-        traced = not tf.executing_eagerly() and "harness.worker" in sys.modules
+        traced = not tf.executing_eagerly() and "harness.process.worker" in sys.modules
         return x * (3.0 if traced else 2.0)
 
 

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from harness import upstream
-from harness.modes import KERAS3_MODES, STEP_MODES
+from harness.measure import upstream
+from harness.measure.modes import KERAS3_MODES, STEP_MODES
 from tests import helpers
 
 pytest.importorskip("tf_keras")
@@ -165,7 +165,7 @@ def test_a_complex_point_is_skipped_by_every_step_with_its_reason(cases):
 
 
 def test_without_keras_2_every_step_mode_skips_and_says_what_to_install(cases, monkeypatch):
-    from harness.modes import keras_step
+    from harness.measure.modes import keras_step
 
     monkeypatch.setattr(keras_step, "keras", lambda: None)
     results = helpers.run(cases["docs.log1pexp"], ("eager",) + STEP_MODES)
@@ -233,7 +233,7 @@ def test_keras_and_keras3_run_in_one_worker_and_keras3_fit_says_what_auto_jit_re
 
 
 def test_without_keras_3_every_keras3_mode_skips_and_says_it_needs_keras_3(cases, monkeypatch):
-    from harness.modes import keras3_step
+    from harness.measure.modes import keras3_step
 
     monkeypatch.setattr(keras3_step, "keras3", lambda: None)
     for result in helpers.run(cases["docs.log1pexp"], ("eager",) + KERAS3_MODES):

@@ -2,7 +2,7 @@
 
 Every expected number has a reason outside the code under test: a closed-form
 derivative times the upstream weight the check hands the grad_fn (the weights
-are the check's input, read from harness.upstream, not its output).
+are the check's input, read from harness.measure.upstream, not its output).
 """
 
 import functools
@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness import Case, Expectation, VALUES_DIFFER, Verdict, probe, upstream
-from harness.oracles import numeric
+from harness import Case, Expectation, VALUES_DIFFER, Verdict
+from harness.measure import probe
+from harness.measure import upstream
+from harness.measure.oracles import numeric
 from tests.helpers import harness, run
 
 ALL = ("eager", "function", "graph")
@@ -231,7 +233,7 @@ def test_a_none_gradient_is_printed_as_none_and_nan_is_said_in_words():
 
 
 def _sign_ste():
-    from harness import probe
+    from harness.measure import probe
 
     probe.install()  # as in a worker: the decorator below is then observed, so the case has a custom gradient
 

@@ -10,8 +10,8 @@
     merge     merge: reports of several releases into one version matrix
     record    record DIR -- CMD
 
-This process never imports TensorFlow unless --inprocess is given: workers (harness.worker,
-harness.pool) load the cases and run them, so `--help` and every usage error answer in a fraction
+This process never imports TensorFlow unless --inprocess is given: workers (harness.process.worker,
+harness.process.pool) load the cases and run them, so `--help` and every usage error answer in a fraction
 of a second. Every flag is in options.FLAG_TABLE with its --help group and the commands that take
 it; a command given a flag it does not take refuses it, naming the commands it belongs to.
 """

@@ -11,13 +11,14 @@ from typing import Sequence
 from harness.cli.options import UsageError
 from harness.cli.repro import repro_folder, write_repro
 from harness.cli.settings import Settings, explore_module, rerun_command, runner_for, say, write_outputs
-from harness.progress import Progress
+from harness.cli.progress import Progress
 from harness.records import CaseInfo
 
 
 def explore_command(s: Settings, target: str) -> int:
     """python -m harness explore TARGET: one case's search, its reports and its repro."""
-    from harness import loader, pool  # noqa: PLC0415
+    from harness import loader  # noqa: PLC0415
+    from harness.process import pool  # noqa: PLC0415
     from harness.records import Report  # noqa: PLC0415
     from harness.report import json_report, junit, text  # noqa: PLC0415
 
@@ -54,10 +55,10 @@ def explore_command(s: Settings, target: str) -> int:
 
 def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: int, check, environment: dict):
     """Explores one case: its declared domains, with `given` (argument, Domain) pairs over them."""
-    from harness import explore  # noqa: PLC0415
-    from harness.judging import judged  # noqa: PLC0415
+    from harness.explore import search as explore  # noqa: PLC0415
+    from harness.judge.judging import judged  # noqa: PLC0415
     from harness.records import Explored  # noqa: PLC0415
-    from harness.worker import Job  # noqa: PLC0415
+    from harness.process.worker import Job  # noqa: PLC0415
 
     domains = {**dict(info.domains), **dict(given)}
     described = tuple((n, d.describe()) for n, d in domains.items())
@@ -113,7 +114,7 @@ def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: in
 def explore_rerun(info: CaseInfo, values, s: Settings, check) -> tuple[str, str]:
     """(a command that reruns `info` at `values`, "" or why it is not a check command)."""
 
-    from harness import explore  # noqa: PLC0415
+    from harness.explore import search as explore  # noqa: PLC0415
     from harness.checking import CheckSpec  # noqa: PLC0415
 
     literal = explore.inputs_literal(values)

@@ -17,7 +17,7 @@ from harness.cli.explore import explore_case
 from harness.cli.options import REPRO_CMD, UsageError
 from harness.cli.repro import REPRO_VERDICTS, repro_folder, write_repros
 from harness.cli.settings import Settings, explore_module, pool_size, rerun_command, runner_for, say, write_outputs
-from harness.progress import Progress
+from harness.cli.progress import Progress
 from harness.records import CaseInfo
 
 
@@ -93,7 +93,8 @@ class Run:
 
     def run_cases(self) -> Optional[int]:
         """Starts the workers, selects, runs and explores; an exit status when the run ends here."""
-        from harness import loader, pool  # noqa: PLC0415
+        from harness import loader  # noqa: PLC0415
+        from harness.process import pool  # noqa: PLC0415
 
         runner = None
         try:
@@ -127,7 +128,7 @@ class Run:
         return None
 
     def jobs(self) -> list:
-        from harness.worker import Job  # noqa: PLC0415
+        from harness.process.worker import Job  # noqa: PLC0415
 
         s = self.s
         repro = bool(s.repro_dir) or s.command == REPRO_CMD
@@ -169,7 +170,7 @@ class Run:
     def stream(self, runner) -> None:
         """Runs every job, judging each as it comes back (here, in the main process), printing each
         result and appending it to the JSON Lines stream."""
-        from harness.judging import each_judged  # noqa: PLC0415
+        from harness.judge.judging import each_judged  # noqa: PLC0415
         from harness.report import json_report, text  # noqa: PLC0415
 
         jobs = self.jobs()

@@ -79,7 +79,7 @@ from harness.records import CaseInfo, RunOptions
 
 if TYPE_CHECKING:  # for the annotations only: the command line imports neither before it needs them
     from harness.checking import CheckSpec
-    from harness.worker import Origins
+    from harness.process.worker import Origins
 
 
 def check_spec(target: str, domains: Sequence = ()) -> CheckSpec:
@@ -189,7 +189,7 @@ def merge_settings(paths: Sequence[str]) -> MergeSettings:
 def run_settings(command: str, args: Sequence[str]) -> Settings:
     """The Settings of a command that runs cases (run, check, repro, explore, replay, and list: a run
     with --list)."""
-    from harness.worker import Origins  # noqa: PLC0415
+    from harness.process.worker import Origins  # noqa: PLC0415
 
     listing, command = command == LIST_CMD, RUN_CMD if command == LIST_CMD else command
 
@@ -415,7 +415,8 @@ def themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
 
 
 def runner_for(s: Settings):
-    from harness import head_start, pool  # noqa: PLC0415 - no TensorFlow unless in-process
+    from harness.process import head_start  # noqa: PLC0415 - no TensorFlow unless in-process
+    from harness.process import pool  # noqa: PLC0415 - no TensorFlow unless in-process
 
     if s.inprocess:
         head_start.discard()  # a --flagfile said --inprocess: the worker started ahead is not needed
@@ -480,9 +481,9 @@ def explore_domains(target: str) -> list:
 
 
 def explore_module():
-    """harness.explore, once Hypothesis is there to search with; a UsageError saying what to install
+    """harness.explore.search, once Hypothesis is there to search with; a UsageError saying what to install
     when it is not."""
-    from harness import explore  # noqa: PLC0415
+    from harness.explore import search as explore  # noqa: PLC0415
 
     try:
         explore.require()

@@ -57,7 +57,7 @@ SCHEMA = MATRIX_SCHEMA
 ABSENT = "absent"  # this version's reports have no result for the case and point
 NOT_INSTALLED = "not installed"  # this version could not be installed
 NOT_RUN = "not run"  # the result exists but holds no outcome for this mode (skip, crash elsewhere)
-# A Keras 3 mode skipped for want of Keras 3 (harness.modes.keras3_step.NEEDS_KERAS3 begins with
+# A Keras 3 mode skipped for want of Keras 3 (harness.measure.modes.keras3_step.NEEDS_KERAS3 begins with
 # NO_KERAS3_NOTE): TensorFlow 2.12 to 2.15 come with Keras 2. Its arrival in 2.16 is no change of
 # the case's behaviour, so no change is measured to or from it.
 NO_KERAS3 = "no Keras 3"

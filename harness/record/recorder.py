@@ -8,7 +8,7 @@ recording one) and every module attribute already bound to it (`tf.custom_gradie
 imported, else the moment its import finishes (an import hook), so a module that decorates at
 import time is seen and a process that never imports TensorFlow never pays for it.
 
-Like harness.probe, the hook hands TensorFlow's own decorator a forward function around the
+Like harness.measure.probe, the hook hands TensorFlow's own decorator a forward function around the
 user's: TensorFlow does everything it did before, and the forward function, after calling the
 user's function once as before, notes the call: eager arguments by value, arguments seen while
 tracing (tf.function, model.fit, a v1 graph) by dtype and shape only, since they have no value

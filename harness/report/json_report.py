@@ -3,7 +3,7 @@
 Values are nested lists; NaN, +Inf and -Inf are the strings "nan", "inf" and
 "-inf" so the file stays strict JSON; a complex number is [real, imag]; a None
 (unconnected) gradient is null. A mode's "upstream" holds the weighted chain's
-orders 1.. (harness.upstream), and the "upstream" oracle its numeric check. Floats are written with the shortest digits
+orders 1.. (harness.measure.upstream), and the "upstream" oracle its numeric check. Floats are written with the shortest digits
 that read back to the same value in their own dtype (1.3132616 for float32).
 
 Times are wall-clock seconds, rounded to milliseconds. The top level has
@@ -99,7 +99,7 @@ def _mode(outcome: ModeOutcome) -> dict:
     if outcome.usage is not None:
         entry["custom_gradients"] = {"ran": list(outcome.usage.ran), "unused": list(outcome.usage.unused)}
     if outcome.upstream:
-        # Orders 1.. of the weighted chain (harness.upstream), like "orders" without order 0.
+        # Orders 1.. of the weighted chain (harness.measure.upstream), like "orders" without order 0.
         entry["upstream"] = [[_output(o) for o in order] for order in outcome.upstream]
     if outcome.upstream_error is not None:
         e = outcome.upstream_error

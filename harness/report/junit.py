@@ -9,7 +9,7 @@ and, in its body, the details that are not that reason, each line once, then
 the rerun line; xpass's <system-out> starts with "xpass: {reason}" instead.
 
 Times: each testcase's `time` is its point's seconds (the case's wall time
-divided by its points, which run together: harness.pool); the testsuite has
+divided by its points, which run together: harness.process.pool); the testsuite has
 `time` (the run's total, as has <testsuites>), `timestamp` (the run's start in
 UTC, ISO 8601 to the second without an offset, as Jenkins' junit-10.xsd
 wants) and `hostname`.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.explain import NO_GRADIENT, PARTLY_OUTSIDE
+from harness.judge.explain import NO_GRADIENT, PARTLY_OUTSIDE
 from harness.printable import printable
 from harness.records import VERDICTS, Explored, ModeOutcome, Report, Result, Status, Verdict
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from harness.case import Case, Point
 from harness.repro.source import extract
-from harness.tolerance import tolerance_for
+from harness.judge.tolerance import tolerance_for
 
 __all__ = ["ScriptParts", "parts", "render", "with_numeric"]
 

@@ -22,10 +22,10 @@ import re
 import textwrap
 from typing import Optional
 
-from harness.compare import check_gradients, compare_outcomes
+from harness.judge.compare import check_gradients, compare_outcomes
 from harness.records import ModeOutcome, Result, Status
 from harness.repro.script import WRITTEN_OUT, ScriptParts
-from harness.tolerance import NUMERIC_STEPS, ToleranceOverride, numeric_tolerance_for, tolerance_for
+from harness.judge.tolerance import NUMERIC_STEPS, ToleranceOverride, numeric_tolerance_for, tolerance_for
 
 __all__ = ["NotShort", "Expected", "Short", "deviation", "numeric_check", "render"]
 

@@ -1,7 +1,7 @@
 """`python -m harness ARGS` run in this process: its exit status, stdout and stderr, without
 starting an interpreter that imports NumPy and absl again (about half a second each on two cores).
 
-It takes the path harness/__main__.py takes, less the worker started ahead (harness.head_start,
+It takes the path harness/__main__.py takes, less the worker started ahead (harness.process.head_start,
 whose tests start real processes): the harness's own flag parser (help, and absl's errors as
 usage errors), then harness.cli.main, whose return value or SystemExit is the exit status. The
 flags are restored afterwards (absl's flagsaver), and the command runs in `cwd`. In the fast tier

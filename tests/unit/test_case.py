@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from harness.case import BAD_GRADIENT, VALUES_DIFFER, Case, CaseError, Expectation
-from harness.tolerance import Tol
+from harness.judge.tolerance import Tol
 
 
 def f(x):
@@ -251,8 +251,8 @@ def test_case_runs_only_inside_its_tf_versions():
 
 def test_pure_modules_import_without_tensorflow():
     code = ("import sys\n"
-            "import harness, harness.case, harness.records, harness.tolerance, harness.versions\n"
-            "import harness.compare, harness.verdict, harness.report\n"
+            "import harness, harness.case, harness.records, harness.judge.tolerance, harness.versions\n"
+            "import harness.judge.compare, harness.judge.verdict, harness.report\n"
             "import harness.report.json_report, harness.report.junit, harness.report.text\n"
             "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -1,12 +1,12 @@
-"""harness.differences on closed-form functions: the truth of every case here is its calculus."""
+"""harness.judge.differences on closed-form functions: the truth of every case here is its calculus."""
 
 import math
 
 import pytest
 
-from harness import differences
-from harness.differences import JUMP, KINK, NOISY, NONFINITE, assess
-from harness.tolerance import NUMERIC_STEPS, NUMERIC_TOLERANCES
+from harness.judge import differences
+from harness.judge.differences import JUMP, KINK, NOISY, NONFINITE, assess
+from harness.judge.tolerance import NUMERIC_STEPS, NUMERIC_TOLERANCES
 
 # (dtype the differences are computed in, dtype of the gradient): the oracle evaluates in float64
 # where the function allows it, and in the source's own dtype where it does not.

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from harness import Case, CaseError, Domain
-from harness import explore, verdict
+from harness.explore import search as explore
+from harness.judge import verdict
 from harness.records import CaseInfo, Differentiated, ModeOutcome, OracleOutcome, Output, Result, Status, Verdict
 
 # exp overflows float32 above log(float32 max) = 88.72...; Hypothesis shrinks floats toward integers.

@@ -1,4 +1,4 @@
-"""The worker started before the command line is read (harness.head_start): when it is started,
+"""The worker started before the command line is read (harness.process.head_start): when it is started,
 and that a command which turns out to need none leaves neither it nor its folder behind.
 
 Every Python process of a command is seen through a sitecustomize that records its id and
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from harness import head_start
+from harness.process import head_start
 from tests.helpers import (REPO, assert_usage_error, harness, no_tensorflow_env, record_processes, recorded_processes,
                            recorded_workers)
 
@@ -86,7 +86,7 @@ def test_help_and_merge_start_no_worker(recorded, tmp_path, args):
 # As harness/__main__ does it: start ahead first, then see what that imported here.
 _STARTS = """
 import json, sys
-from harness import head_start
+from harness.process import head_start
 head_start.start(["--cases", "seeds.*"])
 print(json.dumps({"started": head_start._started is not None,
                   "heavy": sorted(m for m in ("numpy", "absl", "tensorflow") if m in sys.modules)}))

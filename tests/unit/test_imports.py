@@ -83,8 +83,8 @@ def path_to(graph: dict[str, set[str]], start: str, goal: str) -> Optional[list[
 
 # The measuring side: what a worker imports to run a case, and the transport that carries its
 # measurement back. None of it may reach the code that judges or words a verdict.
-MEASURING = ("harness.worker", "harness.execute", "harness.pool", "harness.oracles")
-JUDGING = ("harness.verdict", "harness.explain")
+MEASURING = ("harness.process.worker", "harness.measure.execute", "harness.process.pool", "harness.measure.oracles")
+JUDGING = ("harness.judge.verdict", "harness.judge.explain")
 
 
 def test_measuring_never_imports_judging():
@@ -143,8 +143,8 @@ def test_a_circle_is_named_from_its_first_module_back_to_it():
 
 def test_the_graph_sees_lazy_imports_and_every_form_of_import():
     graph = import_graph()
-    assert "harness.execute" in graph["harness.worker"]  # imported inside prepare() and run_job()
-    assert "harness.modes._devices" in graph["harness.worker"]  # from harness.modes import _devices
-    assert "harness.records" in graph["harness.verdict"]  # from harness.records import (...)
-    assert path_to(graph, "harness.run_here", "harness.verdict") == ["harness.run_here", "harness.verdict"]
+    assert "harness.measure.execute" in graph["harness.process.worker"]  # imported inside prepare() and run_job()
+    assert "harness.measure.modes._devices" in graph["harness.process.worker"]  # from harness.measure.modes import _devices
+    assert "harness.records" in graph["harness.judge.verdict"]  # from harness.records import (...)
+    assert path_to(graph, "harness.run_here", "harness.judge.verdict") == ["harness.run_here", "harness.judge.verdict"]
     assert not any(name.startswith("harness.cases") for name in graph)

@@ -642,7 +642,7 @@ def test_an_unchecked_pass_shows_as_such_in_the_matrix():
 def test_every_known_mode_has_a_mark_of_its_own():
     # The five training-step modes once all showed as "ke" (the first two letters of their names),
     # so a matrix cell could not say which of them raised.
-    from harness.modes import KNOWN_MODES
+    from harness.measure.modes import KNOWN_MODES
 
     marks = [render.MODE_MARKS.get(mode) for mode in KNOWN_MODES]
     assert None not in marks, [m for m in KNOWN_MODES if m not in render.MODE_MARKS]

@@ -5,7 +5,7 @@ import dataclasses
 
 from harness.records import OracleOutcome, Usage, Verdict, error_headline
 from harness.report import text
-from harness.verdict import judge
+from harness.judge.verdict import judge
 from tests.unit.outcomes import RERUN, TF, make_case, ok, raised
 
 # The message TensorFlow 2.21 gives for a Python `if` on a symbolic tensor (framework/tensor.py,

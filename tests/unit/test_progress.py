@@ -2,7 +2,7 @@
 
 import io
 
-from harness.progress import Progress
+from harness.cli.progress import Progress
 
 
 def test_lines_come_out_in_selection_order_whatever_order_cases_finish_in():

@@ -21,7 +21,7 @@ import pytest
 from harness.cli import settings as cli_settings
 from harness.record import replay, serial, store
 from harness.records import CaseInfo, RunOptions
-from harness.verdict import judge_measured
+from harness.judge.verdict import judge_measured
 from tests import helpers
 from tests.helpers import REPO
 from tests.unit import in_process

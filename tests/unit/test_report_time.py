@@ -13,7 +13,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness import judging, pool, worker
+from harness.judge import judging
+from harness.process import pool
+from harness.process import worker
 from harness.matrix import merge
 from harness.records import Report, Result, RunOptions, Verdict
 from harness.report import json_report, junit

@@ -1,14 +1,14 @@
-"""What harness.state says a case changed, from plain snapshots and real threads (no TensorFlow)."""
+"""What harness.process.state says a case changed, from plain snapshots and real threads (no TensorFlow)."""
 
 import threading
 import time
 
 import numpy as np
 
-from harness import state
+from harness.process import state
 from harness.loader import info
 from harness.records import Measured, OracleOutcome, Result, RunOptions, Verdict
-from harness.verdict import judge_measured
+from harness.judge.verdict import judge_measured
 from tests.unit.outcomes import TF, make_case, ok
 
 CHECK_NUMERICS = "check numerics (tf.debugging.enable_check_numerics)"
@@ -125,7 +125,9 @@ def test_the_verdict_on_a_case_that_changed_state_names_each_change_and_says_wha
 
 
 def test_in_process_the_cases_after_one_that_changed_state_say_their_verdict_may_not_be_their_own(monkeypatch):
-    from harness import judging, pool, worker
+    from harness.judge import judging
+    from harness.process import pool
+    from harness.process import worker
 
     def run_job(loaded, job, notify):
         return [], (["eager execution: True -> False"] if job.case_id == "t.polluter" else [])

@@ -4,13 +4,13 @@ that must be true."""
 import numpy as np
 import pytest
 
-from harness import upstream
+from harness.measure import upstream
 from harness.case import Case
 from harness.checking import InputError, parse_expect
 from harness.records import Differentiated, ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Verdict
 from harness.repro import issue
-from harness.rules import oracle_subject, yardstick
-from harness.verdict import judge
+from harness.judge.rules import oracle_subject, yardstick
+from harness.judge.verdict import judge
 
 X = (Differentiated("x", "float32", ()),)
 

@@ -5,8 +5,8 @@ import pytest
 
 from harness.case import BAD_GRADIENT, VALUES_DIFFER, Expectation
 from harness.records import Differentiated, ModeOutcome, Status, Verdict
-from harness.tolerance import Tol
-from harness.verdict import applicable, died, judge, skipped
+from harness.judge.tolerance import Tol
+from harness.judge.verdict import applicable, died, judge, skipped
 from tests.unit.outcomes import RERUN, TF, X, make_case, ok, raised
 
 MODES = ("eager", "function", "graph")

@@ -8,7 +8,7 @@ import pytest
 
 from harness.case import GRADIENT_UNUSED, VALUES_DIFFER, CaseError, Expectation
 from harness.records import ModeOutcome, OracleOutcome, Status, Usage, Verdict
-from harness.verdict import judge
+from harness.judge.verdict import judge
 from tests.unit.outcomes import RERUN, TF, make_case, ok, raised
 
 
@@ -245,7 +245,7 @@ def test_a_fallback_expectation_is_not_judged_where_use_is_not_observed():
 
 
 def test_mode_names_all_full_and_lists_keep_the_ladder_order():
-    from harness.modes import parse_modes
+    from harness.measure.modes import parse_modes
 
     assert parse_modes("all") == ("eager", "function", "graph")
     assert parse_modes("full") == ("eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model")

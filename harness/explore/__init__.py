@@ -1,0 +1,1 @@
+"""explore: the Hypothesis search over a case's domains."""

@@ -1,0 +1,37 @@
+"""Mode `eager`: nested GradientTapes under eager execution, one point at a time."""
+
+from __future__ import annotations
+
+from harness.case import Case
+from harness.measure.modes.shared import Steps, build_error, build_subject, tape_chains, tf, upstream_tables
+from harness.records import ModeOutcome, RunOptions
+
+NAME = "eager"
+
+
+def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
+    """Runs every point of `case`; the builder is called once, eagerly."""
+    try:
+        subject = build_subject(case)
+    except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
+        return build_error(case, NAME, e, case.points)
+    outcomes = []
+    for point in case.points:
+        progress = Steps()
+        try:
+            xs = [tf.constant(v) for v in point.values]
+            tables = upstream_tables(case, point, options)
+            orders, weighted = tape_chains(subject, xs, case.order, options, progress,
+                                           None if tables is None else tf.constant(tables))
+            outcomes.append(subject.ok(NAME, _values(orders), point, _values(weighted), progress.upstream_error))
+        except Exception as e:  # noqa: BLE001
+            outcomes.append(subject.error(NAME, e, progress.stage, point, _values(progress.done)))
+    return outcomes
+
+
+def _values(orders):
+    return [[_numpy(t) for t in o] for o in orders]
+
+
+def _numpy(t):
+    return None if t is None else t.numpy()

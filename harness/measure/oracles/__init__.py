@@ -1,0 +1,162 @@
+"""Oracles: independent answers the agreed values are checked against.
+
+Three modes that agree can all be wrong: the StackOverflow seed's second
+derivative of log1pexp is `1 - e` on purpose, so every mode says -1.7182817 at
+x = 1 where the true value is sigmoid(1)(1 - sigmoid(1)) = 0.19661193. The
+oracles say so, apart from agreement:
+
+- numeric: order k is the gradient of the sum of the order k-1 outputs, so it
+  is checked against central differences of that sum, computed with the
+  case's own order k-1 (as JAX's check_grads checks each order against the one
+  below it). In float64 where the function allows it (inputs and variables
+  upcast), else in the case's dtype, with a step for that dtype
+  (tolerance.NUMERIC_STEPS). Every element of every source is judged: an
+  elementwise function's from one shift of all of them, any other's element by
+  element (a few seeded random directions only above ELEMENT_LIMIT elements,
+  unless `numeric_full`).
+- reference: the case's plain implementation, differentiated by ordinary
+  autodiff in eager mode, compared order by order.
+- analytic: the case's closed-form values, compared where given.
+
+Each runs in eager mode on the point's values; none can make the modes'
+results agree or disagree, they only say whether the agreed values are right.
+
+The package: this module runs them and holds the reference and analytic oracles; `numeric` the
+numeric and upstream ones, with `evaluate` (the shifted evaluations), `directions` (where to move),
+`findings` (what was found, as data) and `words` (the sentences that explain it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from harness.case import Case, Point
+from harness.judge.compare import compare_outcomes, compare_outputs, where
+from harness.measure.oracles.directions import DIRECTIONS
+from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
+from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions, Status
+from harness.judge.tolerance import tolerance_for
+from harness.judge.rules import required_oracles
+
+__all__ = ["consult", "DIRECTIONS"]
+
+
+def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
+          note: str = "") -> dict[str, OracleOutcome]:
+    """Every oracle the case has (and the numeric and upstream ones unless turned off) on `agreed`.
+
+    `note` says whose values these are when they are not the yardstick mode's
+    (it raised): it ends every oracle's note. An exception in an oracle's own
+    code is that oracle's "error", never a quiet "not checked".
+    """
+    # Without the numeric oracle, the upstream one has something to say only when the
+    # weighted chain raised (its values are compared across modes all the same).
+    own = [name for name in ("reference", "analytic") if getattr(case, name) is not None]
+    wanted = list(required_oracles(options, own))
+    if options.upstream and not options.numeric and agreed.upstream_error is not None:
+        wanted.insert(0, "upstream")
+    if agreed.status is not Status.OK:
+        why = f"{agreed.mode} computed no values to check"
+        return {name: OracleOutcome(name=name, status="skip", note=why) for name in wanted}
+    # The oracles that run the case import TensorFlow; the package's findings and words do not.
+    from harness.measure.oracles import numeric as numeric_oracle
+
+    found: dict[str, OracleOutcome] = {}
+    for name in wanted:
+        if name in found:
+            continue
+        try:
+            if name == "numeric":
+                numeric, weighted = numeric_oracle.run(case, point, agreed, options, note)
+                found["numeric"] = numeric
+                if weighted is not None:
+                    found["upstream"] = weighted
+            elif name == "upstream":  # the numeric oracle is off: only what the chain raised is seen
+                found[name] = _upstream_without_numeric(agreed)
+            elif name == "reference":
+                found[name] = _with_note(_reference(case, point, agreed, options), note)
+            else:
+                found[name] = _with_note(_analytic(case, point, agreed), note)
+        except Exception as e:  # noqa: BLE001 - a fault in the oracle's own code must not pass quietly
+            error = OracleOutcome(name=name, status="error",
+                                  note=f"the {name} oracle itself raised {type(e).__name__}: {e} (a fault in the "
+                                       "harness's oracle code, not a verdict on the case)")
+            found[name] = error
+            if name == "numeric" and "upstream" in wanted:
+                found["upstream"] = dataclasses.replace(error, name="upstream")
+    return {name: found[name] for name in wanted if name in found}
+
+
+def _upstream_without_numeric(agreed: ModeOutcome) -> OracleOutcome:
+    return upstream_failed(agreed, "the numeric oracle is off (--nonumeric): the weighted chain is only compared "
+                                    "across modes")
+
+
+
+def _with_note(outcome: OracleOutcome, note: str) -> OracleOutcome:
+    return dataclasses.replace(outcome, note=outcome.note + note) if note else outcome
+
+
+
+# -- analytic -------------------------------------------------------------------------------
+
+def _analytic(case: Case, point: Point, agreed: ModeOutcome) -> OracleOutcome:
+    try:
+        expected = case.analytic(*[np.array(v) for v in point.values])
+    except Exception as e:  # noqa: BLE001 - the case's own code
+        return OracleOutcome(name="analytic", status="error", note=f"analytic raises {type(e).__name__}: {e}")
+    if not isinstance(expected, dict) or not all(isinstance(k, int) for k in expected):
+        return OracleOutcome(name="analytic", status="error",
+                             note="analytic must return a dict {order: values}, e.g. {1: np.float64(...)}")
+    names = [s.name for s in agreed.sources]
+    lines: list[tuple[int, str]] = []
+    for order in sorted(expected):
+        if not 0 <= order < len(agreed.orders):
+            return OracleOutcome(name="analytic", status="error",
+                                 note=f"analytic gives order {order}; the case computes orders 0 to {case.order}")
+        values = expected[order]
+        values = list(values) if isinstance(values, (list, tuple)) else [values]
+        outputs = agreed.orders[order]
+        if len(values) != len(outputs):
+            return OracleOutcome(name="analytic", status="error",
+                                 note=f"analytic gives {len(values)} values at order {order}; the case has "
+                                      f"{len(outputs)} {'outputs' if order == 0 else 'sources'}")
+        for index, (value, got) in enumerate(zip(values, outputs)):
+            at = where(order, index, names)
+            if value is None or got.value is None:
+                if (value is None) != (got.value is None):
+                    side = "analytic" if value is None else agreed.mode
+                    lines.append((order, f"{at}: {side} gives None (unconnected), the other a value"))
+                continue
+            if np.shape(value) != got.shape:
+                lines.append((order, f"{at}: analytic gives shape {list(np.shape(value))}, {agreed.mode} "
+                                     f"{list(got.shape)}"))
+                continue
+            want = Output.of(np.asarray(value).astype(got.value.dtype))
+            m = compare_outputs(want, got, tolerance_for(got.dtype, case.tolerance), ref_mode="analytic",
+                                mode=agreed.mode, at=at)
+            if m:
+                lines.append((order, m.message))
+    return oracle_outcome("analytic", sorted(expected), lines, "closed form written in the case")
+
+
+# -- reference ------------------------------------------------------------------------------
+
+def _reference(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions) -> OracleOutcome:
+    from harness.measure.modes import eager
+
+    plain = dataclasses.replace(
+        case, points=[point], expectations=(), kinks={}, skip_modes={}, reference=None, analytic=None,
+        fn=case.reference if case.fn is not None else None,
+        build=case.reference if case.build is not None else None)
+    outcome = dataclasses.replace(eager.run(plain, options)[0], mode="reference")
+    if outcome.status is not Status.OK:
+        e = outcome.error
+        return OracleOutcome(name="reference", status="error",
+                             note=f"the reference implementation raises {e.type} at {e.stage}: {e.first_line}")
+    found = compare_outcomes(outcome, agreed, tolerance=case.tolerance)
+    return oracle_outcome("reference", range(len(agreed.orders)), [(m.order or 0, m.message) for m in found],
+                    "ordinary autodiff of the reference implementation, eager")
+

@@ -1,0 +1,62 @@
+"""What the numeric oracle found, as plain data: a finding per direction, a check per chain and
+order. harness.measure.oracles.numeric makes them; harness.measure.oracles.words puts them into sentences."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from harness.judge import differences
+from harness.measure.oracles.directions import Direction
+from harness.judge.tolerance import Tol
+
+__all__ = ["PARTIAL", "OrderFindings", "Finding"]
+
+# A finding the differences would call a difference, where the readout had to leave out order
+# k-1 values that are not finite at the point and the function is not known to be elementwise:
+# the gradient may hold their derivative.
+PARTIAL = "partial"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """What the differences found along one direction (an element, or a random direction)."""
+
+    direction: Direction
+    analytic: Optional[float]  # the gradient along it; None: every source it moves is unconnected
+    judged: differences.Judged
+    tol: Tol
+    unconnected: tuple[int, ...] = ()  # the slots of None gradients counted as 0
+    raised: str = ""  # what a shifted point raised, if one did
+    left_out: int = 0  # order k-1 values left out of the readout: not finite at the point
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderFindings:
+    """One chain at one order: a finding per direction, and how the directions were chosen."""
+
+    order: int
+    findings: tuple[Finding, ...]
+    by_element: bool  # one direction per element (else seeded random directions)
+    swept: tuple[int, ...] = ()  # slots read element by element from one shift (elementwise)
+
+    @property
+    def failed(self) -> list[Finding]:
+        return [f for f in self.findings if f.judged.outcome == "differ"]
+
+    @property
+    def compared(self) -> list[Finding]:
+        return [f for f in self.findings if f.judged.outcome != "unresolved"]
+
+    @property
+    def unresolved(self) -> list[Finding]:
+        return [f for f in self.findings if f.judged.outcome == "unresolved"]
+
+    @property
+    def kinks(self) -> list[Finding]:
+        return [f for f in self.findings
+                if f.judged.outcome == "match" and f.judged.kind == differences.KINK]
+
+    @property
+    def worst(self) -> Optional[Finding]:
+        return max(self.failed, key=lambda f: f.judged.excess, default=None)

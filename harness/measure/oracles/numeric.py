@@ -1,0 +1,439 @@
+"""The numeric and upstream oracles: each order against central differences of the order below.
+
+Order k is the gradient of the sum of the order k-1 values, so each element of it is checked
+against central differences of that sum, computed with the case's own order k-1: element by
+element, or, where the order k-1 values are elementwise in a source (a diagonal Jacobian, which a
+probe shows), every element of that source from one shift of all of them. The weighted chain
+(harness.measure.upstream) is checked the same way with its upstream weights. This module evaluates and
+judges; what it finds is plain data (harness.measure.oracles.findings), put into words by
+harness.measure.oracles.words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Sequence
+
+import numpy as np
+
+from harness.judge import differences
+from harness.case import Case, Point
+from harness.measure.oracles import words
+from harness.measure.oracles.directions import (
+    Direction,
+    choose,
+    directional,
+    element_steps,
+    elements,
+    scale,
+    seed,
+    swept,
+)
+from harness.measure.oracles.evaluate import CaseRaised, Evaluator, NotWide
+from harness.measure.oracles.findings import PARTIAL, OrderFindings, Finding
+from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
+from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions
+from harness.judge.tolerance import NUMERIC_STEPS, numeric_tolerance_for
+
+__all__ = ["ELEMENT_LIMIT", "run"]
+
+# Most elements the sources of a point may have, outside those of elementwise sources, for each to
+# get a direction of its own: each costs two evaluations or more. A point with more is checked
+# along seeded random directions, as its note says (--numeric_full lifts the limit).
+ELEMENT_LIMIT = 1024
+
+# The rounding a gradient carries in its own dtype, in ulps of the terms it sums.
+GRADIENT_ULPS = 16.0
+
+
+def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
+        checked_note: str) -> tuple[OracleOutcome, Optional[OracleOutcome]]:
+    """The numeric oracle and, when the weighted chain was computed, the upstream one."""
+    with_upstream = options.upstream and bool(agreed.upstream or agreed.upstream_error)
+    why_not = _why_not_numeric(case, point, agreed)
+    evaluator, why = (None, why_not) if why_not else _evaluator(case, point, agreed, with_upstream)
+    if evaluator is None:
+        return _both(agreed, options, "skip", why + checked_note)
+    symmetric = tuple(s.name in case.symmetric for s in agreed.sources)
+    aside = _none_by_design(case, agreed, options)
+    checks: list[tuple[OrderFindings, Optional[OrderFindings]]] = []
+    stopped = ""
+    for order in range(1, case.order + 1):
+        try:
+            checks.append(_check_order(case, agreed, evaluator, order, options, symmetric,
+                                       seed(case, point), aside))
+        except CaseRaised as e:  # the unshifted point, in the oracle's own evaluation
+            # What the orders below found stands; this one and those above are not checked.
+            stopped = (f"; the oracle's {evaluator.dtype()} evaluation of order {order - 1} at "
+                       f"the point raises {e.info.type}: {e.info.first_line}, so orders {order} "
+                       f"to {case.order} are not checked")
+            break
+    step = NUMERIC_STEPS[evaluator.dtype()]
+    note = words.numeric_note(evaluator, agreed, checks, symmetric, step) + checked_note
+    found = _Lines.collect(checks, agreed, evaluator, symmetric)
+    numeric_note = (note + words.none_by_design([agreed.sources[slot].name for slot in aside])
+                    + stopped + "".join("; " + u for u in found.unchecked))
+    numeric = oracle_outcome("numeric", range(1, case.order + 1), found.plain, numeric_note)
+    if not any(plain.compared for plain, _ in checks):  # nothing was checked at all
+        numeric = OracleOutcome(name="numeric", status="skip", note=numeric_note)
+    no_gradient = tuple(agreed.sources[slot].name for slot in aside)
+    numeric = dataclasses.replace(numeric, no_gradient=no_gradient)
+    if not options.upstream:
+        return numeric, None
+    nothing = not any(w is not None and w.compared for _, w in checks)
+    return numeric, _upstream_outcome(case, agreed, evaluator, note + stopped, found, nothing)
+
+
+@dataclasses.dataclass
+class _Lines:
+    """The sentences of every order's checks, sorted by where they go: (order, line) pairs of the
+    numeric oracle, of weighted differences alone, and of weighted differences where the plain
+    values differ too; the orders whose plain values differ by finite amounts; what was not
+    checked and why, of each chain."""
+
+    plain: list = dataclasses.field(default_factory=list)
+    weighted: list = dataclasses.field(default_factory=list)
+    both: list = dataclasses.field(default_factory=list)
+    untrue: set = dataclasses.field(default_factory=set)
+    unchecked: list = dataclasses.field(default_factory=list)
+    weighted_unchecked: list = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def collect(cls, checks, agreed: ModeOutcome, evaluator: Evaluator,
+                symmetric: Sequence[bool]) -> "_Lines":
+        found = cls()
+        names = [s.name for s in agreed.sources]
+        shapes = [b.shape for b in evaluator.bases]
+        for plain, weighted in checks:
+            order = plain.order
+            said = (words.unchecked(plain, names, shapes), words.kinked(plain))
+            found.unchecked += [u for u in said if u]
+            if plain.failed:
+                found.plain.append((order, words.line(plain, agreed, evaluator, symmetric)))
+            if weighted is None:
+                continue
+            if weighted.unresolved:
+                found.weighted_unchecked.append(words.unchecked(weighted, names, shapes))
+            if weighted.failed and plain.failed:
+                line = words.line(weighted, agreed, evaluator, symmetric, extra=False)
+                found.both.append((order, "with upstream weights too: " + line))
+                if all(f.analytic is not None and np.isfinite(f.analytic) for f in plain.failed):
+                    found.untrue.add(order)
+            elif weighted.failed:
+                line = words.upstream_line(weighted, agreed, evaluator, plain, symmetric)
+                found.weighted.append((order, line))
+        return found
+
+
+def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: Evaluator, note: str,
+                      found: _Lines, nothing_checked: bool) -> OracleOutcome:
+    if agreed.upstream_error is not None:
+        return upstream_failed(agreed, note)
+    if not agreed.upstream:
+        return OracleOutcome(name="upstream", status="skip",
+                             note="the weighted chain was not computed")
+    note = f"upstream weights seeded by case and point (harness.measure.upstream); {note}"
+    note += "".join("; " + u for u in found.weighted_unchecked)
+    if evaluator.weighted_error:
+        note += (f"; the weighted chain raises {evaluator.weighted_error} at some shifted points "
+                 f"in the oracle's {evaluator.dtype()} evaluation, which are not checked")
+    if nothing_checked:
+        numeric_unchecked = [u for u in found.unchecked if "has a kink" not in u]
+        if found.weighted_unchecked == numeric_unchecked:  # said once, by the numeric oracle
+            return OracleOutcome(name="upstream", status="skip",
+                                 note="not checked, for the reason the numeric oracle gives")
+        return OracleOutcome(name="upstream", status="skip", note=note)
+    if found.both and not found.weighted:
+        # Every weighted difference sits at an order where the plain contraction differs too: the
+        # numeric derivative cannot tell there whether grad_fn also mishandles its upstream
+        # gradient.
+        orders = [order for order, _ in found.both]
+        untrue = words.has_custom_gradient(agreed) and set(orders) <= found.untrue
+        return OracleOutcome(name="upstream", status="skip", note=words.cannot_tell(orders, untrue))
+    outcome = oracle_outcome("upstream", range(1, case.order + 1), found.weighted, note)
+    both = tuple(line for _, line in found.both)
+    return dataclasses.replace(outcome, details=outcome.details + both)
+
+
+def _both(agreed: ModeOutcome, options: RunOptions, status: str,
+          note: str) -> tuple[OracleOutcome, Optional[OracleOutcome]]:
+    """Both oracles with one status and note; what the weighted chain raised is seen regardless."""
+    numeric = OracleOutcome(name="numeric", status=status, note=note)
+    if not options.upstream:
+        return numeric, None
+    weighted = (upstream_failed(agreed, note) if agreed.upstream_error is not None
+                else OracleOutcome(name="upstream", status=status, note=note))
+    return numeric, weighted
+
+
+def _evaluator(case: Case, point: Point, agreed: ModeOutcome,
+               with_upstream: bool) -> tuple[Optional[Evaluator], str]:
+    """The evaluator in float64 where the function allows it, else in its own dtype; it keeps
+    why float64 was not used, for the note."""
+    why = []
+    for wide in (True, False):
+        try:
+            candidate = Evaluator(case, point, wide, with_upstream, agreed.orders)
+            # The forward first: how long it takes says whether to trace the orders above.
+            candidate.base(0)
+            narrower = candidate.narrower_inside() if wide else ""
+            if narrower:
+                why.append(narrower)
+                continue
+            candidate.base(case.order - 1)
+            candidate.not_float64 = "; ".join(why)
+            return candidate, ""
+        except NotWide as e:
+            why.append(f"float64 inputs give {e} outputs")
+        except CaseRaised as e:
+            where = "in float64 it raises" if wide else "in its own dtype it raises"
+            why.append(f"{where} {e.info.type}: {e.info.first_line}")
+    return None, "the function could not be evaluated for differences: " + "; ".join(why)
+
+
+def _why_not_numeric(case: Case, point: Point, agreed: ModeOutcome) -> str:
+    """Why the numeric oracle cannot check `agreed` at `point`; empty when it can."""
+    reason = case.kinks.get(point.label, case.kinks.get("*"))
+    if reason:
+        return f"declared not checked numerically here: {reason}"
+    if any(s.dtype.startswith("complex") for s in agreed.sources):
+        return ("complex sources: TensorFlow's gradient of a real function of z is the conjugate "
+                "of its Wirtinger derivative; real directions do not check it")
+    for order, outputs in enumerate(agreed.orders[1:], start=1):
+        for out, source in zip(outputs, agreed.sources):
+            if out.value is not None and (out.shape != source.shape or out.dtype != source.dtype):
+                return (f"the order {order} gradient wrt {source.name} is "
+                        f"{out.dtype}{list(out.shape)}, not shaped like its source: no derivative "
+                        "to check")
+    return ""
+
+
+def gradients(outputs: Sequence[Output]) -> list[Optional[np.ndarray]]:
+    return [None if o.value is None else o.value.astype(np.float64) for o in outputs]
+
+
+def _directions(evaluator: Evaluator, order: int, options: RunOptions, symmetric: Sequence[bool],
+                point_seed: int,
+                aside: Sequence[int] = ()) -> tuple[list[Direction], tuple[int, ...]]:
+    """Every element's direction and the slots read from one shift of all their elements; or
+    random directions, for a point too large for that whose function is not elementwise. The
+    sources `aside` are never moved."""
+    bases = evaluator.bases
+    kept = [slot for slot in range(len(bases)) if slot not in aside]
+    shapes = evaluator.shapes[order - 1]
+    # The sources shaped like every order k-1 value: probed together first, since a function
+    # elementwise in each (a * x, say) is so in all at once; one by one where that fails.
+    like = [slot for slot in kept if not symmetric[slot] and bases[slot].size > 1 and shapes
+            and all(shape == bases[slot].shape for shape in shapes)]
+    flat = tuple(like) if len(like) > 1 and _elementwise(evaluator, order, like) else tuple(
+        slot for slot in like if _elementwise(evaluator, order, [slot]))
+    rest = [slot for slot in kept if slot not in flat]
+    if not options.numeric_full and sum(bases[slot].size for slot in rest) > ELEMENT_LIMIT:
+        return _still(choose(bases, False, point_seed, symmetric), aside), ()
+    # An elementwise source's element reads its own values, also when moved alone (numeric_full):
+    # one of them not finite is then that element's, not every element's.
+    outputs = len(evaluator.shapes[order - 1])
+    found = [d for slot in flat for d in swept(bases, slot, outputs)]
+    return found + elements(bases, symmetric, rest), () if options.numeric_full else flat
+
+
+def _still(directions: list[Direction], aside: Sequence[int]) -> list[Direction]:
+    """Random directions with the sources `aside` left where they are, renormalised."""
+    if not aside:
+        return directions
+    kept = []
+    for d in directions:
+        unit = [np.zeros_like(u) if slot in aside else u for slot, u in enumerate(d.unit)]
+        norm = np.sqrt(sum(np.sum(u * u) for u in unit))
+        kept.append(dataclasses.replace(d, unit=[u / norm for u in unit]) if norm else d)
+    return [d for d in kept if d.element is None or d.element[0] not in aside]
+
+
+def _elementwise(evaluator: Evaluator, order: int, slots: Sequence[int]) -> bool:
+    """Whether each element of the order k-1 values depends on the same element of the sources
+    `slots` only (a diagonal Jacobian in each), all shaped like every value: for each bit of the
+    flat index, moving the elements with that bit set (or clear) leaves every value element with
+    it clear (or set) exactly as it was. That is 2 ceil(log2 n) evaluations for n elements."""
+    base = evaluator.base(order - 1)
+    shape = evaluator.bases[slots[0]].shape
+    size = evaluator.bases[slots[0]].size
+    index = np.arange(size)
+    for bit in range(int(np.ceil(np.log2(size)))):
+        has = (index >> bit) & 1 == 1
+        for moved in (has, ~has):
+            shifts = [np.zeros(b.shape) for b in evaluator.bases]
+            for slot in slots:
+                steps = element_steps(evaluator.bases[slot], NUMERIC_STEPS[evaluator.dtype()])
+                shifts[slot] = steps * moved.reshape(shape)
+            try:
+                now = evaluator.values(order - 1, shifts)
+            except CaseRaised:
+                return False
+            still = np.tile(~moved, len(evaluator.shapes[order - 1]))
+            if not all(_unmoved(after, before, still) for after, before in zip(now, base)):
+                return False
+    return True
+
+
+def _unmoved(after: Optional[np.ndarray], before: Optional[np.ndarray], still: np.ndarray) -> bool:
+    """Whether the `still` elements are exactly what they were (NaN where they were NaN)."""
+    if after is None or before is None:
+        return after is None and before is None
+    if after.shape != still.shape or before.shape != still.shape:
+        return False
+    return bool(np.array_equal(after[still], before[still], equal_nan=True))
+
+
+def _none_by_design(case: Case, agreed: ModeOutcome, options: RunOptions) -> tuple[int, ...]:
+    """The arguments whose gradient the function returns as None, where the case did not name
+    what to differentiate: the function saying it has none (a special function differentiates
+    some arguments only, as documented), set aside rather than judged against the numeric
+    derivative, unless --strict_none. A gradient the modes disagree on is the modes'
+    comparison's."""
+    if options.strict_none or case.wrt_named or len(agreed.orders) < 2:
+        return ()
+    arguments = len(case.wrt)
+    return tuple(slot for slot, out in enumerate(agreed.orders[1][:arguments]) if out.value is None)
+
+
+def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
+                 options: RunOptions, symmetric: Sequence[bool],
+                 point_seed: int, aside: Sequence[int] = ()) -> tuple[OrderFindings, Optional[OrderFindings]]:
+    """Both chains at `order`, along every element's direction (or random ones)."""
+    plain_grads = gradients(agreed.orders[order])
+    weighted_grads = None
+    if order - 1 < len(agreed.upstream) and evaluator.tables is not None:
+        weighted_grads = gradients(agreed.upstream[order - 1])
+    evaluator.base(order - 1)  # the unshifted point: what the agreed mode computed, so it must run
+    directions, flat = _directions(evaluator, order, options, symmetric, point_seed, aside)
+    step = NUMERIC_STEPS[evaluator.dtype()]
+    # Every element of a swept source is read from the same shifts of all its elements at once.
+    sweeps = {slot: _Along(evaluator, order - 1,
+                           [element_steps(b, step) if i == slot else np.zeros(b.shape)
+                            for i, b in enumerate(evaluator.bases)])
+              for slot in flat}
+    found: list[list[Finding]] = [[], []]
+    for direction in directions:
+        along = sweeps.get(direction.element[0]) if direction.picks is not None else None
+        if along is None:
+            h = _tolerance(case, agreed, evaluator, direction)[1]
+            along = _Along(evaluator, order - 1, [h * u for u in direction.unit])
+        for chain, grads in enumerate((plain_grads, weighted_grads)):
+            if grads is not None:
+                found[chain].append(_finding(case, agreed, evaluator, order, direction, chain,
+                                             along, (plain_grads, weighted_grads)))
+    by_element = directions[0].element is not None
+    plain = OrderFindings(order, tuple(found[0]), by_element, flat)
+    if weighted_grads is None:
+        return plain, None
+    return plain, OrderFindings(order, tuple(found[1]), by_element, flat)
+
+
+def _tolerance(case: Case, agreed: ModeOutcome, evaluator: Evaluator,
+               direction: Direction) -> tuple[str, float]:
+    """The dtype whose tolerance judges `direction`, and its starting step."""
+    step = NUMERIC_STEPS[evaluator.dtype()]
+    if direction.element is not None:
+        slot, flat = direction.element
+        value = evaluator.bases[slot].flat[flat]
+        return agreed.sources[slot].dtype, float(element_steps(np.asarray(value), step))
+    # A random direction mixes every source: judge it with the loosest of their tolerances.
+    loosest = max((s.dtype for s in agreed.sources),
+                  key=lambda d: numeric_tolerance_for(d, case.oracle_tolerance).rtol)
+    largest = max([1.0] + [float(np.max(np.abs(b))) for b in evaluator.bases if b.size])
+    return loosest, step * largest
+
+
+def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
+             direction: Direction, chain: int, along: "_Along", both: tuple) -> Finding:
+    """One chain's gradient along `direction` against the differences of its order k-1 values."""
+    grads = both[chain]
+    tol_dtype, h = _tolerance(case, agreed, evaluator, direction)
+    tol = numeric_tolerance_for(tol_dtype, case.oracle_tolerance)
+    analytic, unconnected = directional(grads, direction)
+    # The gradient's own rounding in its dtype: relative to the size of the terms it sums, which
+    # a gradient that cancels to about 0 (a Hessian times ones) does not show, but the weighted
+    # chain's gradient of the same order, computed with other upstream weights, does.
+    terms = max(scale(g, direction) for g in both if g is not None)
+    floor = max(GRADIENT_ULPS * differences.epsilon(tol_dtype) * terms,
+                _own_rounding(agreed, evaluator, order, chain, direction, analytic, tol_dtype),
+                differences.tiny(tol_dtype))
+    picks, left_out = _picks(direction, along(0.0)[chain])
+    judged = differences.assess(0.0 if analytic is None else analytic,
+                                lambda t: _readout(along(t / h)[chain], picks), h,
+                                eps=differences.epsilon(evaluator.dtype()), rtol=tol.rtol,
+                                atol=tol.atol + floor, scale=scale(grads, direction))
+    if judged.outcome == "differ" and left_out and direction.picks is None:
+        judged = dataclasses.replace(judged, outcome="unresolved", kind=PARTIAL)
+    raised = along.raised if chain == 0 else evaluator.weighted_error
+    return Finding(direction, analytic, judged, tol, tuple(unconnected), raised, left_out)
+
+
+def _picks(direction: Direction, base: Optional[np.ndarray]) -> tuple[Optional[np.ndarray], int]:
+    """The value elements a direction reads, and how many it leaves out for not being finite at
+    the point (all but those, where the direction has no elements of its own; all of them where
+    none is finite, so that the direction is seen not to be finite)."""
+    if direction.picks is not None or base is None:
+        return direction.picks, 0
+    finite = np.flatnonzero(np.isfinite(base))
+    if not finite.size:
+        return None, 0
+    return finite, base.size - finite.size
+
+
+def _readout(values: Optional[np.ndarray], picks: Optional[np.ndarray]) -> Optional[float]:
+    if values is None:
+        return None
+    total = float(np.sum(values[picks])) if picks is not None else float(np.sum(values))
+    return total if np.isfinite(total) else None
+
+
+class _Along:
+    """The evaluator's order-k values at `tau` times a shift, memoised: both chains and every step
+    the differences ask for share the evaluations, and every element of a swept source shares
+    those of one shift of all its elements (tau being a multiple of each element's own step)."""
+
+    def __init__(self, evaluator: Evaluator, order: int, shift: list):
+        self.evaluator, self.order, self.shift = evaluator, order, shift
+        self.found: dict = {}
+        self.raised = ""  # what a shifted point raised, if one did
+
+    def __call__(self, tau: float) -> tuple:
+        key = round(tau, 12)
+        if key == 0.0:
+            return self.evaluator.base(self.order)
+        if key not in self.found:
+            try:
+                self.found[key] = self.evaluator.values(self.order, [key * s for s in self.shift])
+            except CaseRaised as e:  # outside the function's domain, say: a shorter step is tried
+                self.raised = self.raised or f"{e.info.type}: {e.info.first_line}"
+                self.found[key] = (None, None)
+        return self.found[key]
+
+
+def _own_rounding(agreed: ModeOutcome, evaluator: Evaluator, order: int, chain: int,
+                  direction: Direction, analytic: Optional[float], dtype: str) -> float:
+    """How far the gradient's own computation in its dtype strays from the same code's gradient
+    in float64 at this point: the dtype's rounding of what the gradient is computed from (1 - s
+    with s near 1, say), which the gradient's own size does not show. Capped by the rounding of
+    the order below's values, so that a gradient wrong only in the narrow dtype is still called
+    wrong."""
+    if not evaluator.wide or analytic is None or dtype == "float64":
+        return 0.0
+    try:
+        wide = evaluator.gradients(order)[chain]
+    except CaseRaised:
+        return 0.0
+    if wide is None:
+        return 0.0
+    value, _ = directional(wide, direction)
+    if value is None or not np.isfinite(value) or not np.isfinite(analytic):
+        return 0.0
+    if order == 1:
+        below = max([0.0] + [float(np.max(np.abs(o.value))) for o in agreed.orders[0]
+                             if o.value is not None and o.value.size
+                             and np.all(np.isfinite(o.value))])
+    else:
+        below = scale(gradients(agreed.orders[order - 1]), direction)
+    cap = GRADIENT_ULPS * differences.epsilon(dtype) * below
+    return min(2.0 * abs(analytic - value), cap)

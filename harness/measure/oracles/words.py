@@ -1,0 +1,310 @@
+"""The numeric oracle's sentences, built from what it found (harness.measure.oracles.findings): a
+difference in words, how many elements were checked and how many not and why, and what a pattern
+of differences means (one triangle of a square source; a surrogate gradient)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence
+
+import numpy as np
+
+from harness.judge import differences
+from harness.measure import upstream
+from harness.judge.compare import where
+from harness.measure.oracles.directions import element_label
+from harness.measure.oracles.findings import PARTIAL, OrderFindings, Finding
+from harness.records import ModeOutcome
+
+if TYPE_CHECKING:
+    from harness.measure.oracles.evaluate import Evaluator
+
+__all__ = ["cannot_tell", "error_words", "has_custom_gradient", "kinked", "line", "numeric_note",
+           "surrogate", "triangle", "unchecked", "unresolved", "upstream_line"]
+
+# Most elements a sentence names one by one.
+_NAMED = 4
+
+
+def error_words(analytic: float, judged: differences.Judged, tol) -> str:
+    """The difference in words, with what was allowed and, at a kink, both sides."""
+    if not np.isfinite(analytic):
+        words = f"the gradient is {analytic:g} where the numeric derivative is finite"
+    else:
+        err = abs(analytic - judged.numeric)
+        words = f"abs err {err:.3g}"
+        words += (f" rel err {err / abs(judged.numeric):.3g}" if judged.numeric
+                  else " (the numeric derivative is 0)")
+        atol = f", atol {tol.atol:g}" if tol.atol else ""
+        words += (f" (allowed {judged.allowed:.3g}: rtol {tol.rtol:g}{atol} and rounding, at step "
+                  f"{judged.step:.3g})")
+    if judged.kind == differences.KINK:
+        words += (f"; the function has a kink here: its one-sided derivatives are "
+                  f"{judged.left:.8g} from the left and {judged.right:.8g} from the right, and the "
+                  "gradient lies outside them")
+    return words
+
+
+def unresolved(judged: differences.Judged, order: int, raised: str) -> str:
+    """Why a direction could not be judged, in words (the same words count them together)."""
+    what = "the function's value" if order == 1 else f"the order {order - 1} gradient"
+    if judged.kind == differences.JUMP:
+        if order == 1:
+            return ("the function's value jumps within a step of the point (a discontinuous "
+                    "forward, or one computed only to a tolerance), so its numeric derivative is "
+                    "no evidence")
+        return (f"the order {order - 1} gradient jumps within a step of the point, so a numeric "
+                f"order {order} taken across it is no evidence")
+    if judged.kind == differences.NOISE:
+        forward = "the forward" if order == 1 else f"the order {order - 1} gradient"
+        return (f"{forward}'s noise ({judged.noise:.1g}) at this step ({judged.step:.2g}) is "
+                "larger than the gradient")
+    if judged.kind == differences.NOISY:
+        measured = f", with a measured noise of {judged.noise:.1g}," if judged.noise else ""
+        return (f"{what} is too noisy at this step{measured}: central differences at two steps "
+                "disagree by more than the gradient differs from them")
+    if judged.kind == PARTIAL:
+        values = "the function's values" if order == 1 else f"the order {order - 1} values"
+        return (f"some of {values} are not finite at the point and were left out, and the "
+                "gradient may hold their derivative")
+    if judged.kind == differences.COARSE:
+        return (f"the rounding of {what} at this step could hide a wrong sign of a derivative "
+                "this small")
+    return (f"{what} is not finite within a step of the point"
+            + (f" (a shifted point raises {raised})" if raised else ""))
+
+
+def triangle(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator",
+             symmetric: Sequence[bool]) -> str:
+    """A sentence when every failing element of a square source sits in one strict triangle."""
+    slots = {f.direction.element[0] for f in checked.failed}
+    if len(slots) != 1:
+        return ""
+    slot = slots.pop()
+    shape = evaluator.bases[slot].shape
+    if symmetric[slot] or len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] < 2:
+        return ""
+    failed = {f.direction.element[1] for f in checked.failed}
+    name = agreed.sources[slot].name
+    for side, inside in (("upper", lambda i, j: i < j), ("lower", lambda i, j: i > j)):
+        # Every element of that strict triangle differs (of every matrix in a batch), and no other.
+        cells = {flat for flat in range(int(np.prod(shape)))
+                 if inside(*np.unravel_index(flat, shape)[-2:])}
+        if failed == cells:
+            return (f"; every difference sits in the strict {side} triangle of {name}: the "
+                    f"function reads one triangle of it. If {name} is meant to be symmetric, "
+                    f"declare it (Case(symmetric=['{name}']), or --symmetric {name} with check), "
+                    "so it is moved along symmetric directions only")
+    return ""
+
+
+def has_custom_gradient(agreed: ModeOutcome) -> bool:
+    """Whether the function under test ran a tf.custom_gradient (unknown counts as yes: the probe
+    sees only the functions decorated after it was installed, as in a worker)."""
+    return agreed.usage is None or bool(agreed.usage.ran)
+
+
+def is_flat(judged: differences.Judged) -> bool:
+    """The same value at -h, 0 and +h: the function does not change along the direction."""
+    return judged.base is not None and judged.plus == judged.base == judged.minus
+
+
+def surrogate(checked: OrderFindings, agreed: ModeOutcome) -> str:
+    """At order 1, a sentence when the function does not change at all within a step along every
+    failing direction, so its derivative there is 0 and a nonzero custom gradient is a surrogate
+    (a straight-through estimator's, a quantizer's, a bound's that passes the gradient one way)."""
+    failed = checked.failed
+    if not has_custom_gradient(agreed) or not failed or any(
+            f.judged.numeric != 0.0 or f.analytic in (None, 0.0) or not np.isfinite(f.analytic)
+            or not is_flat(f.judged) for f in failed):
+        return ""
+    names = [s.name for s in agreed.sources]
+    if failed[0].direction.element is None:
+        # Random directions move every source: the function must be flat along each of them.
+        if not all(is_flat(f.judged) for f in checked.compared):
+            return ""
+        where_flat = "the function is locally constant here"
+    else:
+        parts = [_flat_in(checked, slot, agreed) for slot in
+                 sorted({f.direction.element[0] for f in failed})]
+        where_flat = ("the function is locally constant here" if parts == names and len(names) == 1
+                      else f"the function is locally constant in {', '.join(parts)} here")
+    return (f"; {where_flat} (the same value at every shift of up to ±h checked), so its true "
+            f"derivative is 0 and the custom gradient ({agreed.mode}'s) is a surrogate, not a "
+            "derivative (a straight-through estimator's or a quantizer's). If that is intended, "
+            "declare it: Expectation(modes=('numeric',), outcome=VALUES_DIFFER, reason=...) in the "
+            "case, or --expect 'numeric:values differ' with check or replay")
+
+
+def _flat_in(checked: OrderFindings, slot: int, agreed: ModeOutcome) -> str:
+    """The source, when flat along every element compared, else its failing elements."""
+    name = agreed.sources[slot].name
+    shape = tuple(agreed.sources[slot].shape)
+    here = [f for f in checked.compared if f.direction.element[0] == slot]
+    if all(is_flat(f.judged) for f in here) or not shape:
+        return name
+    failing = [f.direction for f in checked.failed if f.direction.element[0] == slot]
+    return ", ".join(name + element_label(shape, d.element[1], d.mirror)
+                     for d in failing[:_NAMED]) + (", ..." if len(failing) > _NAMED else "")
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "None (unconnected)" if value is None else f"{value:.8g}"
+
+
+def _at(finding: Finding, order: int, names: Sequence[str], shapes: Sequence[tuple]) -> str:
+    d = finding.direction
+    if d.element is None:
+        return f"order {order} along {d.label}"
+    slot, flat = d.element
+    return where(order, slot, names) + element_label(tuple(shapes[slot]), flat, d.mirror)
+
+
+def line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator", symmetric: Sequence[bool],
+         extra: bool = True) -> str:
+    """The worst difference, the counts (of its source, when checked by element) and, with
+    `extra`, what the pattern of differences means."""
+    worst = checked.worst
+    names = [s.name for s in agreed.sources]
+    shapes = [b.shape for b in evaluator.bases]
+    unconnected = ", ".join(names[i] for i in worst.unconnected)
+    counted = (f" (the None gradient of {unconnected} counted as 0)"
+               if worst.unconnected and worst.analytic is not None else "")
+    analytic = 0.0 if worst.analytic is None else worst.analytic
+    head = (f"{_at(worst, checked.order, names, shapes)}: {agreed.mode}={_fmt(worst.analytic)} "
+            f"numeric={worst.judged.numeric:.8g} "
+            f"{error_words(analytic, worst.judged, worst.tol)}{counted}")
+    more = ""
+    if extra and checked.by_element:
+        more = triangle(checked, agreed, evaluator, symmetric)
+    if extra and checked.order == 1:
+        more += surrogate(checked, agreed)
+    return f"{head} ({_counts(checked, worst, names)}){more}"
+
+
+def _counts(checked: OrderFindings, worst: Finding, names: Sequence[str]) -> str:
+    """How many of the worst's source (of the directions, when random) differ, how many of them
+    with a non-finite gradient, and how many were not checked and why."""
+    if checked.by_element:
+        slot = worst.direction.element[0]
+        here = [f for f in checked.findings if f.direction.element[0] == slot]
+        kind = f"elements of {names[slot]}"
+    else:
+        here, kind = list(checked.findings), "directions"
+    failed = [f for f in here if f.judged.outcome == "differ"]
+    counts = f"{len(failed)} of {len(here)} {kind} differ"
+    nonfinite = sum(1 for f in failed if f.analytic is not None and not np.isfinite(f.analytic))
+    if nonfinite:
+        counts += f", {nonfinite} of them with a NaN or infinite gradient"
+    for why, found in _reasons(here, checked.order).items():
+        counts += f"; {len(found)} of {len(here)} not checked: {why}"
+    return counts
+
+
+def _reasons(found: Sequence[Finding], order: int) -> dict[str, list[Finding]]:
+    """The findings not judged, by why (the same words count them together)."""
+    reasons: dict[str, list[Finding]] = {}
+    for f in found:
+        if f.judged.outcome == "unresolved":
+            reasons.setdefault(unresolved(f.judged, order, f.raised), []).append(f)
+    return reasons
+
+
+def _named(found: Sequence[Finding], names: Sequence[str], shapes: Sequence[tuple]) -> str:
+    """The elements of `found`, when few enough to name, in parentheses; else ""."""
+    if len(found) > _NAMED or any(f.direction.element is None for f in found):
+        return ""
+    labels = [names[f.direction.element[0]]
+              + element_label(tuple(shapes[f.direction.element[0]]), f.direction.element[1],
+                              f.direction.mirror)
+              for f in found]
+    return f" ({', '.join(labels)})"
+
+
+def unchecked(checked: OrderFindings, names: Sequence[str], shapes: Sequence[tuple]) -> str:
+    """How many were checked at this order, and how many not and why, naming the elements when
+    few; or "" when every one was checked."""
+    if not checked.unresolved:
+        return ""
+    kind = "elements" if checked.by_element else "directions"
+    parts = [f"order {checked.order}: {len(checked.compared)} of {len(checked.findings)} {kind} checked"]
+    for why, found in _reasons(checked.findings, checked.order).items():
+        parts.append(f"{len(found)} not checked{_named(found, names, shapes)}: {why}")
+    return "; ".join(parts)
+
+
+def kinked(checked: OrderFindings) -> str:
+    """A sentence when some matches were at a kink, or ""."""
+    kinks = checked.kinks
+    if not kinks:
+        return ""
+    order = checked.order
+    what = "the function" if order == 1 else f"the order {order - 1} gradient"
+    first = kinks[0].judged
+    kind = "elements" if checked.by_element else "directions"
+    return (f"order {order}: {what} has a kink at the point along {len(kinks)} of "
+            f"{len(checked.findings)} {kind} (one-sided derivatives {first.left:.8g} and "
+            f"{first.right:.8g} along the first), where the gradient lies between them: judged "
+            "against each side, not their average")
+
+
+def none_by_design(names: Sequence[str]) -> str:
+    """What is said of the arguments the function returns no gradient for (or "")."""
+    if not names:
+        return ""
+    listed = ", ".join(names)
+    return (f"; no gradient for {listed} (the function returns None): not judged, the function "
+            "differentiating only its other arguments (--strict_none judges the None)")
+
+
+def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence,
+                 symmetric: Sequence[bool], step: float) -> str:
+    """How the differences were taken: dtype, step, directions, and which sources were read
+    element by element from one shift of all their elements (an elementwise function)."""
+    names = [s.name for s in agreed.sources]
+    by_element = all(plain.by_element for plain, _ in checks)
+    how = ("every element" if by_element
+           else "random directions (more elements than checked one by one)")
+    if any(symmetric):
+        how += " (symmetric for " + ", ".join(n for n, sym in zip(names, symmetric) if sym) + ")"
+    swept = sorted({slot for plain, _ in checks for slot in plain.swept})
+    if swept:
+        how += (f"; {', '.join(names[slot] for slot in swept)} read element by element from one "
+                "shift of all its elements, its values being elementwise in it")
+    if evaluator.traced_orders:
+        how += "; evaluated through a tf.function (its values at the point are eager's)"
+    if evaluator.not_float64 and not evaluator.wide:
+        how += f"; not in float64: {evaluator.not_float64}"
+    return f"central differences in {evaluator.dtype()} with step {step:g}, {how}"
+
+
+def cannot_tell(orders: Sequence[int], untrue: bool) -> str:
+    """Why the upstream oracle says nothing where the plain values already differ."""
+    at = f"order{'s' if len(orders) > 1 else ''} {', '.join(map(str, orders))}"
+    if untrue:
+        return (f"cannot tell whether grad_fn handles its upstream gradient at {at}, where the "
+                "plain values already differ from the numeric derivative (a surrogate or "
+                "deliberately untrue gradient?); a reference implementation of the intended "
+                "gradient (Case(reference=...)) checks both chains")
+    return f"not checked at {at}: the plain values already differ from the numeric derivative there"
+
+
+def upstream_line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator", plain: OrderFindings,
+                  symmetric: Sequence[bool]) -> str:
+    """A difference of the weighted chain where the plain contraction has none."""
+    order = checked.order
+    text = line(checked, agreed, evaluator, symmetric, extra=False)
+    flat = surrogate(checked, agreed) if order == 1 else ""
+    if flat:
+        # Where the function is flat its derivative is 0 whatever the upstream gradient: a nonzero
+        # gradient there is a surrogate's, however it treats dy.
+        return ("the values with upstream weights differ from the numeric derivative at order 1: "
+                f"{text}{flat}")
+    floating = [x for x in agreed.orders[order - 1]
+                if x.value is not None and x.dtype.startswith(("float", "bfloat", "complex"))]
+    parts = [upstream.weights(evaluator.seed, order, i, o.shape).ravel()
+             for i, o in enumerate(floating)]
+    weights = upstream.describe(np.concatenate(parts)) if parts else "[]"
+    compared = "both agree" if plain.compared else "nothing could be compared at this order"
+    return (f"grad_fn mishandles its upstream gradient: at order {order} with upstream weights "
+            f"{weights} (the dy passed to grad_fn in place of ones, as a loss other than a plain "
+            f"sum passes), {text}; at the plain contraction (every upstream gradient 1) {compared}")
