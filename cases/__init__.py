@@ -11,8 +11,8 @@ scripts/matrix.py --versions all`) shows a behaviour that depends on the release
 
 # The one reason behind most forward-mode deviations, shared by the themes.
 FORWARD_USES_THE_BODY = (
-    "forward mode differentiates the body, not grad_fn: _eager_mode_decorator runs the body while the "
-    "ForwardAccumulator records, so the output already has the body's JVP, and "
+    "forward mode differentiates the body, not grad_fn: _eager_mode_decorator runs the body while "
+    "the ForwardAccumulator records, so the output already has the body's JVP, and "
     "ForwardAccumulator::Accumulate (tape.h) keeps a tensor's first JVP and drops the one "
     "ForwardpropFromTape transposes from grad_fn"
 )
@@ -20,14 +20,15 @@ FORWARD_USES_THE_BODY = (
 # Why a SavedModel loses a custom gradient's own custom gradient (checked by
 # saving a nested one and loading it in a fresh process: order 1 alone works).
 SAVED_MODEL_DROPS_INNER = (
-    "save.py's _trace_gradient_functions traces the exported functions' gradients once, so a custom "
-    "gradient inside a traced gradient function is never saved (loading warns 'with ops with unsaved "
-    "custom gradients', function_deserialization._fix_fdef_in_place); under a second tape the loaded "
-    "function builds its higher-order backward at once and finds no gradient for the inner IdentityN"
+    "save.py's _trace_gradient_functions traces the exported functions' gradients once, so a "
+    "custom gradient inside a traced gradient function is never saved (loading warns 'with ops "
+    "with unsaved custom gradients', function_deserialization._fix_fdef_in_place); under a second "
+    "tape the loaded function builds its higher-order backward at once and finds no gradient for "
+    "the inner IdentityN"
 )
 
-# Why a compiled training step reports UpdateRace (harness.measure.modes._step_order); each case says
-# which read it is.
+# Why a compiled training step reports UpdateRace (harness.measure.modes._step_order); each case
+# says which read it is.
 UPDATE_RACE = (
     "fit's train function orders the read before the variable's update as traced, but Grappler's "
     "dependency optimizer drops that order when it rewrites the function (a transitive reduction "

@@ -160,9 +160,10 @@ def _stop_grad_shuffle(stop: bool):
 _SHUFFLE_POINT = {"x": np.array([0.4, 0.4], np.float32)}
 # The numeric oracle differentiates the function at shifted points, where the
 # two elements differ and each call draws its own permutation.
-_SHUFFLE_RANDOM = ("tf.random.shuffle draws a new permutation at every call, so the function has no derivative "
-                   "for finite differences to measure; the grad returning its upstream gradient unpermuted is "
-                   "the docstring's own 'arbitrarily defined custom gradient' (the VJP of a shuffle permutes it back)")
+_SHUFFLE_RANDOM = ("tf.random.shuffle draws a new permutation at every call, so the function has "
+                   "no derivative for finite differences to measure; the grad returning its "
+                   "upstream gradient unpermuted is the docstring's own 'arbitrarily defined "
+                   "custom gradient' (the VJP of a shuffle permutes it back)")
 
 CASES = [
     Case(
@@ -170,15 +171,16 @@ CASES = [
         fn=log1pexp_naive,
         points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
         source=_DOCS,
-        description="naive log(1 + exp(x)): gradient 0.5 at x = 0 and NaN (inf / inf) at x = 100 in "
-                    "every mode",
+        description="naive log(1 + exp(x)): gradient 0.5 at x = 0 and NaN (inf / inf) at x = 100 "
+                    "in every mode",
         expectations=[
             Expectation(
                 modes=["keras_mixed"], outcome="FloatingPointError", points=["x=100.0"],
-                reason="exp(100) overflows float16 as it does float32, so the gradient is NaN at every loss "
-                       "scale, and tf_keras's LossScaleOptimizer skips every step whose gradients are not finite "
-                       "(apply_gradients: _DynamicLossScaleState.update decides should_apply_grads): no step "
-                       "ever applies the NaN the other modes compute",
+                reason="exp(100) overflows float16 as it does float32, so the gradient is NaN at "
+                       "every loss scale, and tf_keras's LossScaleOptimizer skips every step whose "
+                       "gradients are not finite (apply_gradients: _DynamicLossScaleState.update "
+                       "decides should_apply_grads): no step ever applies the NaN the other modes "
+                       "compute",
             ),
             Expectation(
                 modes=["keras3_mixed"], outcome="FloatingPointError", points=["x=100.0"],
@@ -189,8 +191,9 @@ CASES = [
             ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, points=["x=100.0"],
-                reason="the docstring's point: exp(100) overflows float32, so the naive gradient is inf / inf = NaN "
-                       "where the true derivative is 1; this is why the docstring writes the custom gradient",
+                reason="the docstring's point: exp(100) overflows float32, so the naive gradient "
+                       "is inf / inf = NaN where the true derivative is 1; this is why the "
+                       "docstring writes the custom gradient",
             ),
         ],
     ),
@@ -203,7 +206,8 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=100.0"],
-                reason=FORWARD_USES_THE_BODY + ": the body log(1 + e) overflows at x = 100, so its derivative is "
+                reason=FORWARD_USES_THE_BODY
+                + ": the body log(1 + e) overflows at x = 100, so its derivative is "
                        "inf / inf = NaN where grad_fn gives 1",
             ),
         ],
@@ -221,19 +225,20 @@ CASES = [
         points=[{"x": np.float32(0.5)}],
         order=2,
         source=_DOCS,
-        description="grad_fn itself a custom gradient of dy alone: eager differentiates grad_fn's body "
-                    "(-sin x), the graph modes give None (unconnected)",
+        description="grad_fn itself a custom gradient of dy alone: eager differentiates grad_fn's "
+                    "body (-sin x), the graph modes give None (unconnected)",
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
             ),
             Expectation(
                 modes=["no_autograph", "function", "xla", "graph"], outcome=VALUES_DIFFER,
-                reason="the eager decorator records grad_fn with its inputs only (dy), and the order-2 tape "
-                       "does not watch dy, so tape.h's ShouldRecord drops the record and the tape keeps the "
-                       "ordinary ops of the body, dy * cos(x), whose derivative is -sin(x); the graph "
-                       "decorator records one IdentityN over outputs and inputs (gdy, dy), gdy is watched, "
-                       "and its gradient for the output slots is None, so x is unconnected",
+                reason="the eager decorator records grad_fn with its inputs only (dy), and the "
+                       "order-2 tape does not watch dy, so tape.h's ShouldRecord drops the record "
+                       "and the tape keeps the ordinary ops of the body, dy * cos(x), whose "
+                       "derivative is -sin(x); the graph decorator records one IdentityN over "
+                       "outputs and inputs (gdy, dy), gdy is watched, and its gradient for the "
+                       "output slots is None, so x is unconnected",
             ),
         ],
     ),
@@ -243,25 +248,26 @@ CASES = [
         points=[{"x": np.float32(0.5)}],
         order=2,
         source=_DOCS,
-        description="op_with_fused_backprop as written (fused_op = sin): the innermost function returns "
-                    "two gradients for one input",
+        description="op_with_fused_backprop as written (fused_op = sin): the innermost function "
+                    "returns two gradients for one input",
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError",
-                reason=SAVED_MODEL_DROPS_INNER + "; the inner grad_fn with the wrong gradient count is never reached",
+                reason=SAVED_MODEL_DROPS_INNER
+                + "; the inner grad_fn with the wrong gradient count is never reached",
             ),
             Expectation(
                 modes=["eager", "graph", "forward"], outcome="ValueError",
-                reason="first_order_custom has one input but second_order_and_transpose returns two "
-                       "gradients; the eager decorator counts them (custom_gradient.py: 'expected to "
-                       "return 1 gradients, but returned 2') and tf.gradients' _VerifyGeneratedGradients "
-                       "rejects the IdentityN gradient count",
+                reason="first_order_custom has one input but second_order_and_transpose returns "
+                       "two gradients; the eager decorator counts them (custom_gradient.py: "
+                       "'expected to return 1 gradients, but returned 2') and tf.gradients' "
+                       "_VerifyGeneratedGradients rejects the IdentityN gradient count",
             ),
             Expectation(
                 modes=["no_autograph", "function", "xla"], outcome="InternalError",
-                reason="the graph-mode decorator used inside tf.function does not count the gradients; "
-                       "the tape's C++ check in pywrap_tfe_src.cc does, and reports any mismatch as "
-                       "InternalError 'returned too few gradients'",
+                reason="the graph-mode decorator used inside tf.function does not count the "
+                       "gradients; the tape's C++ check in pywrap_tfe_src.cc does, and reports any "
+                       "mismatch as InternalError 'returned too few gradients'",
             ),
         ],
     ),
@@ -271,8 +277,8 @@ CASES = [
         points=[{"x": np.float32(0.5)}],
         order=2,
         source=_DOCS,
-        description="the nested example with one return from the innermost function: sin, cos, -sin "
-                    "at x = 0.5",
+        description="the nested example with one return from the innermost function: sin, cos, "
+                    "-sin at x = 0.5",
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
@@ -285,8 +291,8 @@ CASES = [
         points=[{"x": np.float32(0.5)}],
         order=2,
         source=_DOCS,
-        description="the nested example with dy passed to the inner function as a second input, so its "
-                    "two returns (for x and for dy) are right: sin, cos, -sin at x = 0.5",
+        description="the nested example with dy passed to the inner function as a second input, so "
+                    "its two returns (for x and for dy) are right: sin, cos, -sin at x = 0.5",
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
@@ -299,28 +305,32 @@ CASES = [
         points=[{"x": np.array([1.0, 2.0, 3.0], np.float32)}],
         wrt_variables=True,
         source=_DOCS,
-        description="grad_fn(dpoly, variables) with weights = [1, 1]: poly [2, 3, 4], gradient [1, 1, 1] "
-                    "w.r.t. x and [6, 3] w.r.t. the weights",
+        description="grad_fn(dpoly, variables) with weights = [1, 1]: poly [2, 3, 4], gradient [1, "
+                    "1, 1] w.r.t. x and [6, 3] w.r.t. the weights",
         expectations=[
             Expectation(
                 modes=RACING_STEPS, outcome="UpdateRace",
-                reason=f"grad_fn reads weights[1] for x's gradient in the backward pass: {UPDATE_RACE}",
+                reason="grad_fn reads weights[1] for x's gradient in the backward pass: "
+                       f"{UPDATE_RACE}",
             ),
             Expectation(
                 modes=["keras_mixed"], outcome="TypeError",
-                reason="the builder's plain tf.Variable is not a Keras weight, so the mixed_float16 policy does "
-                       "not autocast it: its float32 value meets the float16 argument",
+                reason="the builder's plain tf.Variable is not a Keras weight, so the "
+                       "mixed_float16 policy does not autocast it: its float32 value meets the "
+                       "float16 argument",
             ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": the body w1 * x + w0 gives the true variable gradient [3, 6], not "
+                reason=FORWARD_USES_THE_BODY
+                + ": the body w1 * x + w0 gives the true variable gradient [3, 6], not "
                        "grad_fn's swapped [6, 3]",
             ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="the docstring's grad_fn returns tf.stack([x ** 1, x ** 0]) summed, [sum(x), n] = [6, 3], "
-                       "for weights [w0, w1]; poly = w1 * x + w0 has gradient [n, sum(x)] = [3, 6]: the docstring "
-                       "swaps the two entries of the variable gradient (x's gradient w1 is right)",
+                reason="the docstring's grad_fn returns tf.stack([x ** 1, x ** 0]) summed, "
+                       "[sum(x), n] = [6, 3], for weights [w0, w1]; poly = w1 * x + w0 has "
+                       "gradient [n, sum(x)] = [3, 6]: the docstring swaps the two entries of the "
+                       "variable gradient (x's gradient w1 is right)",
             ),
         ],
     ),
@@ -330,15 +340,16 @@ CASES = [
         points=[_SHUFFLE_POINT],
         kinks={"*": _SHUFFLE_RANDOM},
         source=_DOCS,
-        description="tf.stop_gradient around a tf.function with RandomShuffle (no registered gradient) "
-                    "inside a custom gradient: the custom gradient [1, 1] in every mode",
+        description="tf.stop_gradient around a tf.function with RandomShuffle (no registered "
+                    "gradient) inside a custom gradient: the custom gradient [1, 1] in every mode",
         expectations=[
             Expectation(
                 modes=["xla", "keras_xla", "keras3_xla"], outcome="FailedPreconditionError",
                 reason="XLA cannot compile tf.random.shuffle of a float vector: legalize_tf.cc's "
-                       "ConvertRandomShuffleOp sorts s32 random keys with createSortOp, which marks the "
-                       "comparator TOTALORDER because the shuffled values are float, and hlo_verifier.cc's "
-                       "CheckElementwiseInstruction requires SIGNED for s32; the custom gradient plays no part",
+                       "ConvertRandomShuffleOp sorts s32 random keys with createSortOp, which "
+                       "marks the comparator TOTALORDER because the shuffled values are float, and "
+                       "hlo_verifier.cc's CheckElementwiseInstruction requires SIGNED for s32; the "
+                       "custom gradient plays no part",
             ),
         ],
     ),
@@ -348,13 +359,14 @@ CASES = [
         points=[_SHUFFLE_POINT],
         kinks={"*": _SHUFFLE_RANDOM},
         source=_DOCS,
-        description="the same without tf.stop_gradient, which the docstring says raises LookupError: "
-                    "every mode returns the custom gradient [1, 1]",
+        description="the same without tf.stop_gradient, which the docstring says raises "
+                    "LookupError: every mode returns the custom gradient [1, 1]",
         expectations=[
             Expectation(
                 modes=["xla", "keras_xla", "keras3_xla"], outcome="FailedPreconditionError",
-                reason="as in docs.stop_gradient_shuffle: XLA's lowering of tf.random.shuffle of a float vector sorts "
-                       "s32 keys with a TOTALORDER comparator, which the HLO verifier rejects",
+                reason="as in docs.stop_gradient_shuffle: XLA's lowering of tf.random.shuffle of a "
+                       "float vector sorts s32 keys with a TOTALORDER comparator, which the HLO "
+                       "verifier rejects",
             ),
         ],
     ),

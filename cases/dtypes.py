@@ -15,7 +15,9 @@ from harness.cases import FORWARD_USES_THE_BODY, SAVED_MODEL_DROPS_INNER
 from harness.cases.patterns import fused_tanh, safe_norm, softplus
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
-_BF16 = tf.bfloat16.as_numpy_dtype  # ml_dtypes' type, or TensorFlow's own where it has no ml_dtypes (2.13)
+_BF16 = (
+    tf.bfloat16.as_numpy_dtype
+)  # ml_dtypes' type, or TensorFlow's own where it has no ml_dtypes (2.13)
 
 
 @tf.custom_gradient
@@ -42,7 +44,8 @@ def complex_square(z):
 
 @tf.custom_gradient
 def complex_abs2(z):
-    """|z|^2 as a real-valued loss of a complex input: gradient 2z (TensorFlow's conj convention)."""
+    """|z|^2 as a real-valued loss of a complex input: gradient 2z (TensorFlow's conj
+    convention)."""
 
     def grad(dy):
         return tf.cast(dy, z.dtype) * 2 * z
@@ -60,12 +63,13 @@ CASES = [
         fn=log1pexp,
         points=[{"x": np.float16(1.0)}, {"x": np.float16(20.0)}],
         source=_DOCS,
-        description="the docstring's log1pexp in float16: exp(20) overflows to inf, the custom gradient "
-                    "stays 1.0; judged with float16 tolerance",
+        description="the docstring's log1pexp in float16: exp(20) overflows to inf, the custom "
+                    "gradient stays 1.0; judged with float16 tolerance",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=20.0"],
-                reason=FORWARD_USES_THE_BODY + ": exp(20) overflows float16, so the body's derivative is NaN where "
+                reason=FORWARD_USES_THE_BODY
+                + ": exp(20) overflows float16, so the body's derivative is NaN where "
                        "grad_fn gives 1",
             ),
         ],
@@ -80,7 +84,8 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=100"],
-                reason=FORWARD_USES_THE_BODY + ": at x = 100 the body's derivative e / (1 + e) is inf / inf = NaN in "
+                reason=FORWARD_USES_THE_BODY
+                + ": at x = 100 the body's derivative e / (1 + e) is inf / inf = NaN in "
                        "bfloat16 where grad_fn gives 1",
             ),
         ],
@@ -90,12 +95,13 @@ CASES = [
         fn=log1pexp,
         points=[{"x": np.float64(1.0)}, {"x": np.float64(800.0)}],
         source=_DOCS,
-        description="the docstring's log1pexp in float64: exp(800) overflows to inf, the custom gradient "
-                    "stays 1.0; judged with float64 tolerance",
+        description="the docstring's log1pexp in float64: exp(800) overflows to inf, the custom "
+                    "gradient stays 1.0; judged with float64 tolerance",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=800.0"],
-                reason=FORWARD_USES_THE_BODY + ": exp(800) overflows float64, so the body's derivative is NaN where "
+                reason=FORWARD_USES_THE_BODY
+                + ": exp(800) overflows float64, so the body's derivative is NaN where "
                        "grad_fn gives 1",
             ),
         ],
@@ -110,15 +116,16 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": at x = 0 the body's Maximum sends the tie to x and Abs's derivative "
+                reason=FORWARD_USES_THE_BODY
+                + ": at x = 0 the body's Maximum sends the tie to x and Abs's derivative "
                        "is sign(0) = 0, giving 1 where grad_fn gives sigmoid(0) = 0.5",
             ),
             Expectation(
                 modes=["xla"], outcome=VALUES_DIFFER,
-                reason="XLA's LogisticExpander (logistic_expander.cc) turns tf.sigmoid into 1 / (1 + exp(-x)) "
-                       "computed in float16, rounding each step: sigmoid(2) = 0.8804 instead of the kernel's 0.8809, "
-                       "so the order 2 s(1 - s) at x = 2 is 0.10535 vs 0.10492, 3.7 times the float16 "
-                       "tolerance (XLA:CPU)",
+                reason="XLA's LogisticExpander (logistic_expander.cc) turns tf.sigmoid into 1 / (1 "
+                       "+ exp(-x)) computed in float16, rounding each step: sigmoid(2) = 0.8804 "
+                       "instead of the kernel's 0.8809, so the order 2 s(1 - s) at x = 2 is "
+                       "0.10535 vs 0.10492, 3.7 times the float16 tolerance (XLA:CPU)",
             ),
         ],
     ),
@@ -132,7 +139,8 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": at x = 0 the body's Maximum sends the tie to x and Abs's derivative "
+                reason=FORWARD_USES_THE_BODY
+                + ": at x = 0 the body's Maximum sends the tie to x and Abs's derivative "
                        "is sign(0) = 0, giving 1 where grad_fn gives sigmoid(0) = 0.5",
             ),
         ],
@@ -146,7 +154,8 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=[0,0]"],
-                reason=FORWARD_USES_THE_BODY + ": tf.norm's sqrt has derivative 0 * inf = NaN at 0, where grad_fn "
+                reason=FORWARD_USES_THE_BODY
+                + ": tf.norm's sqrt has derivative 0 * inf = NaN at 0, where grad_fn "
                        "gives 0",
             ),
         ],
@@ -170,8 +179,9 @@ CASES = [
         points=[{"z": np.array([1 + 2j, -0.5 + 0j], np.complex64)}],
         order=2,
         source=f"{_DOCS} (complex inputs: grad_fn returns dy * conj(f'(z)))",
-        description="z^2 in complex64: every mode gives conj(2z) = [2 - 4j, -1], then 2 (tf.gradients "
-                    "given ones as the upstream gradient of a complex output, as a tape starts from)",
+        description="z^2 in complex64: every mode gives conj(2z) = [2 - 4j, -1], then 2 "
+                    "(tf.gradients given ones as the upstream gradient of a complex output, as a "
+                    "tape starts from)",
         # TensorFlow's gradient of a holomorphic f with upstream ones is conj(f'(z)) (its
         # complex-numbers docs); real directions cannot check it, the closed form can.
         analytic=lambda z: {0: z ** 2, 1: np.conj(2 * z)},
@@ -181,9 +191,11 @@ CASES = [
         fn=complex_abs2,
         points=[{"z": np.array([1 + 2j, -3 - 1j], np.complex64)}],
         source=f"{_DOCS} (complex inputs: a real loss of a complex variable)",
-        description="|z|^2 as a float32 output of a complex64 input: gradient 2z = [2 + 4j, -6 - 2j]",
-        # Real directions cannot check a complex gradient (see the numeric oracle); the closed form can:
-        # TensorFlow's gradient of a real f(z) is 2 df/d(conj z), here 2z (its complex-numbers docs).
+        description="|z|^2 as a float32 output of a complex64 input: gradient 2z = [2 + 4j, -6 - "
+                    "2j]",
+        # Real directions cannot check a complex gradient (see the numeric oracle); the closed form
+        # can: TensorFlow's gradient of a real f(z) is 2 df/d(conj z), here 2z (its complex-numbers
+        # docs).
         analytic=lambda z: {0: np.abs(z) ** 2, 1: 2 * z},
     ),
 ]

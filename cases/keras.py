@@ -23,11 +23,12 @@ from harness.measure.modes import KNOWN_MODES
 try:
     import tf_keras
 except ImportError:
-    tf_keras = tf.keras if tuple(int(p) for p in tf.version.VERSION.split(".")[:2]) < (2, 16) else None
+    tf_keras = (tf.keras if tuple(int(p) for p in tf.version.VERSION.split(".")[:2]) < (2, 16)
+                else None)
 
 SKIP_WITHOUT_KERAS2 = {} if tf_keras is not None else {
-    mode: "needs Keras 2: install tf-keras (pip install 'harness[keras]'); from TensorFlow 2.16 tf.keras is "
-          "Keras 3, and these are tf_keras layers" for mode in KNOWN_MODES}
+    mode: "needs Keras 2: install tf-keras (pip install 'harness[keras]'); from TensorFlow 2.16 "
+          "tf.keras is Keras 3, and these are tf_keras layers" for mode in KNOWN_MODES}
 Layer = tf_keras.layers.Layer if tf_keras is not None else object
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
@@ -107,7 +108,8 @@ class SoftplusDense(Layer):
                 dz = dy * tf.sigmoid(z)
                 by_ref = {self.kernel.ref(): tf.matmul(v, dz, transpose_a=True),
                           self.bias.ref(): tf.reduce_sum(dz, axis=0)}
-                return tf.matmul(dz, self.kernel, transpose_b=True), [by_ref[w.ref()] for w in variables]
+                return (tf.matmul(dz, self.kernel, transpose_b=True),
+                        [by_ref[w.ref()] for w in variables])
 
             return y, grad
 
@@ -143,13 +145,18 @@ CASES = [
         wrt_variables=True,
         skip_modes=SKIP_WITHOUT_KERAS2,
         source=f"{_DOCS} (pattern: a straight-through quantiser layer in tf_keras.Sequential)",
-        description="Dense, a round-to-quarters straight-through layer, Dense: gradients w.r.t. the inputs "
-                    "and all three weights as if the rounding were the identity",
+        description=(
+            "Dense, a round-to-quarters straight-through layer, Dense: gradients w.r.t. "
+            "the inputs and all three weights as if the rounding were the identity"
+        ),
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="a straight-through estimator by design: identity backward through round, whose true "
-                       "derivative is 0 wherever it is defined",
+                modes=["numeric"],
+                outcome=VALUES_DIFFER,
+                reason=(
+                    "a straight-through estimator by design: identity backward through round, "
+                    "whose true derivative is 0 wherever it is defined"
+                ),
             ),
         ],
     ),
@@ -159,21 +166,34 @@ CASES = [
         points=[_BATCH],
         wrt_variables=True,
         skip_modes=SKIP_WITHOUT_KERAS2,
-        # Only keras_mixed computes in float16: there the tanh features saturate to exactly 1 where float32
-        # gives 1 - 3e-4, so 1 - tanh**2 is 0 and a kernel gradient of 1.5e-3 (with upstream weights) becomes
-        # 0. float16 rounding, judged against the gradients' scale (about 1) instead of element by element.
+        # Only keras_mixed computes in float16: there the tanh features saturate to exactly 1 where
+        # float32 gives 1 - 3e-4, so 1 - tanh**2 is 0 and a kernel gradient of 1.5e-3 (with upstream
+        # weights) becomes
+        # 0. float16 rounding, judged against the gradients' scale (about 1) instead of element by
+        # element.
         tolerance={"float16": Tol(rtol=1e-2, atol=2e-3)},
-        source=f"{_DOCS} (pattern: gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495)",
-        description="a functional model whose shared head sees the features directly and through a "
-                    "gradient reversal layer (factor 0.5): the feature weights get 1 - 0.5 of the gradient",
+        source=(
+            f"{_DOCS} (pattern: gradient reversal layer, Ganin & Lempitsky 2015, arXiv:1409.7495)"
+        ),
+        description=(
+            "a functional model whose shared head sees the features directly and through a "
+            "gradient reversal layer (factor 0.5): the feature weights get 1 - 0.5 of the "
+            "gradient"
+        ),
         expectations=[
             Expectation(
-                modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": the layer's tf.identity gives +1 where grad_fn reverses the sign",
+                modes=["forward"],
+                outcome=VALUES_DIFFER,
+                reason=FORWARD_USES_THE_BODY
+                + ": the layer's tf.identity gives +1 where grad_fn reverses the sign",
             ),
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="gradient reversal by design: -dy backward through an identity, whose true derivative is 1",
+                modes=["numeric"],
+                outcome=VALUES_DIFFER,
+                reason=(
+                    "gradient reversal by design: -dy backward through an identity, whose true "
+                    "derivative is 1"
+                ),
             ),
         ],
     ),
@@ -184,20 +204,31 @@ CASES = [
         order=2,
         wrt_variables=True,
         skip_modes=SKIP_WITHOUT_KERAS2,
-        source=f"{_DOCS} (a layer whose custom gradient covers its own weights through `variables`)",
-        description="a layer computing softplus(x W + b) with grad_fn(dy, variables) giving the kernel and "
-                    "bias gradients, then Dense: orders 1 and 2 w.r.t. inputs and weights",
+        source=(
+            f"{_DOCS} (a layer whose custom gradient covers its own weights through `variables`)"
+        ),
+        description=(
+            "a layer computing softplus(x W + b) with grad_fn(dy, variables) giving the "
+            "kernel and bias gradients, then Dense: orders 1 and 2 w.r.t. inputs and "
+            "weights"
+        ),
         expectations=[
             Expectation(
-                modes=RACING_STEPS, outcome="UpdateRace",
-                reason=f"grad_fn reads self.kernel for the input's gradient in the backward pass: "
-                       f"{UPDATE_RACE}",
+                modes=RACING_STEPS,
+                outcome="UpdateRace",
+                reason=(
+                    "grad_fn reads self.kernel for the input's gradient in the backward pass: "
+                    f"{UPDATE_RACE}"
+                ),
             ),
             Expectation(
-                modes=["keras_mixed"], outcome="TypeError",
-                reason="grad_fn reads self.kernel in the backward pass, outside the layer's call, where tf_keras's "
-                       "AutoCastVariable is not cast (enable_auto_cast_variables is entered only by Layer.__call__): "
-                       "a float32 kernel meets the float16 dy",
+                modes=["keras_mixed"],
+                outcome="TypeError",
+                reason=(
+                    "grad_fn reads self.kernel in the backward pass, outside the layer's call, "
+                    "where tf_keras's AutoCastVariable is not cast (enable_auto_cast_variables "
+                    "is entered only by Layer.__call__): a float32 kernel meets the float16 dy"
+                ),
             ),
         ],
     ),

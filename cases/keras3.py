@@ -122,8 +122,8 @@ def _layers():
 
                 def grad(dy, variables=None):
                     dz = dy * tf.sigmoid(z)
-                    # TensorFlow hands grad_fn the tf.Variables the forward read: each keras.Variable's
-                    # own (its .value outside a layer's call).
+                    # TensorFlow hands grad_fn the tf.Variables the forward read: each
+                    # keras.Variable's own (its .value outside a layer's call).
                     by_ref = {kernel.value.ref(): tf.matmul(v, dz, transpose_a=True),
                               bias.value.ref(): tf.reduce_sum(dz, axis=0)}
                     return (tf.matmul(dz, kernel, transpose_b=True),
@@ -158,7 +158,8 @@ def _layers():
         tf.custom_gradient matmul."""
 
         def build(self, input_shape):
-            self.kernel = self.add_weight(name="kernel", shape=(3, 2), initializer=constant(_KERNEL_3x2))
+            self.kernel = self.add_weight(name="kernel", shape=(3, 2),
+                                          initializer=constant(_KERNEL_3x2))
 
         def call(self, x):
             @tf.custom_gradient
@@ -205,7 +206,8 @@ def build_reversal_model():
 
 def build_softplus_dense():
     keras = _keras()
-    model = keras.Sequential([_layers()["SoftplusDense"](_KERNEL_3x2, _BIAS_2), _dense(_KERNEL_2x1)])
+    model = keras.Sequential([_layers()["SoftplusDense"](_KERNEL_3x2, _BIAS_2),
+                              _dense(_KERNEL_2x1)])
     model.build((None, 3))
     return model
 
@@ -304,13 +306,14 @@ CASES = [
         skip_modes=_SKIPS,
         source=f"{_DOCS} (pattern: a straight-through quantiser layer in keras.Sequential); the "
                "keras theme's keras.ste_in_sequential in Keras 3",
-        description="Dense, a round-to-quarters straight-through layer, Dense, all Keras 3: gradients "
-                    "w.r.t. the inputs and all three weights as if the rounding were the identity",
+        description="Dense, a round-to-quarters straight-through layer, Dense, all Keras 3: "
+                    "gradients w.r.t. the inputs and all three weights as if the rounding were the "
+                    "identity",
         expectations=[
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="a straight-through estimator by design: identity backward through round, whose "
-                       "true derivative is 0 wherever it is defined",
+                reason="a straight-through estimator by design: identity backward through round, "
+                       "whose true derivative is 0 wherever it is defined",
             ),
         ],
     ),
@@ -347,9 +350,9 @@ CASES = [
         skip_modes={"keras3_fit": _RACING_READ, **_SKIPS},
         source=f"{_DOCS} (a layer whose custom gradient covers its own weights through "
                "`variables`); the keras theme's keras.custom_gradient_layer_weights in Keras 3",
-        description="a Keras 3 layer computing softplus(x W + b) with grad_fn(dy, variables) giving "
-                    "the kernel and bias gradients, then Dense: orders 1 and 2 w.r.t. inputs and "
-                    "weights",
+        description="a Keras 3 layer computing softplus(x W + b) with grad_fn(dy, variables) "
+                    "giving the kernel and bias gradients, then Dense: orders 1 and 2 w.r.t. "
+                    "inputs and weights",
         expectations=[
             Expectation(
                 modes=["keras3_mixed"], outcome="TypeError",
@@ -363,7 +366,8 @@ CASES = [
         build=build_scaled_tanh,
         points=[{"x": np.array([0.5, -1.0, 2.0], np.float32)}],
         skip_modes=_SKIPS,
-        source="https://keras.io/api/mixed_precision/policy/ (mixed_float16: float32 variables read "
+        source="https://keras.io/api/mixed_precision/policy/ (mixed_float16: float32 variables "
+               "read "
                f"as float16 in a layer's call); {_AUTOCAST}; the training theme's "
                "training.grad_fn_reads_weight_without_autocast in Keras 3",
         description="scale * tanh(x) whose grad_fn reads the layer's float32 scale weight (a "
@@ -397,8 +401,8 @@ CASES = [
                        "keras.Variable, the variable read is the tf.Variable inside it, so it "
                        "demands that grad_fn accept `variables` ('grad_fn must accept keyword "
                        "argument 'variables'', the message of keras-team/keras#18139), and this "
-                       "grad_fn does not. A traced call converts the arguments to tensors before it "
-                       "watches the forward (_graph_mode_decorator) and computes the gradients, "
+                       "grad_fn does not. A traced call converts the arguments to tensors before "
+                       "it watches the forward (_graph_mode_decorator) and computes the gradients, "
                        "under the mixed policy too",
             ),
         ],

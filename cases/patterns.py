@@ -77,7 +77,8 @@ def scale_gradient(x):
 
 
 def squared_after(op):
-    """(3 * op(x))**2: op's custom gradient gets the upstream gradient 18 * op(x) and returns d/dx."""
+    """(3 * op(x))**2: op's custom gradient gets the upstream gradient 18 * op(x) and returns
+    d/dx."""
     return lambda x: tf.square(3.0 * op(x))
 
 
@@ -88,7 +89,8 @@ def safe_sqrt(x):
 
     def grad(dy):
         positive = x > 0
-        return dy * tf.where(positive, 0.5 / tf.where(positive, y, tf.ones_like(y)), tf.zeros_like(y))
+        return dy * tf.where(positive, 0.5 / tf.where(positive, y, tf.ones_like(y)),
+                             tf.zeros_like(y))
 
     return y, grad
 
@@ -191,7 +193,8 @@ def numpy_sinh(x):
     def grad(dy):
         return dy * tf.numpy_function(np.cosh, [x], tf.float32, stateful=False)
 
-    return tf.ensure_shape(tf.numpy_function(np.sinh, [x], tf.float32, stateful=False), x.shape), grad
+    return (tf.ensure_shape(tf.numpy_function(np.sinh, [x], tf.float32, stateful=False), x.shape),
+            grad)
 
 
 def softplus_of_abs(x):
@@ -202,14 +205,15 @@ def softplus_of_abs(x):
 
 
 _VECTOR = {"x": np.array([-2.0, -0.3, 0.0, 0.4, 1.7], np.float32)}
-_PYTHON_CANNOT_BE_SAVED = ("tf.numpy_function runs a Python function of this process: a SavedModel holds the "
-                           "op but not the function, so a loading process cannot run it")
+_PYTHON_CANNOT_BE_SAVED = ("tf.numpy_function runs a Python function of this process: a SavedModel "
+                           "holds the op but not the function, so a loading process cannot run it")
 
 # Under mixed_float16 a clip inside grad_fn sees the loss-scaled upstream gradient.
-_CLIPS_THE_SCALED_DY = ("under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer, which differentiates "
-                        "the loss times the loss scale (2**15 at the first step: get_scaled_loss) and divides the "
-                        "gradients by it afterwards, so grad_fn clips the scaled dy and the clipped values come out "
-                        "divided by 32768")
+_CLIPS_THE_SCALED_DY = ("under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer, "
+                        "which differentiates the loss times the loss scale (2**15 at the first "
+                        "step: get_scaled_loss) and divides the gradients by it afterwards, so "
+                        "grad_fn clips the scaled dy and the clipped values come out divided by "
+                        "32768")
 # The same in Keras 3, whose train_step scales the loss itself.
 _CLIPS_THE_KERAS3_SCALED_DY = (
     "under mixed_float16 Keras 3's compile wraps the optimizer in its LossScaleOptimizer: "
@@ -228,11 +232,13 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": the body tf.identity gives 1 where grad_fn gives -0.5",
+                reason=FORWARD_USES_THE_BODY
+                + ": the body tf.identity gives 1 where grad_fn gives -0.5",
             ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="gradient reversal by design: -0.5 dy backward through an identity, whose true derivative is 1",
+                reason="gradient reversal by design: -0.5 dy backward through an identity, whose "
+                       "true derivative is 1",
             ),
         ],
     ),
@@ -245,8 +251,8 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="a straight-through estimator by design: identity backward through round, whose true "
-                       "derivative is 0 away from the half-integers",
+                reason="a straight-through estimator by design: identity backward through round, "
+                       "whose true derivative is 0 away from the half-integers",
             ),
         ],
     ),
@@ -256,12 +262,14 @@ CASES = [
         points=[_VECTOR],
         source=_pattern("binarised networks' clipped straight-through sign, Hubara et al. 2016, "
                         "arXiv:1602.02830"),
-        description="sign forward, dy * (|x| <= 1) backward: gradient 0 at x = -2 and 1.7, 1 elsewhere",
+        description="sign forward, dy * (|x| <= 1) backward: gradient 0 at x = -2 and 1.7, 1 "
+                    "elsewhere",
         expectations=[
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="a straight-through estimator by design: dy * (|x| <= 1) backward through sign, whose true "
-                       "derivative is 0 except at its jump at 0, where the difference quotient is 1 / step",
+                reason="a straight-through estimator by design: dy * (|x| <= 1) backward through "
+                       "sign, whose true derivative is 0 except at its jump at 0, where the "
+                       "difference quotient is 1 / step",
             ),
         ],
     ),
@@ -270,14 +278,15 @@ CASES = [
         fn=squared_after(clip_gradient_by_value),
         points=[_VECTOR],
         source=_pattern("clipping the upstream gradient by value"),
-        description="(3 * id(x))**2 with the upstream 18x clipped to [-1, 1]: gradient clip(18x, -1, 1)",
+        description="(3 * id(x))**2 with the upstream 18x clipped to [-1, 1]: gradient clip(18x, "
+                    "-1, 1)",
         expectations=[
             Expectation(
                 modes=["keras_mirrored", "keras3_mirrored"], outcome=VALUES_DIFFER,
-                reason="under MirroredStrategy each replica's grad_fn receives its half of dy (Keras divides the "
-                       "loss by the global batch of two), clips it to [-1, 1], and the optimizer sums the two "
-                       "replicas' gradients (an all-reduce sum, in tf_keras and Keras 3 "
-                       "alike): where the clip bites the result is +-2",
+                reason="under MirroredStrategy each replica's grad_fn receives its half of dy "
+                       "(Keras divides the loss by the global batch of two), clips it to [-1, 1], "
+                       "and the optimizer sums the two replicas' gradients (an all-reduce sum, in "
+                       "tf_keras and Keras 3 alike): where the clip bites the result is +-2",
             ),
             Expectation(
                 modes=["keras_mixed"], outcome=VALUES_DIFFER,
@@ -289,11 +298,13 @@ CASES = [
             ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": the body tf.identity passes 18x through unclipped",
+                reason=FORWARD_USES_THE_BODY
+                + ": the body tf.identity passes 18x through unclipped",
             ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="the upstream gradient is clipped to [-1, 1] by design; the true derivative of (3x)**2 is 18x",
+                reason="the upstream gradient is clipped to [-1, 1] by design; the true derivative "
+                       "of (3x)**2 is 18x",
             ),
         ],
     ),
@@ -306,10 +317,10 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["keras_mirrored", "keras3_mirrored"], outcome=VALUES_DIFFER,
-                reason="under MirroredStrategy each replica's grad_fn receives its half of dy (Keras divides the "
-                       "loss by the global batch of two), clips that to norm 1, and the optimizer sums the two "
-                       "replicas' gradients (an all-reduce sum, in tf_keras and Keras 3 "
-                       "alike): norm 2 instead of 1",
+                reason="under MirroredStrategy each replica's grad_fn receives its half of dy "
+                       "(Keras divides the loss by the global batch of two), clips that to norm 1, "
+                       "and the optimizer sums the two replicas' gradients (an all-reduce sum, in "
+                       "tf_keras and Keras 3 alike): norm 2 instead of 1",
             ),
             Expectation(
                 modes=["keras_mixed"], outcome=VALUES_DIFFER,
@@ -325,7 +336,8 @@ CASES = [
             ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="the upstream gradient is rescaled to norm 1 by design; the true derivative of (3x)**2 is 18x",
+                reason="the upstream gradient is rescaled to norm 1 by design; the true derivative "
+                       "of (3x)**2 is 18x",
             ),
         ],
     ),
@@ -334,15 +346,18 @@ CASES = [
         fn=squared_after(scale_gradient),
         points=[_VECTOR],
         source=_pattern("gradient scaling"),
-        description="(3 * id(x))**2 with the upstream 18x scaled by 0.1: gradient 1.8x instead of 18x",
+        description="(3 * id(x))**2 with the upstream 18x scaled by 0.1: gradient 1.8x instead of "
+                    "18x",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": the body tf.identity gives 18x, not grad_fn's 1.8x",
+                reason=FORWARD_USES_THE_BODY
+                + ": the body tf.identity gives 18x, not grad_fn's 1.8x",
             ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="the upstream gradient is scaled by 0.1 by design; the true derivative of (3x)**2 is 18x",
+                reason="the upstream gradient is scaled by 0.1 by design; the true derivative of "
+                       "(3x)**2 is 18x",
             ),
         ],
     ),
@@ -351,11 +366,13 @@ CASES = [
         fn=safe_sqrt,
         points=[{"x": np.array([0.0, 0.25, 4.0], np.float32)}],
         source=_pattern("a finite gradient where the true one is infinite"),
-        description="sqrt with gradient 0 at x = 0 (tf.sqrt's own is inf), 1 and 0.25 at x = 0.25 and 4",
+        description="sqrt with gradient 0 at x = 0 (tf.sqrt's own is inf), 1 and 0.25 at x = 0.25 "
+                    "and 4",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": tf.sqrt's derivative is inf at x = 0, and 0 * inf = NaN spreads to "
+                reason=FORWARD_USES_THE_BODY
+                + ": tf.sqrt's derivative is inf at x = 0, and 0 * inf = NaN spreads to "
                        "the other elements through the sum over outputs",
             ),
         ],
@@ -363,14 +380,16 @@ CASES = [
     Case(
         id="patterns.safe_norm",
         fn=safe_norm,
-        points=[{"x": np.array([0.0, 0.0, 0.0], np.float32)}, {"x": np.array([3.0, 4.0, 0.0], np.float32)}],
+        points=[{"x": np.array([0.0, 0.0, 0.0], np.float32)}, {"x": np.array([3.0, 4.0, 0.0],
+                                                                             np.float32)}],
         source=_pattern("a finite gradient where the true one is NaN"),
-        description="Euclidean norm with gradient x / ||x||: [0, 0, 0] at the zero vector (tf.norm's own "
-                    "is NaN), [0.6, 0.8, 0] at [3, 4, 0]",
+        description="Euclidean norm with gradient x / ||x||: [0, 0, 0] at the zero vector "
+                    "(tf.norm's own is NaN), [0.6, 0.8, 0] at [3, 4, 0]",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=[0.0,0.0,0.0]"],
-                reason=FORWARD_USES_THE_BODY + ": tf.norm's sqrt has derivative 0 * inf = NaN at 0, where grad_fn "
+                reason=FORWARD_USES_THE_BODY
+                + ": tf.norm's sqrt has derivative 0 * inf = NaN at 0, where grad_fn "
                        "gives 0",
             ),
         ],
@@ -398,7 +417,8 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": at x = 0 the body's Maximum sends the tie to x and Abs's derivative "
+                reason=FORWARD_USES_THE_BODY
+                + ": at x = 0 the body's Maximum sends the tie to x and Abs's derivative "
                        "is sign(0) = 0, giving 1 where grad_fn gives sigmoid(0) = 0.5",
             ),
         ],
@@ -423,7 +443,8 @@ CASES = [
         points=[{"x": np.float32(0.5)}],
         order=3,
         source=_pattern("custom gradients nested three deep"),
-        description="sin with custom cos, -sin and -cos: 0.4794255, 0.8775826, -0.4794255, -0.8775826",
+        description="sin with custom cos, -sin and -cos: 0.4794255, 0.8775826, -0.4794255, "
+                    "-0.8775826",
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
@@ -436,8 +457,8 @@ CASES = [
         points=[{"x": np.array([0.0, 0.5, 1.0], np.float32)}],
         wrt_variables=True,
         source=_RECOMPUTE,
-        description="tf.recompute_grad (a custom gradient that reruns the block under its own tape) of "
-                    "sin(x) * w: 1.5 cos(x) w.r.t. x, sum(sin x) w.r.t. w",
+        description="tf.recompute_grad (a custom gradient that reruns the block under its own "
+                    "tape) of sin(x) * w: 1.5 cos(x) w.r.t. x, sum(sin x) w.r.t. w",
         expectations=[
             Expectation(
                 modes=RACING_STEPS, outcome="UpdateRace",
@@ -446,19 +467,21 @@ CASES = [
             ),
             Expectation(
                 modes=["keras_mirrored"], outcome="UpdateRace", tf_versions="<2.13",
-                reason="the same read of w, left unordered with w's update in keras_mirrored's step too on "
-                       "TensorFlow 2.12, where the check finds it ordered from 2.13 on (the version matrix)",
+                reason="the same read of w, left unordered with w's update in keras_mirrored's "
+                       "step too on TensorFlow 2.12, where the check finds it ordered from 2.13 on "
+                       "(the version matrix)",
             ),
             Expectation(
                 modes=["keras_mixed"], outcome="TypeError",
-                reason="the builder's plain tf.Variable w is not a Keras weight, so the mixed_float16 policy does "
-                       "not autocast it: sin(x) in float16 times w in float32 is a TypeError",
+                reason="the builder's plain tf.Variable w is not a Keras weight, so the "
+                       "mixed_float16 policy does not autocast it: sin(x) in float16 times w in "
+                       "float32 is a TypeError",
             ),
             Expectation(
                 modes=["forward"], outcome="NotImplementedError",
-                reason="recompute_grad runs its body with recording stopped, so forward mode needs grad_fn transposed, "
-                       "and recompute_grad's transpose (custom_gradient.py) refuses: 'Consider not using "
-                       "recompute_grad in forward mode autodiff'",
+                reason="recompute_grad runs its body with recording stopped, so forward mode needs "
+                       "grad_fn transposed, and recompute_grad's transpose (custom_gradient.py) "
+                       "refuses: 'Consider not using recompute_grad in forward mode autodiff'",
             ),
         ],
     ),
@@ -479,24 +502,29 @@ CASES = [
             ),
             Expectation(
                 modes=["keras_mirrored"], outcome="UpdateRace", tf_versions="<2.13",
-                reason="the same read of w, left unordered with w's update in keras_mirrored's step too on "
-                       "TensorFlow 2.12, where the check finds it ordered from 2.13 on (the version matrix)",
+                reason="the same read of w, left unordered with w's update in keras_mirrored's "
+                       "step too on TensorFlow 2.12, where the check finds it ordered from 2.13 on "
+                       "(the version matrix)",
             ),
             Expectation(
                 modes=["keras_mixed"], outcome="TypeError",
-                reason="the builder's plain tf.Variable w is not a Keras weight, so the mixed_float16 policy does "
-                       "not autocast it: sin(x) in float16 times w in float32 is a TypeError",
+                reason="the builder's plain tf.Variable w is not a Keras weight, so the "
+                       "mixed_float16 policy does not autocast it: sin(x) in float16 times w in "
+                       "float32 is a TypeError",
             ),
             Expectation(
                 modes=["saved_model"], outcome="LookupError",
-                reason="tf.recompute_grad's grad_wrapper is itself a custom gradient (inner_recompute_grad in "
-                       "custom_gradient.py), and " + SAVED_MODEL_DROPS_INNER + ", here already at the forward call",
+                reason="tf.recompute_grad's grad_wrapper is itself a custom gradient "
+                       "(inner_recompute_grad in custom_gradient.py), and "
+                       + SAVED_MODEL_DROPS_INNER + ", here already at the forward call",
             ),
             Expectation(
-                modes=["eager", "no_autograph", "function", "xla", "graph", "forward"], outcome="NotImplementedError",
-                reason="recompute_grad returns its gradients from an inner custom gradient whose own "
-                       "gradient function, `transpose`, raises NotImplementedError ('recompute_grad tried "
-                       "to transpose grad of ...'; custom_gradient.py), so order 2 fails in every mode",
+                modes=["eager", "no_autograph", "function", "xla", "graph", "forward"],
+                outcome="NotImplementedError",
+                reason="recompute_grad returns its gradients from an inner custom gradient whose "
+                       "own gradient function, `transpose`, raises NotImplementedError "
+                       "('recompute_grad tried to transpose grad of ...'; custom_gradient.py), so "
+                       "order 2 fails in every mode",
             ),
         ],
     ),
@@ -505,12 +533,13 @@ CASES = [
         fn=moving_average_pass_through,
         points=[{"x": np.array([0.1, 0.3, 0.9], np.float32)}],
         source=_PASS_THROUGH,
-        description="tf.grad_pass_through of quantisation to quarters: [0, 0.25, 1] forward, gradient 1",
+        description="tf.grad_pass_through of quantisation to quarters: [0, 0.25, 1] forward, "
+                    "gradient 1",
         expectations=[
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="tf.grad_pass_through's documented purpose: an identity gradient through a quantiser whose "
-                       "true derivative is 0 between its steps",
+                reason="tf.grad_pass_through's documented purpose: an identity gradient through a "
+                       "quantiser whose true derivative is 0 between its steps",
             ),
         ],
     ),
@@ -518,22 +547,24 @@ CASES = [
         id="patterns.numpy_function_op",
         fn=numpy_sinh,
         points=[{"x": np.array([0.5, -1.0], np.float32)}],
-        source=_pattern("wrapping a NumPy function as an op, tf.numpy_function with a custom gradient"),
-        description="sinh and its derivative cosh computed by NumPy: [0.521, -1.175] and [1.128, 1.543]",
+        source=_pattern("wrapping a NumPy function as an op, tf.numpy_function with a custom "
+                        "gradient"),
+        description="sinh and its derivative cosh computed by NumPy: [0.521, -1.175] and [1.128, "
+                    "1.543]",
         reference=tf.sinh,
         analytic=lambda x: {0: np.sinh(x), 1: np.cosh(x)},
         skip_modes=dict.fromkeys(["saved_model", "saved_model_nocg"], _PYTHON_CANNOT_BE_SAVED),
         expectations=[
             Expectation(
                 modes=["keras_mixed", "keras3_mixed"], outcome="InvalidArgumentError",
-                reason="under mixed_float16 x arrives in float16, so np.cosh returns a float16 array where the "
-                       "tf.numpy_function declares Tout=tf.float32: '0-th value returned by pyfunc is half, but "
-                       "expects float'",
+                reason="under mixed_float16 x arrives in float16, so np.cosh returns a float16 "
+                       "array where the tf.numpy_function declares Tout=tf.float32: '0-th value "
+                       "returned by pyfunc is half, but expects float'",
             ),
             Expectation(
                 modes=["xla", "keras_xla", "keras3_xla"], outcome="InvalidArgumentError",
-                reason="XLA cannot compile Python: there is no XLA kernel for the PyFuncStateless op "
-                       "('Detected unsupported operations when trying to compile graph')",
+                reason="XLA cannot compile Python: there is no XLA kernel for the PyFuncStateless "
+                       "op ('Detected unsupported operations when trying to compile graph')",
             ),
         ],
     ),
@@ -542,8 +573,8 @@ CASES = [
         fn=softplus_of_abs,
         points=[{"x": np.float32(1.0)}, {"x": np.float32(-2.0)}],
         source=_pattern("a Python if on a tensor around a custom gradient"),
-        description="softplus(|x|) chosen by a Python if: AutoGraph converts it in tf.function; without "
-                    "AutoGraph (no_autograph, the v1 graph) the if cannot be traced",
+        description="softplus(|x|) chosen by a Python if: AutoGraph converts it in tf.function; "
+                    "without AutoGraph (no_autograph, the v1 graph) the if cannot be traced",
         reference=lambda x: tf.math.softplus(tf.abs(x)),
         expectations=[
             Expectation(
@@ -553,10 +584,11 @@ CASES = [
             ),
             Expectation(
                 modes=["saved_model"], outcome="AssertionError",
-                reason="after the round trip, the If op's gradient meets the saved custom gradient function's "
-                       "captures, which live in neither the branch graph nor its outer graph, and "
-                       "cond_v2._resolve_grad_inputs asserts t.graph == cond_graph; the same cond with plain "
-                       "softplus differentiates fine after loading (tensorflow#40795, fixed for that case)",
+                reason="after the round trip, the If op's gradient meets the saved custom gradient "
+                       "function's captures, which live in neither the branch graph nor its outer "
+                       "graph, and cond_v2._resolve_grad_inputs asserts t.graph == cond_graph; the "
+                       "same cond with plain softplus differentiates fine after loading "
+                       "(tensorflow#40795, fixed for that case)",
             ),
             Expectation(
                 modes=KERAS3_STEPS, outcome="RuntimeError",

@@ -122,7 +122,8 @@ _POINT_127690 = {"features": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32),
 # requirements, so the installed one decides, not the TensorFlow release.
 _KERAS3 = keras3_release()
 _KERAS3_BUILD_ERROR = "ValueError" if _KERAS3 is not None and _KERAS3 >= (3, 14) else "RuntimeError"
-_KERAS3_BUILD_WORDS = ("a ValueError Keras 3.14 and later let through" if _KERAS3_BUILD_ERROR == "ValueError"
+_KERAS3_BUILD_WORDS = ("a ValueError Keras 3.14 and later let through" if _KERAS3_BUILD_ERROR
+                       == "ValueError"
                        else "a ValueError that Keras before 3.14 wraps in RuntimeError('Unable to "
                             "automatically build the model'), as it wraps any error there")
 
@@ -133,25 +134,27 @@ CASES = [
         fn=bar_all_keywords,
         points=[_POINT_65839],
         source=_ISSUE.format(65839),
-        description="a custom gradient called with keyword arguments only: eager silently uses ordinary "
-                    "autodiff (2(x - y)/3), the graph modes raise ValueError",
+        description="a custom gradient called with keyword arguments only: eager silently uses "
+                    "ordinary autodiff (2(x - y)/3), the graph modes raise ValueError",
         expectations=[
             Expectation(
                 modes=["eager", "keras_eager"], outcome=GRADIENT_UNUSED,
-                reason="the issue's silent fallback: the eager decorator records the custom op with the "
-                       "positional inputs only (none here), tape.h's ShouldRecord drops a record with no "
-                       "watched input, and the tape differentiates the body: grad is never called, so x's "
-                       "gradient is 2(x - y)/3 instead of the custom 1000 times that",
+                reason="the issue's silent fallback: the eager decorator records the custom op "
+                       "with the positional inputs only (none here), tape.h's ShouldRecord drops a "
+                       "record with no watched input, and the tape differentiates the body: grad "
+                       "is never called, so x's gradient is 2(x - y)/3 instead of the custom 1000 "
+                       "times that",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla", "graph", "saved_model", "keras_fit", "keras_xla",
-                       "keras_mixed", "keras_mirrored"],
+                modes=["no_autograph", "function", "xla", "graph", "saved_model", "keras_fit",
+                       "keras_xla", "keras_mixed", "keras_mirrored"],
                 outcome="ValueError",
                 reason="the graph-mode decorator refuses keyword arguments ('The custom_gradient "
-                       "decorator currently supports keywords arguments only when eager execution is "
-                       "enabled'); the eager one accepts them but records the custom op with the "
-                       "positional inputs only (none here), tape.h's ShouldRecord drops a record with no "
-                       "watched input, and the tape differentiates the function's body instead",
+                       "decorator currently supports keywords arguments only when eager execution "
+                       "is enabled'); the eager one accepts them but records the custom op with "
+                       "the positional inputs only (none here), tape.h's ShouldRecord drops a "
+                       "record with no watched input, and the tape differentiates the function's "
+                       "body instead",
             ),
             Expectation(
                 modes=KERAS3_STEPS, outcome=_KERAS3_BUILD_ERROR,
@@ -166,18 +169,18 @@ CASES = [
         fn=bar_mixed,
         points=[_POINT_65839],
         source=_ISSUE.format(65839),
-        description="the same called as bar(x, y=y): every mode raises ValueError, eager only when the "
-                    "gradient is taken (grad returns 2 gradients for 1 positional input)",
+        description="the same called as bar(x, y=y): every mode raises ValueError, eager only when "
+                    "the gradient is taken (grad returns 2 gradients for 1 positional input)",
         expectations=[
             Expectation(
                 modes=["eager", "forward", "keras_eager"], outcome="ValueError",
-                reason="the eager decorator counts only positional arguments as inputs, so grad's two "
-                       "gradients fail its check 'expected to return 1 gradients, but returned 2' at "
-                       "order 1 (tensorflow/tensorflow#77559 reports the same)",
+                reason="the eager decorator counts only positional arguments as inputs, so grad's "
+                       "two gradients fail its check 'expected to return 1 gradients, but returned "
+                       "2' at order 1 (tensorflow/tensorflow#77559 reports the same)",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla", "graph", "saved_model", "keras_fit", "keras_xla",
-                       "keras_mixed", "keras_mirrored"],
+                modes=["no_autograph", "function", "xla", "graph", "saved_model", "keras_fit",
+                       "keras_xla", "keras_mixed", "keras_mirrored"],
                 outcome="ValueError",
                 reason="the graph-mode decorator refuses any keyword argument at the call",
             ),
@@ -193,24 +196,24 @@ CASES = [
         fn=identity_no_gradients,
         points=[{"x": np.float32(1.0)}],
         source=_ISSUE.format(26048),
-        description="grad returns [] for one input (the report's process abort): ValueError in eager and "
-                    "graph, InternalError in tf.function; no mode aborts",
+        description="grad returns [] for one input (the report's process abort): ValueError in "
+                    "eager and graph, InternalError in tf.function; no mode aborts",
         expectations=[
             Expectation(
                 modes=["eager", "graph", "forward", "saved_model", "keras_eager", "keras3_eager"],
                 outcome="ValueError",
-                reason="the eager decorator now counts the gradients ('expected to return 1 gradients, "
-                       "but returned 0'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
-                       "gradient count",
+                reason="the eager decorator now counts the gradients ('expected to return 1 "
+                       "gradients, but returned 0'); tf.gradients' _VerifyGeneratedGradients "
+                       "rejects the IdentityN gradient count",
             ),
             Expectation(
                 modes=["no_autograph", "function", "xla", "keras_fit", "keras_xla", "keras_mixed",
                        "keras_mirrored", "keras3_fit", "keras3_xla", "keras3_mixed",
                        "keras3_mirrored"],
                 outcome="InternalError",
-                reason="the graph-mode decorator inside tf.function does not count the gradients; the "
-                       "tape's C++ check (pywrap_tfe_src.cc) reports the mismatch as InternalError "
-                       "'returned too few gradients'",
+                reason="the graph-mode decorator inside tf.function does not count the gradients; "
+                       "the tape's C++ check (pywrap_tfe_src.cc) reports the mismatch as "
+                       "InternalError 'returned too few gradients'",
             ),
         ],
     ),
@@ -225,9 +228,9 @@ CASES = [
             Expectation(
                 modes=["eager", "graph", "forward", "saved_model", "keras_eager", "keras3_eager"],
                 outcome="ValueError",
-                reason="the eager decorator counts the gradients ('expected to return 1 gradients, but "
-                       "returned 2'); tf.gradients' _VerifyGeneratedGradients rejects the IdentityN "
-                       "gradient count",
+                reason="the eager decorator counts the gradients ('expected to return 1 gradients, "
+                       "but returned 2'); tf.gradients' _VerifyGeneratedGradients rejects the "
+                       "IdentityN gradient count",
             ),
             Expectation(
                 modes=["no_autograph", "function", "xla", "keras_fit", "keras_xla", "keras_mixed",
@@ -245,14 +248,14 @@ CASES = [
         points=[{"x": np.float32(0.5)}],
         order=2,
         source=_ISSUE.format(34503),
-        description="grad itself a custom gradient of dy alone: the second derivative is None in every "
-                    "mode, and grad2 is never called",
+        description="grad itself a custom gradient of dy alone: the second derivative is None in "
+                    "every mode, and grad2 is never called",
         expectations=[
             Expectation(
                 modes=["forward"], outcome="TypeError",
-                reason="ForwardpropFromTape watches the ones it passes as dy, so the inner custom function of dy is "
-                       "recorded, and transposing it calls grad2(dx, ddy) with one argument; reverse mode never "
-                       "records that op",
+                reason="ForwardpropFromTape watches the ones it passes as dy, so the inner custom "
+                       "function of dy is recorded, and transposing it calls grad2(dx, ddy) with "
+                       "one argument; reverse mode never records that op",
             ),
         ],
     ),
@@ -262,36 +265,39 @@ CASES = [
         points=[{"x": np.float32(0.5)}],
         order=2,
         source=_ISSUE.format(34503),
-        description="the issue's workaround, an inner custom gradient of (x, dy): second derivative 1 in "
-                    "every mode",
+        description="the issue's workaround, an inner custom gradient of (x, dy): second "
+                    "derivative 1 in every mode",
         expectations=[
             Expectation(
                 modes=["keras_mixed", "keras_mirrored", "keras3_mixed", "keras3_mirrored"],
                 outcome=VALUES_DIFFER,
-                reason="grad_fn ignores its upstream gradient (the upstream oracle's finding): under mixed_float16 "
-                       "the LossScaleOptimizer hands it the loss scale 2**15 as dy and divides what it returns by "
-                       "2**15, giving 5 / 2**15; under MirroredStrategy each of the two replicas returns 5 for its "
-                       "half of the loss and the optimizer sums them to 10",
+                reason="grad_fn ignores its upstream gradient (the upstream oracle's finding): "
+                       "under mixed_float16 the LossScaleOptimizer hands it the loss scale 2**15 "
+                       "as dy and divides what it returns by 2**15, giving 5 / 2**15; under "
+                       "MirroredStrategy each of the two replicas returns 5 for its half of the "
+                       "loss and the optimizer sums them to 10",
             ),
             Expectation(
                 modes=["saved_model"], outcome="LookupError", reason=SAVED_MODEL_DROPS_INNER,
             ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason="the inner body (ones_like) has no JVP, so ForwardpropFromTape differentiates grad2 with "
-                       "respect to its upstream dx2; grad2 returns constants that ignore it, so order 2 is None "
-                       "(unconnected) where reverse mode reads grad2's 1",
+                reason="the inner body (ones_like) has no JVP, so ForwardpropFromTape "
+                       "differentiates grad2 with respect to its upstream dx2; grad2 returns "
+                       "constants that ignore it, so order 2 is None (unconnected) where reverse "
+                       "mode reads grad2's 1",
             ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, orders=[2],
-                reason="grad2 returns 1 for x by construction, the value the issue expects to see; the true second "
-                       "derivative of 5x is 0",
+                reason="grad2 returns 1 for x by construction, the value the issue expects to see; "
+                       "the true second derivative of 5x is 0",
             ),
             Expectation(
                 modes=["upstream"], outcome=VALUES_DIFFER, orders=[1],
-                reason="the workaround's first derivative ignores its upstream gradient: grad_34503_workaround "
-                       "returns 5 * ones_like(x) whatever dy is, where the derivative of 5x times dy is 5 dy, so "
-                       "inside any loss but the plain sum (3 * op(x), a weighted sum) the gradient is wrong",
+                reason="the workaround's first derivative ignores its upstream gradient: "
+                       "grad_34503_workaround returns 5 * ones_like(x) whatever dy is, where the "
+                       "derivative of 5x times dy is 5 dy, so inside any loss but the plain sum (3 "
+                       "* op(x), a weighted sum) the gradient is wrong",
             ),
         ],
     ),
@@ -302,9 +308,9 @@ CASES = [
         source=_ISSUE.format(127690),
         description="tf.nn.silu with beta of shape (2,): the tapes return a scalar beta gradient, "
                     "0.679 = the sum of the right [0.603, 0.076]; tf.gradients rejects its shape",
-        # Only keras_mixed computes in float16: beta's gradient with upstream weights sums terms of size up to
-        # about 2 that cancel to 0.0136, so float16's rounding of each term (about 1e-3) leaves an error near
-        # 1e-2, judged against the terms' scale instead of element by element.
+        # Only keras_mixed computes in float16: beta's gradient with upstream weights sums terms of
+        # size up to about 2 that cancel to 0.0136, so float16's rounding of each term (about 1e-3)
+        # leaves an error near 1e-2, judged against the terms' scale instead of element by element.
         tolerance={"float16": Tol(rtol=1e-2, atol=1.5e-2)},
         expectations=[
             Expectation(
@@ -322,20 +328,22 @@ CASES = [
             ),
             Expectation(
                 modes=["forward"], outcome="InvalidArgumentError",
-                reason="transposing grad_fn feeds beta's (2,) tangent as the upstream gradient of the () beta "
-                       "gradient that nn_impl.swish's grad_fn reduces to, and _SumGrad's reshape fails",
+                reason="transposing grad_fn feeds beta's (2,) tangent as the upstream gradient of "
+                       "the () beta gradient that nn_impl.swish's grad_fn reduces to, and "
+                       "_SumGrad's reshape fails",
             ),
             Expectation(
                 modes=["eager", "no_autograph", "function", "xla"], outcome=BAD_GRADIENT,
                 reason="silu's grad_fn reduces the beta gradient with an unconditional reduce_sum "
-                       "(nn_impl.swish), and a GradientTape passes a gradient on without checking its "
-                       "shape against the input's",
+                       "(nn_impl.swish), and a GradientTape passes a gradient on without checking "
+                       "its shape against the input's",
             ),
             Expectation(
                 modes=["graph", "saved_model"], outcome="ValueError",
                 reason="tf.gradients sets each input gradient's shape to its input's "
-                       "(gradients_util._GradientsHelper) and raises 'Incompatible shapes between op "
-                       "input and calculated input gradient' for the () gradient of the (2,) beta",
+                       "(gradients_util._GradientsHelper) and raises 'Incompatible shapes between "
+                       "op input and calculated input gradient' for the () gradient of the (2,) "
+                       "beta",
             ),
         ],
     ),
@@ -344,23 +352,26 @@ CASES = [
         fn=log1pexp,
         points=[{"x": np.float32(0.0)}, {"x": np.float32(100.0)}],
         source=_ISSUE.format(40166),
-        description="a custom gradient saved in a SavedModel and differentiated in a process that never ran "
-                    "its Python: 0.5 and 1.0 with the saved gradient function, LookupError without it",
+        description="a custom gradient saved in a SavedModel and differentiated in a process that "
+                    "never ran its Python: 0.5 and 1.0 with the saved gradient function, "
+                    "LookupError without it",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=100.0"],
-                reason=FORWARD_USES_THE_BODY + ": the body log(1 + e) overflows at x = 100, so its derivative is "
+                reason=FORWARD_USES_THE_BODY
+                + ": the body log(1 + e) overflows at x = 100, so its derivative is "
                        "inf / inf = NaN where grad_fn gives 1",
             ),
             Expectation(
                 modes=["saved_model_nocg"], outcome="LookupError",
-                reason="saved with SaveOptions(experimental_custom_gradients=False), the IdentityN op keeps "
-                       "its _gradient_op_type 'CustomGradient-N' but no gradient function is traced for it "
-                       "(save.py's _trace_gradient_functions is skipped); loading keeps the name "
-                       "(function_deserialization._fix_fdef_in_place warns of 'unsaved custom gradients'), "
-                       "the loading process has nothing registered under it, and gradients_util raises "
-                       "'No gradient defined for operation IdentityN', already at the forward call under a "
-                       "tape, where the loaded function builds its backward function",
+                reason="saved with SaveOptions(experimental_custom_gradients=False), the IdentityN "
+                       "op keeps its _gradient_op_type 'CustomGradient-N' but no gradient function "
+                       "is traced for it (save.py's _trace_gradient_functions is skipped); loading "
+                       "keeps the name (function_deserialization._fix_fdef_in_place warns of "
+                       "'unsaved custom gradients'), the loading process has nothing registered "
+                       "under it, and gradients_util raises 'No gradient defined for operation "
+                       "IdentityN', already at the forward call under a tape, where the loaded "
+                       "function builds its backward function",
             ),
         ],
     ),

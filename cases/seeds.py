@@ -118,24 +118,28 @@ CASES = [
         points=[{"x": np.float32(1.0)}, {"x": np.float32(100.0)}],
         order=2,
         source=_SO,
-        description="nested custom gradient: dy 0.7310586 / 1.0, ddy -1.7182817 / -inf at x = 1 / 100",
+        description="nested custom gradient: dy 0.7310586 / 1.0, ddy -1.7182817 / -inf at x = 1 / "
+                    "100",
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError",
-                reason=SAVED_MODEL_DROPS_INNER + ": the seed's second_order_gradient is lost, and the order 2 tape "
+                reason=SAVED_MODEL_DROPS_INNER
+                + ": the seed's second_order_gradient is lost, and the order 2 tape "
                        "makes order 1 fail too",
             ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": the inner custom op's body returns the x_grad it captured, so "
-                       "order 2 is the true 0.19661194 at x = 1 instead of 1 - e, and at x = 100 the overflowing "
-                       "body gives NaN at orders 1 and 2",
+                reason=FORWARD_USES_THE_BODY
+                + ": the inner custom op's body returns the x_grad it captured, so "
+                       "order 2 is the true 0.19661194 at x = 1 instead of 1 - e, and at x = 100 "
+                       "the overflowing body gives NaN at orders 1 and 2",
             ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, orders=[2],
-                reason="the answer defines the second derivative as 1 - e 'to make our life easier': the true one "
-                       "is sigmoid(x)(1 - sigmoid(x)), 0.19661193 at x = 1 and 0 at x = 100, where 1 - e gives "
-                       "-1.7182817 and -inf; every mode computes the case's numbers faithfully",
+                reason="the answer defines the second derivative as 1 - e 'to make our life "
+                       "easier': the true one is sigmoid(x)(1 - sigmoid(x)), 0.19661193 at x = 1 "
+                       "and 0 at x = 100, where 1 - e gives -1.7182817 and -inf; every mode "
+                       "computes the case's numbers faithfully",
             ),
         ],
     ),
@@ -150,7 +154,8 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["saved_model"], outcome="LookupError",
-                reason=SAVED_MODEL_DROPS_INNER + "; the inner grad_fn with the wrong gradient count is never reached",
+                reason=SAVED_MODEL_DROPS_INNER
+                + "; the inner grad_fn with the wrong gradient count is never reached",
             ),
             Expectation(
                 modes=["eager", "graph", "forward"], outcome="ValueError",
@@ -204,17 +209,18 @@ CASES = [
                     "cannot branch on a tensor",
         expectations=[
             Expectation(
-                modes=["no_autograph", "function", "xla", "graph", "saved_model", "keras_fit", "keras_xla",
-                       "keras_mixed", "keras_mirrored"],
+                modes=["no_autograph", "function", "xla", "graph", "saved_model", "keras_fit",
+                       "keras_xla", "keras_mixed", "keras_mirrored"],
                 outcome="OperatorNotAllowedInGraphError",
-                reason="a Python `if` on a symbolic tensor cannot be traced, and autograph does not "
-                       "convert the function inside the tf.custom_gradient wrapper",
+                reason="a Python `if` on a symbolic tensor cannot be traced, and autograph does "
+                       "not convert the function inside the tf.custom_gradient wrapper",
             ),
             Expectation(
                 modes=KERAS3_STEPS, outcome="RuntimeError",
-                reason=f"{KERAS3_SYMBOLIC_BUILD}, and wraps what that raises in RuntimeError('Unable to "
-                       "automatically build the model'): here the Python `if` on a symbolic tensor "
-                       "('Using a symbolic `tf.Tensor` as a Python `bool` is not allowed')",
+                reason=f"{KERAS3_SYMBOLIC_BUILD}, and wraps what that raises in "
+                       "RuntimeError('Unable to automatically build the model'): here the Python "
+                       "`if` on a symbolic tensor ('Using a symbolic `tf.Tensor` as a Python "
+                       "`bool` is not allowed')",
             ),
         ],
     ),

@@ -112,8 +112,8 @@ CASES = [
         points=[{"x": np.array([1.0, -2.0], np.float32)}],
         order=2,
         source=_contract("a nested tuple output is flattened"),
-        description="((x^2, x^3), 2x): grad_fn takes three upstream gradients, gradient 2x + 3x^2 + 2, "
-                    "then 2 + 6x",
+        description="((x^2, x^3), 2x): grad_fn takes three upstream gradients, gradient 2x + 3x^2 "
+                    "+ 2, then 2 + 6x",
     ),
     Case(
         id="structure.dict_output",
@@ -128,13 +128,15 @@ CASES = [
         fn=scale_by,
         points=[{"x": np.array([1.0, 2.0], np.float32), "scale": np.float32(3.0)}],
         source=_contract("None for an input means no gradient"),
-        description="grad_fn returns None for `scale`: its gradient is None (unconnected) in every mode, "
-                    "x's is 3; the case names no wrt, so the numeric oracle says there is no gradient for "
-                    "scale and judges x's (--strict_none judges the None: sum(x) = 3 is the true derivative)",
+        description="grad_fn returns None for `scale`: its gradient is None (unconnected) in every "
+                    "mode, x's is 3; the case names no wrt, so the numeric oracle says there is no "
+                    "gradient for scale and judges x's (--strict_none judges the None: sum(x) = 3 "
+                    "is the true derivative)",
         expectations=[
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
-                reason=FORWARD_USES_THE_BODY + ": the body x * scale connects scale, so its gradient is sum(x) = 3 "
+                reason=FORWARD_USES_THE_BODY
+                + ": the body x * scale connects scale, so its gradient is sum(x) = 3 "
                        "where grad_fn's None says unconnected",
             ),
         ],
@@ -145,26 +147,26 @@ CASES = [
         points=[{"params": np.array([1.0, 2.0, 3.0], np.float32)}],
         order=2,
         source=_contract("tf.gather's IndexedSlices gradient flowing out of a custom gradient"),
-        description="custom cube of gather(params, [0, 2, 0]): IndexedSlices with a repeated index, "
-                    "summed to [6, 0, 27], then [12, 0, 18]",
+        description="custom cube of gather(params, [0, 2, 0]): IndexedSlices with a repeated "
+                    "index, summed to [6, 0, 27], then [12, 0, 18]",
     ),
     Case(
         id="structure.indexed_slices_from_grad_fn",
         fn=gather_rows,
         points=[{"params": np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)}],
         source=_contract("grad_fn returning tf.IndexedSlices"),
-        description="a custom gather whose grad_fn returns IndexedSlices(10 dy, [2, 0, 2]): gradient "
-                    "rows [10, 10], [0, 0], [20, 20]",
+        description="a custom gather whose grad_fn returns IndexedSlices(10 dy, [2, 0, 2]): "
+                    "gradient rows [10, 10], [0, 0], [20, 20]",
         expectations=[
             Expectation(
                 modes=["forward"], outcome="AttributeError",
-                reason="ForwardpropFromTape treats grad_fn's outputs as tensors with tape ids, and an IndexedSlices "
-                       "has none ('IndexedSlices' object has no attribute '_id')",
+                reason="ForwardpropFromTape treats grad_fn's outputs as tensors with tape ids, and "
+                       "an IndexedSlices has none ('IndexedSlices' object has no attribute '_id')",
             ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
-                reason="grad_fn scales dy by 10 on purpose, so that the IndexedSlices it returns are easy to tell "
-                       "from tf.gather's own gradient",
+                reason="grad_fn scales dy by 10 on purpose, so that the IndexedSlices it returns "
+                       "are easy to tell from tf.gather's own gradient",
             ),
         ],
     ),
@@ -173,7 +175,7 @@ CASES = [
         fn=max_and_argmax,
         points=[{"x": np.array([0.5, 2.0, -1.0], np.float32)}],
         source=_contract("an integer output next to a float one"),
-        description="(max, argmax as int64): the int output 1 is reported, not differentiated; gradient "
-                    "one_hot(1) = [0, 1, 0]",
+        description="(max, argmax as int64): the int output 1 is reported, not differentiated; "
+                    "gradient one_hot(1) = [0, 1, 0]",
     ),
 ]

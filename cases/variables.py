@@ -17,18 +17,18 @@ from harness.cases import FORWARD_USES_THE_BODY, KERAS3_SYMBOLIC_BUILD, RACING_S
 # and the builder's own variables are plain tf.Variables, which no policy casts.
 _PLAIN_VARIABLE_UNDER_MIXED = Expectation(
     modes=["keras_mixed"], outcome="TypeError",
-    reason="the builder's plain tf.Variable is not a Keras weight, so the mixed_float16 policy does not autocast "
-           "it: its float32 value meets the float16 argument in the forward (TypeError: 'does not match type "
-           "float16')",
+    reason="the builder's plain tf.Variable is not a Keras weight, so the mixed_float16 policy "
+           "does not autocast it: its float32 value meets the float16 argument in the forward "
+           "(TypeError: 'does not match type float16')",
 )
 
 # Keras 3 meets the same float32 value in the symbolic build its fit starts with.
 _PLAIN_VARIABLE_UNDER_KERAS3_MIXED = Expectation(
     modes=["keras3_mixed"], outcome="RuntimeError",
     reason=f"{KERAS3_SYMBOLIC_BUILD}, and wraps what that raises in RuntimeError('Unable to "
-           "automatically build the model'): here the builder's plain tf.Variable, which is no Keras 3 "
-           "variable and which the mixed_float16 policy does not cast, meets the float16 argument in the "
-           "forward ('does not match type float16')",
+           "automatically build the model'): here the builder's plain tf.Variable, which is no "
+           "Keras 3 variable and which the mixed_float16 policy does not cast, meets the float16 "
+           "argument in the forward ('does not match type float16')",
 )
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
@@ -145,8 +145,8 @@ CASES = [
         points=[{"x": np.array([1.0, 3.0], np.float32)}],
         wrt_variables=True,
         source=_DOCS,
-        description="x * w with grad_fn(dy, variables): gradient w = [2, -1] w.r.t. x and x = [1, 3] "
-                    "w.r.t. w",
+        description="x * w with grad_fn(dy, variables): gradient w = [2, -1] w.r.t. x and x = [1, "
+                    "3] w.r.t. w",
         expectations=[
             Expectation(
                 modes=RACING_STEPS, outcome="UpdateRace",
@@ -160,12 +160,13 @@ CASES = [
         wrt_variables=True,
         order=2,
         source=_DOCS,
-        description="tanh(W^T x + b) reading two variables, gradients matched to `variables` by identity, "
-                    "to order 2 w.r.t. x, W and b",
+        description="tanh(W^T x + b) reading two variables, gradients matched to `variables` by "
+                    "identity, to order 2 w.r.t. x, W and b",
         expectations=[
             Expectation(
                 modes=RACING_STEPS, outcome="UpdateRace",
-                reason=f"grad_fn reads w for x's gradient (matvec(w, dz)), which Grappler merges with "
+                reason="grad_fn reads w for x's gradient (matvec(w, dz)), which Grappler merges "
+                       "with "
                        f"the forward's read: {UPDATE_RACE}",
             ),_PLAIN_VARIABLE_UNDER_MIXED],
     ),
@@ -175,8 +176,8 @@ CASES = [
         points=[{"x": np.array([1.0, 3.0], np.float32)}],
         wrt_variables=True,
         source=_DOCS,
-        description="a resource variable passed as an argument is an input, not one of `variables`: "
-                    "gradients [1.5, -2] w.r.t. x and [1, 3] w.r.t. v",
+        description="a resource variable passed as an argument is an input, not one of "
+                    "`variables`: gradients [1.5, -2] w.r.t. x and [1, 3] w.r.t. v",
         expectations=[_PLAIN_VARIABLE_UNDER_MIXED],
     ),
     Case(
@@ -184,8 +185,8 @@ CASES = [
         build=build_non_trainable,
         points=[{"x": np.array([1.0, -1.0], np.float32)}],
         source=_DOCS,
-        description="a non-trainable variable read in the forward pass is not one of `variables`, so "
-                    "grad_fn(dy) suffices: gradient 3 w.r.t. x",
+        description="a non-trainable variable read in the forward pass is not one of `variables`, "
+                    "so grad_fn(dy) suffices: gradient 3 w.r.t. x",
         expectations=[_PLAIN_VARIABLE_UNDER_MIXED, _PLAIN_VARIABLE_UNDER_KERAS3_MIXED],
     ),
     Case(
@@ -193,25 +194,26 @@ CASES = [
         build=build_no_variables_argument,
         points=[{"x": np.float32(1.0)}],
         source=_DOCS,
-        description="reading a trainable variable with a grad_fn that takes no `variables`: TypeError "
-                    "in every mode, at the call",
+        description="reading a trainable variable with a grad_fn that takes no `variables`: "
+                    "TypeError in every mode, at the call",
         expectations=[
             _PLAIN_VARIABLE_UNDER_MIXED,
             Expectation(
-                modes=["eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model", "keras_eager",
-                       "keras_fit", "keras_xla", "keras_mirrored"],
+                modes=["eager", "no_autograph", "function", "xla", "graph", "forward",
+                       "saved_model", "keras_eager", "keras_fit", "keras_xla", "keras_mirrored"],
                 outcome="TypeError",
-                reason="both decorators check grad_fn's signature when the function reads a variable "
-                       "and raise '@tf.custom_gradient grad_fn must accept keyword argument "
-                       "'variables''; the docstring makes it a requirement",
+                reason="both decorators check grad_fn's signature when the function reads a "
+                       "variable and raise '@tf.custom_gradient grad_fn must accept keyword "
+                       "argument 'variables''; the docstring makes it a requirement",
             ),
             _PLAIN_VARIABLE_UNDER_KERAS3_MIXED,
             Expectation(
                 modes=["keras3_eager", "keras3_fit", "keras3_xla", "keras3_mirrored"],
                 outcome="RuntimeError",
-                reason=f"{KERAS3_SYMBOLIC_BUILD}, and wraps what that raises in RuntimeError('Unable to "
-                       "automatically build the model'): here the TypeError of every other mode, "
-                       "'grad_fn must accept keyword argument 'variables''",
+                reason=f"{KERAS3_SYMBOLIC_BUILD}, and wraps what that raises in "
+                       "RuntimeError('Unable to automatically build the model'): here the "
+                       "TypeError of every other mode, 'grad_fn must accept keyword argument "
+                       "'variables''",
             ),
         ],
     ),
@@ -220,33 +222,37 @@ CASES = [
         build=build_cond_around_call,
         points=[{"x": np.float32(5.0)}],
         source="https://github.com/tensorflow/tensorflow/issues/50170",
-        description="the issue's code: a custom gradient whose grad_fn reads a variable, called in a "
-                    "tf.cond branch: gradient w = 2, but tf.function raises AttributeError",
+        description="the issue's code: a custom gradient whose grad_fn reads a variable, called in "
+                    "a tf.cond branch: gradient w = 2, but tf.function raises AttributeError",
         expectations=[
             _PLAIN_VARIABLE_UNDER_MIXED,
             _PLAIN_VARIABLE_UNDER_KERAS3_MIXED,
             Expectation(
-                modes=["no_autograph", "function", "xla", "saved_model", "keras_fit", "keras_xla", "keras_mirrored",
-                       "keras3_fit", "keras3_xla", "keras3_mirrored"],
+                modes=["no_autograph", "function", "xla", "saved_model", "keras_fit", "keras_xla",
+                       "keras_mirrored", "keras3_fit", "keras3_xla", "keras3_mirrored"],
                 outcome="AttributeError",
-                reason="the variable is created eagerly, so grad_fn's read inside the If op's gradient "
-                       "branch captures its handle, an EagerTensor, directly; cond_v2._resolve_grad_inputs "
-                       "asks every external capture for .graph, which an EagerTensor does not have. The v1 "
-                       "graph builds the variable in the graph (a graph handle), and eager runs the branch "
-                       "without an If op. The issue reported the same code failing on 2.5",
+                reason="the variable is created eagerly, so grad_fn's read inside the If op's "
+                       "gradient branch captures its handle, an EagerTensor, directly; "
+                       "cond_v2._resolve_grad_inputs asks every external capture for .graph, which "
+                       "an EagerTensor does not have. The v1 graph builds the variable in the "
+                       "graph (a graph handle), and eager runs the branch without an If op. The "
+                       "issue reported the same code failing on 2.5",
                 tf_versions=">=2.13",
             ),
             Expectation(
-                modes=["no_autograph", "function", "xla", "saved_model", "keras_fit", "keras_xla", "keras_mirrored"],
+                modes=["no_autograph", "function", "xla", "saved_model", "keras_fit", "keras_xla",
+                       "keras_mirrored"],
                 outcome="TypeError", tf_versions="<2.13",
-                reason="the same capture of the variable's EagerTensor handle fails one step earlier on 2.12, "
-                       "with TypeError: reading the variable in the gradient branch gets the captured handle as "
-                       "a plain tensor ('Expected resource passed to parameter 'resource' of op 'ReadVariableOp'', "
-                       "raised as 'Expected float32 passed to parameter 'y' of op 'Mul', got <tf.Variable ...>'), "
-                       "and the SavedModel's tracing fails in the capture itself: FuncGraph.capture passes a shape "
-                       "to _capture_helper(tensor, name, shape) for a resource EagerTensor, and "
-                       "_CondGradFuncGraph._capture_helper(self, tensor, name) takes none ('takes 3 positional "
-                       "arguments but 4 were given'); 2.13's capture no longer passes it",
+                reason="the same capture of the variable's EagerTensor handle fails one step "
+                       "earlier on 2.12, with TypeError: reading the variable in the gradient "
+                       "branch gets the captured handle as a plain tensor ('Expected resource "
+                       "passed to parameter 'resource' of op 'ReadVariableOp'', raised as "
+                       "'Expected float32 passed to parameter 'y' of op 'Mul', got <tf.Variable "
+                       "...>'), and the SavedModel's tracing fails in the capture itself: "
+                       "FuncGraph.capture passes a shape to _capture_helper(tensor, name, shape) "
+                       "for a resource EagerTensor, and _CondGradFuncGraph._capture_helper(self, "
+                       "tensor, name) takes none ('takes 3 positional arguments but 4 were "
+                       "given'); 2.13's capture no longer passes it",
             ),
         ],
     ),
@@ -255,18 +261,20 @@ CASES = [
         build=build_cond_in_grad_fn,
         points=[{"x": np.float32(5.0)}, {"x": np.float32(-5.0)}],
         source="https://github.com/tensorflow/tensorflow/issues/50170",
-        description="a variable read under tf.cond inside grad_fn itself: gradient 2 at x = 5, 0 at x = -5",
+        description="a variable read under tf.cond inside grad_fn itself: gradient 2 at x = 5, 0 "
+                    "at x = -5",
         expectations=[
             _PLAIN_VARIABLE_UNDER_MIXED,
             _PLAIN_VARIABLE_UNDER_KERAS3_MIXED,
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER, points=["x=-5.0"],
-                reason=FORWARD_USES_THE_BODY + ": the body w * x gives w = 2 where grad_fn's tf.cond gives 0",
+                reason=FORWARD_USES_THE_BODY
+                + ": the body w * x gives w = 2 where grad_fn's tf.cond gives 0",
             ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER, points=["x=-5.0"],
-                reason="grad_fn returns 0 for negative x by design (its tf.cond on x > 0), where the derivative of "
-                       "w * x is w = 2",
+                reason="grad_fn returns 0 for negative x by design (its tf.cond on x > 0), where "
+                       "the derivative of w * x is w = 2",
             ),
         ],
     ),

@@ -20,11 +20,14 @@ import importlib
 # the command line imports only the parts it runs (harness.api, say, brings the checking code).
 _FROM = {
     "assert_consistent": "harness.api", "check": "harness.api",
-    **{name: "harness.case" for name in ("BAD_GRADIENT", "GRADIENT_UNUSED", "ORACLES", "VALUES_DIFFER", "Case",
+    **{name: "harness.case"
+       for name in ("BAD_GRADIENT", "GRADIENT_UNUSED", "ORACLES", "VALUES_DIFFER", "Case",
                                          "CaseError", "Domain", "Expectation", "Point")},
-    **{name: "harness.records" for name in ("ErrorInfo", "ModeOutcome", "OracleOutcome", "Output", "Result",
+    **{name: "harness.records"
+       for name in ("ErrorInfo", "ModeOutcome", "OracleOutcome", "Output", "Result",
                                             "Status", "Usage", "Verdict")},
-    **{name: "harness.judge.tolerance" for name in ("DEFAULT_TOLERANCES", "NUMERIC_TOLERANCES", "Tol")},
+    **{name: "harness.judge.tolerance"
+       for name in ("DEFAULT_TOLERANCES", "NUMERIC_TOLERANCES", "Tol")},
 }
 
 

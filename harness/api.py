@@ -31,7 +31,8 @@ def _points(inputs: Inputs, dtype: str) -> list[tuple[np.ndarray, ...]]:
     points = []
     for value in inputs:
         args = value if isinstance(value, tuple) else (value,)
-        points.append(tuple(a if isinstance(a, (np.ndarray, np.generic)) else np.asarray(a, dtype=dtype)
+        points.append(tuple(a if isinstance(a, (np.ndarray, np.generic))
+                            else np.asarray(a, dtype=dtype)
                             for a in args))
     return points
 
@@ -65,10 +66,10 @@ def check(fn: Callable, inputs: Inputs, *, order: int = 1, modes: Union[str, Seq
 
     names = mode_names.parse_modes(modes if isinstance(modes, str) else ",".join(modes))
     name = getattr(fn, "__name__", "function").replace("<lambda>", "lambda")
-    case = case_for(fn, name, _points(inputs, dtype), order, source=f"{getattr(fn, '__module__', '?')}.{name}",
-                    **case_options)
-    options = RunOptions(unconnected_zero=unconnected_zero, numeric=numeric, numeric_full=numeric_full,
-                         repeat=repeat, upstream=upstream)
+    case = case_for(fn, name, _points(inputs, dtype), order,
+                    source=f"{getattr(fn, '__module__', '?')}.{name}", **case_options)
+    options = RunOptions(unconnected_zero=unconnected_zero, numeric=numeric,
+                         numeric_full=numeric_full, repeat=repeat, upstream=upstream)
     return run_here.run_case(case, names, options,
                              rerun=lambda c, p: f"harness.check({name}, ...) at {p.label}",
                              strict_xpass=strict_xpass)

@@ -117,7 +117,9 @@ class Expectation:
     orders: Sequence[int] = ()
 
     def __post_init__(self):
-        object.__setattr__(self, "modes", (self.modes,) if isinstance(self.modes, str) else tuple(self.modes))
+        object.__setattr__(self,
+                           "modes", (self.modes,) if isinstance(self.modes, str)
+                           else tuple(self.modes))
         object.__setattr__(self, "points", tuple(self.points))
         object.__setattr__(self, "orders", tuple(self.orders))
 
@@ -275,10 +277,13 @@ class Case:
         parameters = self._positional_parameters()
         for index, raw in enumerate(self.points):
             if not isinstance(raw, Mapping) or not raw:
-                raise _fail(self.id, "points", f"point {index} is {raw!r}; give {{name: NumPy value}}")
-            these = tuple(raw) if parameters is None else self._in_call_order(index, tuple(raw), *parameters)
+                raise _fail(self.id, "points",
+                            f"point {index} is {raw!r}; give {{name: NumPy value}}")
+            these = (tuple(raw) if parameters is None
+                     else self._in_call_order(index, tuple(raw), *parameters))
             if names is not None and these != names:
-                raise _fail(self.id, "points", f"point {index} has arguments {these}, point 0 has {names}")
+                raise _fail(self.id, "points",
+                            f"point {index} has arguments {these}, point 0 has {names}")
             names = these
             values = []
             for name in names:
@@ -307,35 +312,40 @@ class Case:
             parameters = inspect.signature(self.fn).parameters.values()
         except (TypeError, ValueError):
             return None
-        named = tuple(p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        named = tuple(p.name for p in parameters
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
         return named, any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
     def _in_call_order(self, index: int, given: tuple[str, ...], named: tuple[str, ...],
                        star: bool) -> tuple[str, ...]:
-        """A point's argument names in fn's positional order (the extra ones *args takes last, as given;
-        all of them as given when *args takes every one)."""
+        """A point's argument names in fn's positional order (the extra ones *args takes last, as
+        given; all of them as given when *args takes every one)."""
         extra = tuple(n for n in given if n not in named)
         if extra and not star:
-            raise _fail(self.id, "points", f"point {index} names {extra[0]!r}, which is not an argument of 'fn'; "
+            raise _fail(self.id, "points",
+                        f"point {index} names {extra[0]!r}, which is not an argument of 'fn'; "
                                            f"its arguments: {', '.join(named) or 'none'}")
         ordered = tuple(n for n in named if n in given)
         if not ordered:
             return given
         if ordered != named[:len(ordered)] or extra and len(ordered) < len(named):
             missing = next(n for n in named if n not in given)
-            raise _fail(self.id, "points", f"point {index} leaves out argument {missing!r} but gives a later one; "
+            raise _fail(self.id, "points",
+                        f"point {index} leaves out argument {missing!r} but gives a later one; "
                                            "the values are passed positionally, so give it too")
         return ordered + extra
 
     def _validate_callable(self) -> None:
         if (self.fn is None) == (self.build is None):
-            raise _fail(self.id, "fn", "give exactly one of fn (the function) and build (a builder)")
+            raise _fail(self.id, "fn",
+                        "give exactly one of fn (the function) and build (a builder)")
         target = self.fn if self.fn is not None else self.build
         if not callable(target):
             field = "fn" if self.fn is not None else "build"
             raise _fail(self.id, field, f"{target!r} is not callable")
         if self.wrt_variables and self.build is None:
-            raise _fail(self.id, "wrt_variables", "variables are created by a builder: give build, not fn")
+            raise _fail(self.id, "wrt_variables",
+                        "variables are created by a builder: give build, not fn")
         if self.build is not None:
             self._check_binds(self.build, (), "build", "a builder takes no arguments")
         else:
@@ -365,11 +375,13 @@ class Case:
         else:
             wrt = (self.wrt,) if isinstance(self.wrt, str) else tuple(self.wrt)
         if not wrt and not self.wrt_variables:
-            raise _fail(self.id, "wrt", "nothing to differentiate: no floating or complex argument; name "
+            raise _fail(self.id, "wrt",
+                        "nothing to differentiate: no floating or complex argument; name "
                                         "arguments in wrt, or set wrt_variables with a builder")
         for name in wrt:
             if name not in dtypes:
-                raise _fail(self.id, "wrt", f"{name!r} is not an argument; arguments: {', '.join(point.names)}")
+                raise _fail(self.id, "wrt",
+                            f"{name!r} is not an argument; arguments: {', '.join(point.names)}")
             for p in self.points:
                 dtype = p.values[p.names.index(name)].dtype
                 if not _is_differentiable(dtype):
@@ -393,28 +405,35 @@ class Case:
                 raise _fail(self.id, "reference", f"{self.reference!r} is not callable")
             if self.build is not None:
                 self._check_binds(self.reference, (), "reference",
-                                  "the case has build, so reference is a builder too: it takes no arguments")
+                                  "the case has build, so reference is a builder too: it takes no "
+                                  "arguments")
             else:
                 self._check_binds(self.reference, names, "reference",
-                                  f"it must accept the point argument(s) {', '.join(names)} positionally")
+                                  f"it must accept the point argument(s) {', '.join(names)} "
+                                  "positionally")
         if self.analytic is not None:
             if not callable(self.analytic):
                 raise _fail(self.id, "analytic", f"{self.analytic!r} is not callable")
             self._check_binds(self.analytic, names, "analytic",
-                              f"it must accept the point argument(s) {', '.join(names)} as NumPy values")
+                              f"it must accept the point argument(s) {', '.join(names)} as NumPy "
+                              "values")
         labels = {p.label for p in self.points}
-        for field, table, known, what in (("kinks", self.kinks, labels | {"*"}, "point label or '*'"),
-                                          ("skip_modes", self.skip_modes, set(mode_names.KNOWN_MODES), "mode")):
+        for field, table, known, what in (("kinks", self.kinks, labels | {"*"},
+                                           "point label or '*'"),
+                                          ("skip_modes", self.skip_modes,
+                                           set(mode_names.KNOWN_MODES), "mode")):
             if not isinstance(table, Mapping):
                 raise _fail(self.id, field, f"give a mapping from {what} to the reason")
             for key, reason in table.items():
                 if key not in known:
-                    raise _fail(self.id, field, f"{key!r} is not a {what}; known: {', '.join(sorted(known))}")
+                    raise _fail(self.id, field,
+                                f"{key!r} is not a {what}; known: {', '.join(sorted(known))}")
                 if not isinstance(reason, str) or not reason.strip():
                     raise _fail(self.id, field, f"{key!r} needs a reason: say why")
         object.__setattr__(self, "kinks", dict(self.kinks))
         object.__setattr__(self, "skip_modes", dict(self.skip_modes))
-        if not isinstance(self.notes, Mapping) or not all(isinstance(v, str) for v in self.notes.values()):
+        if (not isinstance(self.notes, Mapping)
+            or not all(isinstance(v, str) for v in self.notes.values())):
             raise _fail(self.id, "notes", "give a mapping from point label to a line of text")
         object.__setattr__(self, "notes", {k: v for k, v in self.notes.items() if k in labels})
         object.__setattr__(self, "drawn", tuple(label for label in self.drawn if label in labels))
@@ -423,13 +442,16 @@ class Case:
         names = (self.symmetric,) if isinstance(self.symmetric, str) else tuple(self.symmetric)
         for name in names:
             if name not in self.wrt:
-                raise _fail(self.id, "symmetric", f"{name!r} is not a differentiated argument; differentiated: "
+                raise _fail(self.id, "symmetric",
+                            f"{name!r} is not a differentiated argument; differentiated: "
                                                   f"{', '.join(self.wrt) or 'none'}")
             for p in self.points:
                 shape = p.values[p.names.index(name)].shape
                 if len(shape) < 2 or shape[-1] != shape[-2]:
-                    raise _fail(self.id, "symmetric", f"argument {name!r} has shape {list(shape)} at {p.label}; a "
-                                                      "symmetric argument is square in its last two axes")
+                    raise _fail(self.id, "symmetric",
+                                f"argument {name!r} has shape {list(shape)} at {p.label}; a "
+                                                      "symmetric argument is square in its last "
+                                                      "two axes")
         return names
 
     def _validate_domains(self) -> None:
@@ -439,14 +461,18 @@ class Case:
         for name, domain in self.domains.items():
             field = f"domains[{name!r}]"
             if name not in point.names:
-                raise _fail(self.id, field, f"{name!r} is not an argument; arguments: {', '.join(point.names)}")
+                raise _fail(self.id, field,
+                            f"{name!r} is not an argument; arguments: {', '.join(point.names)}")
             if not isinstance(domain, Domain):
                 raise _fail(self.id, field, f"{domain!r} is not a Domain")
             problem = domain.problem()
             if problem is None and domain.shape is None and domain.symmetric:
                 shape = point.values[point.names.index(name)].shape
                 if len(shape) < 2 or shape[-1] != shape[-2]:
-                    problem = f"the argument's shape {list(shape)} is not square, as a symmetric argument is"
+                    problem = (
+                        f"the argument's shape {list(shape)} is not square, as a symmetric"
+                        " argument is"
+                    )
             if problem is not None:
                 raise _fail(self.id, field, f"{problem}; fix the Domain")
         object.__setattr__(self, "domains", dict(self.domains))
@@ -457,38 +483,47 @@ class Case:
             if not isinstance(e, Expectation):
                 raise _fail(self.id, field, f"{e!r} is not an Expectation")
             if not e.reason or not e.reason.strip():
-                raise _fail(self.id, field, "an expectation needs a reason: say why TensorFlow behaves so")
+                raise _fail(self.id, field,
+                            "an expectation needs a reason: say why TensorFlow behaves so")
             if not e.modes:
                 raise _fail(self.id, field, "name the modes that deviate")
             for mode in e.modes:
                 if mode not in mode_names.KNOWN_MODES and mode not in ORACLES:
                     raise _fail(self.id, field,
-                                f"unknown mode {mode!r}; known modes: {', '.join(mode_names.KNOWN_MODES)}; "
-                                f"oracles: {', '.join(ORACLES)}")
+                                f"unknown mode {mode!r}; known modes: "
+                                f"{', '.join(mode_names.KNOWN_MODES)}; oracles: "
+                                f"{', '.join(ORACLES)}")
             if e.outcome not in _OUTCOMES and not _EXCEPTION_NAME.match(e.outcome or ""):
                 raise _fail(self.id, field,
                             f"outcome {e.outcome!r} is neither an exception class name nor "
                             "VALUES_DIFFER, BAD_GRADIENT or GRADIENT_UNUSED")
             oracles = [m for m in e.modes if m in ORACLES]
             if oracles and (e.outcome != VALUES_DIFFER or len(oracles) != len(e.modes)):
-                raise _fail(self.id, field, "an expectation on an oracle says the agreed values differ from it: "
+                raise _fail(self.id, field,
+                            "an expectation on an oracle says the agreed values differ from it: "
                                             "give only oracles and outcome VALUES_DIFFER")
             if e.orders and e.outcome != VALUES_DIFFER:
-                raise _fail(self.id, field, "orders narrows VALUES_DIFFER; leave it out for other outcomes")
+                raise _fail(self.id, field,
+                            "orders narrows VALUES_DIFFER; leave it out for other outcomes")
             for order in e.orders:
-                if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order <= self.order:
-                    raise _fail(self.id, field, f"order {order!r} is not between 0 and the case's order {self.order}")
+                if (isinstance(order, bool) or not isinstance(order, int)
+                    or not 0 <= order <= self.order):
+                    raise _fail(self.id, field,
+                                f"order {order!r} is not between 0 and the case's order "
+                                f"{self.order}")
             for oracle in oracles:
                 if oracle in ("reference", "analytic") and getattr(self, oracle) is None:
-                    raise _fail(self.id, field, f"the case has no {oracle} oracle; give Case({oracle}=...)")
+                    raise _fail(self.id, field,
+                                f"the case has no {oracle} oracle; give Case({oracle}=...)")
             if e.outcome == VALUES_DIFFER and mode_names.REFERENCE_MODE in e.modes:
                 raise _fail(self.id, field,
-                            f"values are compared with {mode_names.REFERENCE_MODE!r}, so it cannot differ "
-                            "from itself; name the other modes")
+                            f"values are compared with {mode_names.REFERENCE_MODE!r}, so it cannot "
+                            "differ from itself; name the other modes")
             labels = {p.label for p in self.points}
             for label in e.points:
                 if label not in labels:
-                    raise _fail(self.id, field, f"no point labelled {label!r}; points: {', '.join(sorted(labels))}")
+                    raise _fail(self.id, field,
+                                f"no point labelled {label!r}; points: {', '.join(sorted(labels))}")
             if e.tf_versions is not None:
                 self._parse_versions(field, e.tf_versions)
 

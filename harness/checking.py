@@ -56,7 +56,8 @@ class CheckSpec:
 def _numpy_dtype(dtype: str):
     if dtype == "bfloat16":
         # TensorFlow's own bfloat16 where it is loaded (a worker): 2.12 refuses a newer ml_dtypes'
-        # type, and 2.13 has no ml_dtypes. The main process only checks literals, without TensorFlow.
+        # type, and 2.13 has no ml_dtypes. The main process only checks literals, without
+        # TensorFlow.
         tf = sys.modules.get("tensorflow")
         if tf is not None:
             return tf.bfloat16.as_numpy_dtype
@@ -76,28 +77,34 @@ def parse_inputs(texts: Sequence[str], dtype: str) -> list[tuple[np.ndarray, ...
         numbers of arguments, or the dtype is not a floating or complex one.
     """
     if dtype not in _DTYPES:
-        raise InputError(f"--dtype={dtype!r} cannot be differentiated; use one of {', '.join(_DTYPES)}")
+        raise InputError(f"--dtype={dtype!r} cannot be differentiated; use one of "
+                         f"{', '.join(_DTYPES)}")
     if not texts:
-        raise InputError("give at least one --inputs, e.g. --inputs '1.0' or --inputs '(1.0, [2.0, 3.0])'")
+        raise InputError("give at least one --inputs, e.g. --inputs '1.0' or --inputs '(1.0, [2.0, "
+                         "3.0])'")
     points = []
     for text in texts:
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            raise InputError(f"--inputs {text!r} is not a Python literal; write numbers or nested lists, "
-                             "e.g. '1.0', '[1.0, 2.0]', or a tuple '(1.0, 2.0)' for two arguments") from None
+            raise InputError(f"--inputs {text!r} is not a Python literal; write numbers or nested "
+                             "lists, e.g. '1.0', '[1.0, 2.0]', or a tuple '(1.0, 2.0)' for two "
+                             "arguments") from None
         args = value if isinstance(value, tuple) else (value,)
         arrays = []
         for arg in args:
             try:
                 array = np.asarray(arg)
             except ValueError as e:
-                raise InputError(f"--inputs {text!r}: {e}; nested lists must be rectangular") from None
+                raise InputError(
+                    f"--inputs {text!r}: {e}; nested lists must be rectangular"
+                ) from None
             if array.dtype.kind not in "biufc" or array.size == 0 and array.ndim == 1:
                 raise InputError(f"--inputs {text!r}: {arg!r} is not a number or a list of numbers")
             if array.dtype.kind == "c" and np.dtype(_numpy_dtype(dtype)).kind != "c":
-                raise InputError(f"--inputs {text!r}: {arg!r} is complex, but --dtype={dtype} would drop its "
-                                 "imaginary part; give --dtype complex64 (or complex128)")
+                raise InputError(f"--inputs {text!r}: {arg!r} is complex, but --dtype={dtype} "
+                                 "would drop its imaginary part; give --dtype complex64 (or "
+                                 "complex128)")
             arrays.append(_cast(text, arg, array, dtype))
         points.append(tuple(arrays))
     if len({len(p) for p in points}) > 1:
@@ -120,13 +127,14 @@ def _cast(text: str, arg, array: np.ndarray, dtype: str) -> np.ndarray:
             shown = f"{value.real:g}" if value.imag == 0 else f"{value:g}"
             info = np.finfo(_numpy_dtype(dtype))
             raise InputError(f"--inputs {text!r}: {shown} does not fit "
-                             f"--dtype={dtype} (magnitudes from {info.smallest_subnormal:g} to {info.max:g}): "
-                             f"it would become {what}; give a value in that range or a wider --dtype")
+                             f"--dtype={dtype} (magnitudes from {info.smallest_subnormal:g} to "
+                             f"{info.max:g}): it would become {what}; give a value in that range "
+                             "or a wider --dtype")
     return cast
 
 
-_EXPECT_FORM = ("MODES:OUTCOME[:REASON], e.g. 'numeric:values differ:a straight-through estimator' or "
-                "'all:ValueError'")
+_EXPECT_FORM = ("MODES:OUTCOME[:REASON], e.g. 'numeric:values differ:a straight-through estimator' "
+                "or 'all:ValueError'")
 
 
 def parse_expect(text: str) -> tuple[tuple[str, ...], str, str]:
@@ -155,14 +163,19 @@ def parse_expect(text: str) -> tuple[tuple[str, ...], str, str]:
             modes.append(name)
         else:
             raise InputError(f"--expect {text!r}: unknown mode {name!r}; use 'all', modes "
-                             f"({', '.join(mode_names.KNOWN_MODES)}) or oracles ({', '.join(ORACLES)})")
+                             f"({', '.join(mode_names.KNOWN_MODES)}) or oracles "
+                             f"({', '.join(ORACLES)})")
     outcome = parts[1]
     if outcome not in _OUTCOMES and not outcome.isidentifier():
-        raise InputError(f"--expect {text!r}: {outcome!r} is neither an exception class name nor one of "
+        raise InputError(f"--expect {text!r}: {outcome!r} is neither an exception class name nor "
+                         "one of "
                          f"{', '.join(repr(o) for o in _OUTCOMES)}")
     if outcome == "values differ" and "all" in names:
-        modes = [m for m in modes if m != mode_names.REFERENCE_MODE]  # every mode but the one compared with
-    reason = parts[2] if len(parts) > 2 and parts[2] else "declared on the command line with --expect"
+        modes = [
+            m for m in modes if m != mode_names.REFERENCE_MODE
+        ]  # every mode but the one compared with
+    reason = (parts[2] if len(parts) > 2
+              and parts[2] else "declared on the command line with --expect")
     return tuple(modes), outcome, reason
 
 
@@ -171,7 +184,8 @@ def _is_builder(obj: Any) -> bool:
         parameters = inspect.signature(obj).parameters.values()
     except (TypeError, ValueError):
         return False
-    return not any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    return not any(p.default is p.empty
+                   and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
                    for p in parameters)
 
 
@@ -228,20 +242,23 @@ def make_case(spec: CheckSpec) -> Case:
                                    for m, o, r in (parse_expect(t) for t in spec.expect)]
     if spec.domains:
         return _explored_case(obj, spec, options)
-    return case_for(obj, spec.name, parse_inputs(spec.inputs, spec.dtype), spec.order, source=spec.target,
-                    **options)
+    return case_for(obj, spec.name, parse_inputs(spec.inputs, spec.dtype), spec.order,
+                    source=spec.target, **options)
 
 
 def _explored_case(obj: Any, spec: CheckSpec, options: dict) -> Case:
-    """The Case `explore PATH.py:NAME` searches: one placeholder point inside the domains, by name."""
+    """The Case `explore PATH.py:NAME` searches: one placeholder point inside the domains, by
+    name."""
     from harness.case import CaseError  # noqa: PLC0415
 
     domains = dict(spec.domains)
     names = _argument_names(None if _is_builder(obj) else obj, len(domains))
     if _is_builder(obj) or set(names) != set(domains):
         given = ", ".join(domains)
-        wanted = "a function's arguments" if _is_builder(obj) else f"the arguments {', '.join(names)}"
-        raise CaseError(f"--domain names {given}; give one --domain for each of {wanted} of {spec.target}")
+        wanted = ("a function's arguments" if _is_builder(obj)
+                  else f"the arguments {', '.join(names)}")
+        raise CaseError(f"--domain names {given}; give one --domain for each of {wanted} of "
+                        f"{spec.target}")
     dtype = _numpy_dtype(spec.dtype)
     point = {}
     for name in names:
@@ -249,5 +266,6 @@ def _explored_case(obj: Any, spec: CheckSpec, options: dict) -> Case:
         low, high = d.bounds
         shape = d.shape[0] if d.shape else ()
         point[name] = np.full(shape, (low + high) / 2, dtype=dtype)
-    return Case(id=f"check.{spec.name}", points=[point], fn=obj, order=spec.order, source=spec.target,
-                description=f"{spec.name} explored from the command line", domains=domains, **options)
+    return Case(id=f"check.{spec.name}", points=[point], fn=obj, order=spec.order,
+                source=spec.target, description=f"{spec.name} explored from the command line",
+                domains=domains, **options)

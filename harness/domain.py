@@ -1,4 +1,5 @@
-"""A domain: where one argument's values may be drawn from when a case is explored (harness.explore.search).
+"""A domain: where one argument's values may be drawn from when a case is explored
+(harness.explore.search).
 
 Part of the public case API (harness.Domain); plain data, no TensorFlow.
 """
@@ -14,7 +15,8 @@ __all__ = ["Domain"]
 
 @dataclasses.dataclass(frozen=True)
 class Domain:
-    """Where one argument's values may be drawn from when a case is explored (harness.explore.search).
+    """Where one argument's values may be drawn from when a case is explored
+    (harness.explore.search).
 
     Attributes:
       low, high: the bounds, finite numbers; every element lies between them.
@@ -69,22 +71,28 @@ class Domain:
         """Why no value can be drawn from this domain, or None when one can."""
         for name in ("low", "high", "near"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not math.isfinite(value)):
                 return f"{name}={value!r} is not a finite number"
         low, high = self.bounds
         open_low, open_high = self.open_bounds
         if low > high or low == high and (open_low or open_high):
             side = "above zero (positive) and " if self.positive and not self.symmetric else ""
             return (f"no number is {side}between {self.low:g} and {self.high:g} "
-                    f"({'open' if open_low else 'closed'} below, {'open' if open_high else 'closed'} above); "
+                    f"({'open' if open_low else 'closed'} below, "
+                    f"{'open' if open_high else 'closed'} above); "
                     "give low < high")
         if self.near < 0:
             return f"near={self.near!r} is negative"
         for value in self.exclude:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not math.isfinite(value)):
                 return f"exclude holds {value!r}, not a finite number"
         if any(x - self.near < low and high < x + self.near for x in self.exclude):
-            return f"every value between {low:g} and {high:g} is within {self.near:g} of an excluded value"
+            return (
+                f"every value between {low:g} and {high:g} is within {self.near:g} of an excluded"
+                " value"
+            )
         if self.shape is not None:
             if not self.shape:
                 return "shape gives no shape"
@@ -92,7 +100,10 @@ class Domain:
                 if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in s):
                     return f"shape {s!r} is not a tuple of sizes"
                 if self.symmetric and (len(s) < 2 or s[-1] != s[-2]):
-                    return f"shape {list(s)} is not square in its last two axes, as a symmetric argument is"
+                    return (
+                        f"shape {list(s)} is not square in its last two axes, as a symmetric"
+                        " argument is"
+                    )
         return None
 
     def describe(self) -> str:

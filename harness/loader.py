@@ -23,8 +23,8 @@ from typing import Iterable, Optional, Sequence
 from harness.case import Case, CaseError
 from harness.records import CaseInfo
 
-__all__ = ["LoadError", "builtin_cases", "case_file_cases", "cases_of_module", "info", "narrow", "pick",
-           "select", "shard"]
+__all__ = ["LoadError", "builtin_cases", "case_file_cases", "cases_of_module", "info", "narrow",
+           "pick", "select", "shard"]
 
 _LIBRARY = "harness.cases"
 
@@ -47,7 +47,8 @@ def _library_package() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
         _LIBRARY, folder / "__init__.py", submodule_search_locations=[str(folder)])
     if spec is None or not (folder / "__init__.py").exists():
-        raise LoadError("the built-in case library is missing; reinstall the package (pip install .)")
+        raise LoadError("the built-in case library is missing; reinstall the package (pip install "
+                        ".)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[_LIBRARY] = module
     spec.loader.exec_module(module)
@@ -56,7 +57,8 @@ def _library_package() -> ModuleType:
 
 def cases_of_module(module: ModuleType, origin: str) -> list[Case]:
     cases = getattr(module, "CASES", None)
-    if not isinstance(cases, (list, tuple)) or not cases or not all(isinstance(c, Case) for c in cases):
+    if (not isinstance(cases, (list, tuple)) or not cases
+        or not all(isinstance(c, Case) for c in cases)):
         raise LoadError(f"{origin}: define CASES, a non-empty list of harness.Case objects")
     return list(cases)
 
@@ -111,14 +113,17 @@ def load_module(path: str) -> ModuleType:
     try:
         source = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise LoadError(f"{path}: cannot read it ({e.__class__.__name__}: {e}); check its permissions") from None
+        raise LoadError(f"{path}: cannot read it ({e.__class__.__name__}: {e}); check its "
+                        "permissions") from None
     try:
         code = compile(source, str(file), "exec")
     except SyntaxError as e:
         raise LoadError(f"{path}:{e.lineno}: syntax error: {e.msg}; fix the file") from None
     name = _module_name(file)
     if str(file.parent) not in sys.path:
-        sys.path.insert(0, str(file.parent))  # so the file can import its neighbours, as under python FILE
+        sys.path.insert(
+            0, str(file.parent)
+        )  # so the file can import its neighbours, as under python FILE
     module = ModuleType(name)
     module.__file__ = str(file)
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
@@ -165,15 +170,27 @@ def _check_unique(cases: Sequence[Case | CaseInfo]) -> None:
 
 def info(case: Case) -> CaseInfo:
     """What the main process needs to know of a case without importing it."""
-    return CaseInfo(id=case.id, description=case.description, source=case.source, order=case.order,
-                    points=tuple(p.label for p in case.points), expectations=tuple(case.expectations),
-                    tolerance=case.tolerance, tf_versions=case.tf_versions,
-                    oracles=tuple(name for name in ("reference", "analytic") if getattr(case, name) is not None),
-                    arguments=tuple((n, v.dtype.name, v.shape) for n, v in zip(case.points[0].names,
-                                                                              case.points[0].values)),
-                    domains=tuple(case.domains.items()), target=_target(case),
-                    fixed=tuple(_plain(v) for v in case.points[0].values) if case.domains else (),
-                    notes=tuple(case.notes.items()), drawn=tuple(case.drawn))
+    return CaseInfo(
+        id=case.id,
+        description=case.description,
+        source=case.source,
+        order=case.order,
+        points=tuple(p.label for p in case.points),
+        expectations=tuple(case.expectations),
+        tolerance=case.tolerance,
+        tf_versions=case.tf_versions,
+        oracles=tuple(
+            name for name in ("reference", "analytic") if getattr(case, name) is not None
+        ),
+        arguments=tuple(
+            (n, v.dtype.name, v.shape) for n, v in zip(case.points[0].names, case.points[0].values)
+        ),
+        domains=tuple(case.domains.items()),
+        target=_target(case),
+        fixed=tuple(_plain(v) for v in case.points[0].values) if case.domains else (),
+        notes=tuple(case.notes.items()),
+        drawn=tuple(case.drawn),
+    )
 
 
 def _plain(value) -> object:
@@ -222,10 +239,12 @@ def select(catalogue: Sequence[CaseInfo], patterns: Iterable[str] | None) -> lis
     chosen: dict[str, set[str]] = {}
     for pattern in patterns:
         found = _select_one(catalogue, pattern)
-        case_id, bracket, label = pattern[:-1].partition("[") if pattern.endswith("]") else ("", "", "")
+        case_id, bracket, label = (pattern[:-1].partition("[") if pattern.endswith("]")
+                                   else ("", "", ""))
         named = next((c for c in catalogue if bracket and c.id == case_id), None)
         if not found and named is not None:
-            raise LoadError(f"--cases pattern {pattern!r}: case {case_id} has no point {label!r}; its points: "
+            raise LoadError(f"--cases pattern {pattern!r}: case {case_id} has no point {label!r}; "
+                            "its points: "
                             f"{', '.join(named.points)}")
         if not found:
             near = difflib.get_close_matches(pattern.split("[")[0], candidates, n=3, cutoff=0.5)
@@ -269,4 +288,5 @@ def at_point(case: Case, values: Sequence[tuple[str, object]]) -> Case:
 
 def info_at(item: CaseInfo, label: str) -> CaseInfo:
     """What the main process judges `at_point` by: the same case, at the point labelled `label`."""
-    return dataclasses.replace(item, points=(label,), expectations=tuple(e for e in item.expectations if not e.points))
+    return dataclasses.replace(item, points=(label,),
+                               expectations=tuple(e for e in item.expectations if not e.points))

@@ -7,8 +7,9 @@ TensorFlow.
 
 from __future__ import annotations
 
-__all__ = ["BY_NAME_ONLY", "CORE_MODES", "EXTRA_MODES", "FULL_MODES", "KERAS3_MODES", "KNOWN_MODES", "LADDER",
-           "REFERENCE_MODE", "STEP_MODES", "TRAINING_STEPS", "parse_modes", "reference_of"]
+__all__ = ["BY_NAME_ONLY", "CORE_MODES", "EXTRA_MODES", "FULL_MODES", "KERAS3_MODES",
+           "KNOWN_MODES", "LADDER", "REFERENCE_MODE", "STEP_MODES", "TRAINING_STEPS", "parse_modes",
+           "reference_of"]
 
 # What `--mode all` runs, in this order: the three the design names.
 CORE_MODES: tuple[str, ...] = ("eager", "function", "graph")
@@ -18,18 +19,21 @@ EXTRA_MODES: tuple[str, ...] = ("no_autograph", "xla", "forward", "saved_model")
 # experimental_custom_gradients cannot be differentiated through a custom
 # gradient, so this mode raises by design; it reproduces tensorflow#40166.
 BY_NAME_ONLY: tuple[str, ...] = ("saved_model_nocg",)
-# One training step of a tf_keras model (harness.measure.modes.keras_step): `--mode keras` selects them,
-# and neither `all` nor `full` does. A step computes order 1 only, so it is never the yardstick
-# while another mode runs, and a selection of steps alone gets `eager` beside them (parse_modes).
-STEP_MODES: tuple[str, ...] = ("keras_eager", "keras_fit", "keras_xla", "keras_mixed", "keras_mirrored")
-# The same steps of a Keras 3 model (harness.measure.modes.keras3_step): `--mode keras3` selects them.
+# One training step of a tf_keras model (harness.measure.modes.keras_step): `--mode keras` selects
+# them, and neither `all` nor `full` does. A step computes order 1 only, so it is never the
+# yardstick while another mode runs, and a selection of steps alone gets `eager` beside them
+# (parse_modes).
+STEP_MODES: tuple[str, ...] = ("keras_eager", "keras_fit", "keras_xla", "keras_mixed",
+                               "keras_mirrored")
+# The same steps of a Keras 3 model (harness.measure.modes.keras3_step): `--mode keras3` selects
+# them.
 KERAS3_MODES: tuple[str, ...] = ("keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed",
                                  "keras3_mirrored")
 # Every training-step mode, of either Keras: order 1 only, never the yardstick beside another mode.
 TRAINING_STEPS: tuple[str, ...] = STEP_MODES + KERAS3_MODES
 # Every mode name, in the order results are shown: the ladder first.
-KNOWN_MODES: tuple[str, ...] = ("eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model",
-                                "saved_model_nocg") + STEP_MODES + KERAS3_MODES
+KNOWN_MODES: tuple[str, ...] = ("eager", "no_autograph", "function", "xla", "graph", "forward",
+                                "saved_model", "saved_model_nocg") + STEP_MODES + KERAS3_MODES
 FULL_MODES: tuple[str, ...] = tuple(m for m in KNOWN_MODES if m in CORE_MODES + EXTRA_MODES)
 # From plain eager execution to a v1 graph, one step at a time: a disagreement
 # is explained by the first step on this ladder where the results part.
@@ -48,7 +52,8 @@ def parse_modes(text: str) -> tuple[str, ...]:
       ValueError: for an empty list or an unknown name, naming the known ones.
     """
     names = [n.strip() for n in text.split(",") if n.strip()]
-    known = (f"'all' (the three core modes), 'full' (all but saved_model_nocg and the training-step modes), "
+    known = ("'all' (the three core modes), 'full' (all but saved_model_nocg and the "
+             "training-step modes), "
              f"'keras' (the tf_keras training-step modes), 'keras3' (the Keras 3 ones) or a comma "
              f"list of {', '.join(KNOWN_MODES)}")
     if not names:

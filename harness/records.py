@@ -14,8 +14,9 @@ import numpy as np
 
 from harness.versions import parse_range
 
-__all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Differentiated", "RunOptions", "Usage", "error_info",
-           "OracleOutcome", "Measured", "Verdict", "Result", "Explored", "Report"]
+__all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Differentiated",
+           "RunOptions", "Usage", "error_info", "OracleOutcome", "Measured", "Verdict", "Result",
+           "Explored", "Report"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +36,8 @@ class Output:
         return dataclasses.replace(self, value=np.asarray(self.value, dtype=np.float32))
 
     @classmethod
-    def of(cls, value: Optional[np.ndarray], dtype: str = "", shape: tuple[int, ...] = ()) -> "Output":
+    def of(cls, value: Optional[np.ndarray], dtype: str = "",
+           shape: tuple[int, ...] = ()) -> "Output":
         """An Output for `value`; for None, the dtype and shape of what it stands for."""
         if value is None:
             return cls(value=None, dtype=dtype, shape=tuple(shape))
@@ -75,7 +77,8 @@ class ErrorInfo:
         """The derivative order the stage names ("order 2", "order 1, while recording for order 2",
         "order 1 with upstream weights"), or None for the forward, the build or a whole run."""
         words = self.stage.replace(",", " ").split()
-        return int(words[1]) if len(words) > 1 and words[0] == "order" and words[1].isdigit() else None
+        return (int(words[1]) if len(words) > 1 and words[0] == "order"
+                and words[1].isdigit() else None)
 
 
 # An explanation quotes an exception in one line of at most this many characters.
@@ -127,9 +130,9 @@ class CaseInfo:
     tolerance: object = None  # harness.judge.tolerance.ToleranceOverride
     tf_versions: Optional[str] = None
     oracles: tuple[str, ...] = ()
-    # For explore (harness.explore.search): each argument's (name, dtype, shape) at the first point, the
-    # declared (name, Domain) pairs, and "PATH.py:NAME" when `check` can call the case's function
-    # by that name ("" when it cannot: a builder, a lambda, a closure).
+    # For explore (harness.explore.search): each argument's (name, dtype, shape) at the first point,
+    # the declared (name, Domain) pairs, and "PATH.py:NAME" when `check` can call the case's
+    # function by that name ("" when it cannot: a builder, a lambda, a closure).
     arguments: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
     domains: tuple = ()
     target: str = ""
@@ -178,9 +181,9 @@ class ModeOutcome:
     where the plain one did not, with the order it raised at.
 
     `top_order` is set by a mode that computes fewer orders than the case asks for: a training
-    step (harness.measure.modes.keras_step) computes order 1 only, and its `orders[0]` is empty (a step
-    returns no outputs); only order 1 is compared. `computed_in` names the dtype the values were
-    computed in when it is narrower than their own (float16 under a mixed-precision policy, for
+    step (harness.measure.modes.keras_step) computes order 1 only, and its `orders[0]` is empty (a
+    step returns no outputs); only order 1 is compared. `computed_in` names the dtype the values
+    were computed in when it is narrower than their own (float16 under a mixed-precision policy, for
     float32 weights): they are judged with that dtype's tolerance.
     """
 
@@ -201,8 +204,11 @@ class ModeOutcome:
 
     def portable(self) -> "ModeOutcome":
         """This outcome with every value portable (Output.portable), to send to another process."""
-        return dataclasses.replace(self, orders=tuple(tuple(o.portable() for o in order) for order in self.orders),
-                                   upstream=tuple(tuple(o.portable() for o in order) for order in self.upstream))
+        return dataclasses.replace(self,
+                                   orders=tuple(tuple(o.portable() for o in order)
+                                                for order in self.orders),
+                                   upstream=tuple(tuple(o.portable() for o in order)
+                                                  for order in self.upstream))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,20 +299,54 @@ class VerdictStyle:
 # The one table of verdicts: the text report, the exit status, the help, JUnit and the matrix
 # page all read it, in this order.
 VERDICTS: Mapping[Verdict, VerdictStyle] = {
-    Verdict.PASS: VerdictStyle("PASS", False, None, "#c9f0d3", "#0f3d1e",
-                               "every mode agrees with the yardstick mode, and the oracles match (a pass marked "
-                               "unchecked had no oracle that could judge its values)"),
-    Verdict.XFAIL: VerdictStyle("XFAIL", False, "skipped", "#d3e3ff", "#10305f", "the declared deviation happened"),
-    Verdict.XPASS: VerdictStyle("XPASS", False, "system-out", "#ffe39a", "#4d3800",
-                                "a declared deviation did not happen: often a TensorFlow fix"),
-    Verdict.FAIL: VerdictStyle("FAIL", True, "failure", "#ffb8b8", "#5c0000",
-                               "modes disagree, an oracle differs, or a gradient is malformed"),
-    Verdict.FLAKY: VerdictStyle("FLAKY", True, "failure", "#ff8fd0", "#4d0030",
-                                "a mode's values changed between repeated runs"),
-    Verdict.ERROR: VerdictStyle("ERROR", True, "error", "#e4c6ff", "#3d0a66", "the case itself is broken"),
-    Verdict.CRASH: VerdictStyle("CRASH", True, "error", "#4a4a4a", "#ffffff", "a mode killed the process running it"),
-    Verdict.TIMEOUT: VerdictStyle("TIMEOUT", True, "error", "#ffc58f", "#5c2d00", "a mode ran past its time limit"),
-    Verdict.SKIP: VerdictStyle("SKIP", False, "skipped", "#e6e9ec", "#3c4650", "not run, with the reason"),
+    Verdict.PASS: VerdictStyle(
+        "PASS",
+        False,
+        None,
+        "#c9f0d3",
+        "#0f3d1e",
+        "every mode agrees with the yardstick mode, and the oracles match "
+        "(a pass marked unchecked had no oracle that could judge its values)",
+    ),
+    Verdict.XFAIL: VerdictStyle(
+        "XFAIL", False, "skipped", "#d3e3ff", "#10305f", "the declared deviation happened"
+    ),
+    Verdict.XPASS: VerdictStyle(
+        "XPASS",
+        False,
+        "system-out",
+        "#ffe39a",
+        "#4d3800",
+        "a declared deviation did not happen: often a TensorFlow fix",
+    ),
+    Verdict.FAIL: VerdictStyle(
+        "FAIL",
+        True,
+        "failure",
+        "#ffb8b8",
+        "#5c0000",
+        "modes disagree, an oracle differs, or a gradient is malformed",
+    ),
+    Verdict.FLAKY: VerdictStyle(
+        "FLAKY",
+        True,
+        "failure",
+        "#ff8fd0",
+        "#4d0030",
+        "a mode's values changed between repeated runs",
+    ),
+    Verdict.ERROR: VerdictStyle(
+        "ERROR", True, "error", "#e4c6ff", "#3d0a66", "the case itself is broken"
+    ),
+    Verdict.CRASH: VerdictStyle(
+        "CRASH", True, "error", "#4a4a4a", "#ffffff", "a mode killed the process running it"
+    ),
+    Verdict.TIMEOUT: VerdictStyle(
+        "TIMEOUT", True, "error", "#ffc58f", "#5c2d00", "a mode ran past its time limit"
+    ),
+    Verdict.SKIP: VerdictStyle(
+        "SKIP", False, "skipped", "#e6e9ec", "#3c4650", "not run, with the reason"
+    ),
 }
 
 
@@ -363,9 +403,12 @@ class Measured:
     oracles: Mapping[str, OracleOutcome] = dataclasses.field(default_factory=dict)
 
     def portable(self) -> "Measured":
-        """This measurement with every value portable (Output.portable), to send to another process."""
-        return dataclasses.replace(self, outcomes={m: o.portable() for m, o in self.outcomes.items()},
-                                   repeats={m: tuple(o.portable() for o in again) for m, again in self.repeats.items()})
+        """This measurement with every value portable (Output.portable), to send to another
+        process."""
+        return dataclasses.replace(self,
+                                   outcomes={m: o.portable() for m, o in self.outcomes.items()},
+                                   repeats={m: tuple(o.portable() for o in again)
+                                            for m, again in self.repeats.items()})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -463,7 +506,8 @@ class Explored:
 
     @property
     def failed(self) -> bool:
-        """Whether it fails the run: an example failed, or the search was incomplete (never a pass)."""
+        """Whether it fails the run: an example failed, or the search was incomplete (never a
+        pass)."""
         return self.found is not None or self.incomplete
 
 
@@ -493,4 +537,5 @@ class Report:
 
     @property
     def failed(self) -> bool:
-        return any(r.verdict.is_failure for r in self.results) or any(e.failed for e in self.explore)
+        return (any(r.verdict.is_failure for r in self.results)
+                or any(e.failed for e in self.explore))

@@ -27,8 +27,8 @@ def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: Rerun
              strict_xpass: bool = False) -> list[Result]:
     """Measures `case` and judges each of its points, all in this process (harness.check, tests).
 
-    What the case changes of global state (harness.process.state) is reported on it as a worker's would
-    be, but stays: nothing here can replace the process.
+    What the case changes of global state (harness.process.state) is reported on it as a worker's
+    would be, but stays: nothing here can replace the process.
     """
     settings, threads = state.snapshot(), state.threads()
     measured = execute.measure(case, modes, options)
@@ -36,7 +36,8 @@ def run_case(case: Case, modes: Sequence[str], options: RunOptions, rerun: Rerun
     return judge_measured(loader.info(case), measured, points=[p.label for p in case.points],
                           modes=modes, options=options, tf_version=tf.version.VERSION,
                           reference=reference_of(tuple(modes)),
-                          reruns={p.label: rerun(case, p) for p in case.points}, strict_xpass=strict_xpass,
+                          reruns={p.label: rerun(case, p) for p in case.points},
+                          strict_xpass=strict_xpass,
                           changed=state.changes(settings, state.snapshot()) + running)
 
 

@@ -48,7 +48,8 @@ def to_numpy(orders: list[list]) -> list[list]:
 def eager(name: str, fn: Callable, points: list[tuple], order: int) -> None:
     for point in points:
         try:
-            print("eager", name, point, to_numpy(tape_orders(fn, [tf.constant(v) for v in point], order)))
+            print("eager", name, point,
+                  to_numpy(tape_orders(fn, [tf.constant(v) for v in point], order)))
         except Exception as e:  # noqa: BLE001 - a failing case is a result, not a crash
             print("eager", name, point, type(e).__name__, e)
 
@@ -86,8 +87,8 @@ if __name__ == "__main__":
         for mode in (eager, function, graph):
             mode(*case)
     if "--skip_teardown" in sys.argv:
-        # What a harness worker does when it is done (harness.process.worker._exit_now): run the exit
-        # handlers, then exit without the interpreter's teardown of TensorFlow's modules.
+        # What a harness worker does when it is done (harness.process.worker._exit_now): run the
+        # exit handlers, then exit without the interpreter's teardown of TensorFlow's modules.
         import atexit
 
         atexit._run_exitfuncs()

@@ -54,16 +54,18 @@ def main() -> int:
 
         def measure(values):
             label = explore.label_of(values)
-            job = Job(case_id=info.id, order=info.order, points=(label,), modes=CORE_MODES, options=options,
-                      strict_xpass=False, reruns=((label, ""),), values=tuple(values))
-            done = judging.judged(next(iter(runner.run([job], lambda job: None, 1))), {info.id: info}, environment)
+            job = Job(case_id=info.id, order=info.order, points=(label,), modes=CORE_MODES,
+                      options=options, strict_xpass=False, reruns=((label, ""),),
+                      values=tuple(values))
+            done = judging.judged(next(iter(runner.run([job], lambda job: None,
+                                                       1))), {info.id: info}, environment)
             result = done.results[0]
             stamps.append(time.monotonic())
             return result
 
         start = time.monotonic()
-        found = explore.search(info, [domain], measure, examples=args.examples, seed=args.seed, key="bench",
-                               database=None)
+        found = explore.search(info, [domain], measure, examples=args.examples, seed=args.seed,
+                               key="bench", database=None)
     finally:
         runner.close()
     if found.result is not None:
@@ -72,9 +74,9 @@ def main() -> int:
     warm = stamps[args.warmup:]
     rate = (len(warm) - 1) / (warm[-1] - warm[0]) if len(warm) > 1 else float("nan")
     load = os.getloadavg()
-    print(f"{len(stamps)} examples in {stamps[-1] - start:.1f} s; after the first {args.warmup}: {rate:.1f} "
-          f"examples/s (target {TARGET:g}); load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on "
-          f"{os.cpu_count()} CPUs")
+    print(f"{len(stamps)} examples in {stamps[-1] - start:.1f} s; after the first {args.warmup}: "
+          f"{rate:.1f} examples/s (target {TARGET:g}); load average {load[0]:.2f} {load[1]:.2f} "
+          f"{load[2]:.2f} on {os.cpu_count()} CPUs")
     return 0
 
 

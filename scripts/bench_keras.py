@@ -1,4 +1,5 @@
-"""Measures what the five training-step modes of one Keras cost on the whole case library, against `--mode all`.
+"""Measures what the five training-step modes of one Keras cost on the whole case library, against
+`--mode all`.
 
 Times whole processes of `python -m harness` on the library, N times each, by wall clock (CPU
 time beside it), and prints each variant's median against `--mode all`:
@@ -7,9 +8,9 @@ time beside it), and prints each variant's median against `--mode all`:
   all         --mode all                                  (the three core modes, numeric on)
   all+keras   --mode all,keras                            (and the five training-step modes)
 
-With --keras 3 the steps are the Keras 3 ones (--mode all,keras3, harness.measure.modes.keras3_step) and
-the floor's one-weight model is a Keras 3 model, built from a symbolic batch first as Keras 3's fit
-does; the default, --keras 2, is tf_keras's.
+With --keras 3 the steps are the Keras 3 ones (--mode all,keras3, harness.measure.modes.keras3_step)
+and the floor's one-weight model is a Keras 3 model, built from a symbolic batch first as Keras 3's
+fit does; the default, --keras 2, is tf_keras's.
 
 The issue's budget is on the cost the five modes add: (all+keras - all) / (all - startup), the
 cases' own time; the plain wall-clock ratio all+keras / all is printed beside it. A variant whose
@@ -49,7 +50,8 @@ VARIANTS = {
     "all+keras": ["--mode", "all,keras"],
 }
 # Per Keras: the --mode group of its steps, and the module that runs them.
-KERAS = {"2": ("keras", "harness.measure.modes.keras_step"), "3": ("keras3", "harness.measure.modes.keras3_step")}
+KERAS = {"2": ("keras", "harness.measure.modes.keras_step"),
+         "3": ("keras3", "harness.measure.modes.keras3_step")}
 
 
 def step_modes(which: str) -> tuple[str, ...]:
@@ -106,9 +108,9 @@ def count_models(keras_step) -> dict[str, int]:
 
 def floor_seconds(mode_name: str, repeats: int, which: str) -> float:
     """Median seconds of one minimal model in step mode `mode_name`, as the harness drives one: a
-    one-weight layer (y = w * x) under the mode's strategy and policy, compiled with the mode's options
-    and plain SGD (Keras 3's built from a symbolic batch, as its fit does), its train function made on
-    a distributed dataset's iterator and called twice."""
+    one-weight layer (y = w * x) under the mode's strategy and policy, compiled with the mode's
+    options and plain SGD (Keras 3's built from a symbolic batch, as its fit does), its train
+    function made on a distributed dataset's iterator and called twice."""
     import importlib  # noqa: PLC0415
 
     import numpy as np  # noqa: PLC0415
@@ -133,12 +135,15 @@ def floor_seconds(mode_name: str, repeats: int, which: str) -> float:
         with strategy.scope(), keras_step._policy(module, "mixed_float16" if mode.mixed else None):
             model = module.Sequential([OneWeight()])
             model.build((None, 1))
-            model.compile(optimizer=module.optimizers.SGD(0.5), loss=lambda _, y: y, **mode.compile_options)
+            model.compile(optimizer=module.optimizers.SGD(0.5), loss=lambda _, y: y,
+                          **mode.compile_options)
             arrays = (np.zeros((2, 1), np.float32), np.zeros((2,), np.float32))
             if which == "3":
                 model._symbolic_build(data_batch=arrays)
             batch = tf.data.Dataset.from_tensors(arrays)
-            iterator = iter(model.distribute_strategy.experimental_distribute_dataset(batch.repeat()))
+            iterator = iter(
+                model.distribute_strategy.experimental_distribute_dataset(batch.repeat())
+            )
             train = model.make_train_function() or model.train_function
             train(iterator)
             train(iterator)
@@ -150,25 +155,30 @@ def floor_seconds(mode_name: str, repeats: int, which: str) -> float:
 
 def print_floor(built: dict[str, int], core: float, own: float, runs: int, which: str) -> None:
     """Keras's own floor per step mode, and its sum over the models the library needs."""
-    print(f"\nKeras {which}'s own floor: a one-weight model per case and signature ({max(runs, 5)} models "
-          "each, medians):")
+    print(f"\nKeras {which}'s own floor: a one-weight model per case and signature ({max(runs, 5)} "
+          "models each, medians):")
     print(f"{'mode':<16} {'per model':>9} {'models':>7} {'floor':>8} {'vs the 3 core modes':>20}")
     total = 0.0
     for name in step_modes(which):
         each = floor_seconds(name, max(runs, 5), which)
         count = built.get(name, 0)
         total += each * count
-        print(f"{name:<16} {each:8.3f}s {count:7d} {each * count:7.2f}s {each * count / core:20.2f}")
+        print(
+            f"{name:<16} {each:8.3f}s {count:7d} {each * count:7.2f}s {each * count / core:20.2f}"
+        )
     print(f"{'step modes':<16} {'':>9} {'':>7} {total:7.2f}s {total / core:20.2f}")
     print(f"the floor is {total / own:.2f} x the cases' own time in --mode all ({own:.2f} s)")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="timed runs of each variant (default 3)")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1: the steadiest figures)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed runs of each variant (default 3)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="worker processes (default 1: the steadiest figures)")
     parser.add_argument("--python", default=sys.executable, help="interpreter to run with")
-    parser.add_argument("--breakdown", action="store_true", help="also time each mode's runner in this process")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time each mode's runner in this process")
     parser.add_argument("--keras", choices=sorted(KERAS), default="2",
                         help="whose training steps: 2 (tf_keras, the default) or 3 (Keras 3)")
     args = parser.parse_args()
@@ -176,9 +186,12 @@ def main() -> int:
         parser.error("--runs must be at least 1")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     variants = dict(VARIANTS, **{"all+keras": ["--mode", "all," + KERAS[args.keras][0]]})
-    commands = {n: [args.python, "-m", "harness", f"--jobs={args.jobs}", *flags] for n, flags in variants.items()}
+    commands = {n: [args.python, "-m", "harness", f"--jobs={args.jobs}", *flags]
+                for n, flags in variants.items()}
     print(f"tensorflow {tensorflow_version(args.python)}, jobs {args.jobs}, runs {args.runs}")
-    timed("warm-up", commands["startup"], env)  # the first load of TensorFlow's libraries reads the disk
+    timed(
+        "warm-up", commands["startup"], env
+    )  # the first load of TensorFlow's libraries reads the disk
     wall: dict[str, list[float]] = {n: [] for n in VARIANTS}
     cpu: dict[str, list[float]] = {n: [] for n in VARIANTS}
     for i in range(args.runs):
@@ -190,9 +203,12 @@ def main() -> int:
     fixed, base, both = (statistics.median(wall[n]) for n in ("startup", "all", "all+keras"))
     print(f"\n{'variant':<10} {'median wall':>11} {'cpu':>8}")
     for name in VARIANTS:
-        print(f"{name:<10} {statistics.median(wall[name]):9.2f} s {statistics.median(cpu[name]):7.2f}s")
-    print(f"\nthe five step modes add {both - base:.2f} s: {(both - base) / (base - fixed):.2f} x the cases' own time "
-          f"in --mode all; all+keras / all = {both / base:.2f} (all+keras: --mode {' '.join(variants['all+keras'][1:])})")
+        print(f"{name:<10} {statistics.median(wall[name]):9.2f} s "
+              f"{statistics.median(cpu[name]):7.2f}s")
+    print(f"\nthe five step modes add {both - base:.2f} s: {(both - base) / (base - fixed):.2f} x "
+          "the cases' own time "
+          f"in --mode all; all+keras / all = {both / base:.2f} (all+keras: --mode "
+          f"{' '.join(variants['all+keras'][1:])})")
     if args.breakdown:
         breakdown(args.runs, own=base - fixed, which=args.keras)
     return 0

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SUMMARY = re.compile(r"minimised repro\.py from (\d+) to (\d+) lines in (\d+) s, (\d+) candidates tried")
+SUMMARY = re.compile(r"minimised repro\.py from (\d+) to (\d+) lines in (\d+) s, (\d+) candidates "
+                     r"tried")
 
 
 def child_cpu() -> float:
@@ -41,19 +42,22 @@ def main() -> int:
     walls = []
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as out:
-            command = [args.python, "-m", "harness", "repro", "tests/data/padded.py:padded", "--inputs=1.5",
-                       f"--out={out}", "--minimize", f"--minimize_seconds={args.budget:g}"]
+            command = [args.python, "-m", "harness", "repro", "tests/data/padded.py:padded",
+                       "--inputs=1.5", f"--out={out}", "--minimize",
+                       f"--minimize_seconds={args.budget:g}"]
             cpu, start = child_cpu(), time.perf_counter()
             done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
             wall, cpu = time.perf_counter() - start, child_cpu() - cpu
             found = SUMMARY.search(done.stdout)
             if found is None or not (Path(out) / "repro.py").exists():
-                sys.stderr.write(f"run {run + 1} failed (exit {done.returncode}):\n{done.stderr[-3000:]}\n")
+                sys.stderr.write(f"run {run + 1} failed (exit "
+                                 f"{done.returncode}):\n{done.stderr[-3000:]}\n")
                 return 1
             before, after, seconds, candidates = map(int, found.groups())
             walls.append(wall)
-            print(f"run {run + 1}: {wall:.1f} s wall, {cpu:.1f} s CPU for the command; minimiser {seconds} s, "
-                  f"{candidates} candidates ({candidates / max(seconds, 1):.1f} a second); "
+            print(f"run {run + 1}: {wall:.1f} s wall, {cpu:.1f} s CPU for the command; minimiser "
+                  f"{seconds} s, {candidates} candidates ({candidates / max(seconds, 1):.1f} a "
+                  "second); "
                   f"repro.py {before} -> {after} lines", flush=True)
     print(f"median wall: {statistics.median(walls):.1f} s over {len(walls)} runs")
     return 0

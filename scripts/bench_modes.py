@@ -62,7 +62,8 @@ def timed(name: str, command: list[str], env: dict[str, str]) -> tuple[float, fl
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     elapsed, cpu = time.perf_counter() - start, child_cpu() - cpu
     if done.returncode not in (0, 1):
-        sys.stderr.write(f"{name} failed with exit status {done.returncode}:\n{done.stderr[-3000:]}\n")
+        sys.stderr.write(f"{name} failed with exit status "
+                         f"{done.returncode}:\n{done.stderr[-3000:]}\n")
         sys.exit(1)
     summary = (done.stdout.strip().splitlines() or [""])[-1]
     return elapsed, cpu, summary
@@ -120,11 +121,15 @@ def print_breakdown(parts: dict, cases: int, runs: int, core_modes, totals: dict
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="timed runs of each variant (default 3)")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1: the steadiest figures)")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma list from " + ",".join(VARIANTS))
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed runs of each variant (default 3)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="worker processes (default 1: the steadiest figures)")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="comma list from " + ",".join(VARIANTS))
     parser.add_argument("--python", default=sys.executable, help="interpreter to run with")
-    parser.add_argument("--breakdown", action="store_true", help="also time each part in this process")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time each part in this process")
     args = parser.parse_args()
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]
@@ -135,9 +140,12 @@ def main() -> int:
             names.insert(0, required)
 
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    commands = {n: [args.python, "-m", "harness", f"--jobs={args.jobs}", *VARIANTS[n]] for n in names}
+    commands = {n: [args.python, "-m", "harness", f"--jobs={args.jobs}", *VARIANTS[n]]
+                for n in names}
     print(f"tensorflow {tensorflow_version(args.python)}, jobs {args.jobs}, runs {args.runs}")
-    timed("warm-up", commands["baseline"], env)  # the first load of TensorFlow's libraries reads the disk
+    timed(
+        "warm-up", commands["baseline"], env
+    )  # the first load of TensorFlow's libraries reads the disk
 
     wall: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
@@ -150,11 +158,13 @@ def main() -> int:
 
     base, base_cpu = statistics.median(wall["baseline"]), statistics.median(cpu["baseline"])
     fixed = statistics.median(wall["startup"])
-    print(f"\n{'variant':<14} {'median wall':>11} {'ratio':>6} {'added':>8} {'cpu ratio':>9} {'case-time ratio':>15}")
+    print(f"\n{'variant':<14} {'median wall':>11} {'ratio':>6} {'added':>8} {'cpu ratio':>9} "
+          f"{'case-time ratio':>15}")
     for name in names:
         w, c = statistics.median(wall[name]), statistics.median(cpu[name])
         cases = (w - fixed) / (base - fixed) if name != "startup" else float("nan")
-        print(f"{name:<14} {w:9.2f} s {w / base:6.2f} {w - base:+7.2f}s {c / base_cpu:9.2f} {cases:15.2f}")
+        print(f"{name:<14} {w:9.2f} s {w / base:6.2f} {w - base:+7.2f}s {c / base_cpu:9.2f} "
+              f"{cases:15.2f}")
     if args.breakdown:
         breakdown(args.runs)
     return 0

@@ -20,7 +20,8 @@ machine. Exit status: 0 whatever the ratios; non-zero only when a run itself fai
 Usage (from the repository root):
   python scripts/bench_record.py --runs 5
   python scripts/bench_record.py --runs 3 --python /path/to/larq-venv/bin/python \
-      --suite "--pyargs larq.quantizers_test larq.layers_test" --env TF_USE_LEGACY_KERAS=1 --skip_replay
+      --suite "--pyargs larq.quantizers_test larq.layers_test" --env TF_USE_LEGACY_KERAS=1
+      --skip_replay
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def timed(command: list[str], cwd: str, env: dict, ok=(0,)) -> tuple[float, floa
     proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     seconds = time.monotonic() - start
     if proc.returncode not in ok:
-        sys.exit(f"{shlex.join(command)} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        sys.exit(f"{shlex.join(command)} exited "
+                 f"{proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return seconds, child_cpu() - cpu
 
 
@@ -62,7 +64,8 @@ def plugin_args(python: str) -> list[str]:
     (naming the module where the entry point exists registers it twice, which pytest refuses)."""
     probe = ("from importlib.metadata import entry_points; "
              "print(any(e.name == 'harness-record' for e in entry_points(group='pytest11')))")
-    found = subprocess.run([python, "-c", probe], capture_output=True, text=True).stdout.strip() == "True"
+    found = subprocess.run([python, "-c", probe], capture_output=True,
+                           text=True).stdout.strip() == "True"
     return ["-p", "harness-record"] if found else ["-p", "harness.record.plugin"]
 
 
@@ -97,20 +100,27 @@ def bench_recording(args, work: Path, env: dict) -> None:
         (work / "hot").mkdir()
         (work / "hot" / "test_hot.py").write_text(HOT_TEST.format(calls=args.hot))
         cwd, suite = str(work / "hot"), ["test_hot.py"]
-    base = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(args.python), *suite]
-    # The suite's own exit status (larq's has errors under recent TensorFlow) is the same either way.
+    base = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(args.python),
+            *suite]
+    # The suite's own exit status (larq's has errors under recent TensorFlow) is the same either
+    # way.
     ok = tuple(range(0, 6))
     plain = medians(base, cwd, env, args.runs, ok)
     recording = medians(base + [f"--harness-record={work / 'rec-bench'}"], cwd, env, args.runs, ok)
-    print(f"recording: session without {plain[0]:.2f} s wall ({plain[1]:.2f} s CPU), with --harness-record "
-          f"{recording[0]:.2f} s wall ({recording[1]:.2f} s CPU): ratio {recording[0] / plain[0]:.3f} wall, "
-          f"{recording[1] / plain[1]:.3f} CPU (target <= {RECORD_TARGET})")
+    print(f"recording: session without {plain[0]:.2f} s wall ({plain[1]:.2f} s CPU), with "
+          "--harness-record "
+          f"{recording[0]:.2f} s wall ({recording[1]:.2f} s CPU): ratio "
+          f"{recording[0] / plain[0]:.3f} wall, {recording[1] / plain[1]:.3f} CPU (target <= "
+          f"{RECORD_TARGET})")
     if args.eager:
-        eager = medians(base + [f"--harness-record={work / 'rec-eager'}", "--harness-record-eager"], cwd, env,
-                        args.runs, ok)
-        print(f"recording with --harness-record-eager: {eager[0]:.2f} s wall ({eager[1]:.2f} s CPU): ratio "
+        eager = medians(base
+                        + [f"--harness-record={work / 'rec-eager'}", "--harness-record-eager"], cwd,
+                        env, args.runs, ok)
+        print(f"recording with --harness-record-eager: {eager[0]:.2f} s wall ({eager[1]:.2f} s "
+              "CPU): ratio "
               f"{eager[0] / plain[0]:.3f} wall to the session without recording; "
-              f"{_drawn(work / 'rec-bench')} drawn points without it, {_drawn(work / 'rec-eager')} with it")
+              f"{_drawn(work / 'rec-bench')} drawn points without it, {_drawn(work / 'rec-eager')} "
+              "with it")
 
 
 def _drawn(folder: Path) -> int:
@@ -118,7 +128,8 @@ def _drawn(folder: Path) -> int:
     from harness.record import store  # noqa: PLC0415
 
     data = store.read(str(folder))
-    return sum(1 for f in data["functions"] for p in f["points"] if any("spec" in a for a in p["args"]))
+    return sum(1 for f in data["functions"] for p in f["points"]
+               if any("spec" in a for a in p["args"]))
 
 
 def case_file(recorded: Path, out: Path) -> list[str]:
@@ -127,17 +138,19 @@ def case_file(recorded: Path, out: Path) -> list[str]:
     from harness.record import store  # noqa: PLC0415
 
     data = store.read(str(recorded))
-    lines = ["import numpy as np", "from harness import Case", "from mylib import ops", "", "CASES = ["]
+    lines = ["import numpy as np", "from harness import Case", "from mylib import ops", "",
+             "CASES = ["]
     ids = []
     for f in data["functions"]:
         if not f["importable"] or any("array" not in a for p in f["points"] for a in p["args"]):
             continue
         session = Path(data["folder"])
         points = ", ".join("{" + ", ".join(f"{n!r}: np.load({str(session / a['array'])!r})"
-                                           for n, a in zip(f["parameters"], p["args"])) + "}" for p in f["points"])
+                                           for n, a in zip(f["parameters"], p["args"])) + "}"
+                           for p in f["points"])
         ids.append(f"recorded.{f['module']}.{f['qualname']}")
-        lines.append(f"    Case(id={ids[-1]!r}, fn=ops.{f['qualname']}, points=[{points}], source='bench', "
-                     "description='the recorded function, written as a case'),")
+        lines.append(f"    Case(id={ids[-1]!r}, fn=ops.{f['qualname']}, points=[{points}], "
+                     "source='bench', description='the recorded function, written as a case'),")
     out.write_text("\n".join(lines + ["]", ""]))
     return ids
 
@@ -145,40 +158,48 @@ def case_file(recorded: Path, out: Path) -> list[str]:
 def bench_replay(args, work: Path, env: dict) -> None:
     folder = work / "project"
     recorded = work / "rec"
-    proc = subprocess.run([args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(args.python),
-                           "tests", f"--harness-record={recorded}"], cwd=folder, env=env, capture_output=True,
-                          text=True)
+    proc = subprocess.run([args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *plugin_args(args.python), "tests",
+                           f"--harness-record={recorded}"], cwd=folder, env=env,
+                          capture_output=True, text=True)
     if proc.returncode:
         sys.exit(f"recording record_project failed:\n{proc.stdout[-2000:]}")
     ids = case_file(recorded, work / "cases_file.py")
     env = dict(env, PYTHONPATH=os.pathsep.join([str(ROOT), str(folder)]))
     selection = f"--cases={','.join(ids)}"
     common = ["--mode=all", selection, "--jobs=1"]
-    replay = medians([args.python, "-m", "harness", "replay", str(recorded), *common], str(work), env, args.runs,
-                     (0, 1))
-    written = medians([args.python, "-m", "harness", f"--case_file={work / 'cases_file.py'}", *common], str(work),
+    replay = medians([args.python, "-m", "harness", "replay", str(recorded), *common], str(work),
+                     env, args.runs, (0, 1))
+    written = medians([args.python, "-m", "harness", f"--case_file={work / 'cases_file.py'}",
+                       *common], str(work),
                       env, args.runs, (0, 1))
     report = work / "r.json"
-    subprocess.run([args.python, "-m", "harness", "replay", str(recorded), *common, f"--json_out={report}"],
+    subprocess.run([args.python, "-m", "harness", "replay", str(recorded), *common,
+                    f"--json_out={report}"],
                    cwd=work, env=env, capture_output=True)
     points = len(json.loads(report.read_text())["results"])
-    print(f"replay: {points} points of {len(ids)} functions; replay {replay[0]:.2f} s wall ({replay[1]:.2f} s CPU), "
-          f"the same as a case file {written[0]:.2f} s wall ({written[1]:.2f} s CPU): per point "
-          f"{replay[0] / points:.3f} s against {written[0] / points:.3f} s, ratio {replay[0] / written[0]:.3f}")
+    print(f"replay: {points} points of {len(ids)} functions; replay {replay[0]:.2f} s wall "
+          f"({replay[1]:.2f} s CPU), the same as a case file {written[0]:.2f} s wall "
+          f"({written[1]:.2f} s CPU): per point {replay[0] / points:.3f} s against "
+          f"{written[0] / points:.3f} s, ratio {replay[0] / written[0]:.3f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--python", default=sys.executable)
-    parser.add_argument("--suite", default="", help="pytest arguments of the suite to record (default: "
+    parser.add_argument("--suite", default="",
+                        help="pytest arguments of the suite to record (default: "
                                                     "record_project's tests)")
-    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the suite's environment")
+    parser.add_argument("--env", action="append", default=[],
+                        help="NAME=VALUE for the suite's environment")
     parser.add_argument("--skip_replay", action="store_true")
     parser.add_argument("--eager", action="store_true",
-                        help="also record with --harness-record-eager, and count the drawn points of each")
+                        help="also record with --harness-record-eager, and count the drawn points "
+                             "of each")
     parser.add_argument("--hot", type=int, nargs="?", const=100000, default=0,
-                        help="record one test calling one custom gradient N times with the same value")
+                        help="record one test calling one custom gradient N times with the same "
+                             "value")
     args = parser.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2",
                **dict(e.split("=", 1) for e in args.env))

@@ -47,7 +47,8 @@ def timed_run(name: str, command: list[str], env: dict[str, str]) -> tuple[float
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     elapsed, cpu = time.perf_counter() - start, child_cpu() - cpu
     if done.returncode != 0:
-        sys.stderr.write(f"{name} failed with exit status {done.returncode}:\n{done.stderr[-3000:]}\n")
+        sys.stderr.write(f"{name} failed with exit status "
+                         f"{done.returncode}:\n{done.stderr[-3000:]}\n")
         sys.exit(done.returncode if done.returncode > 0 else 1)
     return elapsed, cpu
 
@@ -61,8 +62,10 @@ def tensorflow_version(python: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="timed runs of each command (default 5)")
-    parser.add_argument("--python", default=sys.executable, help="interpreter to run every command with")
+    parser.add_argument("--runs", type=int, default=5,
+                        help="timed runs of each command (default 5)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter to run every command with")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -72,7 +75,8 @@ def main() -> int:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     cmds = {"harness": [args.python, "-m", "harness", "--mode", "all", "--cases", "seeds.*"],
             "handwritten": [args.python, str(ROOT / "scripts" / "_handwritten_seeds.py")],
-            "no_teardown": [args.python, str(ROOT / "scripts" / "_handwritten_seeds.py"), "--skip_teardown"]}
+            "no_teardown": [args.python, str(ROOT / "scripts" / "_handwritten_seeds.py"),
+                            "--skip_teardown"]}
     print(f"tensorflow {tensorflow_version(args.python)}, python {args.python}")
 
     # One untimed run of each first: the first process to load TensorFlow's
@@ -97,8 +101,10 @@ def main() -> int:
     ratio = median["harness"] / median["handwritten"]
     print(f"ratio harness/handwritten (wall medians) {ratio:.3f}  target <= {TARGET}  "
           f"{'met' if ratio <= TARGET else 'NOT met'}")
-    print(f"ratio harness/handwritten (cpu medians)  {median_cpu['harness'] / median_cpu['handwritten']:.3f}")
-    print(f"ratio harness/no_teardown (wall medians) {median['harness'] / median['no_teardown']:.3f}  "
+    print("ratio harness/handwritten (cpu medians)  "
+          f"{median_cpu['harness'] / median_cpu['handwritten']:.3f}")
+    print("ratio harness/no_teardown (wall medians) "
+          f"{median['harness'] / median['no_teardown']:.3f}  "
           "(the hand-written script exiting as a worker does, without the interpreter's teardown)")
     return 0
 

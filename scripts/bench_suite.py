@@ -21,7 +21,8 @@ non-zero only when a run itself fails or the suite does not pass.
 
 Usage (from the repository root):
   python scripts/bench_suite.py --runs 3
-  python scripts/bench_suite.py --runs 5 --sizes 50,100,200 --n 200 --python /path/to/venv/bin/python
+  python scripts/bench_suite.py --runs 5 --sizes 50,100,200 --n 200 --python
+  /path/to/venv/bin/python
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ def timed_run(name: str, command: list[str], env: dict[str, str]) -> tuple[float
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     elapsed, cpu = time.perf_counter() - start, child_cpu() - cpu
     if done.returncode != 0:
-        sys.stderr.write(f"{name} failed with exit status {done.returncode}:\n{done.stdout[-3000:]}\n"
-                         f"{done.stderr[-3000:]}\n")
+        sys.stderr.write(f"{name} failed with exit status "
+                         f"{done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}\n")
         sys.exit(done.returncode if done.returncode > 0 else 1)
     return elapsed, cpu
 
@@ -100,11 +101,16 @@ def table_row(cells: list[str]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="timed runs of each command at each size (default 3)")
-    parser.add_argument("--sizes", default="50,100,200", help="suite sizes for the growth table (default 50,100,200)")
-    parser.add_argument("--n", type=int, default=200, help="suite size for figures (a) and (b) (default 200)")
-    parser.add_argument("--python", default=sys.executable, help="interpreter to run everything with")
-    parser.add_argument("--keep", action="store_true", help="keep the generated suites (default: removed)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed runs of each command at each size (default 3)")
+    parser.add_argument("--sizes", default="50,100,200",
+                        help="suite sizes for the growth table (default 50,100,200)")
+    parser.add_argument("--n", type=int, default=200,
+                        help="suite size for figures (a) and (b) (default 200)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter to run everything with")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the generated suites (default: removed)")
     args = parser.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()} | {args.n})
     if args.runs < 1 or sizes[0] < 1:
@@ -122,7 +128,8 @@ def main() -> int:
 
 def measure(args: argparse.Namespace, sizes: list[int], env: dict[str, str], folder: Path) -> int:
     cmds = {n: commands(args.python, *_suite.write(folder, n)) for n in sizes}
-    print(f"python {args.python}, {os.cpu_count()} cores, sizes {sizes}, {args.runs} runs, suites in {folder}")
+    print(f"python {args.python}, {os.cpu_count()} cores, sizes {sizes}, {args.runs} runs, suites "
+          f"in {folder}")
     print(f"load average (1/5/15 min) at start: {load()}", flush=True)
 
     # Also the untimed first run that reads TensorFlow's libraries from disk.
@@ -138,7 +145,8 @@ def measure(args: argparse.Namespace, sizes: list[int], env: dict[str, str], fol
                 w, c = timed_run(kind, cmds[n][kind], env)
                 wall[n, kind].append(w)
                 cpu[n, kind].append(c)
-                print(f"run {i + 1}  N={n:<4} {kind:<11}  wall {w:7.2f} s  cpu {c:7.2f} s  load {load()}",
+                print(f"run {i + 1}  N={n:<4} {kind:<11}  wall {w:7.2f} s  cpu {c:7.2f} s  load "
+                      f"{load()}",
                       flush=True)
     print(f"load average (1/5/15 min) at end: {load()}")
 
@@ -155,7 +163,8 @@ def measure(args: argparse.Namespace, sizes: list[int], env: dict[str, str], fol
         print(table_row([f"{label} s/case"] + [f"{s:.4f}" for s, _ in fits]))
         print(table_row([f"{label} fixed"] + [f"{b:.2f}" for _, b in fits]))
     for a, b in zip(sizes, sizes[1:]):
-        print(table_row([f"{a}->{b} s/case"] + [f"{(med[b, k] - med[a, k]) / (b - a):.4f}" for k in KINDS]))
+        print(table_row([f"{a}->{b} s/case"]
+                        + [f"{(med[b, k] - med[a, k]) / (b - a):.4f}" for k in KINDS]))
 
     n = args.n
     ratio = med[n, "harness j1"] / med[n, "handwritten"]

@@ -42,19 +42,24 @@ def _cpu() -> float:
 
 def _timed(command: list[str], env: dict) -> tuple[float, float]:
     cpu, start = _cpu(), time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
     wall = time.perf_counter() - start
     # A fail verdict (exit 1) is a result too; only a usage error or a crash of the run is not.
     if done.returncode not in (0, 1):
-        sys.exit(f"bench_upstream: {' '.join(command)} exited {done.returncode}:\n{done.stdout[-3000:]}")
+        sys.exit(f"bench_upstream: {' '.join(command)} exited "
+                 f"{done.returncode}:\n{done.stdout[-3000:]}")
     return wall, _cpu() - cpu
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=3, help="runs of each process (medians are compared)")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3,
+                        help="runs of each process (medians are compared)")
     parser.add_argument("--n", type=int, default=200, help="cases in the generated suite")
-    parser.add_argument("--python", default=sys.executable, help="the Python with TensorFlow and the harness")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the Python with TensorFlow and the harness")
     args = parser.parse_args()
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     with tempfile.TemporaryDirectory() as folder:
@@ -64,7 +69,8 @@ def main() -> None:
         workloads = {
             "library --mode all": base + ["--mode", "all"],
             "library --mode full": base + ["--mode", "full"],
-            f"suite of {args.n} order-2 cases --mode all": base + ["--case_file", str(suite), "--mode", "all"],
+            f"suite of {args.n} order-2 cases --mode all": base
+            + ["--case_file", str(suite), "--mode", "all"],
         }
         print(f"load average before: {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
         for name, command in workloads.items():
@@ -72,12 +78,14 @@ def main() -> None:
             for run in range(args.runs):
                 order = ("on", "off") if run % 2 == 0 else ("off", "on")
                 for which in order:
-                    times[which].append(_timed(command + ([] if which == "on" else ["--noupstream"]), env))
+                    times[which].append(_timed(command
+                                               + ([] if which == "on" else ["--noupstream"]), env))
             wall = {k: statistics.median(w for w, _ in v) for k, v in times.items()}
             cpu = {k: statistics.median(c for _, c in v) for k, v in times.items()}
             ratio = wall["on"] / wall["off"]
-            print(f"{name}: with the check {wall['on']:.1f} s, without {wall['off']:.1f} s: ratio {ratio:.2f} "
-                  f"(target <= {TARGET}); CPU {cpu['on']:.1f} s vs {cpu['off']:.1f} s: ratio "
+            print(f"{name}: with the check {wall['on']:.1f} s, without {wall['off']:.1f} s: ratio "
+                  f"{ratio:.2f} (target <= {TARGET}); CPU {cpu['on']:.1f} s vs {cpu['off']:.1f} s: "
+                  "ratio "
                   f"{cpu['on'] / cpu['off']:.2f}")
         print(f"load average after: {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
 

@@ -53,11 +53,13 @@ def _length(node: ast.AST) -> int | None:
         return len(node.elts)
     if isinstance(node, ast.Dict):
         return len(node.keys)
-    if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and len(node.generators) == 1:
+    if (isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp))
+        and len(node.generators) == 1):
         gen = node.generators[0]
         if not gen.ifs:
             return _length(gen.iter)
-    if isinstance(node, ast.Call) and _dotted(node.func) in ("list", "tuple") and len(node.args) == 1:
+    if (isinstance(node, ast.Call) and _dotted(node.func) in ("list", "tuple")
+        and len(node.args) == 1):
         return _length(node.args[0])
     return None
 
@@ -96,11 +98,13 @@ def count_file(path: Path) -> tuple[dict[str, int], list[str]]:
             unsized.append(f"{path.name}::{owner}{func.name}")
 
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name.startswith("test")):
             test(node)
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
+                if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and item.name.startswith("test")):
                     test(item, node.name + "::")
 
     for node in ast.walk(tree):
@@ -122,7 +126,8 @@ def count_file(path: Path) -> tuple[dict[str, int], list[str]]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dir", nargs="?", default=str(Path(__file__).resolve().parent.parent / "tests"))
+    parser.add_argument("dir", nargs="?",
+                        default=str(Path(__file__).resolve().parent.parent / "tests"))
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
     args = parser.parse_args(argv)
     root = Path(args.dir)
@@ -134,7 +139,8 @@ def main(argv=None) -> int:
     total = {c: sum(f[c] for f in per_file.values()) for c in COLUMNS}
     checks = total["assert"] + total["raises"] + total["self_assert"] + total["np_assert"]
     if args.json:
-        json.dump({"files": per_file, "total": total, "checks": checks, "unsized": unsized}, sys.stdout, indent=1)
+        json.dump({"files": per_file, "total": total, "checks": checks, "unsized": unsized},
+                  sys.stdout, indent=1)
         print()
         return 0
     width = max(len(name) for name in [*per_file, "total"])

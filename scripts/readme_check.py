@@ -39,8 +39,10 @@ COMMANDS = ("run", "check", "repro", "merge", "explore", "replay", "record")
 LEFT_TO_CI = (
     (re.compile(r"python3 -m venv \.venv && \.venv/bin/pip install '\.\[keras\]'"),
      "the README's install and first run: CI ran it, as written, to make this environment"),
-    (re.compile(r"pip install -e '\.\[test\]'"), "the test command: CI runs every test in its own environment"),
-    (re.compile(r"-m pytest -q (tests/unit|-m slow)"), "a test command: CI runs every test in its own environment"),
+    (re.compile(r"pip install -e '\.\[test\]'"),
+     "the test command: CI runs every test in its own environment"),
+    (re.compile(r"-m pytest -q (tests/unit|-m slow)"),
+     "a test command: CI runs every test in its own environment"),
     (re.compile(r"scripts/matrix\.py"), "the version matrix: CI runs it on three releases"),
 )
 TIMEOUT = 900
@@ -54,7 +56,8 @@ def readme_commands(text: str) -> list[str]:
         if line.startswith("```"):
             fenced = not fenced
             continue
-        if not fenced and line.startswith("    ") and re.match(r"(\(cd |python3?|pip|\.venv/bin/)\S*\s", line[4:]):
+        if (not fenced and line.startswith("    ")
+            and re.match(r"(\(cd |python3?|pip|\.venv/bin/)\S*\s", line[4:])):
             commands.append(line[4:].strip())
     return commands
 
@@ -66,7 +69,8 @@ def help_examples(run) -> list[str]:
         proc = run(f"python -m harness {command} --help")
         lines = proc.stdout.splitlines()
         if "Example:" not in lines:
-            raise SystemExit(f"readme_check: `python -m harness {command} --help` has no Example: section")
+            raise SystemExit(f"readme_check: `python -m harness {command} --help` has no Example: "
+                             "section")
         pending = ""  # a command continued on the next line with a backslash
         for line in lines[lines.index("Example:") + 1:]:
             if not pending and not line.startswith("  python "):
@@ -83,8 +87,8 @@ def help_examples(run) -> list[str]:
 # Each test count the README states: what it counts, how the README says it, and the pytest
 # arguments whose collection gives it, with which of its two numbers (selected, or all collected).
 TEST_COUNTS = (
-    ("the tests the README's test command runs", r"runs every test but those marked `slow` \((\d+) of \d+\)", (),
-     "selected"),
+    ("the tests the README's test command runs",
+     r"runs every test but those marked `slow` \((\d+) of \d+\)", (), "selected"),
     ("every test", r"runs every test but those marked `slow` \(\d+ of (\d+)\)", (), "collected"),
     ("the fast tier", r"The fast tier, `tests/unit` \((\d+) tests\)", ("tests/unit",), "selected"),
 )
@@ -108,7 +112,8 @@ def collected(output: str) -> dict[str, int]:
     collected (111 deselected) in 9.1s" or "625 tests collected in 3.0s"."""
     match = re.search(r"^(\d+)(?:/(\d+))? tests? collected.*$", output, re.MULTILINE)
     if not match or "error" in match[0]:
-        raise SystemExit(f"readme_check: pytest's collection did not end in a count without errors:\n"
+        raise SystemExit("readme_check: pytest's collection did not end in a count without "
+                         "errors:\n"
                          f"{output[-2000:]}")
     return {"selected": int(match[1]), "collected": int(match[2] or match[1])}
 
@@ -123,17 +128,20 @@ def count_mismatches(stated: dict[str, int], collect) -> list[str]:
         real = runs[args][which]
         if stated[what] != real:
             command = " ".join(["pytest --collect-only -q", *args])
-            wrong.append(f"the README says {what} is {stated[what]} tests, pytest collects {real} ({command})")
+            wrong.append(f"the README says {what} is {stated[what]} tests, pytest collects {real} "
+                         f"({command})")
     return wrong
 
 
 def check_test_counts() -> int:
     def collect(args):
-        proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+        proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
+                               "no:cacheprovider",
                                *args], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
         return collected(proc.stdout + proc.stderr)
 
-    wrong = count_mismatches(stated_counts((ROOT / "README.md").read_text(encoding="utf-8")), collect)
+    wrong = count_mismatches(stated_counts((ROOT / "README.md").read_text(encoding="utf-8")),
+                             collect)
     for sentence in wrong:
         print(f"readme_check: {sentence}")
     if not wrong:
@@ -159,12 +167,12 @@ def main() -> int:
     env["VIRTUAL_ENV"] = str(Path(bin_dir).parent)
 
     def run(command: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+        return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
 
     if not (Path(bin_dir) / "pip").exists():
-        print(f"readme_check: {bin_dir} has no pip, so the README's `pip install` would reach another Python; make "
-              "the environment as the README does: python3 -m venv .venv")
+        print(f"readme_check: {bin_dir} has no pip, so the README's `pip install` would reach "
+              "another Python; make the environment as the README does: python3 -m venv .venv")
         return 1
     readme = readme_commands((ROOT / "README.md").read_text(encoding="utf-8"))
     todo = plan(readme, help_examples(run), Path(tempfile.mkdtemp(prefix="readme-check-")))
@@ -186,13 +194,17 @@ def main() -> int:
         said = proc.stdout + proc.stderr
         where = "" if cwd == ROOT else " (outside the checkout)"
         if proc.returncode in (0, 1) and "Traceback (most recent call last)" not in said:
-            print(f"readme_check: ok, exit {proc.returncode} in {time.monotonic() - start:.0f} s{where}: {command}",
+            print(f"readme_check: ok, exit {proc.returncode} in {time.monotonic() - start:.0f} "
+                  f"s{where}: {command}",
                   flush=True)
         else:
             failed.append(command)
-            print(f"readme_check: FAILED, exit {proc.returncode}{where}: {command}\n{said[-3000:]}", flush=True)
-    print(f"readme_check: {ran - len(failed)} of {ran} commands ran as written; {left} left to the other steps "
-          "of CI" + (f"; failed: {'; '.join(failed)}" if failed else ""))
+            print(
+                f"readme_check: FAILED, exit {proc.returncode}{where}: {command}\n{said[-3000:]}",
+                flush=True,
+            )
+    print(f"readme_check: {ran - len(failed)} of {ran} commands ran as written; {left} left to the "
+          "other steps of CI" + (f"; failed: {'; '.join(failed)}" if failed else ""))
     return 1 if failed else 0
 
 

@@ -53,7 +53,8 @@ def library_results(library_cases):
     from harness.records import RunOptions
 
     found = {}
-    for result in run_cases(library_cases, CORE_MODES, RunOptions(), lambda c, p: f"rerun {c.id}[{p.label}]"):
+    for result in run_cases(library_cases, CORE_MODES,
+                            RunOptions(), lambda c, p: f"rerun {c.id}[{p.label}]"):
         found.setdefault(result.case, []).append(result)
     return found
 
@@ -65,8 +66,8 @@ def seed_run(tmp_path_factory):
     (folder / "tmp").mkdir()
     env = dict(os.environ, TMPDIR=str(folder / "tmp"))
     helpers.record_processes(env, folder)
-    proc = helpers.harness("--mode=all", "--cases=seeds.*", f"--json_out={json_path}", f"--junit_out={junit_path}",
-                           cwd=str(folder), env=env)
+    proc = helpers.harness("--mode=all", "--cases=seeds.*", f"--json_out={json_path}",
+                           f"--junit_out={junit_path}", cwd=str(folder), env=env)
     return proc, json_path, junit_path
 
 

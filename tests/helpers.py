@@ -1,4 +1,5 @@
-"""Helpers the test modules share (fixtures are in conftest.py). Importing this imports no TensorFlow."""
+"""Helpers the test modules share (fixtures are in conftest.py). Importing this imports no
+TensorFlow."""
 
 import os
 import subprocess
@@ -25,9 +26,10 @@ RECORD_PLUGIN = _record_plugin_args()
 
 
 def harness(*args, cwd=None, env=None, python=(), timeout=300):
-    """`python [PYTHON...] -m harness ARGS` in a subprocess, from the checkout unless `cwd` is given."""
-    return subprocess.run([sys.executable, *python, "-m", "harness", *args], capture_output=True, text=True,
-                          cwd=cwd or REPO, env=env, timeout=timeout)
+    """`python [PYTHON...] -m harness ARGS` in a subprocess, from the checkout unless `cwd` is
+    given."""
+    return subprocess.run([sys.executable, *python, "-m", "harness", *args], capture_output=True,
+                          text=True, cwd=cwd or REPO, env=env, timeout=timeout)
 
 
 def assert_usage_error(proc, message):
@@ -39,7 +41,8 @@ def assert_usage_error(proc, message):
 
 def imported(proc):
     """The modules a `python -X importtime` run imported."""
-    return [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
+    return [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:")]
 
 
 def no_tensorflow_env(folder):
@@ -49,7 +52,8 @@ def no_tensorflow_env(folder):
     """
     guard = Path(folder)
     (guard / "tensorflow").mkdir(parents=True, exist_ok=True)
-    (guard / "tensorflow" / "__init__.py").write_text("raise ImportError('this test imports no TensorFlow')\n")
+    (guard / "tensorflow"
+     / "__init__.py").write_text("raise ImportError('this test imports no TensorFlow')\n")
     return dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(guard)]))
 
 
@@ -58,7 +62,8 @@ def without_harness_env(folder):
     maintainer would. `folder` receives the stand-in package; the caller owns it."""
     stub = Path(folder) / "stub" / "harness"
     stub.mkdir(parents=True, exist_ok=True)
-    (stub / "__init__.py").write_text("raise ImportError('a reproduction must not import harness')\n")
+    (stub
+     / "__init__.py").write_text("raise ImportError('a reproduction must not import harness')\n")
     return dict(os.environ, PYTHONPATH=str(stub.parent), TF_CPP_MIN_LOG_LEVEL="2")
 
 
@@ -85,14 +90,17 @@ def run(case, modes=CORE_MODES, **options):
     from harness.run_here import run_case
     from harness.records import RunOptions
 
-    return run_case(case, modes, RunOptions(**options), rerun=lambda c, p: f"rerun {c.id}[{p.label}]")
+    return run_case(case, modes, RunOptions(**options),
+                    rerun=lambda c, p: f"rerun {c.id}[{p.label}]")
 
 
 # A sitecustomize that records each Python process as its interpreter starts: "pid command line",
 # one line each.
 _PROCESS_RECORDER = ("import os\n"
                      "with open(os.environ['HARNESS_TEST_PROCESSES'], 'a') as f:\n"
-                     "    f.write(f\"{os.getpid()} {open('/proc/self/cmdline').read().replace(chr(0), ' ').replace(chr(10), ' ')}\\n\")\n")
+                     "    f.write(f\"{os.getpid()} "
+                     "{open('/proc/self/cmdline').read().replace(chr(0), ' ').replace(chr(10), ' "
+                     "')}\\n\")\n")
 
 
 def record_processes(env, folder, extra=""):
@@ -111,7 +119,9 @@ def recorded_processes(record):
     """[(pid, command line)] of every process `record_processes` saw start, in order."""
     if not Path(record).exists():
         return []
-    return [(int(pid), command) for pid, command in (line.split(" ", 1) for line in Path(record).read_text().splitlines())]
+    return [(int(pid), command)
+            for pid, command in (line.split(" ", 1)
+                                 for line in Path(record).read_text().splitlines())]
 
 
 def recorded_workers(record):

@@ -40,7 +40,10 @@ class Log1pexpTest(tf.test.TestCase):
 def test_pytest_style_check_returns_one_verdict_per_point():
     results = harness.check(log1pexp, [0.0, 100.0])
     assert [r.verdict for r in results] == [harness.Verdict.PASS, harness.Verdict.PASS]
-    assert results[1].reason == "all modes agree, and match the numeric derivative, with and without upstream weights"
+    assert (
+        results[1].reason
+        == "all modes agree, and match the numeric derivative, with and without upstream weights"
+    )
 
 
 def test_the_stable_gradient_has_an_unstable_second_derivative():
@@ -57,7 +60,8 @@ def test_the_stable_gradient_has_an_unstable_second_derivative():
 
 
 def test_two_argument_inputs_are_tuples_and_numpy_values_keep_their_dtype():
-    [result] = harness.check(lambda x, y: x * y, [(np.float64(3.0), np.float64(4.0))], modes=["eager", "graph"])
+    [result] = harness.check(lambda x, y: x * y, [(np.float64(3.0), np.float64(4.0))],
+                             modes=["eager", "graph"])
     assert result.verdict is harness.Verdict.PASS
     assert [o.dtype for o in result.outcomes["graph"].orders[1]] == ["float64", "float64"]
     assert [float(o.value) for o in result.outcomes["graph"].orders[1]] == [4.0, 3.0]

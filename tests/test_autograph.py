@@ -40,12 +40,13 @@ def handwritten(fn, order, **function_options):
 def harness_function(fn, order, **function_options):
     argument = next(iter(inspect.signature(fn).parameters))  # one argument, whatever its name
     case = make_case(fn=fn, order=order, points=[{argument: X}])
-    return function_mode.compile_subject(build_subject(case), order, RunOptions(upstream=False), Steps(),
-                                         **function_options)
+    return function_mode.compile_subject(build_subject(case), order, RunOptions(upstream=False),
+                                         Steps(), **function_options)
 
 
 def branchy(x):
-    # A Python `if` on a tensor: inside tf.function only AutoGraph's conversion (to tf.cond) traces it.
+    # A Python `if` on a tensor: inside tf.function only AutoGraph's conversion (to tf.cond) traces
+    # it.
     if x > 0:
         return x * x
     return -x
@@ -93,16 +94,19 @@ def test_autograph_converts_no_harness_code_but_the_two_calls_into_the_case(monk
         return convert(entity, program_ctx)
 
     monkeypatch.setattr(api, "_convert_actual", recording)
-    [result] = run_case(make_case(fn=branchy, order=2), ("function",), RunOptions(), rerun=lambda c, p: "rerun")
+    [result] = run_case(make_case(fn=branchy, order=2), ("function",), RunOptions(),
+                        rerun=lambda c, p: "rerun")
     assert result.outcomes["function"].status is Status.OK
     harness_code = {name for name in converted if name.startswith("harness.")}
-    assert harness_code == {"harness.measure.modes.shared._call", "harness.measure.modes.shared._gradient"}, converted
+    assert harness_code == {"harness.measure.modes.shared._call",
+                            "harness.measure.modes.shared._gradient"}, converted
     assert f"{__name__}.branchy" in converted
 
 
 def test_autograph_converts_the_case_in_function_and_xla_and_not_in_no_autograph():
     # x*x at 3 for x > 0: 9, 6, 2. In no_autograph and graph the `if` on a tensor cannot trace.
-    [result] = run_case(make_case(fn=branchy, order=2), ("eager", "function", "xla", "no_autograph", "graph"),
+    [result] = run_case(make_case(fn=branchy, order=2), ("eager", "function", "xla",
+                                                         "no_autograph", "graph"),
                         RunOptions(), rerun=lambda c, p: "rerun")
     for mode in ("eager", "function", "xla"):
         outcome = result.outcomes[mode]
@@ -111,7 +115,8 @@ def test_autograph_converts_the_case_in_function_and_xla_and_not_in_no_autograph
     for mode in ("no_autograph", "graph"):
         assert result.outcomes[mode].error.is_a("OperatorNotAllowedInGraphError"), mode
     # What a hand-written tf.function does with the same function, for both settings.
-    assert [[float(t) for t in o] for o in handwritten(branchy, 2)(tf.constant(X))] == [[9.0], [6.0], [2.0]]
+    assert [[float(t) for t in o]
+            for o in handwritten(branchy, 2)(tf.constant(X))] == [[9.0], [6.0], [2.0]]
     with pytest.raises(tf.errors.OperatorNotAllowedInGraphError):
         handwritten(branchy, 2, autograph=False)(tf.constant(X))
 
@@ -126,7 +131,9 @@ def test_an_exception_from_a_grad_fn_is_rewritten_as_for_a_handwritten_tf_functi
             function(tf.constant(X))
         return type(info.value).__name__, str(info.value).splitlines()[0]
 
-    ours, theirs = raised(harness_function(grad_raises, 1, **options)), raised(handwritten(grad_raises, 1, **options))
+    ours, theirs = (raised(harness_function(grad_raises, 1, **options)),
+                    raised(handwritten(grad_raises, 1, **options)))
     assert ours == theirs
-    expected = ("StagingError", "in user code:") if not options else ("CodedError", "failed with code 7")
+    expected = (("StagingError", "in user code:") if not options
+                else ("CodedError", "failed with code 7"))
     assert ours == expected

@@ -36,7 +36,8 @@ def test_help_does_not_import_tensorflow():
     (["--junit_out=."], "is a directory"),
     # A value float16 cannot hold would become inf with only a NumPy warning, and pass.
     (["check", "tests/data/explore_grads.py:softplus", "--inputs=70000", "--dtype=float16"],
-     "70000 does not fit --dtype=float16 (magnitudes from 5.96046e-08 to 65504): it would become infinite"),
+     "70000 does not fit --dtype=float16 (magnitudes from 5.96046e-08 to 65504): it would become "
+     "infinite"),
     (["check", "tests/data/explore_grads.py:softplus", "--inputs=1e-50"],
      "1e-50 does not fit --dtype=float32"),
 ])
@@ -66,13 +67,16 @@ def test_list_shows_ids_and_descriptions():
 def test_seed_run_writes_the_json_contract_and_junit(seed_run):
     proc, json_path, junit_path = seed_run  # --mode=all --cases=seeds.* --json_out --junit_out
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads(json_path.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict {c}"))
+    report = json.loads(json_path.read_text(),
+                        parse_constant=lambda c: pytest.fail(f"non-strict {c}"))
     assert report["schema"] == "harness.report/1"
-    assert set(report["environment"]) >= {"tensorflow", "tensorflow_git", "numpy", "python", "platform"}
+    assert set(report["environment"]) >= {"tensorflow", "tensorflow_git", "numpy", "python",
+                                          "platform"}
     assert report["modes"] == ["eager", "function", "graph"]
     by_name = {(r["case"], r["point"]): r for r in report["results"]}
     x100 = by_name[("seeds.log1pexp2", "x=100.0")]
-    # The modes agree on the seed's numbers; the numeric oracle declares its 1 - e second derivative.
+    # The modes agree on the seed's numbers; the numeric oracle declares its 1 - e second
+    # derivative.
     assert x100["verdict"] == "xfail"
     assert x100["oracles"]["numeric"]["differ"] == [2]
     for mode in report["modes"]:
@@ -87,7 +91,9 @@ def test_seed_run_writes_the_json_contract_and_junit(seed_run):
     # log1pexp2 at both points is xfail: its 1 - e second derivative is declared untrue.
     assert report["summary"]["pass"] == 3 and report["summary"]["xfail"] == 5
     suite = ET.parse(junit_path).getroot().find("testsuite")
-    assert suite.get("tests") == "8" and suite.get("skipped") == "5" and suite.get("failures") == "0"
+    assert (
+        suite.get("tests") == "8" and suite.get("skipped") == "5" and suite.get("failures") == "0"
+    )
 
 
 DISAGREEING = """
@@ -120,7 +126,8 @@ def test_disagreement_fails_with_worst_element_and_a_rerun_that_reproduces_it(ca
     assert "forward output 0: function vs eager" in out
     assert "function=10 eager=8 abs err 2 rel err 0.25 (rtol 1.3e-06, atol 1e-05)" in out
     assert "XPASS" in out and "1 fail, 1 xpass" in out
-    rerun = next(l.split("rerun: ", 1)[1] for l in out.splitlines() if "rerun: " in l and "mine.scale" in l)
+    rerun = next(l.split("rerun: ", 1)[1] for l in out.splitlines() if "rerun: " in l
+                 and "mine.scale" in l)
     argv = shlex.split(rerun)
     assert argv[:3] == ["python", "-m", "harness"]
     again = harness(*argv[3:], cwd=str(tmp_path))
@@ -170,7 +177,8 @@ def test_check_target_that_is_not_path_colon_name_is_refused():
     assert proc.returncode == 2 and "is not PATH.py:NAME" in proc.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories and reads 0o000 files")
+@pytest.mark.skipif(os.geteuid() == 0,
+                    reason="root writes into read-only directories and reads 0o000 files")
 def test_read_only_output_directory_and_unreadable_case_file(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o555)
@@ -196,9 +204,9 @@ def test_merge_refuses_a_file_that_is_not_a_report(tmp_path):
 def test_case_file_can_import_a_module_beside_it(tmp_path):
     (tmp_path / "helpers_mod.py").write_text("def triple(x):\n    return x * 3\n")
     cases = tmp_path / "beside.py"
-    cases.write_text("import numpy as np\nfrom helpers_mod import triple\nfrom harness import Case\n"
-                     "CASES = [Case(id='mine.triple', fn=triple, points=[{'x': np.float32(1.0)}],"
-                     " source='test', description='imports a neighbour')]\n")
+    cases.write_text("import numpy as np\nfrom helpers_mod import triple\nfrom harness import "
+                     "Case\nCASES = [Case(id='mine.triple', fn=triple, points=[{'x': "
+                     "np.float32(1.0)}], source='test', description='imports a neighbour')]\n")
     proc = harness(f"--case_file={cases}")  # run from the repository, not from tmp_path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS     mine.triple[x=1.0]" in proc.stdout
@@ -214,9 +222,11 @@ def test_workers_see_the_keyword_call_fall_back_and_repeat_finds_a_flaky_case(tm
     assert proc.returncode == 1, proc.stderr[-2000:]
     results = {r["case"]: r for r in json.loads(out.read_text())["results"]}
     kwargs = results["regressions.kwargs_65839"]
-    # tensorflow#65839: eager runs bar_65839's forward and never its grad; the others raise at the call.
+    # tensorflow#65839: eager runs bar_65839's forward and never its grad; the others raise at the
+    # call.
     assert kwargs["verdict"] == "xfail", kwargs["reason"]
-    assert kwargs["modes"]["eager"]["custom_gradients"] == {"ran": ["bar_65839"], "unused": ["bar_65839"]}
+    assert kwargs["modes"]["eager"]["custom_gradients"] == {"ran": ["bar_65839"],
+                                                            "unused": ["bar_65839"]}
     assert any("as declared: eager gradient unused" in d for d in kwargs["details"])
     noisy = results["flaky.unseeded_uniform"]
     assert noisy["verdict"] == "flaky"
@@ -228,7 +238,10 @@ def test_workers_see_the_keyword_call_fall_back_and_repeat_finds_a_flaky_case(tm
 def test_full_selects_the_extra_modes_but_not_saved_model_nocg():
     proc = harness("--mode=full,bogus", "--list")
     assert proc.returncode == 2
-    assert "unknown mode 'bogus'" in proc.stderr and "'full' (all but saved_model_nocg and the training-step modes)" in proc.stderr
+    assert (
+        "unknown mode 'bogus'" in proc.stderr
+        and "'full' (all but saved_model_nocg and the training-step modes)" in proc.stderr
+    )
 
 
 COMMA_POINTS = """
@@ -263,7 +276,9 @@ def test_printed_rerun_commands_with_commas_in_the_point_run_that_point_alone(ca
     labels = ["mine.mul[x=2.0,y=3.0]", "mine.mul[x=5.0,y=7.0]", "mine.scale[x=float32[8,64]]",
               "mine.scale[x=float32[2,3]]"]
     assert [r.split("--cases=", 1)[1].split("'")[0].split()[0] for r in reruns] == labels, reruns
-    for rerun, label in zip(reruns[1:3], labels[1:3]):  # one with a comma between arguments, one inside a shape
+    for rerun, label in zip(
+        reruns[1:3], labels[1:3]
+    ):  # one with a comma between arguments, one inside a shape
         argv = shlex.split(rerun)
         again = harness(*argv[3:], cwd=str(tmp_path))
         assert again.returncode == 1, again.stdout + again.stderr
@@ -299,24 +314,26 @@ def test_control_characters_and_surrogates_reach_no_terminal_or_report_raw(case_
     path = case_file(ODD_TEXT)
     out = tmp_path / "out"
     out.mkdir()
-    proc = harness(f"--case_file={path}", f"--json_out={out / 'r.json'}", f"--junit_out={out / 'r.xml'}",
-                   cwd=str(tmp_path))
+    proc = harness(f"--case_file={path}", f"--json_out={out / 'r.json'}",
+                   f"--junit_out={out / 'r.xml'}", cwd=str(tmp_path))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert not any(c in proc.stdout for c in "\x1b\r\x00"), repr(proc.stdout)
     assert "caf\\udce9.txt" in proc.stdout and "x\\x1b[2K\\rPASS     fake\\x00=1.0" in proc.stdout
     names = [c.get("name") for c in ET.parse(out / "r.xml").getroot().iter("testcase")]
-    assert "x\\x1b[2K\rPASS     fake\\x00=1.0" in names or any("\\x1b" in n and "\\x00" in n for n in names), names
+    assert "x\\x1b[2K\rPASS     fake\\x00=1.0" in names or any("\\x1b" in n and "\\x00" in n
+                                                               for n in names), names
     data = json.loads((out / "r.json").read_text())
     assert {r["case"] for r in data["results"]} == {"odd.surrogate", "odd.label"}
-    merged = harness("merge", str(out / "r.json"), f"--markdown_out={out / 'm.md'}", f"--html_out={out / 'm.html'}",
-                     cwd=str(tmp_path))
+    merged = harness("merge", str(out / "r.json"), f"--markdown_out={out / 'm.md'}",
+                     f"--html_out={out / 'm.html'}", cwd=str(tmp_path))
     assert merged.returncode == 0, merged.stderr
     assert "\x1b" not in (out / "m.md").read_text() and "\x00" not in (out / "m.html").read_text()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
-def test_a_signal_while_the_reports_are_written_still_writes_them_and_exits_130(case_file, tmp_path, signum):
+def test_a_signal_while_the_reports_are_written_still_writes_them_and_exits_130(case_file,
+                                                                                tmp_path, signum):
     # The signal is sent from inside the first report write, so it arrives then, every time.
     path = case_file(COMMA_POINTS)
     json_out, junit_out = tmp_path / "r.json", tmp_path / "r.xml"
@@ -328,15 +345,17 @@ def test_a_signal_while_the_reports_are_written_still_writes_them_and_exits_130(
             f"        os.kill(os.getpid(), signal.{signum})\n"
             f"    write(path, text)\n"
             f"r.write = signalled\n"
-            f"sys.argv = ['harness', '--case_file={path}', '--cases=mine.mul', '--json_out={json_out}', "
-            f"'--junit_out={junit_out}']\n"
+            f"sys.argv = ['harness', '--case_file={path}', '--cases=mine.mul', "
+            f"'--json_out={json_out}', '--junit_out={junit_out}']\n"
             f"runpy.run_module('harness', run_name='__main__')\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          timeout=300)
     assert proc.returncode == 130, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.splitlines() == [
         f"harness: wrote {json_out}", f"harness: wrote {junit_out}",
-        f"harness: streamed each result as it finished to {tmp_path / 'r.jsonl'} (beside --json_out, JSON Lines)",
+        f"harness: streamed each result as it finished to {tmp_path / 'r.jsonl'} (beside "
+        "--json_out, JSON Lines)",
         f"harness: {signum} after every case had run; the reports were written first"], proc.stderr
     assert len(json.loads(json_out.read_text())["results"]) == 2
     assert len(list(ET.parse(junit_out).getroot().iter("testcase"))) == 2
@@ -352,10 +371,13 @@ def test_a_stream_another_live_run_writes_is_refused_and_left_whole(case_file, t
     stream.write_text('{"held": true}\n')
     with open(stream, "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a live run holds it
-        proc = harness(f"--case_file={path}", f"--json_out={tmp_path / 'r.json'}", cwd=str(tmp_path))
-    assert_usage_error(proc, f"another harness run is writing {stream}; give this run another --json_out")
+        proc = harness(f"--case_file={path}", f"--json_out={tmp_path / 'r.json'}",
+                       cwd=str(tmp_path))
+    assert_usage_error(proc,
+                       f"another harness run is writing {stream}; give this run another --json_out")
     assert stream.read_text() == '{"held": true}\n'
-    again = harness(f"--case_file={path}", "--cases=mine.scale", f"--json_out={tmp_path / 'r.json'}",
+    again = harness(f"--case_file={path}", "--cases=mine.scale",
+                    f"--json_out={tmp_path / 'r.json'}",
                     cwd=str(tmp_path))  # the lock went with its holder
     assert again.returncode == 1 and len(stream.read_text().splitlines()) == 2, again.stderr
 
@@ -371,8 +393,12 @@ def test_a_check_rerun_line_gives_only_its_points_inputs(tmp_path):
             return x ** 3, lambda dy: dy * 3 * x  # the derivative is 3 x**2: right at x = 1 only
     """))
     proc = harness("check", "mine.py:cube", "--inputs=1.0", "--inputs=2.0", cwd=str(tmp_path))
-    assert proc.returncode == 1 and "1 case at 2 points: 1 pass, 1 fail" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "1 case at 2 points: 1 pass, 1 fail" in proc.stdout, (
+        proc.stdout + proc.stderr
+    )
     [rerun] = [l.split("rerun: ", 1)[1] for l in proc.stdout.splitlines() if "rerun: " in l]
     assert "--inputs=2.0" in rerun and "--inputs=1.0" not in rerun and "--cases" not in rerun, rerun
     again = harness(*shlex.split(rerun)[3:], cwd=str(tmp_path))
-    assert again.returncode == 1 and "1 case at 1 point: 1 fail" in again.stdout, again.stdout + again.stderr
+    assert again.returncode == 1 and "1 case at 1 point: 1 fail" in again.stdout, (
+        again.stdout + again.stderr
+    )

@@ -28,7 +28,8 @@ def scalar(outcome, order):
 def test_saved_model_keeps_the_custom_gradient_and_nocg_loses_it(library):
     # tensorflow#40166: the docstring's log1pexp, whose custom gradient is 1 at x = 100 where
     # autodiff of log(1 + e) is inf / inf.
-    results = run(library["regressions.saved_model_40166"], ("eager", "saved_model", "saved_model_nocg"),
+    results = run(library["regressions.saved_model_40166"], ("eager", "saved_model",
+                                                             "saved_model_nocg"),
                   numeric=False)
     at_100 = results["x=100.0"]
     assert at_100.verdict is Verdict.XFAIL, at_100.reason
@@ -43,7 +44,10 @@ def test_saved_model_loses_a_nested_custom_gradient(library):
     results = run(library["seeds.log1pexp2"], ("eager", "saved_model"), numeric=False)
     outcome = results["x=1.0"].outcomes["saved_model"]
     # Raised while the order 2 tape records order 1, where the inner custom gradient is needed.
-    assert outcome.error.is_a("LookupError") and outcome.error.stage == "order 1, while recording for order 2"
+    assert (
+        outcome.error.is_a("LookupError")
+        and outcome.error.stage == "order 1, while recording for order 2"
+    )
     assert results["x=1.0"].verdict is Verdict.XFAIL
 
 
@@ -53,10 +57,12 @@ def test_forward_mode_uses_grad_fn_only_where_the_body_has_no_jvp(library):
     assert ste.verdict is Verdict.PASS, ste.reason
     assert np.array_equal(ste.outcomes["forward"].orders[1][0].value, np.ones(5, np.float32))
     # gradient_reversal's body is tf.identity: forward mode says +1, grad_fn says -0.5.
-    [reverse] = run(library["patterns.gradient_reversal"], ("eager", "forward"), numeric=False).values()
+    [reverse] = run(library["patterns.gradient_reversal"], ("eager", "forward"),
+                    numeric=False).values()
     assert reverse.verdict is Verdict.XFAIL
     assert np.array_equal(reverse.outcomes["forward"].orders[1][0].value, np.ones(5, np.float32))
-    assert np.array_equal(reverse.outcomes["eager"].orders[1][0].value, np.full(5, -0.5, np.float32))
+    assert np.array_equal(reverse.outcomes["eager"].orders[1][0].value,
+                          np.full(5, -0.5, np.float32))
 
 
 def test_forward_over_reverse_reads_the_seed_true_second_derivative(library):
@@ -70,7 +76,8 @@ def test_forward_over_reverse_reads_the_seed_true_second_derivative(library):
     assert scalar(results["x=1.0"].outcomes["eager"], 2) == pytest.approx(1 - math.e, rel=1e-6)
 
 
-@pytest.mark.parametrize("case_id", ["docs.log1pexp", "patterns.logsumexp", "keras.custom_gradient_layer_weights"])
+@pytest.mark.parametrize("case_id", ["docs.log1pexp", "patterns.logsumexp",
+                                     "keras.custom_gradient_layer_weights"])
 def test_every_mode_of_full_agrees_on_well_behaved_cases(library, case_id):
     modes = ("eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model")
     for result in run(library[case_id], modes).values():

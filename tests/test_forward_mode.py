@@ -1,4 +1,5 @@
-"""The forward mode (ForwardAccumulator, forward over reverse) against eager tapes and closed forms."""
+"""The forward mode (ForwardAccumulator, forward over reverse) against eager tapes and closed
+forms."""
 
 import numpy as np
 import tensorflow as tf
@@ -98,7 +99,8 @@ def test_variables_are_watched_by_the_accumulator_to_order_two():
 
 
 def test_unconnected_source_is_none_or_zeros_when_asked():
-    case = _case(fn=lambda x, y: 2.0 * x, points=[{"x": np.float32(1.0), "y": np.array([4.0, 5.0], np.float32)}])
+    case = _case(fn=lambda x, y: 2.0 * x,
+                 points=[{"x": np.float32(1.0), "y": np.array([4.0, 5.0], np.float32)}])
     forward, eager = _both(case)
     _assert_same(forward, eager)
     assert float(_values(forward, 1)[0]) == 2.0 and _values(forward, 1)[1] is None
@@ -174,6 +176,8 @@ def test_complex_output_of_a_real_source_contracts_to_the_real_part_as_reverse_m
     case = _case(fn=fn, points=[{"x": np.array([0.5, -1.5], np.float32)}], order=2)
     forward, eager = _both(case)
     _assert_same(forward, eager)
-    # c = (x - 2x**2) + i(x**2 + 2x): the tape reads Re(dc/dx) = 1 - 4x, plus d/dx of (x - 2x**2)**2.
+    # c = (x - 2x**2) + i(x**2 + 2x): the tape reads Re(dc/dx) = 1 - 4x, plus d/dx of (x -
+    # 2x**2)**2.
     x = np.array([0.5, -1.5])
-    np.testing.assert_allclose(_values(forward, 1)[0], 1 - 4 * x + 2 * (x - 2 * x * x) * (1 - 4 * x), rtol=1e-6)
+    np.testing.assert_allclose(_values(forward, 1)[0],
+                               1 - 4 * x + 2 * (x - 2 * x * x) * (1 - 4 * x), rtol=1e-6)

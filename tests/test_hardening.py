@@ -20,9 +20,11 @@ def test_flat_outputs_refuses_strings():
     from harness.measure.modes.shared import flat_outputs, tf
 
     for value in ("abc", b"abc", (tf.constant(1.0), "abc")):
-        with pytest.raises(TypeError, match="returned a tf.string output; return numbers or tensors"):
+        with pytest.raises(TypeError,
+                           match="returned a tf.string output; return numbers or tensors"):
             flat_outputs(value)
-    assert [t.dtype.name for t in flat_outputs((1.0, np.int32(2), True))] == ["float32", "int32", "bool"]
+    assert [t.dtype.name for t in flat_outputs((1.0, np.int32(2), True))] == ["float32", "int32",
+                                                                              "bool"]
 
 
 def test_a_string_output_is_the_points_error_and_the_reports_are_written():
@@ -35,7 +37,9 @@ def test_a_string_output_is_the_points_error_and_the_reports_are_written():
     for outcome in results[0].outcomes.values():
         assert outcome.status.value == "error" and "tf.string output" in outcome.error.message
     report = Report(environment={}, modes=("eager", "function", "graph"), results=tuple(results))
-    assert json.loads(json_report.render(report))["results"][0]["verdict"] == results[0].verdict.value
+    assert (
+        json.loads(json_report.render(report))["results"][0]["verdict"] == results[0].verdict.value
+    )
     assert "<testcase" in junit.render(report)
 
 
@@ -67,7 +71,8 @@ def small_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("small")
     (folder / "cases.py").write_text(CASE_FILE)
     proc = harness(f"--case_file={folder / 'cases.py'}", "--timeout=inf", "--mode=eager",
-                   f"--json_out={folder / 'r.json'}", f"--repro_dir={folder / 'repro'}", cwd=str(folder))
+                   f"--json_out={folder / 'r.json'}", f"--repro_dir={folder / 'repro'}",
+                   cwd=str(folder))
     return folder, proc
 
 
@@ -88,18 +93,24 @@ def test_timeout_inf_means_no_timeout(small_run):
 # -- 5. output paths that are one file ---------------------------------------------------------
 
 @pytest.mark.parametrize("args, message", [
-    (["--json_out=r.json", "--junit_out=./sub/../r.json"], "--json_out and --junit_out are the same file"),
-    (["--json_out=r.jsonl"], "--json_out and the JSON Lines stream (--json_out with the suffix .jsonl)"),
+    (["--json_out=r.json", "--junit_out=./sub/../r.json"],
+     "--json_out and --junit_out are the same file"),
+    (["--json_out=r.jsonl"],
+     "--json_out and the JSON Lines stream (--json_out with the suffix .jsonl)"),
     (["--json_out=r.json", "--jsonl_out=r.json"], "--json_out and --jsonl_out are the same file"),
     (["--junit_out=r.xml", "--jsonl_out=r.xml"], "--junit_out and --jsonl_out are the same file"),
-    (["merge", "a.json", "b.json", "--json_out=./b.json"], "input report b.json and --json_out are the same file"),
-    (["merge", "a.json", "--markdown_out=m.md", "--html_out=m.md"], "--markdown_out and --html_out"),
+    (["merge", "a.json", "b.json", "--json_out=./b.json"],
+     "input report b.json and --json_out are the same file"),
+    (["merge", "a.json", "--markdown_out=m.md", "--html_out=m.md"],
+     "--markdown_out and --html_out"),
 ])
 def test_colliding_paths_are_a_usage_error(tmp_path, args, message):
     (tmp_path / "sub").mkdir()
     for name in ("a.json", "b.json"):
         (tmp_path / name).write_text("{}")
-    select = [] if args[0] == "merge" else ["--cases=nothing.x"]  # selects nothing if it ever got that far
+    select = (
+        [] if args[0] == "merge" else ["--cases=nothing.x"]
+    )  # selects nothing if it ever got that far
     assert_usage_error(harness(*args, *select, cwd=str(tmp_path)), message)
     assert (tmp_path / "b.json").read_text() == "{}"
 
@@ -109,7 +120,9 @@ def test_symlinked_outputs_collide(tmp_path):
     (tmp_path / "r.json").write_text("")
     (tmp_path / "link.xml").symlink_to(tmp_path / "r.json")
     with pytest.raises(cli_options.UsageError, match="same file"):
-        cli_settings.distinct_outputs([("--json_out", str(tmp_path / "r.json")), ("--junit_out", str(tmp_path / "link.xml"))])
+        cli_settings.distinct_outputs(
+            [("--json_out", str(tmp_path / "r.json")), ("--junit_out", str(tmp_path / "link.xml"))]
+        )
     cli_settings.distinct_outputs([("--json_out", str(tmp_path / "r.json")), ("--junit_out", None)])
 
 
@@ -135,7 +148,8 @@ def test_check_with_a_complex_literal_suggests_a_complex_dtype(tmp_path):
 def _case(**fields):
     from harness.case import Case
 
-    return Case(**{"id": "tests.bind", "source": "tests", "description": "binding by name", **fields})
+    return Case(**{"id": "tests.bind", "source": "tests", "description": "binding by name",
+                   **fields})
 
 
 def _minus(x, y):
@@ -164,8 +178,10 @@ def test_a_bound_point_computes_with_its_named_values():
 
 
 @pytest.mark.parametrize("fn, point, message", [
-    (_minus, {"x": np.float32(1.0), "z": np.float32(2.0)}, "'z', which is not an argument of 'fn'; its arguments: x"),
-    (lambda x, *, y: x, {"x": np.float32(1.0), "y": np.float32(2.0)}, "'y', which is not an argument of 'fn'"),
+    (_minus, {"x": np.float32(1.0), "z": np.float32(2.0)},
+     "'z', which is not an argument of 'fn'; its arguments: x"),
+    (lambda x, *, y: x, {"x": np.float32(1.0), "y": np.float32(2.0)},
+     "'y', which is not an argument of 'fn'"),
     (lambda x, y=1.0: x, {"y": np.float32(2.0)}, "leaves out argument 'x'"),
 ])
 def test_a_point_name_the_function_cannot_take_is_refused(fn, point, message):
@@ -192,7 +208,8 @@ def test_repro_folder_names_are_bounded_readable_and_unique():
     assert cli_repro.safe_name("x=1.0,y=2.0") == "x=1.0_y=2.0"  # short names are as before
     a, b = cli_repro.safe_name(LONG_ID), cli_repro.safe_name(LONG_ID[:-1] + "b")
     assert len(a) <= 100 and len(b) <= 100 and a != b and a.startswith("long.aaaa")
-    assert cli_repro.safe_name("\u00e9" * 200).isascii() and len(cli_repro.safe_name("\u00e9" * 200)) <= 100
+    assert cli_repro.safe_name("\u00e9"
+                               * 200).isascii() and len(cli_repro.safe_name("\u00e9" * 200)) <= 100
     assert cli_repro.safe_name("..") not in ("", ".", "..")
 
 
@@ -232,8 +249,10 @@ def test_an_unknown_point_lists_the_cases_points():
     from harness import loader
     from harness.records import CaseInfo
 
-    catalogue = [CaseInfo(id="seeds.sq", description="", source="", order=1, points=("x=1.0", "x=2.0"))]
-    with pytest.raises(loader.LoadError, match=r"seeds.sq has no point 'x=3.0'; its points: x=1.0, x=2.0"):
+    catalogue = [CaseInfo(id="seeds.sq", description="", source="", order=1,
+                          points=("x=1.0", "x=2.0"))]
+    with pytest.raises(loader.LoadError,
+                       match=r"seeds.sq has no point 'x=3.0'; its points: x=1.0, x=2.0"):
         loader.select(catalogue, ["seeds.sq[x=3.0]"])
     assert loader.select(catalogue, ["seeds.sq[x=2.0]"])[0].points == ("x=2.0",)
     assert loader.select(catalogue, ["seeds.s[pq]"])[0].id == "seeds.sq"  # still a glob
@@ -242,11 +261,14 @@ def test_an_unknown_point_lists_the_cases_points():
 @pytest.mark.parametrize("args, message", [
     (["--order=2"], "--order is a flag of python -m harness check"),
     # --dtype is explore's too, so each is said with its own commands.
-    (["--inputs=1.0", "--dtype=float64"], "--inputs is a flag of python -m harness check and repro; --dtype is a "
-                                          "flag of python -m harness check, repro and explore, not of a plain run"),
+    (["--inputs=1.0", "--dtype=float64"],
+     "--inputs is a flag of python -m harness check and repro; --dtype is a "
+                                          "flag of python -m harness check, repro and explore, not "
+                                          "of a plain run"),
     (["--point=x=1.0"], "--point is a flag of python -m harness repro"),
     (["--out=somewhere"], "--out is a flag of python -m harness repro"),
-    (["--markdown_out=m.md", "--html_out=m.html"], "--markdown_out, --html_out are flags of python -m harness merge"),
+    (["--markdown_out=m.md", "--html_out=m.html"],
+     "--markdown_out, --html_out are flags of python -m harness merge"),
 ])
 def test_a_commands_flags_are_refused_by_a_plain_run(tmp_path, args, message):
     assert_usage_error(harness(*args, "--cases=nothing.x", cwd=str(tmp_path)), message)
@@ -257,16 +279,20 @@ def test_every_verdict_has_its_junit_element_and_flaky_fails():
     from harness.report import junit
 
     assert set(junit._ELEMENT) == set(Verdict)
-    flaky = Result(case="tests.case", point="x=1.0", order=1, verdict=Verdict.FLAKY, reason="values changed",
-                   details=(), outcomes={}, rerun="python -m harness --cases tests.case")
+    flaky = Result(case="tests.case", point="x=1.0", order=1, verdict=Verdict.FLAKY,
+                   reason="values changed", details=(), outcomes={},
+                   rerun="python -m harness --cases tests.case")
     text = junit.render(Report(environment={}, modes=("eager",), results=(flaky,)))
-    assert 'failures="1"' in text and '<failure message="flaky: values changed" type="flaky">' in text
+    assert (
+        'failures="1"' in text and '<failure message="flaky: values changed" type="flaky">' in text
+    )
 
 
 # -- in this process: cli.run with its flags, restored after ----------------------------------
 
 def run_here(*args):
-    """cli.run in this process (its workers are still processes); flags and SIGTERM restored after."""
+    """cli.run in this process (its workers are still processes); flags and SIGTERM restored
+    after."""
     import signal
 
     from absl import flags
@@ -299,7 +325,9 @@ def test_jobs_beyond_the_selection_starts_one_worker_per_case(tmp_path, monkeypa
     (tmp_path / "cases.py").write_text(CASE_FILE)
     status = run_here(f"--case_file={tmp_path / 'cases.py'}", "--cases=small.square", "--jobs=6",
                       "--mode=eager", "--nonumeric", "--noupstream")
-    assert status == 0 and len(started) == 1, started  # the worker that loaded the cases runs the one case
+    assert (
+        status == 0 and len(started) == 1
+    ), started  # the worker that loaded the cases runs the one case
 
 
 def test_jobs_beyond_four_per_cpu_is_a_usage_error_saying_the_limit():
@@ -323,7 +351,8 @@ def test_a_derived_jsonl_path_that_is_a_directory_is_a_usage_error(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(tmp_path, monkeypatch, capsys):
+def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(tmp_path,
+                                                                               monkeypatch, capsys):
     import shutil
 
     from harness.cli import run_loop as cli_run
@@ -337,8 +366,9 @@ def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(t
         return real(settings)
 
     monkeypatch.setattr(cli_run, "runner_for", vanish)  # where the run looks it up
-    status = run_here(f"--case_file={tmp_path / 'cases.py'}", "--cases=small.square", "--mode=eager",
-                      "--nonumeric", "--noupstream", f"--json_out={tmp_path / 'out' / 'r.json'}",
+    status = run_here(f"--case_file={tmp_path / 'cases.py'}", "--cases=small.square",
+                      "--mode=eager", "--nonumeric", "--noupstream",
+                      f"--json_out={tmp_path / 'out' / 'r.json'}",
                       f"--junit_out={tmp_path / 'r.xml'}", f"--jsonl_out={tmp_path / 'r.jsonl'}")
     captured = capsys.readouterr()
     errors = [line for line in captured.err.splitlines() if line.startswith("harness: cannot")]
@@ -349,14 +379,16 @@ def test_a_report_that_fails_at_the_end_is_one_line_and_the_others_are_written(t
     assert json.loads((tmp_path / "r.jsonl").read_text())["verdict"] == "pass"
 
 
-def test_a_merge_output_that_fails_at_the_end_is_one_line_and_the_others_are_written(tmp_path, monkeypatch,
+def test_a_merge_output_that_fails_at_the_end_is_one_line_and_the_others_are_written(tmp_path,
+                                                                                     monkeypatch,
                                                                                      capsys):
     from harness import report
     from harness.matrix import outputs
 
     source = tmp_path / "r.json"
-    source.write_text(json.dumps({"schema": "harness.report/1", "environment": {"tensorflow": "2.21.0"},
-                                  "modes": ["eager"], "results": [], "summary": {}}))
+    source.write_text(json.dumps({"schema": "harness.report/1",
+                                  "environment": {"tensorflow": "2.21.0"}, "modes": ["eager"],
+                                  "results": [], "summary": {}}))
     real = report.write
 
     def full_disk(path, text):
@@ -365,7 +397,8 @@ def test_a_merge_output_that_fails_at_the_end_is_one_line_and_the_others_are_wri
         real(path, text)
 
     monkeypatch.setattr(report, "write", full_disk)
-    status = outputs.main([str(source)], markdown_out=str(tmp_path / "m.md"), json_out=str(tmp_path / "m.json"))
+    status = outputs.main([str(source)], markdown_out=str(tmp_path / "m.md"),
+                          json_out=str(tmp_path / "m.json"))
     err = capsys.readouterr().err
     assert status == 1 and err.count("\n") == 1, err
     assert f"harness: cannot write {tmp_path / 'm.md'}: No space left on device" in err
@@ -417,7 +450,7 @@ def _wait_for(condition, seconds):
     return condition()
 
 
-BUSY_CASE_FILE = '''
+BUSY_CASE_FILE = """
 import os, subprocess, time
 import numpy as np
 from harness import Case
@@ -434,7 +467,7 @@ def busy(x):
 
 CASES = [Case(id="busy.sleeper", points=[{"x": np.float32(1.0)}], fn=busy, description="sleeps in its case",
               source="test_hardening")]
-'''
+"""
 
 
 @pytest.mark.slow
@@ -446,8 +479,9 @@ def test_a_killed_supervisor_leaves_no_worker_child_or_folder(tmp_path):
     (tmp_path / "tmp").mkdir()
     marker = tmp_path / "marker"
     env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), MARKER=str(marker))
-    main = subprocess.Popen([sys.executable, "-m", "harness", f"--case_file={tmp_path / 'cases.py'}",
-                             "--mode=eager", "--timeout=inf", "--nonumeric", "--noupstream"],
+    main = subprocess.Popen([sys.executable, "-m", "harness",
+                             f"--case_file={tmp_path / 'cases.py'}", "--mode=eager",
+                             "--timeout=inf", "--nonumeric", "--noupstream"],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert _wait_for(marker.exists, 240), "the case never started"
@@ -468,7 +502,7 @@ def test_a_killed_supervisor_leaves_no_worker_child_or_folder(tmp_path):
 
 # -- 9. what a case starts ends with the case --------------------------------------------------
 
-SPAWNING_CASE_FILE = '''
+SPAWNING_CASE_FILE = """
 import os, subprocess
 import numpy as np
 from harness import Case
@@ -505,7 +539,7 @@ CASES = [Case(id="spawn.a", points=[{"x": np.float32(1.0)}], fn=spawns, descript
               source="test_hardening"),
          Case(id="spawn.b", points=[{"x": np.float32(1.0)}], fn=looks, description="looks for them",
               source="test_hardening")]
-'''
+"""
 
 
 @pytest.mark.slow
@@ -518,7 +552,9 @@ def test_processes_a_case_starts_end_with_the_case(tmp_path):
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     started = [int(pid) for pid in (tmp_path / "started").read_text().split()]
     try:
-        assert proc.returncode == 0 and "2 cases at 2 points: 2 pass" in proc.stdout, proc.stdout + proc.stderr
+        assert proc.returncode == 0 and "2 cases at 2 points: 2 pass" in proc.stdout, (
+            proc.stdout + proc.stderr
+        )
         assert len(started) == 2
         assert (tmp_path / "alive during the next case").read_text() == ""
         assert not any(_alive(pid) for pid in started)
@@ -530,7 +566,7 @@ def test_processes_a_case_starts_end_with_the_case(tmp_path):
 
 # -- 11. judging happens in the main process, out of the case's reach ------------------------
 
-TAMPERING_CASE_FILE = '''
+TAMPERING_CASE_FILE = """
 import dataclasses
 import numpy as np
 import tensorflow as tf
@@ -567,7 +603,7 @@ def wrong_square(x):
 
 CASES = [Case(id="tamper.square", points=[{{"x": np.float32(3.0)}}], fn=wrong_square,
               description="a wrong gradient in a case file that tampers with the harness", source="test_hardening")]
-'''
+"""
 
 
 @pytest.mark.slow
@@ -577,7 +613,8 @@ CASES = [Case(id="tamper.square", points=[{{"x": np.float32(3.0)}}], fn=wrong_sq
 ])
 def test_a_case_file_cannot_change_its_own_verdict(tmp_path, tamper, verdict, words):
     (tmp_path / "cases.py").write_text(TAMPERING_CASE_FILE.format(tamper=tamper))
-    proc = harness(f"--case_file={tmp_path / 'cases.py'}", "--mode=eager,graph", f"--json_out={tmp_path / 'r.json'}")
+    proc = harness(f"--case_file={tmp_path / 'cases.py'}", "--mode=eager,graph",
+                   f"--json_out={tmp_path / 'r.json'}")
     result = json.loads((tmp_path / "r.json").read_text())["results"][0]
     assert proc.returncode == 1 and result["verdict"] == verdict, proc.stdout + proc.stderr
     assert words in result["reason"], result["reason"]
@@ -589,16 +626,18 @@ def test_a_measurement_missing_a_mode_or_point_is_an_error():
     from harness.records import Measured, ModeOutcome, OracleOutcome, Output, RunOptions, Status
     from harness.judge.verdict import judge_measured
 
-    case = info(Case(id="t.sq", fn=lambda x: x * x, points=[{"x": np.float32(1.0)}, {"x": np.float32(2.0)}],
-                     description="d", source="s"))
+    case = info(Case(id="t.sq", fn=lambda x: x * x,
+                     points=[{"x": np.float32(1.0)}, {"x": np.float32(2.0)}], description="d",
+                     source="s"))
     ok = ModeOutcome(mode="eager", status=Status.OK, orders=((Output.of(np.float32(1.0)),),))
     oracles = {"numeric": OracleOutcome(name="numeric", status="match")}
     measured = [Measured(point="x=1.0", outcomes={"eager": ok}, oracles=oracles)]
     results = judge_measured(case, measured, points=case.points, modes=("eager", "graph"),
-                             options=RunOptions(upstream=False), tf_version="2.21.0", reference="eager",
-                             reruns={p: "rerun" for p in case.points})
+                             options=RunOptions(upstream=False), tf_version="2.21.0",
+                             reference="eager", reruns={p: "rerun" for p in case.points})
     assert [r.verdict.value for r in results] == ["error", "error"]
-    assert results[0].reason.startswith("the worker sent outcomes for eager where the modes run were eager, graph")
+    assert results[0].reason.startswith("the worker sent outcomes for eager where the modes run "
+                                        "were eager, graph")
     assert results[1].reason.startswith("the worker sent no measurement for this point")
 
 
@@ -606,10 +645,14 @@ def test_a_measurement_missing_a_mode_or_point_is_an_error():
 def test_a_worker_that_exits_on_its_own_is_not_reported_as_killed(tmp_path):
     # Ending a dead worker's process group must not overwrite how it ended: this one closes its
     # pipe (the supervisor sees end-of-file) a second before it ends with status 3.
-    (tmp_path / "cases.py").write_text("import atexit, time\natexit.register(time.sleep, 1)\nraise SystemExit(3)\n")
+    (tmp_path
+     / "cases.py").write_text("import atexit, time\natexit.register(time.sleep, 1)\nraise "
+                              "SystemExit(3)\n")
     proc = harness(f"--case_file={tmp_path / 'cases.py'}", "--mode=eager")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "a worker exited with status 3 while importing TensorFlow and the cases" in proc.stderr, proc.stderr
+    assert (
+        "a worker exited with status 3 while importing TensorFlow and the cases" in proc.stderr
+    ), proc.stderr
 
 
 def test_measurements_travel_as_portable_values_and_a_lost_one_is_each_points_error():
@@ -621,11 +664,18 @@ def test_measurements_travel_as_portable_values_and_a_lost_one_is_each_points_er
     from harness.judge.verdict import judge_measured
 
     value = np.array([1.5, -0.0078125, 3.0e38], dtype=ml_dtypes.bfloat16)
-    out = ModeOutcome(mode="eager", status=Status.OK, orders=((Output.of(value),),)).portable().orders[0][0]
+    out = ModeOutcome(mode="eager", status=Status.OK,
+                      orders=((Output.of(value),),)).portable().orders[0][0]
     assert out.dtype == "bfloat16" and out.value.dtype == np.float32
-    np.testing.assert_array_equal(out.value, value.astype(np.float64))  # exact: every bfloat16 is a float32
-    case = info(Case(id="t.sq", fn=lambda x: x * x, points=[{"x": np.float32(1.0)}], description="d", source="s"))
-    lost = "the worker could not send what it measured: PicklingError: Can't pickle <class 'bfloat16'>"
+    np.testing.assert_array_equal(
+        out.value, value.astype(np.float64)
+    )  # exact: every bfloat16 is a float32
+    case = info(Case(id="t.sq", fn=lambda x: x * x, points=[{"x": np.float32(1.0)}],
+                     description="d", source="s"))
+    lost = (
+        "the worker could not send what it measured: PicklingError: Can't pickle <class 'bfloat16'>"
+    )
     (result,) = judge_measured(case, [], points=case.points, modes=("eager",), options=RunOptions(),
-                               tf_version="2.13.1", reference="eager", reruns={"x=1.0": "rerun"}, lost=lost)
+                               tf_version="2.13.1", reference="eager", reruns={"x=1.0": "rerun"},
+                               lost=lost)
     assert result.verdict.value == "error" and result.reason == lost

@@ -1,6 +1,6 @@
 """The worker started before the command line is read is the run's first worker
-(harness.process.head_start, harness.process.pool). With TensorFlow: the worker loads and runs cases. The seed
-run is the shared fixture's; the --inprocess one needs a run of its own."""
+(harness.process.head_start, harness.process.pool). With TensorFlow: the worker loads and runs
+cases. The seed run is the shared fixture's; the --inprocess one needs a run of its own."""
 
 import json
 import os
@@ -50,8 +50,11 @@ CASES = [Case(id="t.square", fn=lambda x: x * x, points=[{"x": np.float32(3.0)}]
               description="x**2")]
 """
 
+
 @pytest.mark.slow  # a command-line run that loads cases
-def test_a_flagfile_that_says_inprocess_ends_the_worker_started_ahead_before_the_cases_load(tmp_path):
+def test_a_flagfile_that_says_inprocess_ends_the_worker_started_ahead_before_the_cases_load(
+    tmp_path,
+):
     (tmp_path / "looks.py").write_text(_LOOKS)
     flagfile = tmp_path / "flags.txt"
     flagfile.write_text(f"--inprocess\n--case_file={tmp_path / 'looks.py'}\n--mode=eager\n")
@@ -60,8 +63,10 @@ def test_a_flagfile_that_says_inprocess_ends_the_worker_started_ahead_before_the
     seen = tmp_path / "seen.txt"
     env = dict(os.environ, PYTHONPATH=REPO, TMPDIR=str(temporary), HARNESS_TEST_SEEN=str(seen))
     record_processes(env, tmp_path)
-    proc = harness(f"--flagfile={flagfile}", f"--json_out={tmp_path / 'r.json'}", cwd=str(tmp_path), env=env)
+    proc = harness(f"--flagfile={flagfile}", f"--json_out={tmp_path / 'r.json'}",
+                   cwd=str(tmp_path), env=env)
     assert proc.returncode == 0, proc.stderr
-    assert [r["verdict"] for r in json.loads((tmp_path / "r.json").read_text())["results"]] == ["pass"]
+    assert [r["verdict"]
+            for r in json.loads((tmp_path / "r.json").read_text())["results"]] == ["pass"]
     assert seen.read_text() == "1 0"  # one worker was started ahead, and it had ended
     assert list(temporary.iterdir()) == []

@@ -12,13 +12,17 @@ POLLUTING = str(DATA / "polluting_cases.py")
 # Each polluter, the innocent case that runs right after it (tests/data/polluting_cases.py says how
 # the change would break it), and what its verdict must name.
 PAIRS = [
-    ("enables_check_numerics", "then_nan_branch", "check numerics (tf.debugging.enable_check_numerics): off -> on"),
+    ("enables_check_numerics", "then_nan_branch",
+     "check numerics (tf.debugging.enable_check_numerics): off -> on"),
     ("sets_grappler_option", "then_matmul", "grappler option auto_mixed_precision_onednn_bfloat16 "
-                                            "(tf.config.optimizer.set_experimental_options): unset -> True"),
+                                            "(tf.config.optimizer.set_experimental_options): unset "
+                                            "-> True"),
     ("disables_control_flow_v2", "then_while_loop",
      "control flow v2 (tf.compat.v1.disable_control_flow_v2): True -> False"),
-    ("starts_flipper", "then_set_flip", "left a thread running: flipper (target _flip, polluting_cases.py line"),
-    ("starts_exiter", "then_set_exit", "left a thread running: exiter (daemon, target _exit, polluting_cases.py line"),
+    ("starts_flipper", "then_set_flip",
+     "left a thread running: flipper (target _flip, polluting_cases.py line"),
+    ("starts_exiter", "then_set_exit",
+     "left a thread running: exiter (daemon, target _exit, polluting_cases.py line"),
 ]
 INNOCENT = [innocent for _, innocent, _ in PAIRS]
 
@@ -43,7 +47,8 @@ def in_turn(tmp_path_factory):
 @pytest.fixture(scope="module")
 def innocent_alone(tmp_path_factory):
     """The innocent cases only, with no polluter before them."""
-    return _results(tmp_path_factory.mktemp("alone"), "--cases=" + ",".join(f"polluting.{c}" for c in INNOCENT))
+    return _results(tmp_path_factory.mktemp("alone"),
+                    "--cases=" + ",".join(f"polluting.{c}" for c in INNOCENT))
 
 
 @pytest.mark.slow
@@ -56,8 +61,8 @@ def test_the_polluter_is_an_error_naming_its_change(in_turn, polluter, innocent,
 
 @pytest.mark.slow
 @pytest.mark.parametrize("polluter, innocent, change", PAIRS, ids=[i for _, i, _ in PAIRS])
-def test_the_case_after_a_polluter_gets_the_verdict_it_gets_alone(in_turn, innocent_alone, polluter, innocent,
-                                                                  change):
+def test_the_case_after_a_polluter_gets_the_verdict_it_gets_alone(in_turn, innocent_alone,
+                                                                  polluter, innocent, change):
     assert innocent_alone[innocent]["verdict"] == "pass", innocent_alone[innocent]
     assert in_turn[innocent] == innocent_alone[innocent]
 
@@ -74,7 +79,9 @@ def test_a_case_judged_in_this_process_is_blamed_for_check_numerics_it_leaves_on
     finally:
         tf.debugging.disable_check_numerics()
     assert result.verdict.value == "error"
-    assert "check numerics (tf.debugging.enable_check_numerics): off -> on" in result.reason, result.reason
+    assert (
+        "check numerics (tf.debugging.enable_check_numerics): off -> on" in result.reason
+    ), result.reason
 
 
 def test_a_case_judged_in_this_process_is_blamed_for_a_thread_it_leaves_running():
@@ -91,5 +98,7 @@ def test_a_case_judged_in_this_process_is_blamed_for_a_thread_it_leaves_running(
     finally:
         release.set()
     assert result.verdict.value == "error"
-    assert "left a thread running: left behind (daemon, target Event.wait, threading.py line" in result.reason, \
-        result.reason
+    assert (
+        "left a thread running: left behind (daemon, target Event.wait, threading.py line"
+        in result.reason
+    ), result.reason

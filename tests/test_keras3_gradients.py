@@ -167,8 +167,9 @@ def test_keras3_mirrored_refuses_a_keras_that_does_not_scale_the_loss_by_the_rep
     said = keras3_step._refuses(SimpleNamespace(__version__="3.6.0"), mirrored)
     assert keras3_step._refuses(SimpleNamespace(__version__="3.7rc1"), mirrored)
     assert keras3_step._refuses(SimpleNamespace(__version__="3.10.0"), mirrored) == ""
-    assert said.startswith("Keras 3.6.0 does not divide the loss by the replicas under MirroredStrategy "
-                           "(keras-team/keras#19891, fixed in Keras 3.8.0 by #20609)"), said
+    assert said.startswith("Keras 3.6.0 does not divide the loss by the replicas under "
+                           "MirroredStrategy (keras-team/keras#19891, fixed in Keras 3.8.0 by "
+                           "#20609)"), said
     assert keras3_step._refuses(SimpleNamespace(__version__="3.8.0"), mirrored) == ""
     assert keras3_step._refuses(SimpleNamespace(__version__="3.15.1"), mirrored) == ""
     assert keras3_step._refuses(SimpleNamespace(__version__="3.6.0"), fit) == ""

@@ -20,12 +20,15 @@ from harness import Case, loader
 from harness.records import ErrorInfo, ModeOutcome, Result, Status, Verdict
 
 MODES = ("eager", "function", "graph")
-THEMES = ("seeds", "docs", "patterns", "structure", "dtypes", "variables", "keras", "keras3", "regressions")
+THEMES = ("seeds", "docs", "patterns", "structure", "dtypes", "variables", "keras", "keras3",
+          "regressions")
 ROOT = Path(__file__).resolve().parent.parent
 # A source is TensorFlow's documentation or tracker, tf-keras's tracker, or, for the Keras 3 cases,
 # Keras 3's own documentation and tracker.
-_SOURCE = re.compile(r"^(seeds/|https://www\.tensorflow\.org/api_docs/python/tf/|https://keras\.io/api/|"
-                     r"https://github\.com/(tensorflow/tensorflow|keras-team/tf-keras|keras-team/keras)/issues/\d+)")
+_SOURCE = re.compile(
+    r"^(seeds/|https://www\.tensorflow\.org/api_docs/python/tf/|https://keras\.io/api/|"
+    r"https://github\.com/(tensorflow/tensorflow|keras-team/tf-keras|keras-team/keras)/issues/\d+)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -157,23 +160,29 @@ def test_catalogue_is_what_a_run_gives_on_its_tensorflow_version(cases, results)
 
 
 def test_catalogue_gives_a_row_per_point_only_when_the_points_end_differently():
-    case = Case(id="t.branch", fn=lambda x: x, points=[{"x": np.float32(1.0)}, {"x": np.float32(2.0)}],
-                source="seeds/x", description="a | b")
+    case = Case(id="t.branch", fn=lambda x: x,
+                points=[{"x": np.float32(1.0)}, {"x": np.float32(2.0)}], source="seeds/x",
+                description="a | b")
     ok = ModeOutcome(mode="eager", status=Status.OK)
     raised = ModeOutcome(mode="graph", status=Status.ERROR,
                          error=ErrorInfo(type="ValueError", bases=(), message="m", stage="order 1"))
 
     def result(point, graph, verdict):
-        return Result(case=case.id, point=point.label, order=1, verdict=verdict, reason="", details=(),
-                      outcomes={"eager": ok, "graph": graph}, rerun="")
+        return Result(case=case.id, point=point.label, order=1, verdict=verdict, reason="",
+                      details=(), outcomes={"eager": ok, "graph": graph}, rerun="")
 
     versions = {"tensorflow": "9.9", "tf-keras": "9.9"}
     alike = [result(p, ok, Verdict.PASS) for p in case.points]
-    differ = [result(case.points[0], ok, Verdict.PASS), result(case.points[1], raised, Verdict.FAIL)]
-    rows = [line for line in _catalogue().render([case], alike, ("eager", "graph"), versions).splitlines()
+    differ = [result(case.points[0], ok, Verdict.PASS),
+              result(case.points[1], raised, Verdict.FAIL)]
+    rows = [line
+            for line in _catalogue().render([case], alike, ("eager", "graph"),
+                                            versions).splitlines()
             if line.startswith("| `t.branch`")]
     assert rows == ["| `t.branch` | a \\| b | seeds/x | ok | ok | - | - | pass |"]
-    rows = [line for line in _catalogue().render([case], differ, ("eager", "graph"), versions).splitlines()
+    rows = [line
+            for line in _catalogue().render([case], differ, ("eager", "graph"),
+                                            versions).splitlines()
             if line.startswith("| `t.branch`")]
     assert rows == ["| `t.branch` at x=1.0 | a \\| b | seeds/x | ok | ok | - | - | pass |",
                     "| `t.branch` at x=2.0 |  |  | ok | ValueError (order 1) | - | - | fail |"]
@@ -197,7 +206,8 @@ def test_bar_gives_the_docstrings_printed_values(results):
     result = _only(results, "docs.bar")
     for mode in MODES:
         # z = x * y at (2, 3): 6; dz/dx = y = 3, dz/dy = x = 2.
-        assert [_value(result, mode, 0), _value(result, mode, 1, 0), _value(result, mode, 1, 1)] == [6, 3, 2]
+        assert [_value(result, mode, 0), _value(result, mode, 1, 0),
+                _value(result, mode, 1, 1)] == [6, 3, 2]
 
 
 def test_linear_poly_gives_the_docstrings_printed_values(results):
@@ -249,7 +259,8 @@ def test_third_order_custom_gradients_give_the_derivatives_of_sin(results):
     result = _only(results, "patterns.third_order")
     for mode in MODES:
         got = [_value(result, mode, k) for k in range(4)]
-        np.testing.assert_allclose(got, [math.sin(0.5), math.cos(0.5), -math.sin(0.5), -math.cos(0.5)],
+        np.testing.assert_allclose(got, [math.sin(0.5), math.cos(0.5), -math.sin(0.5),
+                                         -math.cos(0.5)],
                                    rtol=1e-6)
 
 
@@ -279,7 +290,8 @@ def test_clipped_and_scaled_gradients_transform_the_upstream_gradient(results):
     for case_id, gradient in expected.items():
         result = _only(results, case_id)
         for mode in MODES:
-            np.testing.assert_allclose(_value(result, mode, 1), gradient, rtol=1e-6, err_msg=case_id)
+            np.testing.assert_allclose(_value(result, mode, 1), gradient, rtol=1e-6,
+                                       err_msg=case_id)
 
 
 def test_recompute_grad_matches_the_plain_derivatives(results):
@@ -361,7 +373,8 @@ def test_straight_through_keras_layer_passes_the_gradient_of_the_unrounded_model
     x = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]])
     for mode in MODES:
         # d/dx sum((x K1 + b) K2) = (K1 K2)^T per row; d/dK1 = x^T 1 K2^T; d/db = 2 K2^T.
-        np.testing.assert_allclose(_value(result, mode, 1, 0), np.tile((kernel_1 @ kernel_2).T, (2, 1)))
+        np.testing.assert_allclose(_value(result, mode, 1, 0),
+                                   np.tile((kernel_1 @ kernel_2).T, (2, 1)))
         np.testing.assert_allclose(_value(result, mode, 1, 1), x.sum(0)[:, None] * kernel_2.T)
         np.testing.assert_allclose(_value(result, mode, 1, 2), 2 * kernel_2[:, 0])
 
@@ -392,10 +405,12 @@ def test_65839_mixed_call_raises_in_every_mode(results):
 
 @pytest.mark.parametrize("case_id,returned", [("regressions.no_gradients_26048", 0),
                                               ("regressions.too_many_gradients_26048", 2)])
-def test_26048_wrong_gradient_count_raises_instead_of_aborting_or_passing(results, case_id, returned):
+def test_26048_wrong_gradient_count_raises_instead_of_aborting_or_passing(results, case_id,
+                                                                          returned):
     result = _only(results, case_id)
     assert result.verdict is Verdict.XFAIL
-    assert f"expected to return 1 gradients, but returned {returned}" in _error(result, "eager").message
+    assert f"expected to return 1 gradients, but returned {returned}" in _error(result,
+                                                                                "eager").message
     assert _error(result, "function").type == "InternalError"
     assert _error(result, "graph").type == "ValueError"
     assert "do not match num inputs" in _error(result, "graph").message
@@ -421,7 +436,9 @@ def test_127690_silu_beta_gradient_is_a_scalar_on_the_tape_and_rejected_by_tf_gr
     s = _sigmoid(beta * features)
     # d/d beta_j of sum_i x_ij sigmoid(beta_j x_ij) = sum_i x_ij^2 s (1 - s), per column.
     per_column = (features ** 2 * s * (1 - s)).sum(axis=0)
-    np.testing.assert_allclose(per_column, [0.6032018708, 0.0760146276], rtol=1e-9)  # the issue's values
+    np.testing.assert_allclose(
+        per_column, [0.6032018708, 0.0760146276], rtol=1e-9
+    )  # the issue's values
     for mode in ("eager", "function"):
         beta_grad = _value(result, mode, 1, 1)
         assert beta_grad.shape == ()
@@ -447,8 +464,15 @@ def test_matrix_doc_covers_every_release_and_every_point_of_the_library(cases):
 
     page = (ROOT / "docs" / "matrix.md").read_text(encoding="utf-8")
     header = next(line for line in page.splitlines() if line.startswith("| case"))
-    assert [v.strip() for v in header.strip("|").split("|")[1:]] == pins.versions(), \
-        "docs/matrix.md must be the run over every release of the pin table: rerun scripts/matrix.py --versions all"
-    missing = [f"{c.id}[{p.label}]" for c in cases for p in c.points if f"{c.id}[{p.label}]" not in page]
-    assert not missing, f"docs/matrix.md does not cover {missing}: rerun scripts/matrix.py --versions all"
-    assert "What changed between releases" in page.split(header)[0], "the page opens with what changed"
+    assert [v.strip() for v in header.strip("|").split("|")[1:]] == pins.versions(), (
+        "docs/matrix.md must be the run over every release of the pin table: rerun"
+        " scripts/matrix.py --versions all"
+    )
+    missing = [f"{c.id}[{p.label}]" for c in cases for p in c.points
+               if f"{c.id}[{p.label}]" not in page]
+    assert (
+        not missing
+    ), f"docs/matrix.md does not cover {missing}: rerun scripts/matrix.py --versions all"
+    assert (
+        "What changed between releases" in page.split(header)[0]
+    ), "the page opens with what changed"

@@ -48,7 +48,8 @@ def x_times_y_squared(x, y):
 
 def test_two_inputs_order_two_differentiates_the_sum_of_first_order_gradients():
     # f = x y**2: grads (y**2, 2xy); order 2 is the gradient of y**2 + 2xy: (2y, 2y + 2x).
-    case = _case(fn=x_times_y_squared, points=[{"x": np.float64(2.0), "y": np.float64(5.0)}], order=2)
+    case = _case(fn=x_times_y_squared, points=[{"x": np.float64(2.0), "y": np.float64(5.0)}],
+                 order=2)
     [result] = _run(case)
     assert result.verdict is Verdict.PASS, result.reason
     for mode in MODES:
@@ -180,7 +181,8 @@ def test_gather_gradient_is_densified_in_every_mode():
         table = tf.Variable(np.arange(4, dtype=np.float64))
         return lambda i: tf.reduce_sum(tf.gather(table, i) ** 2)
 
-    case = _case(build=build, points=[{"i": np.array([1, 3, 3], np.int32)}], wrt=(), wrt_variables=True)
+    case = _case(build=build, points=[{"i": np.array([1, 3, 3], np.int32)}], wrt=(),
+                 wrt_variables=True)
     [result] = _run(case)
     assert result.verdict is Verdict.PASS, result.reason
     # d/dtable of table[1]**2 + 2 table[3]**2 = [0, 2*1, 0, 4*3].

@@ -4,10 +4,10 @@ Each run goes under a watcher, this file run as a script: a child subreaper (Lin
 PR_SET_CHILD_SUBREAPER), so that any process of the run not reaped by its parent before that
 parent exits is handed to the watcher, not to init. Once the run's main process has exited and
 been reaped, every child the watcher has is such a process, alive or a zombie, and fails the test
-at once: the workers, the worker started ahead (harness.process.head_start) and multiprocessing's resource
-tracker must all be ended and reaped by the main process before it exits. A process that carries
-the run's marker in its environment and is still alive after a few seconds is left behind too
-(that wait is only for one on its way out; nothing passes for being slow). The watcher ends and
+at once: the workers, the worker started ahead (harness.process.head_start) and multiprocessing's
+resource tracker must all be ended and reaped by the main process before it exits. A process that
+carries the run's marker in its environment and is still alive after a few seconds is left behind
+too (that wait is only for one on its way out; nothing passes for being slow). The watcher ends and
 reaps whatever it found, so a failing test leaves nothing either.
 """
 
@@ -24,7 +24,9 @@ import uuid
 
 import pytest
 
-_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # whose harness `-m harness` runs
+_CHECKOUT = os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))
+)  # whose harness `-m harness` runs
 SEED_RUN = ("-m", "harness", "--mode", "all", "--cases", "seeds.*")
 SCENARIOS = {
     "to the end": ((), None),
@@ -50,16 +52,20 @@ def _read(path: str) -> bytes:
 
 def _processes():
     """{pid: (parent, state, environment, command line)} of every process whose status this user
-    can read; one on its way out may show no environment or command line, but its parent and state."""
+    can read; one on its way out may show no environment or command line, but its parent and state.
+    """
     found = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         stat = _read(f"/proc/{name}/stat").decode("ascii", "replace")
-        fields = stat[stat.rfind(")") + 2:].split()  # state ppid ...; the name before may hold spaces
+        fields = stat[
+            stat.rfind(")") + 2 :
+        ].split()  # state ppid ...; the name before may hold spaces
         if len(fields) < 2:  # gone
             continue
-        command = _read(f"/proc/{name}/cmdline").replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        command = _read(f"/proc/{name}/cmdline").replace(b"\0", b" ").decode("utf-8",
+                                                                             "replace").strip()
         found[int(name)] = (int(fields[1]), fields[0], _read(f"/proc/{name}/environ"), command)
     return found
 
@@ -74,7 +80,8 @@ def _adopted():
     """{pid: (state, command line)} of this process's children (all handed to it: it started the
     run's main process alone, and has reaped that)."""
     me = os.getpid()
-    return {pid: (state, command) for pid, (parent, state, _, command) in _processes().items() if parent == me}
+    return {pid: (state, command) for pid, (parent, state, _, command) in _processes().items()
+            if parent == me}
 
 
 def _follow(run: subprocess.Popen, marker: bytes):
@@ -159,18 +166,19 @@ def watch(scenario: str) -> dict:
     for pid in _tidy(list(adopted) + list(alive)):  # every child it has now was handed to it
         adopted.setdefault(pid, ("reaped", ""))
     return {"returncode": run.returncode, "output": "".join(lines)[-3000:],
-            "adopted": {p: [state, command or seen.get(p, "?")] for p, (state, command) in adopted.items()},
+            "adopted": {p: [state, command or seen.get(p, "?")]
+                        for p, (state, command) in adopted.items()},
             "alive": alive}
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux") or not os.path.isdir("/proc/self"),
-                    reason="Linux only: finds the run's processes in /proc, and adopts what it leaves with "
-                           "prctl(PR_SET_CHILD_SUBREAPER)")
+                    reason="Linux only: finds the run's processes in /proc, and adopts what it "
+                           "leaves with prctl(PR_SET_CHILD_SUBREAPER)")
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_a_run_leaves_no_process_behind(scenario):
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), scenario], capture_output=True, text=True,
-                          cwd=_CHECKOUT, timeout=900, check=False)
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), scenario],
+                          capture_output=True, text=True, cwd=_CHECKOUT, timeout=900, check=False)
     assert done.returncode == 0, done.stderr
     left = json.loads(done.stdout)
     assert "error" not in left, left["error"]
@@ -182,9 +190,12 @@ def test_a_run_leaves_no_process_behind(scenario):
         assert left["returncode"] in (-signal.SIGTERM, 130), output
     else:
         assert left["returncode"] == 130 and "harness: interrupted;" in output, output
-    assert left["adopted"] == {}, (f"not reaped by their parent before the run ended (state, command): "
+    assert left["adopted"] == {}, ("not reaped by their parent before the run ended (state, "
+                                   "command): "
                                    f"{left['adopted']}\n{output}")
-    assert left["alive"] == {}, f"still running {_EXITING_S:g} s after the run ended: {left['alive']}\n{output}"
+    assert (
+        left["alive"] == {}
+    ), f"still running {_EXITING_S:g} s after the run ended: {left['alive']}\n{output}"
 
 
 if __name__ == "__main__":

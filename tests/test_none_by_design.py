@@ -41,7 +41,9 @@ def test_a_none_for_an_argument_the_case_did_not_name_is_said_and_the_others_are
 def test_a_wrong_gradient_beside_a_none_still_fails_on_the_argument_it_differentiates():
     [result] = helpers.run(helpers.make_case(fn=wrong_power_of, points=POINT))
     # d(x**3)/dx = 3 x**2 = 12 at x = 2, where the grad_fn says 6.
-    assert result.verdict is Verdict.FAIL and "wrt x: eager=6 numeric=12" in result.reason, result.reason
+    assert (
+        result.verdict is Verdict.FAIL and "wrt x: eager=6 numeric=12" in result.reason
+    ), result.reason
 
 
 def test_strict_none_and_a_named_argument_judge_the_none_against_the_numeric_derivative():
@@ -49,4 +51,7 @@ def test_strict_none_and_a_named_argument_judge_the_none_against_the_numeric_der
     for case, options in ((helpers.make_case(fn=power_of, points=POINT), {"strict_none": True}),
                           (helpers.make_case(fn=power_of, points=POINT, wrt=("x", "n")), {})):
         [result] = helpers.run(case, **options)
-        assert result.verdict is Verdict.FAIL and "wrt n: eager=None (unconnected) numeric=5.545" in result.reason
+        assert (
+            result.verdict is Verdict.FAIL
+            and "wrt n: eager=None (unconnected) numeric=5.545" in result.reason
+        )

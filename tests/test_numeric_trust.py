@@ -44,12 +44,16 @@ def _scaled(magnitude, factor):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("magnitude", [1e-8, 1e-3, 1e3, 1e8])
-def test_right_gradients_pass_and_sign_and_factor_two_errors_fail_from_1e_8_to_1e8(magnitude, dtype):
+def test_right_gradients_pass_and_sign_and_factor_two_errors_fail_from_1e_8_to_1e8(magnitude,
+                                                                                   dtype):
     point = [{"x": dtype(3.0)}]
     assert run(make_case(_scaled(magnitude, 1.0), points=point))[0].verdict is Verdict.PASS
     for factor in (-1.0, 2.0):
         [r] = run(make_case(_scaled(magnitude, factor), points=point))
-        assert r.verdict is Verdict.FAIL and "differ from the numeric derivative" in r.reason, (factor, r.reason)
+        assert r.verdict is Verdict.FAIL and "differ from the numeric derivative" in r.reason, (
+            factor,
+            r.reason,
+        )
 
 
 @tf.custom_gradient
@@ -84,7 +88,9 @@ def sqrt_doubled_gradient(x):
 
 
 def test_at_a_point_smaller_than_the_step_a_wrong_gradient_fails_and_a_right_one_passes():
-    point = [{"x": np.float64(1e-6)}]  # the starting step 7.6e-6 reaches below 0, outside sqrt's domain
+    point = [
+        {"x": np.float64(1e-6)}
+    ]  # the starting step 7.6e-6 reaches below 0, outside sqrt's domain
     assert run(make_case(sqrt_with_gradient, points=point))[0].verdict is Verdict.PASS
     [r] = run(make_case(sqrt_doubled_gradient, points=point))
     assert r.verdict is Verdict.FAIL and "numeric=500" in r.reason, r.reason
@@ -150,14 +156,18 @@ def test_the_nan_count_counts_the_nan_gradients():
     x = np.array([1.0, -1.0, 2.0, -2.0], np.float32)  # two NaN gradients, two right ones
     [r] = run(make_case(half_nan, points=[{"x": x}]))
     assert r.verdict is Verdict.FAIL
-    assert "(2 of 4 elements of x differ, 2 of them with a NaN or infinite gradient)" in r.reason, r.reason
+    assert (
+        "(2 of 4 elements of x differ, 2 of them with a NaN or infinite gradient)" in r.reason
+    ), r.reason
 
 
 # -- kinks, jumps, surrogates -------------------------------------------------------------
 
 @tf.custom_gradient
 def clamp_passing_inside(x):
-    return tf.minimum(x, 1.0), lambda dy: dy * tf.cast(x <= 1.0, x.dtype)  # the inside side at the bound
+    return tf.minimum(x, 1.0), lambda dy: dy * tf.cast(
+        x <= 1.0, x.dtype
+    )  # the inside side at the bound
 
 
 def test_at_a_clamps_bound_a_one_sided_gradient_passes_and_the_note_names_the_kink():
@@ -175,8 +185,11 @@ def clamp_wrong_sign(x):
 def test_at_a_kink_a_gradient_outside_both_sides_fails_and_says_kink():
     [r] = run(make_case(clamp_wrong_sign, points=[{"x": np.float32(1.0)}]))
     assert r.verdict is Verdict.FAIL
-    assert "the function has a kink here: its one-sided derivatives are 1 from the left and 0 from the right" \
+    assert (
+        "the function has a kink here: its one-sided derivatives are 1 from the left and 0 from the"
+        " right"
         in r.reason
+    )
 
 
 def rounded_plus_x(x):
@@ -191,7 +204,8 @@ def test_a_jump_in_the_forward_is_no_evidence_against_the_gradient():
 
 @tf.custom_gradient
 def bounded_towards(x):
-    """Above 1 the value is held at 1, and the gradient passes dy only where it points back inside."""
+    """Above 1 the value is held at 1, and the gradient passes dy only where it points back
+    inside."""
     def grad(dy):
         return tf.where((x <= 1.0) | (dy > 0), dy, tf.zeros_like(dy))
 
@@ -223,7 +237,8 @@ def test_a_function_locally_constant_in_one_of_two_sources_gets_the_surrogate_se
 
 def _softplus_with_gradients():
     """softplus with its sigmoid gradient written as s, then s (1 - s): the textbook formulas, whose
-    1 - s cancels in float32 near saturation, and whose sigmoid underflows below the normal range."""
+    1 - s cancels in float32 near saturation, and whose sigmoid underflows below the normal range.
+    """
 
     @tf.custom_gradient
     def sigmoid(x):
@@ -284,7 +299,8 @@ def test_a_wrong_sign_of_a_small_second_derivative_under_a_large_first_is_still_
     # The order 1 values are about 1e6, whose float32 rounding (0.06) dwarfs the second derivative
     # 1.2e-3; the float64 evaluation of the same code says how much of that reaches it: nothing.
     point = [{"x": np.float32(2.0)}]
-    assert run(make_case(_large_first_small_second(1.0), points=point, order=2))[0].verdict is Verdict.PASS
+    assert run(make_case(_large_first_small_second(1.0), points=point,
+                         order=2))[0].verdict is Verdict.PASS
     [r] = run(make_case(_large_first_small_second(-1.0), points=point, order=2))
     assert r.verdict is Verdict.FAIL and "at order 2" in r.reason, r.reason
 

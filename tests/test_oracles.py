@@ -62,19 +62,31 @@ def test_the_seed_second_derivative_is_consistent_but_not_the_true_one():
     assert "float64" in numeric.note
 
 
-def test_every_element_by_default_an_elementwise_one_from_one_shift_random_only_above_the_limit(monkeypatch):
+def test_every_element_by_default_an_elementwise_one_from_one_shift_random_only_above_the_limit(
+    monkeypatch,
+):
     from harness.measure.oracles import numeric
 
     x = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
     summed = _case(lambda x: tf.reduce_sum(tf.sin(x)), [x])  # one output: no element of its own
     [r] = run(summed, modes=("eager",))
     assert r.verdict is Verdict.PASS
-    assert r.oracles["numeric"].note == "central differences in float64 with step 7.62939e-06, every element"
+    assert (
+        r.oracles["numeric"].note
+        == "central differences in float64 with step 7.62939e-06, every element"
+    )
     [r] = run(_case(tf.sin, [x]), modes=("eager",))  # elementwise: every element from one shift
     assert r.verdict is Verdict.PASS
-    assert "; x read element by element from one shift of all its elements" in r.oracles["numeric"].note
+    assert (
+        "; x read element by element from one shift of all its elements" in r.oracles[
+            "numeric"
+        ].note
+    )
     [r] = run(_case(tf.sin, [x]), modes=("eager",), numeric_full=True)
-    assert r.oracles["numeric"].note == "central differences in float64 with step 7.62939e-06, every element"
+    assert (
+        r.oracles["numeric"].note
+        == "central differences in float64 with step 7.62939e-06, every element"
+    )
     monkeypatch.setattr(numeric, "ELEMENT_LIMIT", 3)
     [r] = run(summed, modes=("eager",))
     assert "random directions (more elements than checked one by one)" in r.oracles["numeric"].note
@@ -88,7 +100,8 @@ def test_a_function_that_refuses_float64_is_differenced_in_its_own_dtype():
 
 
 def test_declared_kinks_are_not_checked_numerically():
-    case = _case(lambda x: tf.abs(x), [np.float32(0.0), np.float32(1.0)], kinks={"x=0.0": "|x| at 0"})
+    case = _case(lambda x: tf.abs(x), [np.float32(0.0), np.float32(1.0)],
+                 kinks={"x=0.0": "|x| at 0"})
     at_zero, at_one = run(case, modes=("eager",))
     assert at_zero.oracles["numeric"].status == "skip"
     assert "declared not checked numerically here: |x| at 0" in at_zero.oracles["numeric"].note
@@ -102,7 +115,9 @@ def test_the_numeric_oracle_finds_the_docstring_linear_poly_variable_gradient_sw
     details = " ".join(r.oracles["numeric"].details)
     # poly = w1 x + w0 with w = [1, 1] and x = [1, 2, 3]: d/dw0 = n = 3, d/dw1 = sum(x) = 6.
     # Both elements are off by 3: the worst is either, and the counts say both differ.
-    assert "wrt var0[0]: eager=6 numeric=3" in details or "wrt var0[1]: eager=3 numeric=6" in details
+    assert (
+        "wrt var0[0]: eager=6 numeric=3" in details or "wrt var0[1]: eager=3 numeric=6" in details
+    )
     assert "(2 of 2 elements of var0 differ)" in details
 
 
@@ -120,7 +135,8 @@ def softplus_plain(x):
 
 
 def test_the_reference_oracle_compares_ordinary_autodiff_order_by_order():
-    good = _case(docs.log1pexp, [np.float32(0.0), np.float32(2.0)], reference=softplus_plain, order=2)
+    good = _case(docs.log1pexp, [np.float32(0.0), np.float32(2.0)], reference=softplus_plain,
+                 order=2)
     assert [r.oracles["reference"].status for r in run(good)] == ["match", "match"]
     bad = _case(cube_with_wrong_gradient, [np.float32(2.0)], reference=lambda x: x * x * x)
     [r] = run(bad, numeric=False)
@@ -135,8 +151,10 @@ def test_the_analytic_oracle_compares_closed_forms():
     assert r.verdict is Verdict.FAIL
     assert r.oracles["analytic"].differ == (1,)
     assert "eager=8 analytic=12" in r.oracles["analytic"].details[0]
-    declared = Expectation(modes=["analytic"], outcome=VALUES_DIFFER, orders=[1], reason="2x**2 on purpose")
-    [r] = run(_case(cube_with_wrong_gradient, [np.float32(2.0)], analytic=closed, expectations=[declared]),
+    declared = Expectation(modes=["analytic"], outcome=VALUES_DIFFER, orders=[1],
+                           reason="2x**2 on purpose")
+    [r] = run(_case(cube_with_wrong_gradient, [np.float32(2.0)], analytic=closed,
+                    expectations=[declared]),
               numeric=False)
     assert r.verdict is Verdict.XFAIL
 
@@ -198,7 +216,8 @@ def test_the_ladder_modes_run_the_seed(mode):
 
 def test_the_readme_case_file_runs_as_the_readme_says(tmp_path):
     text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    start = text.index("```python\nimport numpy as np\nimport tensorflow as tf\nfrom harness import VALUES_DIFFER")
+    start = text.index("```python\nimport numpy as np\nimport tensorflow as tf\nfrom harness "
+                       "import VALUES_DIFFER")
     source = text[start + len("```python\n"):text.index("```", start + 10)]
     namespace: dict = {}
     exec(compile(source, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
@@ -214,5 +233,5 @@ def test_the_ladder_names_tracing_as_the_step_where_results_part():
     [r] = run(_case(traced_differently, [np.float32(1.0)]),
               modes=("eager", "no_autograph", "function", "xla", "graph"), numeric=False)
     assert r.verdict is Verdict.FAIL
-    assert r.details[1].startswith("along the ladder eager > no_autograph > function > xla > graph: the "
-                                   "results part between eager and no_autograph")
+    assert r.details[1].startswith("along the ladder eager > no_autograph > function > xla > "
+                                   "graph: the results part between eager and no_autograph")

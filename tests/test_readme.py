@@ -10,7 +10,8 @@ from tests.helpers import ROOT
 
 def _sample() -> list[str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("prints one line per case and input point, then a summary:\n\n", 1)[1].split("\n\n", 1)[0]
+    block = readme.split("prints one line per case and input point, then a summary:\n\n",
+                         1)[1].split("\n\n", 1)[0]
     return [line[4:] for line in block.splitlines()]
 
 

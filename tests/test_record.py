@@ -28,7 +28,8 @@ pytestmark = pytest.mark.slow
 
 def user_pytest(folder, *args, env=None):
     environment = dict(env or os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *helpers.RECORD_PLUGIN,
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *helpers.RECORD_PLUGIN,
                            *args], capture_output=True, text=True, cwd=folder,
                           env=environment, timeout=600)
 
@@ -59,9 +60,10 @@ def replayed(recorded):
     out = folder.parent / "out"
     out.mkdir()
     proc = helpers.harness("replay", str(folder), "--mode=all", f"--json_out={out / 'r.json'}",
-                           f"--junit_out={out / 'r.xml'}", f"--repro_dir={out / 'repros'}", cwd=str(out),
-                           env=dict(os.environ, PYTHONPATH=REPO), timeout=600)
-    results = {(r["case"], r["point"]): r for r in json.loads((out / "r.json").read_text())["results"]}
+                           f"--junit_out={out / 'r.xml'}", f"--repro_dir={out / 'repros'}",
+                           cwd=str(out), env=dict(os.environ, PYTHONPATH=REPO), timeout=600)
+    results = {(r["case"], r["point"]): r
+               for r in json.loads((out / "r.json").read_text())["results"]}
     return proc, results, out
 
 
@@ -80,31 +82,46 @@ def test_recording_keeps_every_called_function_with_the_test_and_the_context_of_
                               ("make_power.<locals>.power", (("p", "3.0"),)),
                               ("make_power.<locals>.power", (("p", "2.0"),)), ("softsign", ()),
                               ("test_scaled_by_an_object.<locals>.times", ())}
-    assert Path(read["folder"]).parent == folder and Path(read["folder"]).name.startswith("session-")
+    assert Path(read["folder"]).parent == folder and Path(read["folder"]).name.startswith(
+        "session-"
+    )
     square = functions[("square", ())]
-    assert square["module"] == "mylib.ops" and square["file"].endswith("mylib/ops.py") and square["line"] == 6
+    assert (
+        square["module"] == "mylib.ops"
+        and square["file"].endswith("mylib/ops.py")
+        and square["line"] == 6
+    )
     assert square["importable"] and square["points"][0]["node"] == "tests/test_ops.py::test_square"
     assert square["points"][0]["context"] == "eager"
-    assert square["points"][0]["args"][0]["dtype"] == "float32" and square["points"][0]["args"][0]["shape"] == [2]
+    assert square["points"][0]["args"][0]["dtype"] == "float32" and square["points"][0]["args"][0][
+        "shape"
+    ] == [2]
     for p in ("3.0", "2.0"):  # a closure each, each copied with its own p
         power = functions[("make_power.<locals>.power", (("p", p),))]
         assert not power["importable"]
-        assert [pt["function"]["copy"]["closure"] for pt in power["points"]] == [[{"python": float(p)}]]
+        assert [pt["function"]["copy"]["closure"]
+                for pt in power["points"]] == [[{"python": float(p)}]]
     softsign = functions[("softsign", ())]["points"][0]
-    assert softsign["context"] == "tf.function" and softsign["args"] == [{"spec": {"dtype": "float32", "shape": [2]}}]
+    assert softsign["context"] == "tf.function" and softsign["args"] == [
+        {"spec": {"dtype": "float32", "shape": [2]}}
+    ]
     times = functions[("test_scaled_by_an_object.<locals>.times", ())]["points"][0]
     assert "its closure variable 'scale' holds a Scale object" in times["function"]["problem"]
     assert [s["ended"] for s in read["sessions"]] == ["finished"]
     summary = [line for line in proc.stdout.splitlines() if line.startswith("harness record:")]
-    assert summary == [f"harness record: 7 custom-gradient functions called, 7 points kept (1 without values, to be "
-                       f"replayed at drawn values) in {read['folder']}; nothing dropped; 1 closure could not be "
-                       "copied (replay skips it, saying why)"]
+    assert summary == ["harness record: 7 custom-gradient functions called, 7 points kept (1 "
+                       "without values, to be "
+                       f"replayed at drawn values) in {read['folder']}; nothing dropped; 1 closure "
+                       "could not be copied (replay skips it, saying why)"]
 
 
 def test_the_tests_outcomes_and_output_are_the_same_with_recording_on(plain, recorded):
     def said(proc):
-        lines = [line for line in proc.stdout.splitlines() if not line.startswith("harness record:")]
-        return [line.split(" in ")[0] for line in lines]  # the last line ends with the session's time
+        lines = [line for line in proc.stdout.splitlines()
+                 if not line.startswith("harness record:")]
+        return [
+            line.split(" in ")[0] for line in lines
+        ]  # the last line ends with the session's time
 
     assert plain.returncode == recorded[0].returncode == 0
     assert said(plain) == said(recorded[0]) and "6 passed" in said(plain)[-1]
@@ -114,15 +131,19 @@ def test_replay_finds_the_two_bugs_and_names_the_test_that_called_each(replayed,
     proc, results, _ = replayed
     assert proc.returncode == 1, proc.stdout + proc.stderr
     verdicts = {case: [r["verdict"] for r in rs] for case, rs in by_case(results).items()}
-    assert verdicts == {"recorded.mylib.ops.square": ["pass"], "recorded.mylib.ops.scaled_square": ["fail"],
+    assert verdicts == {"recorded.mylib.ops.square": ["pass"],
+                        "recorded.mylib.ops.scaled_square": ["fail"],
                         "recorded.mylib.ops.clipped_relu": ["fail"],
                         "recorded.mylib.ops.make_power.power_p_3_0": ["pass"],
                         "recorded.mylib.ops.make_power.power_p_2_0": ["pass"],
-                        "recorded.mylib.ops.softsign": ["pass"], "recorded.test_ops.test_scaled_by_an_object.times":
+                        "recorded.mylib.ops.softsign": ["pass"],
+                        "recorded.test_ops.test_scaled_by_an_object.times":
                         ["skip"]}
     scaled = results[("recorded.mylib.ops.scaled_square", "x=3.0")]
     assert scaled["reason"].startswith("grad_fn mishandles its upstream gradient")
-    assert "recorded: an eager call made by tests/test_ops.py::test_scaled_square" in scaled["details"]
+    assert (
+        "recorded: an eager call made by tests/test_ops.py::test_scaled_square" in scaled["details"]
+    )
     relu = results[("recorded.mylib.ops.clipped_relu", "x=1.5")]
     assert "OperatorNotAllowedInGraphError" in relu["reason"]
     assert "recorded: an eager call made by tests/test_ops.py::test_clipped_relu" in relu["details"]
@@ -133,9 +154,15 @@ def test_replay_finds_the_two_bugs_and_names_the_test_that_called_each(replayed,
 def test_a_function_that_cannot_be_replayed_is_skipped_with_the_reason(replayed):
     _, results, _ = replayed
     [times] = by_case(results)["recorded.test_ops.test_scaled_by_an_object.times"]
-    assert times["point"] == "x=1.0"  # named as the function names it, though it cannot be made again
+    assert (
+        times["point"] == "x=1.0"
+    )  # named as the function names it, though it cannot be made again
     assert "cannot be replayed: it cannot be imported by name" in times["reason"]
-    assert "its closure variable 'scale' holds a Scale object, which is not plain data" in times["reason"]
+    assert (
+        "its closure variable 'scale' holds a Scale object, which is not plain data" in times[
+            "reason"
+        ]
+    )
 
 
 def test_a_point_seen_only_while_tracing_is_replayed_at_drawn_values_labelled_so(replayed):
@@ -144,7 +171,8 @@ def test_a_point_seen_only_while_tracing_is_replayed_at_drawn_values_labelled_so
     assert softsign["point"].startswith("drawn:x=[") and softsign["verdict"] == "pass"
     note = next(d for d in softsign["details"] if d.startswith("recorded:"))
     assert note.startswith("recorded: a call while tracing a tf.function made by "
-                           "tests/test_ops.py::test_softsign_in_function; it had no values then, so they are drawn")
+                           "tests/test_ops.py::test_softsign_in_function; it had no values then, "
+                           "so they are drawn")
     assert "stand-ins for values the trace did not show" in note
 
 
@@ -154,7 +182,9 @@ def test_recorded_points_are_labelled_from_their_values(replayed):
     assert ("recorded.mylib.ops.make_power.power_p_3_0", "x=2.0") in results
 
 
-def test_a_factory_s_closures_with_different_values_are_a_case_each_named_by_what_it_captured(replayed):
+def test_a_factory_s_closures_with_different_values_are_a_case_each_named_by_what_it_captured(
+    replayed,
+):
     _, results, _ = replayed
     cube, square = results[("recorded.mylib.ops.make_power.power_p_3_0", "x=2.0")], \
         results[("recorded.mylib.ops.make_power.power_p_2_0", "x=2.0")]
@@ -170,24 +200,35 @@ def test_a_rerun_command_reruns_its_point_through_replay(replayed, recorded):
     command = results[("recorded.mylib.ops.scaled_square", "x=3.0")]["rerun"]
     assert command == (f"python -m harness replay {session} --mode=all "
                        "'--cases=recorded.mylib.ops.scaled_square[x=3.0]'")
-    proc = subprocess.run([sys.executable] + shlex.split(command)[1:], capture_output=True, text=True,
-                          cwd=str(out), timeout=600, env=dict(os.environ, PYTHONPATH=REPO))
-    assert proc.returncode == 1 and proc.stdout.startswith("FAIL     recorded.mylib.ops.scaled_square[x=3.0]")
+    proc = subprocess.run([sys.executable] + shlex.split(command)[1:], capture_output=True,
+                          text=True, cwd=str(out), timeout=600,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+    assert proc.returncode == 1 and proc.stdout.startswith(
+        "FAIL     recorded.mylib.ops.scaled_square[x=3.0]"
+    )
     assert proc.stdout.splitlines()[-1].startswith("1 case at 1 point: 1 fail in ")
 
 
 def test_repro_dir_writes_a_reproduction_of_each_recorded_failure(replayed):
     _, _, out = replayed
-    for case, point in (("recorded.mylib.ops.scaled_square", "x=3.0"), ("recorded.mylib.ops.clipped_relu", "x=1.5")):
+    for case, point in (("recorded.mylib.ops.scaled_square",
+                         "x=3.0"), ("recorded.mylib.ops.clipped_relu", "x=1.5")):
         folder = out / "repros" / case / point
-        assert (folder / "repro.py").is_file() and (folder / "ISSUE.md").is_file(), sorted(out.rglob("*"))
-    assert "def clipped_relu(x):" in (out / "repros" / "recorded.mylib.ops.clipped_relu" / "x=1.5" / "repro.py").read_text()
+        assert (folder / "repro.py").is_file() and (folder
+                                                    / "ISSUE.md").is_file(), sorted(out.rglob("*"))
+    assert "def clipped_relu(x):" in (out / "repros" / "recorded.mylib.ops.clipped_relu" / "x=1.5"
+                                      / "repro.py").read_text()
 
 
 def test_a_replay_report_goes_into_junit_and_the_version_matrix(replayed):
     _, _, out = replayed
-    assert '<testcase classname="recorded.mylib.ops.scaled_square" name="x=3.0"' in (out / "r.xml").read_text()
-    proc = helpers.harness("merge", str(out / "r.json"), f"--markdown_out={out / 'm.md'}", timeout=120)
+    assert (
+        '<testcase classname="recorded.mylib.ops.scaled_square" name="x=3.0"' in (
+            out / "r.xml"
+        ).read_text()
+    )
+    proc = helpers.harness("merge", str(out / "r.json"), f"--markdown_out={out / 'm.md'}",
+                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "recorded.mylib.ops.scaled_square" in (out / "m.md").read_text()
 
@@ -195,8 +236,8 @@ def test_a_replay_report_goes_into_junit_and_the_version_matrix(replayed):
 def test_repro_of_a_recorded_case_reads_the_recorded_folder(recorded, tmp_path):
     _, folder = recorded
     proc = helpers.harness("repro", "recorded.mylib.ops.clipped_relu", f"--recorded={folder}",
-                           f"--out={tmp_path / 'r'}", cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=REPO),
-                           timeout=600)
+                           f"--out={tmp_path / 'r'}", cwd=str(tmp_path),
+                           env=dict(os.environ, PYTHONPATH=REPO), timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert (tmp_path / "r" / "repro.py").is_file() and (tmp_path / "r" / "ISSUE.md").is_file()
 
@@ -218,7 +259,8 @@ def test_the_record_command_records_a_unittest_suite_naming_each_test(project, t
         if __name__ == "__main__":
             unittest.main()
     """))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(project), REPO]), TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(project), REPO]),
+               TF_CPP_MIN_LOG_LEVEL="2")
     proc = helpers.harness("record", str(tmp_path / "rec"), "--", sys.executable, "-m", "unittest",
                            "test_plain_unittest", cwd=str(tmp_path), env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -253,15 +295,18 @@ def test_a_recorder_failure_in_a_test_is_one_warning_line_and_the_tests_pass(pro
     proc = user_pytest(folder, f"--harness-record={tmp_path / 'rec'}")
     assert proc.returncode == 0 and "2 passed" in proc.stdout, proc.stdout + proc.stderr
     warnings = [line for line in (proc.stdout + proc.stderr).splitlines() if "warning" in line]
-    assert warnings == ["harness record: warning: recording stopped (ZeroDivisionError: a recorder fault); the tests "
-                        "went on, and what was recorded before is kept"]
+    assert warnings == ["harness record: warning: recording stopped (ZeroDivisionError: a recorder "
+                        "fault); the tests went on, and what was recorded before is kept"]
 
 
-def test_a_script_s_functions_are_replayed_with_their_arguments_as_called_and_the_variable_one_reads(tmp_path):
+def test_a_script_s_functions_are_replayed_with_their_arguments_as_called_and_the_variable_one_reads(
+    tmp_path,
+):
     """`record` on a script: its functions live in __main__ (copied, over the script's globals made
-    again), a Python scalar and a keyword argument are passed as recorded and shown in the label (the
-    keyword argument makes the graph modes fail, as custom_gradient takes one in eager code only), and
-    a function that reads a variable is replayed with the variable made again in each mode."""
+    again), a Python scalar and a keyword argument are passed as recorded and shown in the label
+    (the keyword argument makes the graph modes fail, as custom_gradient takes one in eager code
+    only), and a function that reads a variable is replayed with the variable made again in each
+    mode."""
     (tmp_path / "script.py").write_text(textwrap.dedent("""
         import tensorflow as tf
 
@@ -291,8 +336,8 @@ def test_a_script_s_functions_are_replayed_with_their_arguments_as_called_and_th
     """))
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
     folder = tmp_path / "rec"
-    proc = helpers.harness("record", str(folder), "--", sys.executable, "script.py", cwd=str(tmp_path), env=env,
-                           timeout=600)
+    proc = helpers.harness("record", str(folder), "--", sys.executable, "script.py",
+                           cwd=str(tmp_path), env=env, timeout=600)
     assert proc.returncode == 0 and proc.stdout.strip() == "8.0", proc.stdout + proc.stderr
     functions = {f["qualname"]: f for f in store.read(str(folder))["functions"]}
     assert functions["scaled"]["points"][0]["variables"][0]["name"] == "scale:0"
@@ -303,10 +348,15 @@ def test_a_script_s_functions_are_replayed_with_their_arguments_as_called_and_th
     cube = results["recorded.__main__.shifted_cube"]
     assert cube["point"] == "x=2.0,shift=0.5,power=2.0"
     # Passed as the script passed it, the keyword argument is what TensorFlow refuses in graphs.
-    assert cube["verdict"] == "fail" and "supports keywords arguments only when eager execution is enabled" in \
-        cube["reason"], cube
-    assert "recorded: an eager call made by code outside any test (an import, a fixture or the script itself)" \
+    assert (
+        cube["verdict"] == "fail"
+        and "supports keywords arguments only when eager execution is enabled" in cube["reason"]
+    ), cube
+    assert (
+        "recorded: an eager call made by code outside any test (an import, a fixture or the script"
+        " itself)"
         in cube["details"]
+    )
     # The variable it reads, a global of the script, is made again at its recorded value (3) in
     # each mode, and judged too: d(x s)/dx = s = 3, d(x s)/ds = x = 2.
     scaled = results["recorded.__main__.scaled"]
@@ -335,12 +385,15 @@ def test_a_point_over_the_byte_limit_keeps_its_signature_and_the_drop_is_said(pr
     rec = tmp_path / "rec"
     proc = user_pytest(folder, f"--harness-record={rec}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert ("1 custom-gradient function called, 2 points kept (1 without values, to be replayed at drawn values)"
-            in proc.stdout and "dropped: the values of 1 point over the byte limit (kept as a signature)"
+    assert ("1 custom-gradient function called, 2 points kept (1 without values, to be replayed at "
+            "drawn values)"
+            in proc.stdout
+            and "dropped: the values of 1 point over the byte limit (kept as a signature)"
             in proc.stdout), proc.stdout
     [square] = store.read(str(rec))["functions"]
     small, big = square["points"]
-    assert "array" in small["args"][0] and big["args"][0] == {"spec": {"dtype": "float32", "shape": [16]}}
+    assert "array" in small["args"][0] and big["args"][0] == {"spec": {"dtype": "float32",
+                                                                       "shape": [16]}}
     assert big["note"] == "values over the recording's byte limit: replayed at drawn values"
 
 
@@ -355,8 +408,9 @@ def keras3_replayed(project):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = project.parent / "out-keras3"
     out.mkdir()
-    replay = helpers.harness("replay", str(folder), "--mode=all,keras3", f"--json_out={out / 'r.json'}",
-                             cwd=str(out), env=dict(os.environ, PYTHONPATH=REPO), timeout=900)
+    replay = helpers.harness("replay", str(folder), "--mode=all,keras3",
+                             f"--json_out={out / 'r.json'}", cwd=str(out),
+                             env=dict(os.environ, PYTHONPATH=REPO), timeout=900)
     return store.read(str(folder)), replay, json.loads((out / "r.json").read_text())["results"]
 
 

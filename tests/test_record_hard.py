@@ -32,15 +32,16 @@ GOLDEN = b"\x93NUMPY the user's own file"
 def user_pytest(folder, *args):
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
     env.pop(store.ENV_SESSION, None)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *helpers.RECORD_PLUGIN,
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *helpers.RECORD_PLUGIN,
                            *args], capture_output=True, text=True, cwd=folder, env=env, timeout=600)
 
 
 def replay(folder, out, *args, project=None):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(([str(project)] if project else []) + [REPO]),
                TF_CPP_MIN_LOG_LEVEL="2")
-    proc = helpers.harness("replay", str(folder), "--mode=all", f"--json_out={out}", *args, cwd=str(Path(out).parent),
-                           env=env, timeout=900)
+    proc = helpers.harness("replay", str(folder), "--mode=all", f"--json_out={out}", *args,
+                           cwd=str(Path(out).parent), env=env, timeout=900)
     results = {}
     if Path(out).is_file():
         results = {(r["case"], r["point"]): r for r in json.loads(Path(out).read_text())["results"]}
@@ -49,7 +50,8 @@ def replay(folder, out, *args, project=None):
 
 @pytest.fixture(scope="module")
 def hard(tmp_path_factory):
-    """The project recorded into its own folder, and replayed: (pytest run, session, replay run, results)."""
+    """The project recorded into its own folder, and replayed: (pytest run, session, replay run,
+    results)."""
     project = tmp_path_factory.mktemp("hard") / "project"
     shutil.copytree(DATA / "record_hard", project)
     (project / "values").mkdir()
@@ -75,7 +77,8 @@ def test_a_custom_gradient_is_recorded_and_replayed_whichever_route_reached_it(h
     _, _, _, results = hard
     found = cases(results)
     for name in ("cube_v2", "cube_v1", "cube_imported", "cube_module", "cube_keras"):
-        assert {p: r["verdict"] for p, r in found[f"recorded.hardlib.routes.{name}"].items()} == {"x=2.0": "pass"}
+        assert {p: r["verdict"]
+                for p, r in found[f"recorded.hardlib.routes.{name}"].items()} == {"x=2.0": "pass"}
 
 
 def test_a_library_decorator_s_functions_are_each_their_own_under_the_user_s_name(hard):
@@ -84,39 +87,57 @@ def test_a_library_decorator_s_functions_are_each_their_own_under_the_user_s_nam
     # sine and wrong_tanh were called at the same value: each keeps its own point.
     assert {p: r["verdict"] for p, r in found["recorded.hardlib.deco.sine"].items()} == \
         {"x=0.5": "pass", "x=1.0": "pass"}
-    assert {p: r["verdict"] for p, r in found["recorded.hardlib.deco.wrong_tanh"].items()} == {"x=0.5": "fail"}
-    assert {p: r["verdict"] for p, r in found["recorded.hardlib.deco.weighted"].items()} == {"x=0.5,w=2.0": "pass"}
+    assert {p: r["verdict"]
+            for p, r in found["recorded.hardlib.deco.wrong_tanh"].items()} == {"x=0.5": "fail"}
+    assert {p: r["verdict"]
+            for p, r in found["recorded.hardlib.deco.weighted"].items()} == {"x=0.5,w=2.0": "pass"}
     wrong = results[("recorded.hardlib.deco.wrong_tanh", "x=0.5")]
     # 1 - tanh(0.5) against the true 1 - tanh(0.5)**2, as the numeric derivative sees it.
     assert np.isclose(wrong["modes"]["eager"]["orders"][1][0]["value"], 1 - np.tanh(0.5), rtol=1e-6)
-    assert "numeric=0.7864" in wrong["reason"] and "TypeError" not in json.dumps(list(results.values()))
+    assert "numeric=0.7864" in wrong["reason"] and "TypeError" not in json.dumps(
+        list(results.values())
+    )
     deco = [f for f in store.read(session)["functions"] if f["module"] == "hardlib.deco"]
     assert sorted(f["qualname"] for f in deco) == ["sine", "weighted", "wrong_tanh"]
     assert {f["found_through"] for f in deco} == {"closure"}
 
 
-def test_same_named_functions_of_two_layers_stay_apart_and_replay_their_source_not_autograph_s(hard):
+def test_same_named_functions_of_two_layers_stay_apart_and_replay_their_source_not_autograph_s(
+    hard,
+):
     _, session, _, results = hard
     found = cases(results)
     [(doubler_point, doubler)] = found["recorded.hardlib.layers.Doubler.call._g"].items()
     [(halver_point, halver)] = found["recorded.hardlib.layers.Halver.call._g"].items()
     assert doubler_point.startswith("drawn:x=") and doubler["verdict"] == "pass"
     # The wrong layer fails on its own gradient, 0.25 where d(x/2)/dx is 0.5.
-    assert halver["verdict"] == "fail" and "eager=0.25 numeric=0.5" in halver["reason"], halver["reason"]
-    layers = {f["qualname"]: f for f in store.read(session)["functions"] if f["module"] == "hardlib.layers"}
+    assert halver["verdict"] == "fail" and "eager=0.25 numeric=0.5" in halver["reason"], halver[
+        "reason"
+    ]
+    layers = {f["qualname"]: f for f in store.read(session)["functions"] if f["module"]
+              == "hardlib.layers"}
     assert set(layers) == {"Doubler.call.<locals>._g", "Halver.call.<locals>._g"}
-    assert all(f["found_through"] == "autograph" and f["file"].endswith("layers.py") for f in layers.values())
+    assert all(f["found_through"] == "autograph" and f["file"].endswith("layers.py")
+               for f in layers.values())
     assert "FunctionScope" not in json.dumps(list(results.values()))
 
 
-def test_recording_into_the_project_s_own_folder_touches_none_of_its_files_nor_an_earlier_session(hard):
+def test_recording_into_the_project_s_own_folder_touches_none_of_its_files_nor_an_earlier_session(
+    hard,
+):
     proc, session, replayed, _ = hard
     project = Path(session).parent
     assert (project / "values" / "golden.npy").read_bytes() == GOLDEN
     assert (project / "session-20000101-000000-1" / "recorded-1.json").is_file()
-    assert Path(session).name.startswith("session-") and Path(session) != project / "session-20000101-000000-1"
-    assert f"harness: replaying {session} (the latest of 2 sessions in {project}): 1 process recorded, each " \
-           "ended normally" in replayed.stderr
+    assert (
+        Path(session).name.startswith("session-")
+        and Path(session) != project / "session-20000101-000000-1"
+    )
+    assert (
+        f"harness: replaying {session} (the latest of 2 sessions in {project}): 1 process recorded,"
+        " each ended normally"
+        in replayed.stderr
+    )
 
 
 def test_a_python_float_json_cannot_hold_is_kept_exactly_and_replayed(hard):
@@ -129,15 +150,19 @@ def test_a_python_float_json_cannot_hold_is_kept_exactly_and_replayed(hard):
 def test_a_partial_is_one_warning_naming_it_and_the_session_records_on(hard):
     proc, _, _, results = hard
     warnings = [line for line in proc.stdout.splitlines() if "warning" in line]
-    assert warnings == ["harness record: warning: not recording by_two (a functools.partial of function scaled): "
-                        "the recorder cannot follow it; the tests and the rest of the recording go on"]
-    assert results[("recorded.hardlib.deco.sine", "x=1.0")]["verdict"] == "pass"  # called after the partial
+    assert warnings == ["harness record: warning: not recording by_two (a functools.partial of "
+                        "function scaled): the recorder cannot follow it; the tests and the rest "
+                        "of the recording go on"]
+    assert (
+        results[("recorded.hardlib.deco.sine", "x=1.0")]["verdict"] == "pass"
+    )  # called after the partial
 
 
 def test_values_drawn_for_traced_calls_come_from_what_was_recorded_and_say_so(hard):
     _, _, _, results = hard
     found = cases(results)
-    [(label, log)] = [(p, r) for p, r in found["recorded.hardlib.special.log_of"].items() if p.startswith("drawn:")]
+    [(label, log)] = [(p, r) for p, r in found["recorded.hardlib.special.log_of"].items()
+                      if p.startswith("drawn:")]
     values = np.array(json.loads(label.split("=", 1)[1]))
     assert np.all((values >= 0.5) & (values <= 2.0)) and log["verdict"] == "pass"
     note = next(d for d in log["details"] if d.startswith("recorded:"))
@@ -145,17 +170,22 @@ def test_values_drawn_for_traced_calls_come_from_what_was_recorded_and_say_so(ha
     [(label, pick)] = found["recorded.hardlib.special.pick"].items()
     index = int(label.rsplit("i=", 1)[1])
     assert 0 <= index < 3 and pick["verdict"] == "pass", pick
-    assert "i integers in [0, 3) (the smallest dimension of the other arguments, which it may index)" in \
-        next(d for d in pick["details"] if d.startswith("recorded:"))
+    assert (
+        "i integers in [0, 3) (the smallest dimension of the other arguments, which it may index)"
+        in next(d for d in pick["details"] if d.startswith("recorded:"))
+    )
 
 
 def test_a_gradient_none_by_design_is_said_and_the_argument_differentiated_is_judged(hard):
     _, _, replayed, results = hard
     power = results[("recorded.hardlib.special.power_of", "x=2.0,n=3.0")]
     assert power["verdict"] == "pass" and power["oracles"]["numeric"]["status"] == "match", power
-    assert "    - no gradient for n (the function returns None): not judged, the function differentiating " \
-           "only its other arguments (--strict_none judges the None); the other arguments are judged" \
-           in replayed.stdout
+    assert (
+        "    - no gradient for n (the function returns None): not judged, the function"
+        " differentiating only its other arguments (--strict_none judges the None); the other"
+        " arguments are judged"
+        in replayed.stdout
+    )
 
 
 def test_a_variable_given_as_the_argument_is_an_input_not_a_variable_the_function_reads(hard):
@@ -181,7 +211,8 @@ def test_a_function_recorded_at_several_dtypes_shows_each_point_s_dtype(hard):
 def test_with_eager_recording_a_call_made_inside_fit_is_recorded_with_its_values(tmp_path):
     project = tmp_path / "project"
     shutil.copytree(DATA / "record_hard", project)
-    proc = user_pytest(project, "-k", "fit", f"--harness-record={tmp_path / 'rec'}", "--harness-record-eager")
+    proc = user_pytest(project, "-k", "fit", f"--harness-record={tmp_path / 'rec'}",
+                       "--harness-record-eager")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = store.read(str(tmp_path / "rec"))
     assert data["sessions"][0]["eager"]
@@ -190,21 +221,24 @@ def test_with_eager_recording_a_call_made_inside_fit_is_recorded_with_its_values
     for f in layers.values():
         # Keras builds the model on a symbolic input (a graph, a signature only); fit's step, run
         # eagerly, makes the call with the batch's values.
-        assert [(p["context"], "array" in p["args"][0]) for p in f["points"]] == [("tf.function", False),
+        assert [(p["context"], "array" in p["args"][0])
+                for p in f["points"]] == [("tf.function", False),
                                                                                   ("eager", True)]
         assert f["points"][1]["args"][0]["shape"] == [4, 1]
 
 
 def test_a_closure_over_a_variable_is_replayed_with_the_variable_made_again_and_judged_for_it(hard):
     _, _, _, results = hard
-    [(point, scaled)] = cases(results)["recorded.hardlib.special.make_scaler.scaled_by_variable"].items()
+    [(point,
+      scaled)] = cases(results)["recorded.hardlib.special.make_scaler.scaled_by_variable"].items()
     assert point == "x=2.0" and scaled["verdict"] == "fail"
     # d(x v)/dx = v = 3 is right; d(x v)/dv = x = 2, where the grad_fn says -2.
     assert [o["value"] for o in scaled["modes"]["eager"]["orders"][1]] == [3.0, -2.0]
     assert "wrt var0: eager=-2 numeric=2" in scaled["reason"], scaled["reason"]
 
 
-# -- the session's file survives what happens to its process ----------------------------------------
+# -- the session's file survives what happens to its process
+# ----------------------------------------
 
 def small_project(tmp_path, tests, conftest=""):
     folder = tmp_path / "small"
@@ -215,7 +249,9 @@ def small_project(tmp_path, tests, conftest=""):
     return folder
 
 
-def test_a_process_killed_during_the_tests_keeps_what_it_recorded_and_replay_says_how_it_ended(tmp_path):
+def test_a_process_killed_during_the_tests_keeps_what_it_recorded_and_replay_says_how_it_ended(
+    tmp_path,
+):
     folder = small_project(tmp_path, """
         import os
         import tensorflow as tf
@@ -235,11 +271,15 @@ def test_a_process_killed_during_the_tests_keeps_what_it_recorded_and_replay_say
     assert data["sessions"][0]["ended"] == "running"
     replayed, results = replay(tmp_path / "rec", tmp_path / "r.json", project=folder)
     assert results[("recorded.mylib.ops.square", "x=2.0")]["verdict"] == "pass"
-    assert "1 process recorded; 1 did not end normally (killed, os._exit or a crash: recorded-" in replayed.stderr
+    assert (
+        "1 process recorded; 1 did not end normally (killed, os._exit or a crash: recorded-"
+        in replayed.stderr
+    )
 
 
 def test_under_xdist_every_worker_s_recording_is_kept_and_the_controller_sums_them_up(tmp_path):
-    pytest.importorskip("xdist", reason="pytest-xdist is the test extra's; without it there are no workers")
+    pytest.importorskip("xdist",
+                        reason="pytest-xdist is the test extra's; without it there are no workers")
     project = tmp_path / "project"
     shutil.copytree(DATA / "record_project", project)
     proc = user_pytest(project, "tests", "-n", "2", f"--harness-record={tmp_path / 'rec'}")
@@ -248,12 +288,15 @@ def test_under_xdist_every_worker_s_recording_is_kept_and_the_controller_sums_th
     assert len(data["sessions"]) == 2 and {s["ended"] for s in data["sessions"]} == {"finished"}
     assert sum(s["tests"] for s in data["sessions"]) == 6
     qualnames = sorted(f["qualname"] for f in data["functions"])
-    assert qualnames == sorted(["square", "scaled_square", "clipped_relu", "make_power.<locals>.power",
-                                "make_power.<locals>.power", "softsign", "test_scaled_by_an_object.<locals>.times"])
+    assert qualnames == sorted(["square", "scaled_square", "clipped_relu",
+                                "make_power.<locals>.power", "make_power.<locals>.power",
+                                "softsign", "test_scaled_by_an_object.<locals>.times"])
     summary = [line for line in proc.stdout.splitlines() if line.startswith("harness record:")]
-    assert summary == [f"harness record: 7 custom-gradient functions called, 7 points kept (1 without values, to be "
-                       f"replayed at drawn values) in {data['folder']}; nothing dropped; 1 closure could not be copied "
-                       "(replay skips it, saying why) (2 processes wrote their files)"]
+    assert summary == ["harness record: 7 custom-gradient functions called, 7 points kept (1 "
+                       "without values, to be "
+                       f"replayed at drawn values) in {data['folder']}; nothing dropped; 1 closure "
+                       "could not be copied (replay skips it, saying why) (2 processes wrote their "
+                       "files)"]
 
 
 def test_a_write_that_fails_is_in_the_last_line_with_what_it_cost(tmp_path):
@@ -277,4 +320,7 @@ def test_a_write_that_fails_is_in_the_last_line_with_what_it_cost(tmp_path):
     assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
     [line] = [line for line in proc.stdout.splitlines() if line.startswith("harness record:")]
     assert "could not write the recording (FileExistsError" in line, line
-    assert line.endswith("1 point recorded since the last write is lost") and "nothing dropped" not in line
+    assert (
+        line.endswith("1 point recorded since the last write is lost")
+        and "nothing dropped" not in line
+    )

@@ -24,17 +24,20 @@ pytest.importorskip("larq", reason="larq is not installed; its suite is what thi
 LARQ_FUNCTIONS = {f"recorded.larq.quantizers.{name}" for name in (
     "ste_sign._call", "approx_sign", "swish_sign._call", "ste_tern._call", "ste_heaviside._call",
     "DoReFa.call._k_bit_with_identity_grad")}
-SURROGATE = "is a surrogate, not a derivative (a straight-through estimator's or a quantizer's). If that is intended"
+SURROGATE = (
+    "is a surrogate, not a derivative (a straight-through estimator's or a quantizer's). If that is"
+    " intended"
+)
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("larq")
     env = dict(os.environ, PYTHONPATH=REPO, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *helpers.RECORD_PLUGIN,
-                           "--pyargs", "larq.quantizers_test",
-                           f"--harness-record={folder / 'rec'}"], capture_output=True, text=True, cwd=str(folder),
-                          env=env, timeout=1800)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *helpers.RECORD_PLUGIN, "--pyargs", "larq.quantizers_test",
+                           f"--harness-record={folder / 'rec'}"], capture_output=True, text=True,
+                          cwd=str(folder), env=env, timeout=1800)
     assert "harness record: 6 custom-gradient functions called" in proc.stdout, proc.stdout[-3000:]
     return proc, folder, env
 
@@ -42,8 +45,8 @@ def recorded(tmp_path_factory):
 def replay(recorded, *args):
     _, folder, env = recorded
     out = folder / f"r{len(list(folder.glob('r*.json')))}.json"
-    proc = helpers.harness("replay", str(folder / "rec"), "--mode=all", f"--json_out={out}", *args, cwd=str(folder),
-                           env=env, timeout=1800)
+    proc = helpers.harness("replay", str(folder / "rec"), "--mode=all", f"--json_out={out}", *args,
+                           cwd=str(folder), env=env, timeout=1800)
     return proc, json.loads(out.read_text())["results"]
 
 
@@ -53,12 +56,18 @@ def test_every_larq_custom_gradient_is_replayed_and_each_failure_is_a_surrogate_
     assert {r["verdict"] for r in results} <= {"pass", "fail"}
     for r in results:
         if r["verdict"] == "fail":
-            assert r["reason"].startswith("the agreed values differ from the numeric derivative at order 1"), r
-            assert SURROGATE in r["reason"] and "--expect 'numeric:values differ' with check or replay" in r["reason"]
-        assert any(d.startswith("recorded: ") and "larq.quantizers_test::" in d for d in r["details"]), r
+            assert r["reason"].startswith("the agreed values differ from the numeric derivative at "
+                                          "order 1"), r
+            assert (
+                SURROGATE in r["reason"]
+                and "--expect 'numeric:values differ' with check or replay" in r["reason"]
+            )
+        assert any(d.startswith("recorded: ") and "larq.quantizers_test::" in d
+                   for d in r["details"]), r
 
 
 def test_declared_as_straight_through_estimators_no_larq_gradient_fails(recorded):
-    proc, results = replay(recorded, "--expect=numeric:values differ:larq's straight-through estimators")
+    proc, results = replay(recorded,
+                           "--expect=numeric:values differ:larq's straight-through estimators")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert {r["verdict"] for r in results} <= {"pass", "xfail", "xpass"}

@@ -27,7 +27,8 @@ def seed_points(library_cases, library_results):
     for case in loader.pick(library_cases, ["seeds.*"]):
         for result in library_results[case.id]:  # the three core modes, default options
             point = next(p for p in case.points if p.label == result.point)
-            text = script.render(loader.narrow(case, [point.label]), point, MODES, False, result.rerun)
+            text = script.render(loader.narrow(case, [point.label]), point, MODES, False,
+                                 result.rerun)
             found.append((result_dict(result), text))
     return found
 
@@ -41,7 +42,8 @@ def test_seed_reproductions_print_what_the_harness_reports(seed_points, tmp_path
         path.write_text(text)
         assert "import harness" not in text and "from harness" not in text
         procs.append(subprocess.Popen([sys.executable, str(path), "--json"], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, cwd=str(tmp_path), env=env))
+                                      stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
+                                      env=env))
     assert len(procs) == 8  # six seed cases, eight points
     for (expected, _), proc in zip(seed_points, procs):
         stdout, stderr = proc.communicate(timeout=300)
@@ -50,16 +52,19 @@ def test_seed_reproductions_print_what_the_harness_reports(seed_points, tmp_path
         # The script compares the modes only: the oracles are the harness's.
         modes_agree = expected["verdict"] == "pass" or (
             expected["verdict"] == "xfail"
-            and all(d.startswith(("as declared: numeric", "numeric: ", "upstream oracle not checked"))
+            and all(d.startswith(("as declared: numeric", "numeric: ",
+                                  "upstream oracle not checked"))
                     for d in expected["details"]))
         assert proc.returncode == (0 if modes_agree else 1), (name, stderr[-2000:])
         for mode, want in expected["modes"].items():
             got = printed["modes"][mode]
             assert got["status"] == want["status"], (name, mode)
             if want["status"] == "ok":
-                assert got["orders"] == [[o["value"] for o in order] for order in want["orders"]], (name, mode)
+                assert got["orders"] == [[o["value"] for o in order]
+                                         for order in want["orders"]], (name, mode)
             else:
-                assert (got["error_type"], got["stage"]) == (want["error_type"], want["stage"]), (name, mode)
+                assert (got["error_type"], got["stage"]) == (want["error_type"],
+                                                             want["stage"]), (name, mode)
 
 
 @pytest.mark.slow
@@ -68,23 +73,29 @@ def test_repro_command_writes_script_and_issue(tmp_path):
     proc = harness("repro", "seeds.docstring_nested", f"--out={out}")
     assert proc.returncode == 0, proc.stderr
     issue = (out / "ISSUE.md").read_text()
-    for heading in ("### TensorFlow version", "### Current behavior?", "### Standalone code to reproduce the issue",
-                    "### Relevant log output"):
+    for heading in ("### TensorFlow version", "### Current behavior?",
+                    "### Standalone code to reproduce the issue", "### Relevant log output"):
         assert heading in issue
     # The short script's output, as running it printed it.
-    assert "function: InternalError: Recorded operation" in issue and "eager: ValueError: custom_gradient" in issue
+    assert (
+        "function: InternalError: Recorded operation" in issue
+        and "eager: ValueError: custom_gradient" in issue
+    )
     assert "python -m harness --mode=all '--cases=seeds.docstring_nested[x=1.0]'" in issue
     assert (out / "repro.py").read_text() in issue
     assert "already holds" not in proc.stderr
     # The script's check (a fresh Python and TensorFlow: seconds of silence) is said before it runs.
     assert proc.stderr.splitlines() == [f"harness: wrote {out / 'repro.py'}",
-                                        f"harness: running {out / 'repro.py'} to check that it shows what the "
-                                        "harness saw",
+                                        f"harness: running {out / 'repro.py'} to check that it "
+                                        "shows what the harness saw",
                                         f"harness: wrote {out / 'ISSUE.md'}"], proc.stderr
     # A second repro into the same folder replaces both files, and says so.
     again = harness("repro", "seeds.docstring_nested", f"--out={out}")
     assert again.returncode == 0, again.stderr
-    assert f"harness: {out} already holds repro.py and ISSUE.md, from before: replacing them" in again.stderr
+    assert (
+        f"harness: {out} already holds repro.py and ISSUE.md, from before: replacing them"
+        in again.stderr
+    )
 
 
 BROKEN = """
@@ -158,7 +169,9 @@ def test_check_refuses_what_is_not_a_literal_of_numbers(literal, tmp_path):
     target.write_text("def f(x):\n    return x\n")
     proc = harness("check", f"{target}:f", f"--inputs={literal}", timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("harness: error: --inputs") and proc.stderr.count("\n") == 1, proc.stderr
+    assert (
+        proc.stderr.startswith("harness: error: --inputs") and proc.stderr.count("\n") == 1
+    ), proc.stderr
 
 
 KERAS_OPS = """
@@ -185,7 +198,9 @@ KERAS_OPS = """
 
 
 @pytest.mark.slow
-def test_a_reproduction_of_a_keras_ops_custom_gradient_imports_keras_and_shows_the_failure(tmp_path):
+def test_a_reproduction_of_a_keras_ops_custom_gradient_imports_keras_and_shows_the_failure(
+    tmp_path,
+):
     pytest.importorskip("keras", minversion="3")
     cases = tmp_path / "my_cases.py"
     cases.write_text(textwrap.dedent(KERAS_OPS))

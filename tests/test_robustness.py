@@ -19,7 +19,8 @@ TIMEOUT = "25"  # far above a good case here (about a second), far below the han
 
 def _run(tmp_path, *args, name="r"):
     out = tmp_path / f"{name}.json"
-    proc = harness(f"--case_file={UNRULY}", f"--timeout={TIMEOUT}", f"--json_out={out}", *args, timeout=600)
+    proc = harness(f"--case_file={UNRULY}", f"--timeout={TIMEOUT}", f"--json_out={out}", *args,
+                   timeout=600)
     return proc, json.loads(out.read_text()), out
 
 
@@ -65,7 +66,11 @@ def test_leaked_state_is_named(two_jobs):
     _, report, _ = two_jobs
     reasons = {r["case"]: r["reason"] for r in report["results"]}
     assert "eager execution: True -> False" in reasons["unruly.disables_eager"]
-    assert "tf_keras mixed precision policy: not loaded -> mixed_float16" in reasons["unruly.leaks_policy"]
+    assert (
+        "tf_keras mixed precision policy: not loaded -> mixed_float16" in reasons[
+            "unruly.leaks_policy"
+        ]
+    )
 
 
 def test_jsonl_holds_every_finished_result(two_jobs):
@@ -91,11 +96,13 @@ def test_one_job_gives_the_same_report_as_two(two_jobs, tmp_path):
 def test_sigterm_writes_reports_from_what_finished_and_exits_130(tmp_path):
     out = tmp_path / "r.json"
     proc = subprocess.Popen([sys.executable, "-m", "harness", f"--case_file={UNRULY}", "--jobs=1",
-                             "--cases=unruly.good_first,unruly.hangs,unruly.good_last", f"--json_out={out}"],
+                             "--cases=unruly.good_first,unruly.hangs,unruly.good_last",
+                             f"--json_out={out}"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     jsonl = tmp_path / "r.jsonl"
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not (jsonl.exists() and jsonl.read_text().count("\n") >= 1):
+    while (time.monotonic() < deadline
+           and not (jsonl.exists() and jsonl.read_text().count("\n") >= 1)):
         time.sleep(0.5)
     time.sleep(2)  # the hanging case is now running
     proc.send_signal(signal.SIGTERM)

@@ -1,4 +1,5 @@
-"""The saved_model and saved_model_nocg modes: save here, load and differentiate in the restorer process.
+"""The saved_model and saved_model_nocg modes: save here, load and differentiate in the restorer
+process.
 
 The restorer is started once for this test process and shared by the tests, as
 it is by the cases of one worker; the crash tests check that a new one takes
@@ -80,8 +81,10 @@ def test_reloading_in_the_saving_process_hides_the_missing_gradient(tmp_path):
     # (A grad_fn that closes over the forward's tensors fails differently here: they
     # belong to the graph traced for saving, out of scope by now.)
     module = tf.Module()
-    module.f = tf.function(double_with_gradient_five, input_signature=[tf.TensorSpec((), tf.float32)])
-    tf.saved_model.save(module, str(tmp_path), options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
+    module.f = tf.function(double_with_gradient_five,
+                           input_signature=[tf.TensorSpec((), tf.float32)])
+    tf.saved_model.save(module, str(tmp_path),
+                        options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
     x = tf.constant(3.0)
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -99,7 +102,9 @@ def build_with_variables():
     @tf.custom_gradient
     def scaled(x):
         def grad(dy, variables):
-            return dy * w * scale, [dy * x * 10.0]  # d/dw is x * scale = 3x; 10x shows it is the custom one
+            return dy * w * scale, [
+                dy * x * 10.0
+            ]  # d/dw is x * scale = 3x; 10x shows it is the custom one
 
         return w * x * scale, grad
 
@@ -145,9 +150,13 @@ def aborts_on_scalars(x):
 @pytest.mark.slow
 def test_a_point_that_kills_the_restorer_is_a_crash_and_a_new_restorer_takes_the_rest():
     points = [{"x": np.float32(1.0)}, {"x": np.array([1.0, 2.0], np.float32)}]
-    crashed, survived = runner("saved_model").run(_case(fn=aborts_on_scalars, points=points), RunOptions())
+    crashed, survived = runner("saved_model").run(_case(fn=aborts_on_scalars, points=points),
+                                                  RunOptions())
     assert crashed.status is Status.CRASH
-    assert crashed.error.first_line == "the SavedModel restorer process was killed by SIGABRT; its last output:"
+    assert (
+        crashed.error.first_line
+        == "the SavedModel restorer process was killed by SIGABRT; its last output:"
+    )
     assert "Abort_op intentional failure; abort requested by the test" in crashed.error.message
     assert survived.status is Status.OK and _values(survived)[1][0].tolist() == [2.0, 2.0]
     [after] = runner("saved_model").run(_case(fn=cube_with_own_gradient), RunOptions())
@@ -188,8 +197,8 @@ def test_the_restorer_exits_when_its_worker_is_killed():
         print(saved_model._restorer.process.pid, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    worker = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True,
-                            timeout=300)
+    worker = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True,
+                            text=True, timeout=300)
     assert worker.returncode == -signal.SIGKILL, worker.stderr[-2000:]
     pid = int(worker.stdout.split()[0])
     # It reads the end of its stdin as soon as its parent is gone; allow a slow machine a minute.

@@ -36,7 +36,8 @@ def test_log1pexp2_prints_the_answers_numbers_in_every_mode(results):
     printed = {"x=1.0": ("1.3132616", "0.7310586", "-1.7182817"), "x=100.0": ("inf", "1.0", "-inf")}
     for point, numbers in printed.items():
         result = results[f"seeds.log1pexp2[{point}]"]
-        # Every mode agrees; the numeric oracle holds the second derivative to be wrong, as declared.
+        # Every mode agrees; the numeric oracle holds the second derivative to be wrong, as
+        # declared.
         assert result.verdict is Verdict.XFAIL, result.reason
         assert result.oracles["numeric"].differ == (2,)
         for mode in MODES:
@@ -53,7 +54,8 @@ def test_docstring_nested_example_raises_a_different_class_per_mode_as_declared(
     result = results["seeds.docstring_nested[x=1.0]"]
     assert result.verdict is Verdict.XFAIL, result.reason
     types = {m: (o.status, o.error.type) for m, o in result.outcomes.items()}
-    assert types == {"eager": (Status.ERROR, "ValueError"), "function": (Status.ERROR, "InternalError"),
+    assert types == {"eager": (Status.ERROR, "ValueError"),
+                     "function": (Status.ERROR, "InternalError"),
                      "graph": (Status.ERROR, "ValueError")}
     assert "2 gradients for 1 input" in " ".join(result.details)
 

@@ -12,7 +12,8 @@ from tests.helpers import harness
 
 
 def _infos(n):
-    return [CaseInfo(id=f"t.c{i}", description="d", source="s", order=1, points=("x=1.0",)) for i in range(n)]
+    return [CaseInfo(id=f"t.c{i}", description="d", source="s", order=1, points=("x=1.0",))
+            for i in range(n)]
 
 
 def test_shards_partition_the_selection_in_order_and_differ_by_at_most_one():
@@ -43,7 +44,8 @@ def test_merged_shards_equal_one_run(tmp_path, seed_run):
     first = _run(tmp_path, "s0", "--shard_index=0", "--num_shards=2")
     # The second shard comes from the variables test runners set, as Bazel does.
     status = tmp_path / "status"
-    env = dict(os.environ, TEST_SHARD_INDEX="1", TEST_TOTAL_SHARDS="2", TEST_SHARD_STATUS_FILE=str(status))
+    env = dict(os.environ, TEST_SHARD_INDEX="1", TEST_TOTAL_SHARDS="2",
+               TEST_SHARD_STATUS_FILE=str(status))
     second = _run(tmp_path, "s1", env=env)
     assert status.exists()
     cases = [{r["case"] for r in json.loads(open(p).read())["results"]} for p in (first, second)]
@@ -59,4 +61,6 @@ def test_merged_shards_equal_one_run(tmp_path, seed_run):
 
 def test_shard_index_out_of_range_is_a_usage_error():
     proc = harness("--shard_index=2", "--num_shards=2", timeout=60)
-    assert proc.returncode == 2 and "shard index 2 is not below the number of shards 2" in proc.stderr
+    assert (
+        proc.returncode == 2 and "shard index 2 is not below the number of shards 2" in proc.stderr
+    )

@@ -28,8 +28,8 @@ def _harness(*args, cwd=REPO, timeout=600):
 
 def _standalone(path, tmp_path):
     """Runs a script as a maintainer would, in an environment where `import harness` fails."""
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=str(tmp_path),
-                          env=helpers.without_harness_env(tmp_path), timeout=300)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          cwd=str(tmp_path), env=helpers.without_harness_env(tmp_path), timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,8 @@ def docstring_repro(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_the_docstring_example_gets_a_short_script_and_an_issue_that_fits_a_screen(docstring_repro, tmp_path):
+def test_the_docstring_example_gets_a_short_script_and_an_issue_that_fits_a_screen(docstring_repro,
+                                                                                   tmp_path):
     proc, out = docstring_repro
     assert proc.returncode == 0, proc.stderr[-3000:]
     script = (out / "repro.py").read_text()
@@ -50,8 +51,10 @@ def test_the_docstring_example_gets_a_short_script_and_an_issue_that_fits_a_scre
     ran = _standalone(out / "repro.py", tmp_path)
     assert ran.returncode == 1, ran.stderr[-2000:]
     lines = ran.stdout.splitlines()
-    # The seed's own errors (StackOverflow question): ValueError in eager, InternalError in tf.function.
-    assert lines[1].startswith("eager: ValueError: custom_gradient function expected to return 1 gradients")
+    # The seed's own errors (StackOverflow question): ValueError in eager, InternalError in
+    # tf.function.
+    assert lines[1].startswith("eager: ValueError: custom_gradient function expected to return 1 "
+                               "gradients")
     assert lines[2].startswith("function: InternalError: Recorded operation 'first_order_custom'")
     assert lines[3] == "DIFFERS: eager ValueError, function InternalError"
     assert "graph" not in ran.stdout  # graph raises ValueError like eager: it does not deviate
@@ -65,7 +68,8 @@ def test_full_writes_the_complete_script(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     script = (tmp_path / "repro.py").read_text()
     assert "def disagreements(results):" in script and "--json" in script
-    assert "DISAGREE:\n  function: InternalError vs eager: ValueError" in (tmp_path / "ISSUE.md").read_text()
+    assert "DISAGREE:\n  function: InternalError vs eager: ValueError" in (tmp_path
+                                                                           / "ISSUE.md").read_text()
 
 
 CASES = """
@@ -125,7 +129,8 @@ def repro_dir_run(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_a_wrong_gradient_gets_a_script_that_computes_the_numeric_derivative(repro_dir_run, tmp_path):
+def test_a_wrong_gradient_gets_a_script_that_computes_the_numeric_derivative(repro_dir_run,
+                                                                             tmp_path):
     proc, root = repro_dir_run
     folder = root / "mine.square_wrong" / "x=2.0"
     assert (folder / "ISSUE.md").exists(), proc.stderr[-3000:]
@@ -140,7 +145,8 @@ def test_a_wrong_gradient_gets_a_script_that_computes_the_numeric_derivative(rep
 
 @pytest.mark.slow
 def test_a_numeric_deviation_of_several_scalar_inputs_gets_a_script_that_prints_the_numeric_derivative(
-        repro_dir_run, tmp_path):
+    repro_dir_run, tmp_path
+):
     proc, root = repro_dir_run
     [folder] = (root / "mine.product_wrong").iterdir()
     assert (folder / "ISSUE.md").exists(), proc.stderr[-3000:]
@@ -150,13 +156,16 @@ def test_a_numeric_deviation_of_several_scalar_inputs_gets_a_script_that_prints_
     numeric = {line.split()[4]: float(line.split()[5]) for line in ran.stdout.splitlines()
                if line.startswith("numeric: order 1 wrt ")}
     assert list(numeric) == ["X", "Y"], ran.stdout
-    assert math.isclose(numeric["X"], 3.0, rel_tol=1e-6) and math.isclose(numeric["Y"], 2.0, rel_tol=1e-6)
+    assert math.isclose(numeric["X"], 3.0, rel_tol=1e-6) and math.isclose(numeric["Y"], 2.0,
+                                                                          rel_tol=1e-6)
     assert "DIFFERS: order 1 3.0 4.0 vs the numeric" in ran.stdout
     assert "AGREE" not in ran.stdout
 
 
 @pytest.mark.slow
-def test_a_numeric_deviation_of_a_vector_gets_the_numeric_derivative_element_by_element(repro_dir_run, tmp_path):
+def test_a_numeric_deviation_of_a_vector_gets_the_numeric_derivative_element_by_element(
+    repro_dir_run, tmp_path
+):
     proc, root = repro_dir_run
     [folder] = (root / "mine.square_wrong_vector").iterdir()
     assert (folder / "ISSUE.md").exists(), proc.stderr[-3000:]
@@ -165,7 +174,8 @@ def test_a_numeric_deviation_of_a_vector_gets_the_numeric_derivative_element_by_
     # d/dx sum(x**2) = 2x = [2, 4] at [1, 2]; grad_fn says 3x = [3, 6].
     line = next(s for s in ran.stdout.splitlines() if s.startswith("numeric: order 1 wrt X "))
     numeric = [float(v) for v in line.split("[")[1].rstrip("]").split()]
-    assert len(numeric) == 2 and all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(numeric, [2.0, 4.0])), line
+    assert len(numeric) == 2 and all(math.isclose(a, b, rel_tol=1e-6)
+                                     for a, b in zip(numeric, [2.0, 4.0])), line
     assert "DIFFERS: order 1 [3. 6.] vs the numeric" in ran.stdout
 
 
@@ -179,19 +189,23 @@ def test_the_complete_script_prints_the_numeric_derivative_too_and_exits_1(repro
     ran = _standalone(folder / "repro.py", tmp_path)
     assert ran.returncode == 1, ran.stdout + ran.stderr[-2000:]
     assert "AGREE\nWRONG: the numeric derivative differs\n" in ran.stdout
-    line = next(s for s in ran.stdout.splitlines() if s.startswith("  order 1 gradient wrt x: eager "))
+    line = next(s for s in ran.stdout.splitlines()
+                if s.startswith("  order 1 gradient wrt x: eager "))
     got, numeric = (json.loads(part) for part in line.split("eager ")[1].split(" vs the numeric "))
     x = [i / 8 for i in range(1, 66)]
     # grad_fn says 3x; d/dx sum(x**2) = 2x.
     assert all(math.isclose(g, 3 * v, rel_tol=1e-6) for g, v in zip(got, x)) and len(got) == 65
-    assert all(math.isclose(n, 2 * v, rel_tol=1e-6) for n, v in zip(numeric, x)) and len(numeric) == 65
+    assert all(math.isclose(n, 2 * v, rel_tol=1e-6)
+               for n, v in zip(numeric, x)) and len(numeric) == 65
 
 
 @pytest.mark.slow
 def test_a_new_script_that_fails_its_check_removes_the_old_issue(repro_dir_run):
     proc, root = repro_dir_run
     folder = root / "mine.only_under_the_harness" / "x=1.0"
-    assert "does not show what the harness saw for mine.only_under_the_harness[x=1.0]" in proc.stderr
+    assert (
+        "does not show what the harness saw for mine.only_under_the_harness[x=1.0]" in proc.stderr
+    )
     assert (folder / "repro.py").exists() and not (folder / "ISSUE.md").exists()
 
 
@@ -201,23 +215,26 @@ def test_a_script_that_does_not_show_the_deviation_gets_no_issue(repro_dir_run):
     folder = root / "mine.only_under_the_harness" / "x=1.0"
     assert proc.returncode == 1
     assert (folder / "repro.py").exists() and not (folder / "ISSUE.md").exists()
-    assert (f"{folder / 'repro.py'} does not show what the harness saw for mine.only_under_the_harness[x=1.0]: "
-            "it exited 0: no deviation showed, where the harness saw function, graph return other values than "
-            "eager. ISSUE.md is not written") in proc.stderr
+    assert (
+        f"{folder / 'repro.py'} does not show what the harness saw for "
+        "mine.only_under_the_harness[x=1.0]: it exited 0: no deviation showed, where the "
+        "harness saw function, graph return other values than eager. ISSUE.md is not written"
+        in proc.stderr
+    )
 
 
 
 
 @pytest.mark.slow
 def test_minimize_shrinks_the_padded_case_to_its_bug(tmp_path):
-    proc = _harness("repro", f"{PADDED}:padded", "--inputs=1.5", f"--out={tmp_path / 'out'}", "--minimize",
-                    "--minimize_seconds=600", timeout=900)
+    proc = _harness("repro", f"{PADDED}:padded", "--inputs=1.5", f"--out={tmp_path / 'out'}",
+                    "--minimize", "--minimize_seconds=600", timeout=900)
     assert proc.returncode == 1, proc.stderr[-3000:]  # check's verdict on the padded case: fail
     assert "check.padded[x=1.5]: minimised repro.py from" in proc.stdout
     script = (tmp_path / "out" / "repro.py").read_text()
     assert len(script.splitlines()) <= 30, script
-    for padding in ("SCALE", "OFFSET", "LABELS", "_affine", "_describe", "_softplus_parts", "math", "shifted",
-                    "note", "unused"):
+    for padding in ("SCALE", "OFFSET", "LABELS", "_affine", "_describe", "_softplus_parts", "math",
+                    "shifted", "note", "unused"):
         assert padding not in script, (padding, script)
     ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
     assert ran.returncode == 1, ran.stderr[-2000:]
@@ -236,15 +253,20 @@ def test_minimize_keeps_the_order_the_deviation_happens_at(tmp_path):
     script = (tmp_path / "out" / "repro.py").read_text()
     assert "tape2.gradient(" in script and script.count("@tf.custom_gradient") == 2, script
     ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
-    assert ran.returncode == 1 and "eager: ValueError" in ran.stdout and "function: InternalError" in ran.stdout
+    assert (
+        ran.returncode == 1
+        and "eager: ValueError" in ran.stdout
+        and "function: InternalError" in ran.stdout
+    )
 
 
 @pytest.mark.slow
 def test_minimize_keeps_a_numeric_deviations_function_and_values(tmp_path):
     # slope's own gradient is NaN where d/dx (-2x) = -2: a minimised script must still call
     # neg_square and show NaN against about -2, not some other pair of numbers.
-    proc = _harness("repro", f"{NAN_SECOND}:neg_square", "--inputs=1.5", "--order=2", f"--out={tmp_path / 'out'}",
-                    "--minimize", "--minimize_seconds=600", timeout=900)
+    proc = _harness("repro", f"{NAN_SECOND}:neg_square", "--inputs=1.5", "--order=2",
+                    f"--out={tmp_path / 'out'}", "--minimize", "--minimize_seconds=600",
+                    timeout=900)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "check.neg_square[x=1.5]: minimised repro.py from" in proc.stdout
     script = (tmp_path / "out" / "repro.py").read_text()
@@ -262,8 +284,8 @@ def test_minimize_keeps_the_smallest_script_when_its_budget_runs_out(tmp_path):
     # on an idle machine); whether a smaller script held within it depends on the machine, so both
     # endings are accepted, each with what it must keep (the budget logic itself: tests/unit, on a
     # fake clock).
-    proc = _harness("repro", f"{PADDED}:padded", "--inputs=1.5", f"--out={tmp_path / 'out'}", "--minimize",
-                    "--minimize_seconds=10", timeout=600)
+    proc = _harness("repro", f"{PADDED}:padded", "--inputs=1.5", f"--out={tmp_path / 'out'}",
+                    "--minimize", "--minimize_seconds=10", timeout=600)
     assert proc.returncode == 1, proc.stderr[-3000:]
     script = (tmp_path / "out" / "repro.py").read_text()
     said = next(s for s in proc.stdout.splitlines() if s.startswith("check.padded[x=1.5]: "))
@@ -271,11 +293,16 @@ def test_minimize_keeps_the_smallest_script_when_its_budget_runs_out(tmp_path):
         assert "repro.py not minimised: stopped at the time budget of 10 s (" in said, said
         assert len(script.splitlines()) == 74, said  # the script as written
     else:
-        assert said.endswith("; stopped at the time budget of 10 s, so this is the smallest script found so far"), said
+        assert said.endswith("; stopped at the time budget of 10 s, so this is the smallest script "
+                             "found so far"), said
         before, after = (int(n) for n in said.split("from ")[1].split(" lines")[0].split(" to "))
         assert after < before and len(script.splitlines()) == after, said
     ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
-    assert ran.returncode == 1 and "eager: ValueError" in ran.stdout and "function: InternalError" in ran.stdout
+    assert (
+        ran.returncode == 1
+        and "eager: ValueError" in ran.stdout
+        and "function: InternalError" in ran.stdout
+    )
     assert ran.stdout.strip() in (tmp_path / "out" / "ISSUE.md").read_text()
 
 
@@ -292,12 +319,14 @@ def _wait_for(path, text, seconds):
 def test_sigterm_while_minimising_stops_within_seconds_and_keeps_the_smallest_script(tmp_path):
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with open(out, "w") as o, open(err, "w") as e:
-        proc = subprocess.Popen([sys.executable, "-m", "harness", "repro", f"{PADDED}:padded", "--inputs=1.5",
-                                 f"--out={tmp_path / 'out'}", "--minimize", "--minimize_seconds=600"],
+        proc = subprocess.Popen([sys.executable, "-m", "harness", "repro", f"{PADDED}:padded",
+                                 "--inputs=1.5", f"--out={tmp_path / 'out'}", "--minimize",
+                                 "--minimize_seconds=600"],
                                 stdout=o, stderr=e, cwd=REPO)
     try:
         # Every 50 candidates the minimiser logs how far it got: it is well under way.
-        assert _wait_for(err, "minimise check.padded[x=1.5]: 50 candidates", 400), err.read_text()[-3000:]
+        assert _wait_for(err, "minimise check.padded[x=1.5]: 50 candidates",
+                         400), err.read_text()[-3000:]
         start = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)  # against a budget of 600 s
@@ -308,14 +337,21 @@ def test_sigterm_while_minimising_stops_within_seconds_and_keeps_the_smallest_sc
     said = err.read_text()
     assert "Traceback" not in said, said[-3000:]
     last = said.strip().splitlines()[-1]
-    assert last.startswith(f"harness: interrupted while writing reproductions: {tmp_path / 'out' / 'repro.py'} holds "
+    assert last.startswith("harness: interrupted while writing reproductions: "
+                           f"{tmp_path / 'out' / 'repro.py'} holds "
                            "the smallest script the minimiser found so far ("), last
-    assert last.endswith("not checked in a fresh process; no ISSUE.md beside an unchecked script"), last
+    assert last.endswith(
+        "not checked in a fresh process; no ISSUE.md beside an unchecked script"
+    ), last
     lines = int(last.split("found so far (")[1].split(" lines")[0])
     script = (tmp_path / "out" / "repro.py").read_text()
     assert len(script.splitlines()) == lines and not (tmp_path / "out" / "ISSUE.md").exists()
     ran = _standalone(tmp_path / "out" / "repro.py", tmp_path)
-    assert ran.returncode == 1 and "eager: ValueError" in ran.stdout and "function: InternalError" in ran.stdout
+    assert (
+        ran.returncode == 1
+        and "eager: ValueError" in ran.stdout
+        and "function: InternalError" in ran.stdout
+    )
 
 
 @pytest.mark.slow

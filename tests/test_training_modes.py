@@ -33,9 +33,13 @@ def _core_verdicts(library_results, case_id):
     return {r.verdict.value for r in library_results[case_id]}
 
 
-def test_grad_fn_reading_a_weight_outside_autocast_fails_only_under_mixed_precision(cases, library_results):
+def test_grad_fn_reading_a_weight_outside_autocast_fails_only_under_mixed_precision(
+    cases, library_results
+):
     case_id = "training.grad_fn_reads_weight_without_autocast"
-    assert _core_verdicts(library_results, case_id) == {"pass"}  # invisible to eager, function and graph
+    assert _core_verdicts(library_results, case_id) == {
+        "pass"
+    }  # invisible to eager, function and graph
     result, = helpers.run(cases[case_id], ("eager", "keras_fit", "keras_mixed"))
     assert result.verdict.value == "xfail", result.reason
     mixed = result.outcomes["keras_mixed"]
@@ -43,12 +47,17 @@ def test_grad_fn_reading_a_weight_outside_autocast_fails_only_under_mixed_precis
     assert "float32 that does not match type float16" in mixed.error.first_line
     # float32 in a compiled step is fine: 1.5 * (1 - tanh(x)**2), the derivative of 1.5 tanh(x).
     x = np.array([0.5, -1.0, 2.0])
-    np.testing.assert_allclose(_values(result.outcomes["keras_fit"])[0], 1.5 * (1 - np.tanh(x) ** 2), rtol=1e-6)
+    np.testing.assert_allclose(_values(result.outcomes["keras_fit"])[0],
+                               1.5 * (1 - np.tanh(x) ** 2), rtol=1e-6)
 
 
-def test_python_side_effect_in_grad_fn_runs_once_per_trace_in_the_compiled_train_function(cases, library_results):
+def test_python_side_effect_in_grad_fn_runs_once_per_trace_in_the_compiled_train_function(
+    cases, library_results
+):
     case_id = "training.python_side_effect_in_grad_fn"
-    assert _core_verdicts(library_results, case_id) == {"xfail"}  # the numeric oracle only: a reversal
+    assert _core_verdicts(library_results, case_id) == {
+        "xfail"
+    }  # the numeric oracle only: a reversal
     case = cases[case_id]
     result, = helpers.run(case, ("eager", "keras_eager", "keras_fit"))
     assert result.verdict.value == "xfail"
@@ -62,37 +71,47 @@ def test_python_side_effect_in_grad_fn_runs_once_per_trace_in_the_compiled_train
     fit = result.outcomes["keras_fit"]
     np.testing.assert_array_equal(_values(fit)[0], [-0.5, -0.5])
     np.testing.assert_array_equal(_weighted(fit)[0], -0.5 * w)
-    assert "as declared: keras_fit values differ: a compiled train function runs" in " ".join(result.details)
+    assert "as declared: keras_fit values differ: a compiled train function runs" in " ".join(
+        result.details
+    )
 
 
 def test_a_grad_fn_clipping_dy_clips_the_loss_scaled_gradient_under_mixed_precision(cases):
-    result, = helpers.run(cases["patterns.clip_gradient_by_value"], ("eager", "keras_fit", "keras_mixed"))
+    result, = helpers.run(cases["patterns.clip_gradient_by_value"], ("eager", "keras_fit",
+                                                                     "keras_mixed"))
     assert result.verdict.value == "xfail"
     eager = _values(result.outcomes["eager"])[0]
     np.testing.assert_array_equal(_values(result.outcomes["keras_fit"])[0], eager)
     # The loss-scale optimizer's first scale is 2**15: grad_fn clips 2**15 * dy to +-1, and the
     # optimizer divides by 2**15 again.
-    np.testing.assert_array_equal(_values(result.outcomes["keras_mixed"])[0], np.sign(eager) * 2.0 ** -15)
+    np.testing.assert_array_equal(_values(result.outcomes["keras_mixed"])[0],
+                                  np.sign(eager) * 2.0 ** -15)
 
 
-def test_a_variable_gradient_clipped_in_grad_fn_is_rescaled_by_the_loss_scale(cases, library_results):
+def test_a_variable_gradient_clipped_in_grad_fn_is_rescaled_by_the_loss_scale(cases,
+                                                                              library_results):
     case_id = "training.grad_fn_clips_variable_gradient"
-    assert _core_verdicts(library_results, case_id) == {"xfail"}  # the numeric oracle only: clipping
-    result, = helpers.run(cases[case_id], ("eager", "keras_eager", "keras_fit", "keras_xla", "keras_mixed"))
+    assert _core_verdicts(library_results, case_id) == {
+        "xfail"
+    }  # the numeric oracle only: clipping
+    result, = helpers.run(cases[case_id], ("eager", "keras_eager", "keras_fit", "keras_xla",
+                                           "keras_mixed"))
     assert result.verdict.value == "xfail"
     clipped = np.array([1.0, 3.0]) / np.sqrt(10.0)  # x * dy = [1, 3], clipped to norm 1
     for mode in ("eager", "keras_eager", "keras_fit", "keras_xla"):
         x_grad, w_grad = _values(result.outcomes[mode])
         np.testing.assert_array_equal(x_grad, [2.0, -1.0])  # w
         np.testing.assert_allclose(w_grad, clipped, rtol=1e-6)
-    # The loss-scale optimizer's first scale, 2**15, overflows x's gradient (2**15 * w[0] = 65536 is above
-    # float16's 65504), so that step is skipped and the next runs at 2**14: grad_fn clips 2**14 * [1, 3]
-    # to norm 1, and the optimizer divides by 2**14.
-    np.testing.assert_allclose(_values(result.outcomes["keras_mixed"])[1], clipped * 2.0 ** -14, rtol=1e-2)
+    # The loss-scale optimizer's first scale, 2**15, overflows x's gradient (2**15 * w[0] = 65536 is
+    # above float16's 65504), so that step is skipped and the next runs at 2**14: grad_fn clips
+    # 2**14 * [1, 3] to norm 1, and the optimizer divides by 2**14.
+    np.testing.assert_allclose(_values(result.outcomes["keras_mixed"])[1], clipped * 2.0 ** -14,
+                               rtol=1e-2)
     assert "keras_mixed values differ" in result.reason
 
 
-def test_tracker_report_custom_matmul_trains_under_mixed_precision_on_this_release(cases, library_results):
+def test_tracker_report_custom_matmul_trains_under_mixed_precision_on_this_release(cases,
+                                                                                   library_results):
     case_id = "training.tracker_custom_matmul_mixed_precision"
     assert "keras-team/tf-keras/issues/197" in cases[case_id].source
     result, = helpers.run(cases[case_id], ("eager", "keras_mixed"))
@@ -120,7 +139,8 @@ def _wrong_sign_variable_case():
 
         return scaled
 
-    return helpers.make_case(build=build, points=[{"x": np.array([1.5, 3.0], np.float32)}], wrt_variables=True)
+    return helpers.make_case(build=build, points=[{"x": np.array([1.5, 3.0], np.float32)}],
+                             wrt_variables=True)
 
 
 def test_a_wrong_sign_variable_gradient_fails_alike_in_20_fresh_fit_steps_naming_the_sign():
@@ -130,14 +150,17 @@ def test_a_wrong_sign_variable_gradient_fails_alike_in_20_fresh_fit_steps_naming
         assert result.verdict.value == "fail", result.reason
         lines.add((result.reason,) + tuple(result.details))
         fit = result.outcomes["keras_fit"]
-        # What fit's train function does here: grad_fn's read of w is left unordered with w's update.
+        # What fit's train function does here: grad_fn's read of w is left unordered with w's
+        # update.
         assert fit.status.value == "error" and fit.error.type == "UpdateRace"
         assert fit.error.first_line.startswith("fit's train function reads var0 (")
     assert len(lines) == 1
     reason, *details = lines.pop()
-    assert reason.startswith("keras_fit vs eager: keras_fit raises UpdateRace at order 1, training step")
+    assert reason.startswith("keras_fit vs eager: keras_fit raises UpdateRace at order 1, training "
+                             "step")
     # d(x * w)/dw = x = [1.5, 3]: grad_fn's -x has the wrong sign, and the line says so.
-    numeric = [d for d in details if d.startswith("the agreed values differ from the numeric derivative")]
+    numeric = [d for d in details
+               if d.startswith("the agreed values differ from the numeric derivative")]
     assert numeric and "order 1 gradient wrt var0[1]: eager=-3 numeric=3 " in numeric[0], details
 
 
@@ -155,13 +178,17 @@ def test_mirrored_skips_in_a_process_whose_devices_were_fixed_and_says_how_many_
 
 
 def test_a_complex_point_is_skipped_by_every_step_with_its_reason(cases):
-    case = next(c for c in cases.values() if any(v.dtype.kind == "c" for p in c.points for v in p.values))
+    case = next(c for c in cases.values()
+                if any(v.dtype.kind == "c" for p in c.points for v in p.values))
     results = helpers.run(case, ("eager", "keras_fit"))
     for point, result in zip(case.points, results):
         outcome = result.outcomes["keras_fit"]
-        complex_inputs = [n for n, i in zip(case.wrt, case.wrt_indices) if point.values[i].dtype.kind == "c"]
+        complex_inputs = [n for n, i in zip(case.wrt, case.wrt_indices)
+                          if point.values[i].dtype.kind == "c"]
         if complex_inputs:
-            assert outcome.status.value == "skip" and outcome.note.startswith(f"{complex_inputs[0]} is complex")
+            assert outcome.status.value == "skip" and outcome.note.startswith(
+                f"{complex_inputs[0]} is complex"
+            )
 
 
 def test_without_keras_2_every_step_mode_skips_and_says_what_to_install(cases, monkeypatch):
@@ -174,12 +201,14 @@ def test_without_keras_2_every_step_mode_skips_and_says_what_to_install(cases, m
         for mode in STEP_MODES:
             outcome = result.outcomes[mode]
             assert outcome.status.value == "skip"
-            assert outcome.note.startswith("needs tf_keras (pip install '.[keras]' in the harness checkout)")
+            assert outcome.note.startswith("needs tf_keras (pip install '.[keras]' in the harness "
+                                           "checkout)")
 
 
 @pytest.fixture(scope="module")
 def step_run(tmp_path_factory):
-    """The whole library in --mode keras (eager and the five steps) through workers, which split the CPU."""
+    """The whole library in --mode keras (eager and the five steps) through workers, which split
+    the CPU."""
     folder = tmp_path_factory.mktemp("step_run")
     proc = helpers.harness("--mode=keras", f"--json_out={folder / 'r.json'}", timeout=3000)
     return proc, json.loads((folder / "r.json").read_text())
@@ -203,8 +232,8 @@ def test_mirrored_strategy_runs_in_a_worker_and_reproduces_the_per_replica_trace
     mirrored = by_id["training.grad_fn_clips_variable_gradient"]["modes"]["keras_mirrored"]
     assert mirrored["status"] == "ok" and mirrored["orders"][1][0]["value"] == [2.0, -1.0]
     # Each replica clips its half of x * dy = [0.5, 1.5] to norm 1; the optimizer sums the two.
-    np.testing.assert_allclose(mirrored["orders"][1][1]["value"], 2 * np.array([1.0, 3.0]) / np.sqrt(10.0),
-                               rtol=1e-6)
+    np.testing.assert_allclose(mirrored["orders"][1][1]["value"],
+                               2 * np.array([1.0, 3.0]) / np.sqrt(10.0), rtol=1e-6)
     # Each replica's grad_fn ran while the second trace was made, at counts 3 and 4 (factors 0.75
     # and 1), each with half the loss: -(0.75 + 1) / 2.
     side = by_id["training.python_side_effect_in_grad_fn"]["modes"]["keras_mirrored"]
@@ -214,7 +243,8 @@ def test_mirrored_strategy_runs_in_a_worker_and_reproduces_the_per_replica_trace
 @pytest.mark.slow
 def test_keras_and_keras3_run_in_one_worker_and_keras3_fit_says_what_auto_jit_resolved_to(tmp_path):
     pytest.importorskip("keras", minversion="3")
-    proc = helpers.harness("--mode=keras,keras3", "--cases=docs.log1pexp", f"--json_out={tmp_path / 'r.json'}")
+    proc = helpers.harness("--mode=keras,keras3", "--cases=docs.log1pexp",
+                           f"--json_out={tmp_path / 'r.json'}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads((tmp_path / "r.json").read_text())
     by_point = {r["point"]: r["modes"] for r in report["results"]}
@@ -228,7 +258,10 @@ def test_keras_and_keras3_run_in_one_worker_and_keras3_fit_says_what_auto_jit_re
             assert outcome["status"] == "ok", (mode, outcome)
             assert outcome["orders"][1][0]["value"] == pytest.approx(expected, rel=1e-3), mode
         # Keras 3 resolves "auto" to XLA only where a device other than the CPU is present.
-        assert by_point[point]["keras3_fit"]["note"] == f"compile's jit_compile='auto' resolved to jit_compile={xla}"
+        assert (
+            by_point[point]["keras3_fit"]["note"]
+            == f"compile's jit_compile='auto' resolved to jit_compile={xla}"
+        )
         assert "note" not in by_point[point]["keras3_xla"]
 
 

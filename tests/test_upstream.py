@@ -99,7 +99,8 @@ def test_a_grad_fn_that_forgets_dy_fails_with_the_upstream_cause(forgets_dy, ord
         assert r.verdict is Verdict.FAIL
         assert r.oracles["numeric"].status == "match"  # at the plain contraction it is right
         assert r.oracles["upstream"].status == "differ" and r.oracles["upstream"].differ == (1,)
-        assert r.reason.startswith("grad_fn mishandles its upstream gradient: at order 1 with upstream weights")
+        assert r.reason.startswith("grad_fn mishandles its upstream gradient: at order 1 with "
+                                   "upstream weights")
         assert r.reason.endswith("at the plain contraction (every upstream gradient 1) both agree")
     # At x = 3 the grad_fn says 2x = 6 whatever dy is; d/dx (w x^2) = 2 w x = 6 w.
     w = float(weight(case, 0, 1))
@@ -114,7 +115,11 @@ def test_a_grad_fn_that_uses_dy_passes_and_its_weighted_values_are_the_closed_fo
     case = _case(square, SQUARE_POINTS, order=2)
     for i, r in enumerate(run(case)):
         assert r.verdict is Verdict.PASS, r.reason
-        assert r.reason == "all modes agree, and match the numeric derivative, with and without upstream weights"
+        assert (
+            r.reason
+            == "all modes agree, and match the numeric derivative, with and without upstream"
+            " weights"
+        )
         x = case.points[i].values[0].astype(np.float64)
         w1, w2 = weight(case, i, 1, shape=x.shape), weight(case, i, 2, shape=x.shape)
         for o in r.outcomes.values():
@@ -197,10 +202,14 @@ def test_when_the_reference_raises_the_numeric_oracle_checks_the_first_mode_with
     assert r.outcomes["eager"].status.value == "error"
     numeric = r.oracles["numeric"]
     assert numeric.status == "match"  # 3 x^2 = 12 is the derivative of x^3 at 2
-    assert "checked on function's values, since eager (the yardstick mode) raised ValueError" in numeric.note
+    assert (
+        "checked on function's values, since eager (the yardstick mode) raised ValueError"
+        in numeric.note
+    )
     # The headline is eager's error, and it does not claim that the others raise it too.
     assert r.verdict is Verdict.FAIL
-    assert r.reason.startswith("eager raises ValueError at forward: not eagerly (no other selected mode raises it;")
+    assert r.reason.startswith("eager raises ValueError at forward: not eagerly (no other selected "
+                               "mode raises it;")
     assert any(d.startswith("function vs eager: function returns values") for d in r.details)
 
 
@@ -213,7 +222,8 @@ def test_a_none_gradient_is_printed_as_none_and_nan_is_said_in_words():
         return x * y, grad
 
     # Named in wrt, y's None is judged: not the function saying it has no gradient there.
-    [r] = run(_case(product_drops_y, [{"x": np.float32(2.0), "y": np.float32(5.0)}], wrt=("x", "y")))
+    [r] = run(_case(product_drops_y, [{"x": np.float32(2.0), "y": np.float32(5.0)}],
+                    wrt=("x", "y")))
     assert r.verdict is Verdict.FAIL
     assert "order 1 gradient wrt y: eager=None (unconnected) numeric=2" in r.reason
 
@@ -225,7 +235,9 @@ def test_a_none_gradient_is_printed_as_none_and_nan_is_said_in_words():
         return 2.0 * x, grad
 
     [r] = run(_case(nan_gradient, [{"x": np.float32(1.0)}]))
-    assert "eager=nan numeric=2 the gradient is nan where the numeric derivative is finite" in r.reason
+    assert (
+        "eager=nan numeric=2 the gradient is nan where the numeric derivative is finite" in r.reason
+    )
     assert "abs err inf" not in r.reason
 
 
@@ -258,9 +270,11 @@ def test_a_straight_through_estimator_is_named_a_surrogate_and_can_be_declared()
     # The estimator is right about dy (it passes it through), so no upstream cause is invented:
     # the weighted values differ only where the plain ones do, and the note says why.
     assert r.oracles["upstream"].status == "skip"
-    assert r.oracles["upstream"].note.startswith("cannot tell whether grad_fn handles its upstream gradient at "
-                                                 "order 1, where the plain values already differ")
-    declared = Expectation(modes=["numeric"], outcome=VALUES_DIFFER, reason="a straight-through estimator")
+    assert r.oracles["upstream"].note.startswith("cannot tell whether grad_fn handles its upstream "
+                                                 "gradient at order 1, where the plain values "
+                                                 "already differ")
+    declared = Expectation(modes=["numeric"], outcome=VALUES_DIFFER,
+                           reason="a straight-through estimator")
     [r] = run(_case(sign_ste, points, expectations=[declared]))
     assert r.verdict is Verdict.XFAIL, r.reason
 
@@ -302,7 +316,8 @@ def test_a_cholesky_log_determinant_is_a_false_alarm_without_the_symmetric_decla
     [r] = run(_case(logdet, [{"a": SPD}], symmetric=["a"]))
     assert r.verdict is Verdict.PASS, r.reason
     # The closed form: d log det A = tr(inv(A) dA), so every order 1 value is inv(A).
-    np.testing.assert_allclose(r.outcomes["eager"].orders[1][0].value, np.linalg.inv(SPD), rtol=1e-12)
+    np.testing.assert_allclose(r.outcomes["eager"].orders[1][0].value, np.linalg.inv(SPD),
+                               rtol=1e-12)
 
 
 def test_a_difference_only_in_one_triangle_says_so():
@@ -366,7 +381,7 @@ def test_a_custom_gradient_is_named_by_the_users_function():
 
 # -- item 6: check covers what real code needs ----------------------------------------------
 
-CHECKED = '''
+CHECKED = """
 import tensorflow as tf
 
 
@@ -397,7 +412,7 @@ def logdet(a):
 
 def refuses(x):
     raise ValueError("refuses(x) is documented to raise")
-'''
+"""
 
 
 def _check(tmp_path, *args):
@@ -413,20 +428,26 @@ def _check(tmp_path, *args):
 @pytest.mark.slow
 def test_check_fails_the_square_that_forgets_dy_in_every_full_mode(tmp_path):
     for order in (1, 2):
-        proc, results = _check(tmp_path, "square", "--inputs=3.0", "--inputs=[1.0, 2.0]", f"--order={order}",
-                               "--mode=full")
+        proc, results = _check(tmp_path, "square", "--inputs=3.0", "--inputs=[1.0, 2.0]",
+                               f"--order={order}", "--mode=full")
         assert proc.returncode == 1, proc.stdout + proc.stderr
         for r in results:
             assert r["verdict"] == "fail"
-            assert r["oracles"]["upstream"]["status"] == "differ" and r["oracles"]["numeric"]["status"] == "match"
+            assert (
+                r["oracles"]["upstream"]["status"] == "differ"
+                and r["oracles"]["numeric"]["status"] == "match"
+            )
             lines = [r["reason"]] + r["details"]
-            assert any(line.startswith("grad_fn mishandles its upstream gradient: at order 1") for line in lines)
-            # Every mode that calls grad_fn gets 2x from it whatever dy is (x = 3: 6; x = [1, 2]: [2, 4]).
+            assert any(line.startswith("grad_fn mishandles its upstream gradient: at order 1")
+                       for line in lines)
+            # Every mode that calls grad_fn gets 2x from it whatever dy is (x = 3: 6; x = [1, 2]:
+            # [2, 4]).
             for mode in ("eager", "no_autograph", "function", "xla", "graph", "saved_model"):
                 got = r["modes"][mode]["upstream"][0][0]["value"]
                 assert got == (6.0 if r["point"] == "x=3.0" else [2.0, 4.0]), (mode, got)
         if order == 1:
-            assert all(r["reason"].startswith("grad_fn mishandles its upstream gradient") for r in results)
+            assert all(r["reason"].startswith("grad_fn mishandles its upstream gradient")
+                       for r in results)
     assert "upstream:differ" in proc.stdout
     proc, results = _check(tmp_path, "square", "--inputs=3.0", "--noupstream")
     assert proc.returncode == 0 and "--noupstream" in results[0]["rerun"]
@@ -437,18 +458,25 @@ def test_check_wrt_expect_and_symmetric(tmp_path):
     # k has no gradient by design: --wrt x differentiates x alone, and d(xk)/dx = k = 3.
     proc, [r] = _check(tmp_path, "scale_by", "--inputs=(2.0, 3.0)", "--wrt=x")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert r["modes"]["eager"]["orders"][1][0]["value"] == 3.0 and len(r["modes"]["eager"]["sources"]) == 1
+    assert (
+        r["modes"]["eager"]["orders"][1][0]["value"] == 3.0
+        and len(r["modes"]["eager"]["sources"]) == 1
+    )
     # A straight-through estimator: the numeric difference declared from the command line.
-    proc, [r] = _check(tmp_path, "sign_ste", "--inputs=[0.5, -2.0]", "--expect=numeric:values differ:an STE")
+    proc, [r] = _check(tmp_path, "sign_ste", "--inputs=[0.5, -2.0]",
+                       "--expect=numeric:values differ:an STE")
     assert proc.returncode == 0 and r["verdict"] == "xfail", proc.stdout
-    assert "an STE" in " ".join(r["details"]) and "--expect=numeric:values differ:an STE" in r["rerun"]
+    assert (
+        "an STE" in " ".join(r["details"]) and "--expect=numeric:values differ:an STE" in r["rerun"]
+    )
     # An error every mode is meant to raise.
     proc, [r] = _check(tmp_path, "refuses", "--inputs=-1.0", "--expect=all:ValueError")
     assert proc.returncode == 0 and r["verdict"] == "xfail", proc.stdout
     spd = "--inputs=[[4.0, 1.0, 0.5], [1.0, 3.0, 0.25], [0.5, 0.25, 2.0]]"
     proc, [r] = _check(tmp_path, "logdet", spd, "--dtype=float64", "--numeric_full")
     assert r["verdict"] == "fail", proc.stdout
-    proc, [r] = _check(tmp_path, "logdet", spd, "--dtype=float64", "--numeric_full", "--symmetric=a")
+    proc, [r] = _check(tmp_path, "logdet", spd, "--dtype=float64", "--numeric_full",
+                       "--symmetric=a")
     assert proc.returncode == 0 and r["verdict"] == "pass", proc.stdout
 
 
@@ -461,8 +489,10 @@ def test_check_flags_outside_check_are_usage_errors(tmp_path):
 
 def test_check_help_lists_the_check_flags():
     proc = harness("check", "--help", timeout=60)
-    assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m harness check PATH.py:NAME")
-    for flag in ("--inputs", "--order=1", "--wrt", "--expect", "--symmetric", "--[no]upstream", "--[no]numeric"):
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m harness check "
+                                                           "PATH.py:NAME")
+    for flag in ("--inputs", "--order=1", "--wrt", "--expect", "--symmetric", "--[no]upstream",
+                 "--[no]numeric"):
         assert f"\n  {flag}\n" in proc.stdout, flag
     proc = harness("--help", timeout=60)
     assert "--[no]upstream" in proc.stdout and "--wrt" not in proc.stdout
@@ -480,8 +510,9 @@ def test_a_weighted_chain_that_raises_is_seen_even_where_the_numeric_oracle_skip
     # Declared not smooth: the numeric oracle skips, the weighted chain's error is still a failure.
     [r] = run(_case(needs_unit_dy, [{"x": np.float32(3.0)}], kinks={"*": "a test"}), ("eager",))
     assert r.verdict is Verdict.FAIL and r.oracles["upstream"].status == "differ"
-    assert r.reason.startswith("grad_fn fails when its upstream gradient is not all ones: eager raises "
-                               "InvalidArgumentError at order 1 with upstream weights: dy must be ones")
+    assert r.reason.startswith("grad_fn fails when its upstream gradient is not all ones: eager "
+                               "raises InvalidArgumentError at order 1 with upstream weights: dy "
+                               "must be ones")
 
 
 def test_the_surrogate_sentence_names_only_the_flat_argument():

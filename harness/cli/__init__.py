@@ -11,9 +11,9 @@
     record    record DIR -- CMD
 
 This process never imports TensorFlow unless --inprocess is given: workers (harness.process.worker,
-harness.process.pool) load the cases and run them, so `--help` and every usage error answer in a fraction
-of a second. Every flag is in options.FLAG_TABLE with its --help group and the commands that take
-it; a command given a flag it does not take refuses it, naming the commands it belongs to.
+harness.process.pool) load the cases and run them, so `--help` and every usage error answer in a
+fraction of a second. Every flag is in options.FLAG_TABLE with its --help group and the commands
+that take it; a command given a flag it does not take refuses it, naming the commands it belongs to.
 """
 
 from __future__ import annotations
@@ -50,7 +50,10 @@ def run(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
-    for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a message is printed escaped, never fatal
+    for stream in (
+        sys.stdout,
+        sys.stderr,
+    ):  # a lone surrogate in a message is printed escaped, never fatal
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="backslashreplace")
     try:
@@ -61,4 +64,3 @@ def main(argv: Sequence[str]) -> int:
 
 def entry() -> None:
     app.run(main, flags_parser=parse_flags)
-

@@ -10,7 +10,14 @@ from typing import Sequence
 
 from harness.cli.options import UsageError
 from harness.cli.repro import repro_folder, write_repro
-from harness.cli.settings import Settings, explore_module, rerun_command, runner_for, say, write_outputs
+from harness.cli.settings import (
+    Settings,
+    explore_module,
+    rerun_command,
+    runner_for,
+    say,
+    write_outputs,
+)
 from harness.cli.progress import Progress
 from harness.records import CaseInfo
 
@@ -45,15 +52,17 @@ def explore_command(s: Settings, target: str) -> int:
     finally:
         runner.close()
     seconds = time.monotonic() - start
-    report = Report(environment=environment, modes=s.modes, results=(), started=time.time() - seconds,
-                    seconds=seconds, explore=(found,))
+    report = Report(environment=environment, modes=s.modes, results=(),
+                    started=time.time() - seconds, seconds=seconds, explore=(found,))
     written = write_outputs([(path, renderer.render(report))
-                              for path, renderer in ((s.json_out, json_report), (s.junit_out, junit)) if path])
+                              for path, renderer in ((s.json_out, json_report), (s.junit_out,
+                                                                                 junit)) if path])
     print(text.explored(found))
     return 1 if found.failed or not written else 0
 
 
-def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: int, check, environment: dict):
+def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: int, check,
+                 environment: dict):
     """Explores one case: its declared domains, with `given` (argument, Domain) pairs over them."""
     from harness.explore import search as explore  # noqa: PLC0415
     from harness.judge.judging import judged  # noqa: PLC0415
@@ -68,28 +77,31 @@ def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: in
     def run_at(values, repro: bool = False):
         label = explore.label_of(values)
         command, _ = explore_rerun(info, values, s, check)
-        job = Job(case_id=info.id, order=info.order, points=(label,), modes=s.modes, options=s.options,
-                  strict_xpass=s.strict_xpass, repro=repro, reruns=((label, command),), values=tuple(values))
-        return judged(next(iter(runner.run([job], lambda job: None, 1))), {info.id: info}, environment)
+        job = Job(case_id=info.id, order=info.order, points=(label,), modes=s.modes,
+                  options=s.options, strict_xpass=s.strict_xpass, repro=repro,
+                  reruns=((label, command),), values=tuple(values))
+        return judged(next(iter(runner.run([job], lambda job: None, 1))), {info.id: info},
+                      environment)
 
     def measure(values):
         tried[0] += 1
         progress.started(f"explore {info.id}: example {tried[0]} at {explore.label_of(values)}")
         return run_at(values).results[0]
 
-    key = repr((info.id, info.target, sorted(described), info.arguments, info.order, s.modes, s.options,
-                check and (check.target, check.dtype, check.wrt, check.expect)))
+    key = repr((info.id, info.target, sorted(described), info.arguments, info.order, s.modes,
+                s.options, check and (check.target, check.dtype, check.wrt, check.expect)))
     start = time.monotonic()
     try:
-        search = explore.search(info, list(domains.items()), measure, examples=limit, seed=s.seed, key=key,
-                                strict_xpass=s.strict_xpass)
+        search = explore.search(info, list(domains.items()), measure, examples=limit, seed=s.seed,
+                                key=key, strict_xpass=s.strict_xpass)
     finally:
         progress.close()
     seconds = time.monotonic() - start
     if search.result is None:
-        return Explored(case=info.id, domains=described, tried=search.tried, limit=limit, seconds=seconds,
-                        seed=s.seed, note=search.note,
-                        stopped=search.stopped or ("Hypothesis drew no example" if not search.tried else ""))
+        return Explored(case=info.id, domains=described, tried=search.tried, limit=limit,
+                        seconds=seconds, seed=s.seed, note=search.note,
+                        stopped=search.stopped
+                        or ("Hypothesis drew no example" if not search.tried else ""))
     command, why = explore_rerun(info, search.values, s, check)
     if s.repro_dir:
         done = run_at(search.values, repro=True)
@@ -101,14 +113,15 @@ def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: in
         else:
             write_repro(folder, r, done.scripts, environment, info, s)
     if check is None and not why:
-        why = ("the check command calls the function alone: the case's tolerance, expectations and oracles are "
-               "not in it")
+        why = ("the check command calls the function alone: the case's tolerance, expectations and "
+               "oracles are not in it")
         command_kept = command
     else:
         command_kept = "" if why else command
-    return Explored(case=info.id, domains=described, tried=search.tried, limit=limit, seconds=seconds,
-                    seed=s.seed, found=search.result, inputs=explore.inputs_literal(search.values),
-                    check=command_kept, note="; ".join(n for n in (search.note, why) if n), shrinking=search.shrinking)
+    return Explored(case=info.id, domains=described, tried=search.tried, limit=limit,
+                    seconds=seconds, seed=s.seed, found=search.result,
+                    inputs=explore.inputs_literal(search.values), check=command_kept,
+                    note="; ".join(n for n in (search.note, why) if n), shrinking=search.shrinking)
 
 
 def explore_rerun(info: CaseInfo, values, s: Settings, check) -> tuple[str, str]:
@@ -123,14 +136,15 @@ def explore_rerun(info: CaseInfo, values, s: Settings, check) -> tuple[str, str]
         spec = dataclasses.replace(check, inputs=(literal,), domains=())
         return rerun_command(f"check.{check.name}", label, s, spec), ""
     dtypes = {dtype for _, dtype, _ in info.arguments}
-    again = shlex.join(["python", "-m", "harness", "explore", info.id, f"--mode={','.join(s.modes)}"]
+    again = shlex.join(["python", "-m", "harness", "explore", info.id,
+                        f"--mode={','.join(s.modes)}"]
                        + [f"--case_file={p}" for p in s.case_files]
                        + ([f"--seed={s.seed}"] if s.seed is not None else []))
     if not info.target or len(dtypes) != 1 or not dtypes <= {"float16", "float32", "float64"}:
-        return again, (f"{info.id}'s function cannot be named to check (a builder, or arguments of several "
+        return again, (f"{info.id}'s function cannot be named to check (a builder, or arguments of "
+                       "several "
                        f"dtypes); rerun the search: {again}")
     spec = CheckSpec(target=info.target, inputs=(literal,), dtype=dtypes.pop(), order=info.order)
     name = info.target.rsplit(":", 1)[1]
     command = rerun_command(f"check.{name}", label, s, spec)
     return command, ""
-

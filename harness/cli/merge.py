@@ -7,7 +7,8 @@ from harness.cli.settings import MergeSettings
 
 
 def merge_command(s: MergeSettings) -> int:
-    """python -m harness merge REPORT.json ...: the version matrix of the reports, written to each output."""
+    """python -m harness merge REPORT.json ...: the version matrix of the reports, written to
+    each output."""
     from harness.matrix import merge, outputs  # noqa: PLC0415
 
     try:

@@ -17,9 +17,10 @@ from harness import report as _report
 # --helpfull and COMMAND --help the whole text.
 MODE = flags.DEFINE_string(
     "mode", "all", f"The modes to run: 'all', 'full', 'keras', 'keras3' or a comma list. With "
-    f"'all' they are {', '.join(mode_names.CORE_MODES)}; with 'full' {', '.join(mode_names.FULL_MODES)}; "
-    f"with 'keras' the tf_keras training steps {', '.join(mode_names.STEP_MODES)}; with 'keras3' the Keras 3 "
-    f"ones {', '.join(mode_names.KERAS3_MODES)}; the modes are {', '.join(mode_names.KNOWN_MODES)}.")
+    f"'all' they are {', '.join(mode_names.CORE_MODES)}; with 'full' "
+    f"{', '.join(mode_names.FULL_MODES)}; with 'keras' the tf_keras training steps "
+    f"{', '.join(mode_names.STEP_MODES)}; with 'keras3' the Keras 3 ones "
+    f"{', '.join(mode_names.KERAS3_MODES)}; the modes are {', '.join(mode_names.KNOWN_MODES)}.")
 
 
 def split_patterns(text: str) -> list[str]:
@@ -48,67 +49,82 @@ class _PatternList(flags.ListParser):
         return split_patterns(argument) if argument else []
 
 CASES = flags.DEFINE(
-    _PatternList(), "cases", None, "Comma list of globs on case ids, or CASE_ID[POINT] for one point. For example "
+    _PatternList(), "cases", None,
+    "Comma list of globs on case ids, or CASE_ID[POINT] for one point. For example "
     "'seeds.*'; default: every case. Commas inside [...] belong to the point.",
     serializer=flags.CsvListSerializer(","))
 
 CASE_FILES = flags.DEFINE_multi_string(
-    "case_file", [], "A Python file defining CASES with the harness case API (repeatable). Its cases "
+    "case_file", [],
+    "A Python file defining CASES with the harness case API (repeatable). Its cases "
     "run instead of the built-in library, unless --library is given.")
 
 LIBRARY = flags.DEFINE_bool(
     "library", None, "Include the built-in cases (default: unless --case_file is given).")
 
-LIST = flags.DEFINE_bool("list", False, "List the selected cases with their descriptions, and exit.")
+LIST = flags.DEFINE_bool("list", False,
+                         "List the selected cases with their descriptions, and exit.")
 
-JSON_OUT = flags.DEFINE_string("json_out", None, "Write the JSON report (schema harness.report/1) here.")
+JSON_OUT = flags.DEFINE_string("json_out", None,
+                               "Write the JSON report (schema harness.report/1) here.")
 
 JUNIT_OUT = flags.DEFINE_string("junit_out", None, "Write a JUnit XML report here.")
 
 STRICT_XPASS = flags.DEFINE_bool(
-    "strict_xpass", False, "Count an xpass as a failure. An xpass is a declared deviation that did not happen.")
+    "strict_xpass", False,
+    "Count an xpass as a failure. An xpass is a declared deviation that did not happen.")
 
 JSONL_OUT = flags.DEFINE_string(
-    "jsonl_out", None, "Append each result to this JSON Lines file as it finishes. Default: next to "
+    "jsonl_out", None,
+    "Append each result to this JSON Lines file as it finishes. Default: next to "
     "--json_out, with the suffix .jsonl.")
 
 JOBS = flags.DEFINE_integer(
     "jobs", 0, "Worker processes running cases in parallel. With 0: one, plus one more per "
-    f"{8} selected cases up to the number of cores (each worker costs a TensorFlow import). Never more "
-    "workers than selected cases; more than 4 per CPU is refused as a usage error.",
+    f"{8} selected cases up to the number of cores (each worker costs a TensorFlow import). Never "
+    "more workers than selected cases; more than 4 per CPU is refused as a usage error.",
     lower_bound=0)
 
-TIMEOUT = flags.DEFINE_float("timeout", 300.0, "Seconds a case may run before its worker is killed ('inf': "
+TIMEOUT = flags.DEFINE_float("timeout", 300.0,
+                             "Seconds a case may run before its worker is killed ('inf': "
                              "never). The time covers all its modes and points; a killed case is "
                              "reported as timeout.", lower_bound=0.1)
 
 INPROCESS = flags.DEFINE_bool(
-    "inprocess", False, "Run every case in this process, for debugging with pdb. There are no workers, so "
+    "inprocess", False,
+    "Run every case in this process, for debugging with pdb. There are no workers, so "
     "no crash isolation and no timeouts.")
 
 REPRO_DIR = flags.DEFINE_string(
-    "repro_dir", None, "Write repro.py and ISSUE.md for every fail, xpass and crash here. One folder per "
+    "repro_dir", None,
+    "Write repro.py and ISSUE.md for every fail, xpass and crash here. One folder per "
     "case and point.")
 
 INPUTS = flags.DEFINE_multi_string(
-    "inputs", [], "check/repro PATH.py:NAME: one input point as a Python literal; a tuple gives one value "
+    "inputs", [],
+    "check/repro PATH.py:NAME: one input point as a Python literal; a tuple gives one value "
     "per argument, e.g. --inputs '1.0' --inputs '(5.0, [1.0, 2.0])' (repeatable).")
 
-ORDER = flags.DEFINE_integer("order", 1, "check/repro/explore PATH.py:NAME: the derivative order.", lower_bound=1)
+ORDER = flags.DEFINE_integer("order", 1, "check/repro/explore PATH.py:NAME: the derivative order.",
+                             lower_bound=1)
 
-DTYPE = flags.DEFINE_string("dtype", "float32", "check/repro/explore PATH.py:NAME: the dtype of every input.")
+DTYPE = flags.DEFINE_string("dtype", "float32",
+                            "check/repro/explore PATH.py:NAME: the dtype of every input.")
 
-POINT = flags.DEFINE_string("point", None, "repro: the point label (default: the first point that does "
+POINT = flags.DEFINE_string("point", None,
+                            "repro: the point label (default: the first point that does "
                                            "not pass, else the first).")
 
 OUT = flags.DEFINE_string("out", None, "repro: the directory to write repro.py and ISSUE.md into.")
 
 SHARD_INDEX = flags.DEFINE_integer(
-    "shard_index", None, "Run only this shard of the selected cases (0-based). Default: $TEST_SHARD_INDEX, "
+    "shard_index", None,
+    "Run only this shard of the selected cases (0-based). Default: $TEST_SHARD_INDEX, "
     "else 0.", lower_bound=0)
 
 NUM_SHARDS = flags.DEFINE_integer(
-    "num_shards", None, "Split the selected cases into this many shards. Default: $TEST_TOTAL_SHARDS, else 1; "
+    "num_shards", None,
+    "Split the selected cases into this many shards. Default: $TEST_TOTAL_SHARDS, else 1; "
     "merging every shard's report gives the report of one run.", lower_bound=1)
 
 MARKDOWN_OUT = flags.DEFINE_string("markdown_out", None, "merge: write the Markdown table here.")
@@ -120,89 +136,111 @@ UNCONNECTED = flags.DEFINE_enum(
     "Unconnected gradients are None or zeros, in every mode. None is kept apart from zeros.")
 
 NUMERIC = flags.DEFINE_bool(
-    "numeric", True, "Check the agreed values against central finite differences. This is the numeric "
+    "numeric", True,
+    "Check the agreed values against central finite differences. This is the numeric "
     "oracle; --nonumeric turns it off.")
 
 STRICT_NONE = flags.DEFINE_bool(
-    "strict_none", False, "Numeric oracle: judge every None gradient. Without it, a None that every mode "
-    "returns for an argument the case did not name in wrt (a replayed recording, a case differentiating all "
-    "its arguments) is the function saying it has no gradient there: said, not judged.")
+    "strict_none", False,
+    "Numeric oracle: judge every None gradient. Without it, a None that every mode "
+    "returns for an argument the case did not name in wrt (a replayed recording, a case "
+    "differentiating all its arguments) is the function saying it has no gradient there: said, not "
+    "judged.")
 
 NUMERIC_FULL = flags.DEFINE_bool(
-    "numeric_full", False, "Numeric oracle: move every element on its own, whatever the size. Without "
-    "it, a point with more than 1024 elements outside its elementwise arguments is checked along two "
-    "seeded random directions.")
+    "numeric_full", False,
+    "Numeric oracle: move every element on its own, whatever the size. Without "
+    "it, a point with more than 1024 elements outside its elementwise arguments is checked along "
+    "two seeded random directions.")
 
 UPSTREAM = flags.DEFINE_bool(
-    "upstream", True, "Also take the gradients of a seeded weighted sum of the outputs. This is the "
-    "upstream-gradient check: every order of it is taken, compared across modes and checked numerically; a "
-    "grad_fn that ignores or reduces its dy is right only at the plain contraction. --noupstream turns it off.")
+    "upstream", True,
+    "Also take the gradients of a seeded weighted sum of the outputs. This is the "
+    "upstream-gradient check: every order of it is taken, compared across modes and checked "
+    "numerically; a grad_fn that ignores or reduces its dy is right only at the plain contraction. "
+    "--noupstream turns it off.")
 
 WRT = flags.DEFINE_list(
-    "wrt", None, "check/repro/explore PATH.py:NAME: differentiate only these arguments (comma list of names; "
+    "wrt", None,
+    "check/repro/explore PATH.py:NAME: differentiate only these arguments (comma list of names; "
     "default: every floating or complex argument).")
 
 EXPECT = flags.DEFINE_multi_string(
-    "expect", [], "check/repro/explore PATH.py:NAME: a declared deviation, as a case's Expectation: "
-    "MODES:OUTCOME[:REASON], MODES a comma list of modes and oracles or 'all', OUTCOME an exception class or "
-    "'values differ', 'bad gradient', 'gradient unused'; e.g. --expect 'numeric:values differ:a "
-    "straight-through estimator' (repeatable).")
+    "expect", [],
+    "check/repro/explore PATH.py:NAME: a declared deviation, as a case's Expectation: "
+    "MODES:OUTCOME[:REASON], MODES a comma list of modes and oracles or 'all', OUTCOME an "
+    "exception class or 'values differ', 'bad gradient', 'gradient unused'; e.g. --expect "
+    "'numeric:values differ:a straight-through estimator' (repeatable).")
 
 SYMMETRIC = flags.DEFINE_list(
-    "symmetric", None, "check/repro PATH.py:NAME: arguments that are symmetric matrices; the numeric oracle "
+    "symmetric", None,
+    "check/repro PATH.py:NAME: arguments that are symmetric matrices; the numeric oracle "
     "moves them along symmetric directions only (e.g. the input of tf.linalg.cholesky).")
 
 REPEAT = flags.DEFINE_integer(
-    "repeat", 1, "Run every mode this many times. Values that change between the runs make the verdict "
+    "repeat", 1,
+    "Run every mode this many times. Values that change between the runs make the verdict "
     "'flaky' (never retried away).", lower_bound=1)
 
 FULL = flags.DEFINE_bool(
-    "full", False, "Write the complete repro.py instead of the short one. The complete script runs every mode "
+    "full", False,
+    "Write the complete repro.py instead of the short one. The complete script runs every mode "
     "it can write out, with generic helpers, a tolerance table and --json output; the short one is "
     "straight-line code for the yardstick mode and the modes that deviate.")
 
 MINIMIZE = flags.DEFINE_bool(
-    "minimize", False, "Shrink each short repro.py while the same deviation holds. The function, what it uses, "
+    "minimize", False,
+    "Shrink each short repro.py while the same deviation holds. The function, what it uses, "
     "the input values and the driving code are reduced with pysource-minimize (pip install "
     "'.[minimize]' in the checkout), each candidate run in a worker process under --timeout.")
 
 MINIMIZE_SECONDS = flags.DEFINE_float(
-    "minimize_seconds", 300.0, "The time budget of --minimize, per reproduction. At the budget it keeps the "
+    "minimize_seconds", 300.0,
+    "The time budget of --minimize, per reproduction. At the budget it keeps the "
     "smallest script found so far.", lower_bound=1.0)
 
 MATRIX_JSON = flags.DEFINE_string(
-    "matrix_json", None, "A version matrix (merge --json_out, schema harness.matrix/1). ISSUE.md then names the "
+    "matrix_json", None,
+    "A version matrix (merge --json_out, schema harness.matrix/1). ISSUE.md then names the "
     "TensorFlow releases where the same outcome was seen.")
 
 DOMAIN = flags.DEFINE_multi_string(
-    "domain", [], "explore: one argument's domain, NAME=[LOW, HIGH] (parentheses for an open end), then "
-    "';shape=(2, 2)|(3, 3)', ';symmetric', ';positive', ';exclude=0,1' and ';near=0.01' as needed, e.g. "
-    "--domain 'x=[-100, 100]' (repeatable). For a case id it replaces that argument's declared domain.")
+    "domain", [],
+    "explore: one argument's domain, NAME=[LOW, HIGH] (parentheses for an open end), then "
+    "';shape=(2, 2)|(3, 3)', ';symmetric', ';positive', ';exclude=0,1' and ';near=0.01' as needed, "
+    "e.g. --domain 'x=[-100, 100]' (repeatable). For a case id it replaces that argument's "
+    "declared domain.")
 
 EXAMPLES = flags.DEFINE_integer(
-    "examples", 100, "explore: the most examples to draw before saying that none failed.", lower_bound=1)
+    "examples", 100, "explore: the most examples to draw before saying that none failed.",
+    lower_bound=1)
 
 EXPLORE = flags.DEFINE_integer(
-    "explore", 0, "Explore each selected case with domains, up to N examples (0: off). After the run, as "
-    "python -m harness explore CASE_ID does, for every selected case that declares domains.", lower_bound=0)
+    "explore", 0,
+    "Explore each selected case with domains, up to N examples (0: off). After the run, as "
+    "python -m harness explore CASE_ID does, for every selected case that declares domains.",
+    lower_bound=0)
 
 SEED = flags.DEFINE_integer(
-    "seed", None, "The explore search's seed: the same seed draws the same examples. A seeded search leaves the "
-    "example database (.harness/explore-db) alone, as Hypothesis does. Default: Hypothesis chooses, and a failure "
-    "found is tried first next time.")
+    "seed", None,
+    "The explore search's seed: the same seed draws the same examples. A seeded search leaves the "
+    "example database (.harness/explore-db) alone, as Hypothesis does. Default: Hypothesis "
+    "chooses, and a failure found is tried first next time.")
 
 RECORDED = flags.DEFINE_string(
-    "recorded", None, "Replay this recorded folder's functions as cases. The folder is what python -m pytest "
-    "--harness-record=DIR or python -m harness record DIR wrote; its cases run instead of the built-in library "
-    "(unless --library is given), as python -m harness replay DIR runs them.")
+    "recorded", None,
+    "Replay this recorded folder's functions as cases. The folder is what python -m pytest "
+    "--harness-record=DIR or python -m harness record DIR wrote; its cases run instead of the "
+    "built-in library (unless --library is given), as python -m harness replay DIR runs them.")
 
 RECORD_POINTS = flags.DEFINE_integer(
     "record_points", 3, "record: the distinct points kept per function.", lower_bound=1)
 
 RECORD_EAGER = flags.DEFINE_boolean(
-    "record_eager", False, "record: run the command's tf.functions (and model.fit's train function) eagerly, "
-    "so that calls made inside them are recorded with their values instead of replayed at drawn values; "
-    "the command then runs eagerly, and slower (pytest: --harness-record-eager).")
+    "record_eager", False,
+    "record: run the command's tf.functions (and model.fit's train function) eagerly, "
+    "so that calls made inside them are recorded with their values instead of replayed at drawn "
+    "values; the command then runs eagerly, and slower (pytest: --harness-record-eager).")
 
 OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 
@@ -234,21 +272,24 @@ def _output_ok(value) -> bool:
 
 def _timeout_ok(value) -> bool:
     if value is not None and math.isnan(value):
-        raise flags.ValidationError("nan is not a number of seconds; give seconds, or 'inf' for no timeout")
+        raise flags.ValidationError("nan is not a number of seconds; give seconds, or 'inf' for no "
+                                    "timeout")
     return True
 
 
 def _jobs_ok(value) -> bool:
     limit = _JOBS_PER_CPU * (os.cpu_count() or 1)
     if value is not None and value > limit:
-        raise flags.ValidationError(f"{value} workers is more than {_JOBS_PER_CPU} per CPU; give at most {limit}, "
+        raise flags.ValidationError(f"{value} workers is more than {_JOBS_PER_CPU} per CPU; give "
+                                    f"at most {limit}, "
                                     "or 0 for one per 8 selected cases up to the cores")
     return True
 
 
 def _folder_ok(value) -> bool:
     if value is not None and Path(value).exists() and not Path(value).is_dir():
-        raise flags.ValidationError(f"{value} is a file; give a directory (it is created if missing)")
+        raise flags.ValidationError(f"{value} is a file; give a directory (it is created if "
+                                    "missing)")
     return True
 
 
@@ -288,48 +329,58 @@ GROUPS = (SELECTION, JUDGING, REPORTS, EXECUTION)
 # Every flag of the harness, once: the group `--help` shows it in (None: one command's own flag,
 # shown in that command's --help only) and the commands that take it. The help and the refusal of
 # a flag given to a command that does not take it both read this table, so they cannot drift.
-FLAG_TABLE = {flag.name: (group, commands) for flag, group, commands in (
-    (CASES, SELECTION, (RUN_CMD, REPLAY_CMD)),  # check runs one function at its --inputs
-    (CASE_FILES, SELECTION, RUNS_CASES),
-    (LIBRARY, SELECTION, RUNS_CASES),
-    (LIST, SELECTION, (RUN_CMD, REPLAY_CMD)),
-    (SHARD_INDEX, SELECTION, (RUN_CMD, REPLAY_CMD)),
-    (NUM_SHARDS, SELECTION, (RUN_CMD, REPLAY_CMD)),
-    (MODE, JUDGING, RUNS_CASES),
-    (NUMERIC, JUDGING, RUNS_CASES),
-    (NUMERIC_FULL, JUDGING, RUNS_CASES),
-    (UPSTREAM, JUDGING, RUNS_CASES),
-    (UNCONNECTED, JUDGING, RUNS_CASES),
-    (STRICT_NONE, JUDGING, RUNS_CASES),
-    (REPEAT, JUDGING, RUNS_CASES),
-    (STRICT_XPASS, JUDGING, RUNS_CASES),
-    (JSON_OUT, REPORTS, RUNS_CASES + (MERGE_CMD,)),
-    (JUNIT_OUT, REPORTS, RUNS_CASES),
-    (JSONL_OUT, REPORTS, (RUN_CMD, CHECK_CMD, REPRO_CMD, REPLAY_CMD)),
-    (REPRO_DIR, REPORTS, (RUN_CMD, CHECK_CMD, EXPLORE_CMD, REPLAY_CMD)),  # repro writes into --out
-    (FULL, REPORTS, RUNS_CASES),
-    (MINIMIZE, REPORTS, RUNS_CASES),
-    (MINIMIZE_SECONDS, REPORTS, RUNS_CASES),
-    (MATRIX_JSON, REPORTS, RUNS_CASES),
-    (JOBS, EXECUTION, (RUN_CMD, CHECK_CMD, REPRO_CMD, REPLAY_CMD)),  # explore runs one example at a time
-    (TIMEOUT, EXECUTION, RUNS_CASES),
-    (INPROCESS, EXECUTION, RUNS_CASES),
-    (INPUTS, None, (CHECK_CMD, REPRO_CMD)),
-    (ORDER, None, (CHECK_CMD, REPRO_CMD, EXPLORE_CMD, REPLAY_CMD)),
-    (DTYPE, None, (CHECK_CMD, REPRO_CMD, EXPLORE_CMD)),
-    (WRT, None, (CHECK_CMD, REPRO_CMD, EXPLORE_CMD)),
-    (EXPECT, None, (CHECK_CMD, REPRO_CMD, EXPLORE_CMD, REPLAY_CMD)),
-    (SYMMETRIC, None, (CHECK_CMD, REPRO_CMD)),
-    (POINT, None, (REPRO_CMD,)),
-    (OUT, None, (REPRO_CMD,)),
-    (DOMAIN, None, (EXPLORE_CMD,)),
-    (EXAMPLES, None, (EXPLORE_CMD,)),
-    (SEED, EXECUTION, (RUN_CMD, EXPLORE_CMD)),
-    (EXPLORE, EXECUTION, (RUN_CMD,)),
-    (MARKDOWN_OUT, None, (MERGE_CMD,)),
-    (HTML_OUT, None, (MERGE_CMD,)),
-    (RECORDED, SELECTION, (RUN_CMD, REPRO_CMD)),
-    (RECORD_POINTS, None, (RECORD_CMD,)),
-    (RECORD_EAGER, None, (RECORD_CMD,)),
-)}
-
+FLAG_TABLE = {
+    flag.name: (group, commands)
+    for flag, group, commands in (
+        (CASES, SELECTION, (RUN_CMD, REPLAY_CMD)),  # check runs one function at its --inputs
+        (CASE_FILES, SELECTION, RUNS_CASES),
+        (LIBRARY, SELECTION, RUNS_CASES),
+        (LIST, SELECTION, (RUN_CMD, REPLAY_CMD)),
+        (SHARD_INDEX, SELECTION, (RUN_CMD, REPLAY_CMD)),
+        (NUM_SHARDS, SELECTION, (RUN_CMD, REPLAY_CMD)),
+        (MODE, JUDGING, RUNS_CASES),
+        (NUMERIC, JUDGING, RUNS_CASES),
+        (NUMERIC_FULL, JUDGING, RUNS_CASES),
+        (UPSTREAM, JUDGING, RUNS_CASES),
+        (UNCONNECTED, JUDGING, RUNS_CASES),
+        (STRICT_NONE, JUDGING, RUNS_CASES),
+        (REPEAT, JUDGING, RUNS_CASES),
+        (STRICT_XPASS, JUDGING, RUNS_CASES),
+        (JSON_OUT, REPORTS, RUNS_CASES + (MERGE_CMD,)),
+        (JUNIT_OUT, REPORTS, RUNS_CASES),
+        (JSONL_OUT, REPORTS, (RUN_CMD, CHECK_CMD, REPRO_CMD, REPLAY_CMD)),
+        (
+            REPRO_DIR,
+            REPORTS,
+            (RUN_CMD, CHECK_CMD, EXPLORE_CMD, REPLAY_CMD),
+        ),  # repro writes into --out
+        (FULL, REPORTS, RUNS_CASES),
+        (MINIMIZE, REPORTS, RUNS_CASES),
+        (MINIMIZE_SECONDS, REPORTS, RUNS_CASES),
+        (MATRIX_JSON, REPORTS, RUNS_CASES),
+        (
+            JOBS,
+            EXECUTION,
+            (RUN_CMD, CHECK_CMD, REPRO_CMD, REPLAY_CMD),
+        ),  # explore runs one example at a time
+        (TIMEOUT, EXECUTION, RUNS_CASES),
+        (INPROCESS, EXECUTION, RUNS_CASES),
+        (INPUTS, None, (CHECK_CMD, REPRO_CMD)),
+        (ORDER, None, (CHECK_CMD, REPRO_CMD, EXPLORE_CMD, REPLAY_CMD)),
+        (DTYPE, None, (CHECK_CMD, REPRO_CMD, EXPLORE_CMD)),
+        (WRT, None, (CHECK_CMD, REPRO_CMD, EXPLORE_CMD)),
+        (EXPECT, None, (CHECK_CMD, REPRO_CMD, EXPLORE_CMD, REPLAY_CMD)),
+        (SYMMETRIC, None, (CHECK_CMD, REPRO_CMD)),
+        (POINT, None, (REPRO_CMD,)),
+        (OUT, None, (REPRO_CMD,)),
+        (DOMAIN, None, (EXPLORE_CMD,)),
+        (EXAMPLES, None, (EXPLORE_CMD,)),
+        (SEED, EXECUTION, (RUN_CMD, EXPLORE_CMD)),
+        (EXPLORE, EXECUTION, (RUN_CMD,)),
+        (MARKDOWN_OUT, None, (MERGE_CMD,)),
+        (HTML_OUT, None, (MERGE_CMD,)),
+        (RECORDED, SELECTION, (RUN_CMD, REPRO_CMD)),
+        (RECORD_POINTS, None, (RECORD_CMD,)),
+        (RECORD_EAGER, None, (RECORD_CMD,)),
+    )
+}

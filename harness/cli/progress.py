@@ -99,6 +99,6 @@ class Progress:
         failing = "" if self._failing is None else f", {self._failing} failing"
         running = f"; last started: {self._current}" if self._current else ""
         log = self._log or sys.stderr
-        log.write(printable(f"progress: {self._done}/{self._total} points{failing} in {now - self._start:.0f} s"
-                            f"{running}")[:300] + "\n")
+        log.write(printable(f"progress: {self._done}/{self._total} points{failing} in "
+                            f"{now - self._start:.0f} s{running}")[:300] + "\n")
         log.flush()

@@ -13,7 +13,8 @@ from harness.cli.settings import RecordSettings
 
 
 def record_command(s: RecordSettings) -> int:
-    """python -m harness record DIR -- CMD: runs CMD with the recorder started in its Python processes."""
+    """python -m harness record DIR -- CMD: runs CMD with the recorder started in its Python
+    processes."""
     import subprocess  # noqa: PLC0415
 
     import harness  # noqa: PLC0415
@@ -21,26 +22,29 @@ def record_command(s: RecordSettings) -> int:
 
     folder, command = s.folder, s.command
     if Path(folder).exists() and not Path(folder).is_dir():
-        raise UsageError(f"{folder} is a file; give a directory for the recording (it is created if missing)")
+        raise UsageError(f"{folder} is a file; give a directory for the recording (it is created "
+                         "if missing)")
     try:
         session = store.new_session(folder)
     except OSError as e:
-        raise UsageError(f"cannot write {folder}: {e.strerror or e}; choose another directory") from None
+        raise UsageError(
+            f"cannot write {folder}: {e.strerror or e}; choose another directory"
+        ) from None
     site = Path(hook.__file__).resolve().parent / "_site"
     root = Path(harness.__file__).resolve().parent.parent
     path = [str(site)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **{hook.ENV_FOLDER: session,
                                                                    hook.ENV_POINTS: str(s.points),
-                                                                   hook.ENV_EAGER: "1" if s.eager else "0",
+                                                                   hook.ENV_EAGER: "1" if s.eager
+                                                                   else "0",
                                                                    hook.ENV_PATH: str(root)})
     try:
         code = subprocess.run(list(command), env=env, check=False).returncode
     except OSError as e:
         os.rmdir(session)  # nothing ran: no empty session is left behind
-        raise UsageError(f"cannot run {command[0]}: {e.strerror or e}; give the command after --, e.g. "
-                         "python -m harness record DIR -- python -m unittest") from None
+        raise UsageError(f"cannot run {command[0]}: {e.strerror or e}; give the command after --, "
+                         "e.g. python -m harness record DIR -- python -m unittest") from None
     from harness.record import recorder  # noqa: PLC0415 - numpy only, no TensorFlow
 
     sys.stderr.write(recorder.folder_summary(session) + "\n")
     return code
-

@@ -48,7 +48,8 @@ def repro_folder(root: str, case: str, point: str) -> Path:
     folder = Path(root) / safe_name(case) / safe_name(point)
     inside = os.path.realpath(root)
     if os.path.commonpath([inside, os.path.realpath(folder)]) != inside:
-        raise ValueError(f"{folder} resolves to {os.path.realpath(folder)}, outside --repro_dir {root}")
+        raise ValueError(f"{folder} resolves to {os.path.realpath(folder)}, outside --repro_dir "
+                         f"{root}")
     return folder
 
 
@@ -67,15 +68,16 @@ def _reproduction(result, parts, tolerance, full: bool):
     try:
         if short.deviation(result, tolerance).kind == "numeric" and not parts.builder:
             k, dtype, step, tol = short.numeric_check(result, parts, tolerance)
-            full_text = script.with_numeric(parts.full, result.yardstick or next(iter(result.outcomes)), k, dtype,
-                                            step, tol.rtol, tol.atol)
+            full_text = script.with_numeric(parts.full,
+                                            result.yardstick or next(iter(result.outcomes)), k,
+                                            dtype, step, tol.rtol, tol.atol)
             numeric = True
     except short.NotShort:
         pass
     expected = short.full_expected(result, tolerance, numeric=numeric)
     if expected.exit == 0 and any(o.status == "differ" for o in result.oracles.values()):
-        note += (" The script shows the modes agreeing; that the agreed values are wrong is the harness's "
-                 "oracle finding, above.")
+        note += (" The script shows the modes agreeing; that the agreed values are wrong is the "
+                 "harness's oracle finding, above.")
     return full_text, expected, note.strip()
 
 
@@ -99,7 +101,9 @@ def write_repro(folder: Path, result, scripts: dict, environment: dict, info: Ca
     stop = stop or threading.Event()
     if stop.is_set():
         return Stopped(folder, "")
-    ok, parts = scripts.get(result.point, (False, "the worker died before it could send the script's source"))
+    ok, parts = scripts.get(result.point, (False,
+                                           "the worker died before it could send the script's "
+                                           "source"))
     if not ok:
         say(f"no reproduction for {result.name}: {parts}")
         return True
@@ -122,7 +126,8 @@ def write_repro(folder: Path, result, scripts: dict, environment: dict, info: Ca
         # An ISSUE.md from before describes another script: it goes, whatever this one's check says.
         (folder / "ISSUE.md").unlink(missing_ok=True)
     except OSError as e:
-        sys.stderr.write(f"harness: cannot write {folder}: {e.strerror or e}; choose another directory\n")
+        sys.stderr.write(f"harness: cannot write {folder}: {e.strerror or e}; choose another "
+                         "directory\n")
         return False
     if not write_outputs([(str(folder / "repro.py"), text)]):
         return False
@@ -136,15 +141,16 @@ def write_repro(folder: Path, result, scripts: dict, environment: dict, info: Ca
         return Stopped(folder, _unchecked(made))
     why = verify.shows(ran, expected)
     if why:
-        sys.stderr.write(f"harness: {folder / 'repro.py'} does not show what the harness saw for {result.name}: "
-                         f"{why}. ISSUE.md is not written; run the script to see what it does\n")
+        sys.stderr.write(f"harness: {folder / 'repro.py'} does not show what the harness saw for "
+                         f"{result.name}: {why}. ISSUE.md is not written; run the script to see "
+                         "what it does\n")
         return False
     output = ran.stdout if ran.exit is not None and ran.exit >= 0 else (
         ran.stdout + f"(the process was killed by signal {-ran.exit})\n")
     return write_outputs([(str(folder / "ISSUE.md"),
-                            issue.render(result, text, environment, info.description, output, note=note,
-                                         seen=_seen(s.matrix, result, expected), origin=parts.origin,
-                                         library=parts.library))])
+                            issue.render(result, text, environment, info.description, output,
+                                         note=note, seen=_seen(s.matrix, result, expected),
+                                         origin=parts.origin, library=parts.library))])
 
 
 def _unchecked(made) -> str:
@@ -153,7 +159,8 @@ def _unchecked(made) -> str:
         return "the script as written"
     if not made.shrunk:
         return "the script as written, unminimised"
-    return (f"the smallest script the minimiser found so far ({made.after_lines} lines, from {made.before_lines}; "
+    return (f"the smallest script the minimiser found so far ({made.after_lines} lines, from "
+            f"{made.before_lines}; "
             "each candidate kept showed the deviation in its runner)")
 
 
@@ -166,15 +173,19 @@ def _minimized(result, text: str, expected, s: Settings, parts, tolerance, stop:
 
     def progress(tried: int, size: int) -> None:
         if live:
-            sys.stderr.write(f"\rharness: minimise {result.name}: {tried} candidates, smallest {size} characters ")
+            sys.stderr.write(f"\rharness: minimise {result.name}: {tried} candidates, smallest "
+                             f"{size} characters ")
             sys.stderr.flush()
         elif tried % 50 == 0:
             say(f"minimise {result.name}: {tried} candidates, smallest {size} characters")
 
     docstring = '"""' + textwrap.fill(
-        f"Minimised from the harness case {result.case} at {result.point}: {expected.what}. Needs only "
-        f"TensorFlow and NumPy; " + ("the process dies while that shows." if expected.exit is None else
-                                     f"exits {expected.exit} while that shows."), width=WIDTH - 3) + '"""\n'
+        f"Minimised from the harness case {result.case} at {result.point}: {expected.what}. Needs "
+        "only "
+        f"TensorFlow and NumPy; "
+        + ("the process dies while that shows." if expected.exit is None else
+                                     f"exits {expected.exit} while that shows."),
+                                      width=WIDTH - 3) + '"""\n'
 
     try:
         made = minimize.minimize(text, expected, budget=s.minimize_seconds, timeout=s.timeout,
@@ -211,12 +222,17 @@ def _seen(matrix: Optional[dict], result, expected) -> str:
     seen = [v for v in versions if same(v)]
     other = [v for v in versions if v not in seen]
     if not seen:
-        return f"None of the version matrix's releases ({', '.join(versions)}) shows the same outcome."
-    return (f"Seen on TensorFlow {', '.join(seen)}" + (f"; not on {', '.join(other)}" if other else "")
-            + " (from a version matrix: the same outcome in every mode shown, and the same verdict).")
+        return (
+            f"None of the version matrix's releases ({', '.join(versions)}) shows the same outcome."
+        )
+    return (f"Seen on TensorFlow {', '.join(seen)}"
+            + (f"; not on {', '.join(other)}" if other else "")
+            + " (from a version matrix: the same outcome in every mode shown, and the same "
+              "verdict).")
 
 
-def write_repros(wanted: Sequence[tuple[Path, object, dict, CaseInfo]], environment: dict, s: Settings):
+def write_repros(wanted: Sequence[tuple[Path, object, dict, CaseInfo]], environment: dict,
+                 s: Settings):
     """Writes each reproduction; their scripts run in parallel, one per core. Returns whether
     all went well, or, when Ctrl-C or SIGTERM came, the line that says what was left."""
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
@@ -225,7 +241,8 @@ def write_repros(wanted: Sequence[tuple[Path, object, dict, CaseInfo]], environm
         return True
     stop = threading.Event()
     threads = ThreadPoolExecutor(max_workers=max(1, min(len(wanted), os.cpu_count() or 1)))
-    futures = [threads.submit(write_repro, w[0], w[1], w[2], environment, w[3], s, stop) for w in wanted]
+    futures = [threads.submit(write_repro, w[0], w[1], w[2], environment, w[3], s, stop)
+               for w in wanted]
     try:
         done = [f.result() for f in futures]
     except KeyboardInterrupt:
@@ -245,10 +262,12 @@ def write_repros(wanted: Sequence[tuple[Path, object, dict, CaseInfo]], environm
 def stopped_line(done: Sequence) -> str:
     stopped = [d for d in done if isinstance(d, Stopped)]
     written = [d for d in stopped if d.written]
-    said = [f"{d.folder / 'repro.py'} holds {d.written}, not checked in a fresh process" for d in written]
+    said = [f"{d.folder / 'repro.py'} holds {d.written}, not checked in a fresh process"
+            for d in written]
     finished = len(done) - len(stopped)
     if finished:
-        said.append(f"{finished} of {len(done)} reproductions {'was' if finished == 1 else 'were'} finished before it")
+        said.append(f"{finished} of {len(done)} reproductions {'was' if finished == 1 else 'were'} "
+                    "finished before it")
     left = len(stopped) - len(written)
     if left:
         said.append(f"{left} {'was' if left == 1 else 'were'} not written")

@@ -16,7 +16,15 @@ from typing import Optional, Sequence
 from harness.cli.explore import explore_case
 from harness.cli.options import REPRO_CMD, UsageError
 from harness.cli.repro import REPRO_VERDICTS, repro_folder, write_repros
-from harness.cli.settings import Settings, explore_module, pool_size, rerun_command, runner_for, say, write_outputs
+from harness.cli.settings import (
+    Settings,
+    explore_module,
+    pool_size,
+    rerun_command,
+    runner_for,
+    say,
+    write_outputs,
+)
 from harness.cli.progress import Progress
 from harness.records import CaseInfo
 
@@ -64,7 +72,9 @@ class Run:
         self.s = s
         self.start = time.monotonic()
         self.environment: dict = {}
-        self.infos: dict[str, CaseInfo] = {}  # every loaded case's, by id: what its results are judged by
+        self.infos: dict[str, CaseInfo] = (
+            {}
+        )  # every loaded case's, by id: what its results are judged by
         self.selected: list[CaseInfo] = []
         self.finished: dict[int, object] = {}
         self.explored: list = []
@@ -84,7 +94,9 @@ class Run:
         if self.signals.caught is not None:
             return self.summary(report)
         written = self.write_reproductions(report)
-        if isinstance(written, str):  # Ctrl-C or SIGTERM while writing them: exits as an interrupted run
+        if isinstance(
+            written, str
+        ):  # Ctrl-C or SIGTERM while writing them: exits as an interrupted run
             self.summary(report)
             sys.stderr.write(written + "\n")
             return 130
@@ -134,7 +146,8 @@ class Run:
         repro = bool(s.repro_dir) or s.command == REPRO_CMD
         return [Job(case_id=c.id, order=c.order, points=c.points, modes=s.modes, options=s.options,
                     strict_xpass=s.strict_xpass, repro=repro,
-                    reruns=tuple((p, rerun_command(c.id, p, s, s.check, self.inputs_of(c, p))) for p in c.points))
+                    reruns=tuple((p, rerun_command(c.id, p, s, s.check, self.inputs_of(c, p)))
+                                 for p in c.points))
                 for c in self.selected]
 
     def inputs_of(self, case: CaseInfo, point: str) -> Optional[tuple[str, ...]]:
@@ -155,13 +168,16 @@ class Run:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
         except OSError as e:
-            raise UsageError(f"cannot write {path}: {e.strerror or e}; choose another path") from None
+            raise UsageError(
+                f"cannot write {path}: {e.strerror or e}; choose another path"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
             flag = "--jsonl_out" if self.s.jsonl_named else "--json_out (its .jsonl stream)"
-            raise UsageError(f"another harness run is writing {path}; give this run another {flag}, or wait "
+            raise UsageError(f"another harness run is writing {path}; give this run another "
+                             f"{flag}, or wait "
                              "for that run to end") from None
         os.ftruncate(fd, 0)
         self.jsonl = os.fdopen(fd, "w", encoding="utf-8")
@@ -176,12 +192,14 @@ class Run:
         jobs = self.jobs()
         progress = Progress(total=sum(len(c.points) for c in self.selected))
         try:
-            carried = runner.run(jobs, lambda job: progress.started(job.case_id), pool_size(len(jobs), self.s.jobs))
+            carried = runner.run(jobs, lambda job: progress.started(job.case_id),
+                                 pool_size(len(jobs), self.s.jobs))
             for done in each_judged(carried, self.infos, self.environment):
                 self.finished[done.index] = done
                 for result in done.results:
                     self.append(json_report.result_dict(result))
-                progress.finished(done.index, "\n".join(text.line(r) for r in done.results), len(done.results))
+                progress.finished(done.index, "\n".join(text.line(r) for r in done.results),
+                                  len(done.results))
         finally:
             progress.close()
 
@@ -192,15 +210,16 @@ class Run:
             self.jsonl.write(json.dumps(record, allow_nan=False) + "\n")
             self.jsonl.flush()
         except OSError as e:
-            sys.stderr.write(f"harness: cannot write {self.s.jsonl_out}: {e.strerror or e}; it holds the "
-                             "results before this one, rerun with another path\n")
+            sys.stderr.write(f"harness: cannot write {self.s.jsonl_out}: {e.strerror or e}; it "
+                             "holds the results before this one, rerun with another path\n")
             self.written = False
             with contextlib.suppress(OSError):
                 self.jsonl.close()
             self.jsonl = None
 
     def check_domains(self) -> None:
-        """--explore N: refuses, before any case runs, a selected case's domains that cannot be drawn."""
+        """--explore N: refuses, before any case runs, a selected case's domains that cannot be
+        drawn."""
         explore = explore_module() if self.s.explore else None
         for info in (c for c in self.selected if explore and c.domains):
             try:
@@ -223,12 +242,17 @@ class Run:
         from harness.report import json_report, junit  # noqa: PLC0415
 
         ordered = [self.finished[i] for i in sorted(self.finished)]
-        seconds = time.monotonic() - self.start  # the start's wall-clock time from it, so both agree
+        seconds = (
+            time.monotonic() - self.start
+        )  # the start's wall-clock time from it, so both agree
         report = Report(environment=self.environment, modes=self.s.modes,
                         results=tuple(r for done in ordered for r in done.results),
-                        started=time.time() - seconds, seconds=seconds, explore=tuple(self.explored))
+                        started=time.time() - seconds, seconds=seconds,
+                        explore=tuple(self.explored))
         self.written = write_outputs([(path, renderer.render(report))
-                                       for path, renderer in ((self.s.json_out, json_report), (self.s.junit_out, junit))
+                                       for path, renderer in ((self.s.json_out,
+                                                               json_report), (self.s.junit_out,
+                                                                              junit))
                                        if path]) and self.written
         if self.s.jsonl_out and self.jsonl_opened:
             how = "--jsonl_out" if self.s.jsonl_named else "beside --json_out"
@@ -236,8 +260,8 @@ class Run:
         return report
 
     def write_reproductions(self, report):
-        """repro's one reproduction into --out, or --repro_dir's for every fail, xpass and crash: whether all
-        went well, or the line to say when a stop was asked for (see write_repros)."""
+        """repro's one reproduction into --out, or --repro_dir's for every fail, xpass and crash:
+        whether all went well, or the line to say when a stop was asked for (see write_repros)."""
         ordered = [self.finished[i] for i in sorted(self.finished)]
         infos = {c.id: c for c in self.selected}
         wanted = []
@@ -267,12 +291,14 @@ class Run:
             print(shares)
         print(text.summary(report.results, seconds, not_run=not_run))
         if self.interrupted:
-            sys.stderr.write(f"harness: interrupted; {not_run} case points did not run; reports hold what finished\n")
+            sys.stderr.write(f"harness: interrupted; {not_run} case points did not run; reports "
+                             "hold what finished\n")
             return 130
         if self.signals.caught is not None:
             name = signal.Signals(self.signals.caught).name
-            skipped = "; no reproductions were written" if self.s.repro_dir or self.s.command == REPRO_CMD else ""
-            sys.stderr.write(f"harness: {name} after every case had run; the reports were written first{skipped}\n")
+            skipped = ("; no reproductions were written" if self.s.repro_dir
+                       or self.s.command == REPRO_CMD else "")
+            sys.stderr.write(f"harness: {name} after every case had run; the reports were written "
+                             f"first{skipped}\n")
             return 130
         return 1 if report.failed or not self.written else 0
-

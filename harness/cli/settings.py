@@ -98,9 +98,9 @@ def check_spec(target: str, domains: Sequence = ()) -> CheckSpec:
     if not Path(path).is_file():  # said now, not by a worker after TensorFlow's import
         what = "is a directory" if Path(path).is_dir() else "does not exist"
         raise UsageError(f"{path} {what}; give the Python file that defines {name}")
-    return CheckSpec(target=target, inputs=tuple(INPUTS.value), dtype=DTYPE.value, order=ORDER.value,
-                     wrt=tuple(WRT.value or ()), expect=tuple(EXPECT.value), symmetric=tuple(SYMMETRIC.value or ()),
-                     domains=tuple(domains))
+    return CheckSpec(target=target, inputs=tuple(INPUTS.value), dtype=DTYPE.value,
+                     order=ORDER.value, wrt=tuple(WRT.value or ()), expect=tuple(EXPECT.value),
+                     symmetric=tuple(SYMMETRIC.value or ()), domains=tuple(domains))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +134,9 @@ class Settings:
     full: bool
     minimize: bool
     minimize_seconds: float
-    matrix: Optional[dict] = dataclasses.field(default=None, compare=False)  # --matrix_json's contents
+    matrix: Optional[dict] = dataclasses.field(
+        default=None, compare=False
+    )  # --matrix_json's contents
     explore: int = 0  # --explore N
     examples: int = 0  # explore --examples
     seed: Optional[int] = None
@@ -164,7 +166,8 @@ class RecordSettings:
     eager: bool  # --record_eager
 
 
-def settings_for(command: str, args: Sequence[str]) -> Union[Settings, MergeSettings, RecordSettings]:
+def settings_for(command: str, args: Sequence[str]) -> Union[Settings, MergeSettings,
+                                                             RecordSettings]:
     """Checks and reads every flag `command` takes; a mistake is a UsageError, before any case runs.
     merge and record get records of their own, every command that runs cases a Settings."""
     if command == MERGE_CMD:
@@ -178,17 +181,20 @@ def settings_for(command: str, args: Sequence[str]) -> Union[Settings, MergeSett
 def merge_settings(paths: Sequence[str]) -> MergeSettings:
     """merge's reports and outputs, refused before anything is read when they cannot work."""
     if not paths:
-        raise UsageError("give the JSON reports to merge: python -m harness merge A.json B.json ...")
+        raise UsageError(
+            "give the JSON reports to merge: python -m harness merge A.json B.json ..."
+        )
     if not (MARKDOWN_OUT.value or HTML_OUT.value or JSON_OUT.value):
         raise UsageError("give at least one of --markdown_out, --html_out, --json_out")
-    distinct_outputs([(f"--{f.name}", f.value) for f in (MARKDOWN_OUT, HTML_OUT, JSON_OUT)], inputs=paths)
-    return MergeSettings(paths=tuple(paths), markdown_out=MARKDOWN_OUT.value, html_out=HTML_OUT.value,
-                         json_out=JSON_OUT.value)
+    distinct_outputs([(f"--{f.name}", f.value) for f in (MARKDOWN_OUT, HTML_OUT, JSON_OUT)],
+                     inputs=paths)
+    return MergeSettings(paths=tuple(paths), markdown_out=MARKDOWN_OUT.value,
+                         html_out=HTML_OUT.value, json_out=JSON_OUT.value)
 
 
 def run_settings(command: str, args: Sequence[str]) -> Settings:
-    """The Settings of a command that runs cases (run, check, repro, explore, replay, and list: a run
-    with --list)."""
+    """The Settings of a command that runs cases (run, check, repro, explore, replay, and list: a
+    run with --list)."""
     from harness.process.worker import Origins  # noqa: PLC0415
 
     listing, command = command == LIST_CMD, RUN_CMD if command == LIST_CMD else command
@@ -203,7 +209,8 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
     matrix = check_repro_flags(command)
     recorded = recorded_folder(command, args)
     target = args[0] if args and command != REPLAY_CMD else None
-    check = check_spec(target, domains) if target and (command == CHECK_CMD or ".py:" in target) else None
+    check = (check_spec(target, domains) if target
+             and (command == CHECK_CMD or ".py:" in target) else None)
     if command == EXPLORE_CMD:
         patterns = [f"check.{check.name}" if check else target]
         default_library = not (CASE_FILES.value or check)
@@ -211,35 +218,40 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
         patterns = CASES.value
         if command == REPRO_CMD:
             chosen = f"check.{check.name}" if check else target
-            patterns = [f"{chosen}[{POINT.value}]"] if POINT.value else ([target] if check is None else None)
+            patterns = ([f"{chosen}[{POINT.value}]"] if POINT.value
+                        else ([target] if check is None else None))
         # Case files and check targets replace the library, unless a repro names a case id.
-        default_library = (command == REPRO_CMD and check is None) or not (CASE_FILES.value or check)
+        default_library = ((command == REPRO_CMD and check is None)
+                           or not (CASE_FILES.value or check))
     default_library = default_library and recorded is None  # a recording replaces the library too
     with_library = LIBRARY.value if LIBRARY.value is not None else default_library
     if not with_library and not CASE_FILES.value and check is None and recorded is None:
         raise UsageError("no cases: give --case_file, or drop --nolibrary")
     origins = Origins(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
                       themes=themes(patterns),
-                      recorded=(recorded, ORDER.value, tuple(EXPECT.value) if command == REPLAY_CMD else ())
+                      recorded=(recorded, ORDER.value,
+                                tuple(EXPECT.value) if command == REPLAY_CMD else ())
                       if recorded else None)
     options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
-                         numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value, upstream=UPSTREAM.value,
-                         strict_none=STRICT_NONE.value)
+                         numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value,
+                         upstream=UPSTREAM.value, strict_none=STRICT_NONE.value)
     return Settings(
         command=command, modes=modes, options=options, strict_xpass=STRICT_XPASS.value, check=check,
         patterns=tuple(patterns) if patterns else None, origins=origins,
         shard=(0, 1) if command == EXPLORE_CMD else shard(), case_files=tuple(CASE_FILES.value),
         library=LIBRARY.value, jobs=JOBS.value, timeout=TIMEOUT.value, inprocess=INPROCESS.value,
-        list_only=LIST.value or listing, json_out=JSON_OUT.value, junit_out=JUNIT_OUT.value, jsonl_out=jsonl_path(),
-        jsonl_named=bool(JSONL_OUT.value),
-        repro_dir=REPRO_DIR.value, out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
-        minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value, examples=EXAMPLES.value,
-        seed=SEED.value, domains=tuple(domains), recorded=recorded)
+        list_only=LIST.value or listing, json_out=JSON_OUT.value, junit_out=JUNIT_OUT.value,
+        jsonl_out=jsonl_path(), jsonl_named=bool(JSONL_OUT.value), repro_dir=REPRO_DIR.value,
+        out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
+        minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value,
+        examples=EXAMPLES.value, seed=SEED.value, domains=tuple(domains), recorded=recorded)
 
 
 def recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
     """replay's DIR (or repro's --recorded), checked to hold a recording, before any case runs."""
-    folder = args[0] if command == REPLAY_CMD else RECORDED.value  # --recorded: a run (the matrix's), or repro
+    folder = (
+        args[0] if command == REPLAY_CMD else RECORDED.value
+    )  # --recorded: a run (the matrix's), or repro
     if not folder:
         return None
     from harness.checking import InputError, parse_expect  # noqa: PLC0415
@@ -255,11 +267,16 @@ def recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
     if not any(f.get("points") for f in data["functions"]):
         tests = sum(s.get("tests", 0) for s in data["sessions"])
         called = sum(1 for f in data["functions"] if f.get("calls"))
-        why = (f"{called} custom-gradient function{'s were' if called != 1 else ' was'} called, but no point was "
-               "kept (the recording's limits: its last line says what was dropped)" if called else
-               f"its {tests} test{'s' if tests != 1 else ''} called no custom-gradient function through "
-               "tf.custom_gradient, tf.compat.v1 or tf.compat.v2's, tensorflow.python.ops.custom_gradient's "
-               "or keras.ops.custom_gradient")
+        why = (
+            f"{called} custom-gradient function{'s were' if called != 1 else ' was'} called, "
+            "but no point was kept (the recording's limits: its last line says what was dropped)"
+            if called
+            else (
+                f"its {tests} test{'s' if tests != 1 else ''} called no custom-gradient function "
+                "through tf.custom_gradient, tf.compat.v1 or tf.compat.v2's, "
+                "tensorflow.python.ops.custom_gradient's or keras.ops.custom_gradient"
+            )
+        )
         raise UsageError(f"{session} holds no recorded call: {why}; nothing to replay")
     if command == REPLAY_CMD:
         which = f" (the latest of {sessions} sessions in {folder})" if sessions > 1 else ""
@@ -267,7 +284,8 @@ def recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
     return os.path.abspath(session)
 
 
-def rerun_command(case_id: str, point: str, s: Settings, check=None, inputs: Optional[Sequence[str]] = None) -> str:
+def rerun_command(case_id: str, point: str, s: Settings, check=None,
+                  inputs: Optional[Sequence[str]] = None) -> str:
     """The command line that reruns one case at one point alone with the settings `s`; `check`
     the check spec it reruns (None: a case id), whose `inputs` (default: all of them) are the
     point's --inputs."""
@@ -277,7 +295,9 @@ def rerun_command(case_id: str, point: str, s: Settings, check=None, inputs: Opt
         parts += ([f"--order={s.origins.recorded[1]}"] if s.origins.recorded[1] != 1 else [])
         parts += [f"--expect={text}" for text in s.origins.recorded[2]]
     if check is not None:
-        parts += ["check", check.target] + [f"--inputs={i}" for i in (check.inputs if inputs is None else inputs)]
+        parts += ["check",
+                  check.target] + [f"--inputs={i}"
+                                   for i in (check.inputs if inputs is None else inputs)]
         parts += [f"--order={check.order}", f"--dtype={check.dtype}"]
         if check.wrt:
             parts.append(f"--wrt={','.join(check.wrt)}")
@@ -323,15 +343,17 @@ def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
     command, args = argv[1], list(argv[2:])
     if command == LIST_CMD:
         if args:
-            raise UsageError(f"list takes no arguments, got {' '.join(args)}; select cases with --cases")
+            raise UsageError(f"list takes no arguments, got {' '.join(args)}; select cases with "
+                             "--cases")
         return LIST_CMD, []
     if command not in COMMANDS:
-        raise UsageError(f"unknown command {command!r}; commands: {', '.join(COMMANDS)}, list (select cases with "
-                         "--cases)")
+        raise UsageError(f"unknown command {command!r}; commands: {', '.join(COMMANDS)}, list "
+                         "(select cases with --cases)")
     if command == RUN_CMD and args:
         raise UsageError(f"run takes no arguments, got {' '.join(args)}; select cases with --cases")
     if command == RECORD_CMD and (not args or len(args) < 2):
-        raise UsageError("record takes a folder and the command to run: python -m harness record DIR -- CMD ...")
+        raise UsageError("record takes a folder and the command to run: python -m harness record "
+                         "DIR -- CMD ...")
     if command in (CHECK_CMD, REPRO_CMD, EXPLORE_CMD, REPLAY_CMD) and len(args) != 1:
         raise UsageError(f"{command} takes one target, got {len(args)}: {' '.join(args) or 'none'}")
     return command, args
@@ -348,8 +370,9 @@ def refuse_other_flags(command: str, args: Sequence[str]) -> None:
     if command == RUN_CMD or (command in (REPRO_CMD, EXPLORE_CMD) and ".py:" not in args[0]):
         given = [f"--{f.name}" for f in (WRT, EXPECT, SYMMETRIC) if flags.FLAGS[f.name].present]
         if given:  # more than "not here": what says the same for a case
-            raise UsageError(f"{', '.join(given)} describe the function of check PATH.py:NAME; a case file says "
-                             "the same with Case(wrt=..., expectations=..., symmetric=...)")
+            raise UsageError(f"{', '.join(given)} describe the function of check PATH.py:NAME; a "
+                             "case file says the same with Case(wrt=..., expectations=..., "
+                             "symmetric=...)")
     belong: dict[tuple[str, ...], list[str]] = {}
     for name, (_, commands) in FLAG_TABLE.items():
         if command not in commands and flags.FLAGS[name].present:
@@ -357,14 +380,17 @@ def refuse_other_flags(command: str, args: Sequence[str]) -> None:
     if not belong:
         return
     one = sum(len(given) for given in belong.values()) == 1
-    parts = [f"{', '.join(given)} {'is a flag' if len(given) == 1 else 'are flags'} of python -m harness "
+    parts = [f"{', '.join(given)} {'is a flag' if len(given) == 1 else 'are flags'} of python -m "
+             "harness "
              f"{and_list(commands)}" for commands, given in belong.items()]
     here = "a plain run" if command == RUN_CMD else command
-    raise UsageError(f"{'; '.join(parts)}, not of {here}; give the command {'it belongs' if one else 'they belong'} "
-                     f"to, or drop {'it' if one else 'them'}")
+    raise UsageError(f"{'; '.join(parts)}, not of {here}; give the command "
+                     f"{'it belongs' if one else 'they belong'} to, or drop "
+                     f"{'it' if one else 'them'}")
 
 
-def distinct_outputs(outputs: Sequence[tuple[str, Optional[str]]], inputs: Sequence[str] = ()) -> None:
+def distinct_outputs(outputs: Sequence[tuple[str, Optional[str]]],
+                     inputs: Sequence[str] = ()) -> None:
     """Refuses two outputs, or an output and an input, that are one file (compared resolved)."""
     seen = {os.path.realpath(path): f"input report {path}" for path in inputs}
     for what, path in outputs:
@@ -372,13 +398,17 @@ def distinct_outputs(outputs: Sequence[tuple[str, Optional[str]]], inputs: Seque
             continue
         real = os.path.realpath(path)
         if real in seen:
-            raise UsageError(f"{seen[real]} and {what} are the same file {path}; give each its own path")
+            raise UsageError(f"{seen[real]} and {what} are the same file {path}; give each its own "
+                             "path")
         seen[real] = what
 
 
 def check_outputs() -> None:
-    stream = "--jsonl_out" if JSONL_OUT.value else "the JSON Lines stream (--json_out with the suffix .jsonl)"
-    distinct_outputs([("--json_out", JSON_OUT.value), ("--junit_out", JUNIT_OUT.value), (stream, jsonl_path())])
+    stream = ("--jsonl_out" if JSONL_OUT.value
+              else "the JSON Lines stream (--json_out with the suffix .jsonl)")
+    distinct_outputs(
+        [("--json_out", JSON_OUT.value), ("--junit_out", JUNIT_OUT.value), (stream, jsonl_path())]
+    )
     if JSON_OUT.value and not JSONL_OUT.value:  # the flag validators checked the others
         try:
             _report.check_writable(jsonl_path())
@@ -439,15 +469,20 @@ def shard() -> tuple[int, int]:
         if not text:
             return default
         if not text.isdigit():
-            raise UsageError(f"${variable}={text!r} is not a number; unset it or give --{flag.name}")
+            raise UsageError(
+                f"${variable}={text!r} is not a number; unset it or give --{flag.name}"
+            )
         return int(text)
 
-    index, count = number(SHARD_INDEX, "TEST_SHARD_INDEX", 0), number(NUM_SHARDS, "TEST_TOTAL_SHARDS", 1)
+    index, count = (number(SHARD_INDEX, "TEST_SHARD_INDEX", 0),
+                    number(NUM_SHARDS, "TEST_TOTAL_SHARDS", 1))
     if count < 1 or index >= count:
         raise UsageError(f"shard index {index} is not below the number of shards {count}; "
                          "give --shard_index from 0 to --num_shards - 1")
     if os.environ.get("TEST_SHARD_STATUS_FILE") and count > 1:
-        Path(os.environ["TEST_SHARD_STATUS_FILE"]).touch()  # tells the test runner sharding is supported
+        Path(
+            os.environ["TEST_SHARD_STATUS_FILE"]
+        ).touch()  # tells the test runner sharding is supported
     return index, count
 
 
@@ -464,14 +499,16 @@ def explore_domains(target: str) -> list:
         raise UsageError(f"--domain gives {twice[0]!r} twice; give one domain per argument")
     if ".py:" in target:
         if not domains:
-            raise UsageError(f"give one --domain per argument of {target}, e.g. --domain 'x=[-100, 100]'")
+            raise UsageError(f"give one --domain per argument of {target}, e.g. --domain 'x=[-100, "
+                             "100]'")
         if DTYPE.value not in ("float16", "float32", "float64"):
             raise UsageError(f"--dtype={DTYPE.value!r}: explore draws float16, float32 or float64")
         # Drawable, before any worker starts: every argument is --dtype, of its domain's first shape
         # or a scalar, as the case the worker makes of the function (harness.checking).
         name = target.rpartition(":")[2]
         info = CaseInfo(id=f"check.{name}", description="", source="", order=ORDER.value, points=(),
-                        arguments=tuple((n, DTYPE.value, d.shape[0] if d.shape else ()) for n, d in domains),
+                        arguments=tuple((n, DTYPE.value, d.shape[0] if d.shape else ())
+                                        for n, d in domains),
                         domains=tuple(domains))
         try:
             explore.validate_domains(info, domains)
@@ -481,8 +518,8 @@ def explore_domains(target: str) -> list:
 
 
 def explore_module():
-    """harness.explore.search, once Hypothesis is there to search with; a UsageError saying what to install
-    when it is not."""
+    """harness.explore.search, once Hypothesis is there to search with; a UsageError saying what
+    to install when it is not."""
     from harness.explore import search as explore  # noqa: PLC0415
 
     try:
@@ -502,7 +539,8 @@ def check_repro_flags(command: str) -> Optional[dict]:
         if FULL.value:
             raise UsageError("--minimize shrinks the short script; drop --full")
         if command != REPRO_CMD and not REPRO_DIR.value:
-            raise UsageError("--minimize shrinks the scripts --repro_dir writes; give --repro_dir DIR")
+            raise UsageError("--minimize shrinks the scripts --repro_dir writes; give --repro_dir "
+                             "DIR")
         try:
             minimize.require()
         except minimize.MissingReducer as e:
@@ -514,9 +552,11 @@ def read_matrix(path: str) -> dict:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise UsageError(f"--matrix_json {path}: cannot read it as JSON ({e}); give the file merge --json_out "
-                         "wrote") from None
-    if not isinstance(data, dict) or data.get("schema") != "harness.matrix/1" or not isinstance(data.get("rows"), list):
-        raise UsageError(f"--matrix_json {path}: not a version matrix (schema harness.matrix/1); make one with "
-                         "python -m harness merge REPORT.json ... --json_out matrix.json")
+        raise UsageError(f"--matrix_json {path}: cannot read it as JSON ({e}); give the file merge "
+                         "--json_out wrote") from None
+    if (not isinstance(data, dict) or data.get("schema") != "harness.matrix/1"
+        or not isinstance(data.get("rows"), list)):
+        raise UsageError(f"--matrix_json {path}: not a version matrix (schema harness.matrix/1); "
+                         "make one with python -m harness merge REPORT.json ... --json_out "
+                         "matrix.json")
     return data

@@ -26,15 +26,18 @@ import numpy as np
 from harness.case import Domain, point_label
 from harness.records import CaseInfo, Result, Status, Verdict
 
-__all__ = ["DATABASE", "MAX_ELEMENTS", "ExploreError", "Search", "cause", "validate_domains", "inputs_literal", "parse_domain",
-           "points", "require", "search"]
+__all__ = ["DATABASE", "MAX_ELEMENTS", "ExploreError", "Search", "cause", "validate_domains",
+           "inputs_literal", "parse_domain", "points", "require", "search"]
 
 # The example database, in the working directory: a failure found is tried first next time.
 DATABASE = ".harness/explore-db"
 # The dtypes explore draws; bfloat16 has no NumPy type in this process, and complex numbers
 # have no ordered bounds.
 _WIDTHS = {"float16": 16, "float32": 32, "float64": 64}
-_INSTALL = "pip install '.[explore]' in the harness checkout (pip install -e '.[explore]' for an editable install)"
+_INSTALL = (
+    "pip install '.[explore]' in the harness checkout (pip install -e '.[explore]' for an editable"
+    " install)"
+)
 
 
 class ExploreError(ValueError):
@@ -51,14 +54,16 @@ def require():
         import hypothesis  # noqa: PLC0415 - an extra: only explore needs it
         import hypothesis.strategies  # noqa: F401, PLC0415
     except ImportError:
-        raise ExploreError(f"explore needs Hypothesis, which is not installed; install it with {_INSTALL}") from None
+        raise ExploreError("explore needs Hypothesis, which is not installed; install it with "
+                           f"{_INSTALL}") from None
     return hypothesis
 
 
 # -- --domain texts --------------------------------------------------------------------------
 
-_FORM = ("NAME=[LOW, HIGH] (brackets: inclusive; parentheses: open), then ;shape=(2, 2)|(3, 3), ;symmetric, "
-         ";positive, ;exclude=0,1 and ;near=0.01 as needed, e.g. 'x=[-100, 100]' or 'a=(0, 5];shape=(3,)'")
+_FORM = ("NAME=[LOW, HIGH] (brackets: inclusive; parentheses: open), then ;shape=(2, 2)|(3, 3), "
+         ";symmetric, ;positive, ;exclude=0,1 and ;near=0.01 as needed, e.g. 'x=[-100, 100]' or "
+         "'a=(0, 5];shape=(3,)'")
 
 
 def parse_domain(text: str) -> tuple[str, Domain]:
@@ -73,13 +78,16 @@ def parse_domain(text: str) -> tuple[str, Domain]:
         raise ExploreError(f"--domain {text!r} names no argument; write {_FORM}")
     parts = [p.strip() for p in rest.split(";")]
     interval = parts[0]
-    if len(interval) < 2 or interval[0] not in "[(" or interval[-1] not in "])" or interval.count(",") != 1:
+    if (len(interval) < 2 or interval[0] not in "[(" or interval[-1] not in "])"
+        or interval.count(",") != 1):
         raise ExploreError(f"--domain {text!r}: {interval!r} is not an interval; write {_FORM}")
     try:
         low, high = (float(ast.literal_eval(b.strip())) for b in interval[1:-1].split(","))
     except (ValueError, SyntaxError, TypeError):
-        raise ExploreError(f"--domain {text!r}: the bounds of {interval!r} are not numbers; write {_FORM}") from None
-    fields: dict = {"low": low, "high": high, "open_low": interval[0] == "(", "open_high": interval[-1] == ")"}
+        raise ExploreError(f"--domain {text!r}: the bounds of {interval!r} are not numbers; write "
+                           f"{_FORM}") from None
+    fields: dict = {"low": low, "high": high, "open_low": interval[0] == "(",
+                    "open_high": interval[-1] == ")"}
     for part in parts[1:]:
         key, _, value = (s.strip() for s in part.partition("="))
         try:
@@ -112,14 +120,15 @@ def _shape(text: str) -> tuple[int, ...]:
 
 # -- strategies ------------------------------------------------------------------------------
 
-# Hypothesis draws one example from a buffer of 8 KiB: a number costs about 8 bytes of it, and one of
-# a domain with exclusions another choice (which interval it comes from). An example of more numbers
-# than this is drawn rarely or never, so such a domain is refused before the search.
+# Hypothesis draws one example from a buffer of 8 KiB: a number costs about 8 bytes of it, and one
+# of a domain with exclusions another choice (which interval it comes from). An example of more
+# numbers than this is drawn rarely or never, so such a domain is refused before the search.
 MAX_ELEMENTS = 600
 
 
 def _inward(bound: float, dtype: str, up: bool) -> float:
-    """`bound` as the nearest `dtype` number on its inward side (Hypothesis wants bounds it can hold)."""
+    """`bound` as the nearest `dtype` number on its inward side (Hypothesis wants bounds it can
+    hold)."""
     kind = np.dtype(dtype).type
     with np.errstate(over="ignore"):
         value = kind(bound)
@@ -155,8 +164,9 @@ def _pieces(domain: Domain, dtype: str, what: str) -> list[tuple[float, float, b
                 cut.append((max(a, x + domain.near), b, oa and a >= x + domain.near, ob))
         pieces = [(a, b, oa, ob) for a, b, oa, ob in cut if a < b or a == b and not (oa or ob)]
     if not pieces:
-        raise ExploreError(f"{what}: every value of {domain.describe()} is within {domain.near:g} of an excluded "
-                           "value, so nothing can be drawn; narrow exclude or near, or widen the bounds")
+        raise ExploreError(f"{what}: every value of {domain.describe()} is within {domain.near:g} "
+                           "of an excluded value, so nothing can be drawn; narrow exclude or near, "
+                           "or widen the bounds")
     tiny = float(np.finfo(dtype).tiny)
     drawn, subnormal = [], False
     for a, b, oa, ob in pieces:
@@ -180,12 +190,14 @@ def _pieces(domain: Domain, dtype: str, what: str) -> list[tuple[float, float, b
         else:
             subnormal = True
     if not drawn and subnormal:
-        raise ExploreError(f"{what}: no {dtype} number in {domain.describe()} can be drawn: explore draws no "
-                           f"subnormal numbers (TensorFlow flushes them to zero in some kernels), and {dtype}'s "
-                           f"normal numbers start at {tiny:.3g}; widen the domain, or draw in a wider dtype")
+        raise ExploreError(f"{what}: no {dtype} number in {domain.describe()} can be drawn: "
+                           "explore draws no "
+                           "subnormal numbers (TensorFlow flushes them to zero in some kernels), "
+                           f"and {dtype}'s normal numbers start at {tiny:.3g}; widen the domain, "
+                           "or draw in a wider dtype")
     if not drawn:
-        raise ExploreError(f"{what}: no {dtype} number lies in {domain.describe()}; widen it, or draw in a wider "
-                           "dtype")
+        raise ExploreError(f"{what}: no {dtype} number lies in {domain.describe()}; widen it, or "
+                           "draw in a wider dtype")
     return drawn
 
 
@@ -229,10 +241,12 @@ def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
     names = [a[0] for a in info.arguments]
     unknown = [n for n in by_name if n not in names]
     if unknown:
-        raise ExploreError(f"--domain names {unknown[0]!r}, which is not an argument of {info.id}; its arguments: "
+        raise ExploreError(f"--domain names {unknown[0]!r}, which is not an argument of {info.id}; "
+                           "its arguments: "
                            f"{', '.join(names)}")
     if not by_name:
-        raise ExploreError(f"{info.id} declares no domains; give --domain NAME=[LOW, HIGH] for an argument "
+        raise ExploreError(f"{info.id} declares no domains; give --domain NAME=[LOW, HIGH] for an "
+                           "argument "
                            f"({', '.join(names)})")
     parts, sizes = [], []
     for i, (name, dtype, shape) in enumerate(info.arguments):
@@ -241,7 +255,9 @@ def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
             try:
                 parts.append(st.just(np.asarray(info.fixed[i], dtype=dtype)))
             except TypeError:
-                raise ExploreError(f"{what} is {dtype}, which explore cannot hold; give it a domain") from None
+                raise ExploreError(
+                    f"{what} is {dtype}, which explore cannot hold; give it a domain"
+                ) from None
             continue
         if dtype not in _WIDTHS:
             raise ExploreError(f"{what} is {dtype}; explore draws {', '.join(_WIDTHS)}")
@@ -250,14 +266,20 @@ def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
         _pieces(domain, dtype, what)  # something to draw, or why not
         largest = max(shapes, key=lambda s: int(np.prod(s, dtype=np.int64)))
         sizes.append((name, largest, int(np.prod(largest, dtype=np.int64))))
-        parts.append(st.sampled_from(shapes).flatmap(lambda s, d=domain, t=dtype, w=what: _array(st, d, t, s, w)))
+        parts.append(
+            st.sampled_from(shapes).flatmap(
+                lambda s, d=domain, t=dtype, w=what: _array(st, d, t, s, w)
+            )
+        )
     total = sum(size for _, _, size in sizes)
     if total > MAX_ELEMENTS:
         name, shape, size = max(sizes, key=lambda s: s[2])
-        held = f"{size} numbers" if len(sizes) == 1 else f"{total} numbers ({size} of them {name}'s)"
-        raise ExploreError(f"{info.id}: an example with {name} of shape {list(shape)} holds {held}, more than the "
-                           f"{MAX_ELEMENTS} explore can draw in one example (Hypothesis draws each example from a "
-                           "buffer of 8 KiB); give a smaller shape")
+        held = (f"{size} numbers" if len(sizes) == 1
+                else f"{total} numbers ({size} of them {name}'s)")
+        raise ExploreError(f"{info.id}: an example with {name} of shape {list(shape)} holds "
+                           f"{held}, more than the {MAX_ELEMENTS} explore can draw in one example "
+                           "(Hypothesis draws each example from a buffer of 8 KiB); give a smaller "
+                           "shape")
     return st.tuples(*parts).map(lambda values: tuple(zip(names, values)))
 
 
@@ -271,7 +293,8 @@ def validate_domains(info: CaseInfo, domains: Sequence[tuple[str, Domain]]) -> N
     is drawn here, nothing measured.
 
     Raises:
-      ExploreError: what `points` refuses, or Hypothesis could draw no example (the message says what
+      ExploreError: what `points` refuses, or Hypothesis could draw no example (the message says
+      what
         to change).
     """
     hypothesis = _hypothesis()
@@ -291,11 +314,12 @@ def validate_domains(info: CaseInfo, domains: Sequence[tuple[str, Domain]]) -> N
     except _Stopped:
         return
     except (NoSuchExample, Unsatisfiable):
-        raise ExploreError(f"{info.id}: Hypothesis could draw no example from {over}; give wider bounds, fewer "
-                           "exclusions or smaller shapes") from None
+        raise ExploreError(f"{info.id}: Hypothesis could draw no example from {over}; give wider "
+                           "bounds, fewer exclusions or smaller shapes") from None
     except HypothesisException as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ExploreError(f"{info.id}: Hypothesis cannot draw from {over}: {first}; change the domain") from None
+        raise ExploreError(f"{info.id}: Hypothesis cannot draw from {over}: {first}; change the "
+                           "domain") from None
 
 
 def _hypothesis():
@@ -323,7 +347,8 @@ def cause(result: Result, info: Optional[CaseInfo] = None) -> tuple:
     the same oracle says both). `info` gives the case's tolerance for comparing the modes."""
     modes = tuple(sorted((m, o.status.value, o.error.type if o.error else "", _stage(o.error))
                          for m, o in result.outcomes.items() if o.status is not Status.OK))
-    oracles = tuple(sorted(_oracle_cause(o) for o in result.oracles.values() if o.status in ("differ", "error")))
+    oracles = tuple(sorted(_oracle_cause(o) for o in result.oracles.values()
+                           if o.status in ("differ", "error")))
     return result.verdict.value, modes, _differences(result, info), oracles, _non_finite(result)
 
 
@@ -331,20 +356,22 @@ def _stage(error) -> str:
     """Where an exception happened: "order K", or the stage's first word (forward, build, ...)."""
     if error is None:
         return ""
-    return f"order {error.order}" if error.order is not None else error.stage.split(" ", 1)[0].rstrip(",")
+    return (f"order {error.order}" if error.order is not None
+            else error.stage.split(" ", 1)[0].rstrip(","))
 
 
 def _source(where: str) -> str:
-    """The source a Mismatch's `where` or an oracle's line names ("order 2 gradient wrt x[0]": "x")."""
+    """The source a Mismatch's `where` or an oracle's line names ("order 2 gradient wrt x[0]":
+    "x")."""
     found = re.search(r"gradient wrt ([A-Za-z_][A-Za-z0-9_]*)", where)
     return found[1] if found else ""
 
 
 def _differences(result: Result, info: Optional[CaseInfo]) -> tuple:
     """(mode, kind, order, source, weighted) for every difference from the yardstick mode and every
-    malformed gradient (harness.judge.compare: "value", "none", "nonfinite", "dtype", "shape", "status",
-    "error_type", "count", "gradient") that the verdict's lines report: a declared deviation that
-    happened is not part of the failure, and may come and go while shrinking."""
+    malformed gradient (harness.judge.compare: "value", "none", "nonfinite", "dtype", "shape",
+    "status", "error_type", "count", "gradient") that the verdict's lines report: a declared
+    deviation that happened is not part of the failure, and may come and go while shrinking."""
     from harness.judge.compare import check_gradients, compare_outcomes  # noqa: PLC0415
 
     said = "\n".join((result.reason,) + tuple(result.details))
@@ -356,22 +383,31 @@ def _differences(result: Result, info: Optional[CaseInfo]) -> tuple:
         if ref is not None and mode != result.yardstick and ref.status is not Status.SKIP:
             for m in compare_outcomes(ref, outcome, tolerance=info.tolerance if info else None):
                 if m.message in said:
-                    found.add((mode, m.kind, -1 if m.order is None else m.order, _source(m.where), m.upstream))
+                    found.add((mode, m.kind, -1 if m.order is None else m.order, _source(m.where),
+                               m.upstream))
         if outcome.status is Status.OK:
             for m in check_gradients(outcome):
                 if m.message in said:
                     order = re.match(r"order (\d+)", m.where)
-                    found.add((mode, m.kind, int(order[1]) if order else -1, _source(m.where), False))
+                    found.add((mode, m.kind, int(order[1]) if order else -1, _source(m.where),
+                               False))
     return tuple(sorted(found))
 
 
-# The kinds of an oracle's difference, from the words of its lines (harness.measure.oracles says them).
-_LINE_KINDS = (("surrogate", "a surrogate, not a derivative"), ("kink", "has a kink here"),
-               ("non-finite", "NaN or infinite gradient"), ("non-finite", "where the numeric derivative is finite"),
-               ("unconnected", "counted as 0"), ("triangle", "strict upper triangle"),
-               ("triangle", "strict lower triangle"), ("upstream", "mishandles its upstream gradient"),
-               ("upstream raises", "grad_fn fails when its upstream gradient"),
-               ("impure", "runs it a second time"))
+# The kinds of an oracle's difference, from the words of its lines (harness.measure.oracles says
+# them).
+_LINE_KINDS = (
+    ("surrogate", "a surrogate, not a derivative"),
+    ("kink", "has a kink here"),
+    ("non-finite", "NaN or infinite gradient"),
+    ("non-finite", "where the numeric derivative is finite"),
+    ("unconnected", "counted as 0"),
+    ("triangle", "strict upper triangle"),
+    ("triangle", "strict lower triangle"),
+    ("upstream", "mishandles its upstream gradient"),
+    ("upstream raises", "grad_fn fails when its upstream gradient"),
+    ("impure", "runs it a second time"),
+)
 # What an oracle's note says of the point: why some directions could not be judged there.
 _NOTE_KINDS = (("jump", "jumps within a step"), ("noisy", "too noisy at this step"),
                ("kink", "has a kink at the point"), ("coarse", "could hide a wrong sign"))
@@ -381,13 +417,15 @@ def _oracle_cause(o) -> tuple:
     """(oracle, its status, the orders that differ, the sources its lines name, the kinds of
     difference they say, what its note says of the point)."""
     sources = tuple(sorted({_source(line) for line in o.details}))
-    kinds = tuple(sorted({kind for line in o.details for kind, words in _LINE_KINDS if words in line} or {"value"}))
+    kinds = tuple(sorted({kind for line in o.details for kind, words in _LINE_KINDS
+                          if words in line} or {"value"}))
     notes = tuple(sorted({kind for kind, words in _NOTE_KINDS if words in o.note}))
     return o.name, o.status, tuple(o.differ), sources, kinds, notes
 
 
 def _non_finite(result: Result) -> tuple:
-    """(order, "inf" or "nan") for each order of the first mode that computed, where its values have one."""
+    """(order, "inf" or "nan") for each order of the first mode that computed, where its values
+    have one."""
     computed = next((o for o in result.outcomes.values() if o.status is Status.OK), None)
     if computed is None:
         return ()
@@ -435,16 +473,17 @@ class Search:
 
     @property
     def searched(self) -> int:
-        """The examples judged up to and including the first failing one (all of them when none failed)."""
+        """The examples judged up to and including the first failing one (all of them when none
+        failed)."""
         return self.tried - self.shrinking
 
 
 def _failing(info: CaseInfo, measure: Callable[[tuple], Result], strict_xpass: bool,
              state: dict) -> Callable[[tuple], bool]:
     """The predicate Hypothesis searches with: whether `measure` fails at the values, with the same
-    cause as the first failure found. It counts the tries in `state`, keeps there the first failure's
-    cause and try, and the latest values failing with it; a crash or timeout is kept and stops the
-    search (_Stopped)."""
+    cause as the first failure found. It counts the tries in `state`, keeps there the first
+    failure's cause and try, and the latest values failing with it; a crash or timeout is kept
+    and stops the search (_Stopped)."""
 
     def failing(values) -> bool:
         result = measure(values)
@@ -466,9 +505,9 @@ def _failing(info: CaseInfo, measure: Callable[[tuple], Result], strict_xpass: b
     return failing
 
 
-def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Callable[[tuple], Result], *,
-           examples: int, seed: Optional[int], key: str, database: Optional[str] = DATABASE,
-           strict_xpass: bool = False) -> Search:
+def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]],
+           measure: Callable[[tuple], Result], *, examples: int, seed: Optional[int], key: str,
+           database: Optional[str] = DATABASE, strict_xpass: bool = False) -> Search:
     """Draws up to `examples` points of `domains`, judging each with `measure`, and shrinks the
     first failing one to the simplest that fails with the same `cause`.
 
@@ -476,38 +515,51 @@ def search(info: CaseInfo, domains: Sequence[tuple[str, Domain]], measure: Calla
     and options). The same `seed` draws the same points; Hypothesis then leaves the database alone.
 
     Raises:
-      ExploreError: no example can be drawn from `domains` (`validate_domains`), before any is measured.
+      ExploreError: no example can be drawn from `domains` (`validate_domains`), before any is
+      measured.
     """
     hypothesis = _hypothesis()
     from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: PLC0415
-    from hypothesis.errors import Flaky, HypothesisException, NoSuchExample, Unsatisfiable  # noqa: PLC0415
+    from hypothesis.errors import (
+        Flaky,
+        HypothesisException,
+        NoSuchExample,
+        Unsatisfiable,
+    )  # noqa: PLC0415
 
     validate_domains(info, domains)
     strategy = points(info, domains)
     state: dict = {"tried": 0, "first": None, "cause": None, "found": None, "stopped": None}
     failing = _failing(info, measure, strict_xpass, state)
     settings = hypothesis.settings(
-        max_examples=examples, deadline=None, derandomize=False, verbosity=hypothesis.Verbosity.quiet,
+        max_examples=examples, deadline=None, derandomize=False,
+        verbosity=hypothesis.Verbosity.quiet,
         database=DirectoryBasedExampleDatabase(database) if database else None,
         suppress_health_check=list(hypothesis.HealthCheck))
     note = stopped = ""
     try:
-        hypothesis.find(strategy, failing, settings=settings, database_key=hashlib.sha256(key.encode()).digest(),
+        hypothesis.find(strategy, failing, settings=settings,
+                        database_key=hashlib.sha256(key.encode()).digest(),
                         random=random.Random(seed) if seed is not None else None)
     except _Stopped:
         values, result = state["stopped"]
-        return Search(values, result, state["tried"], f"stopped at the first {result.verdict.value}, without "
+        return Search(values, result, state["tried"],
+                      f"stopped at the first {result.verdict.value}, without "
                                                       "shrinking: each try would cost a worker")
     except NoSuchExample:
         pass
     except Unsatisfiable:
-        why = " (on an excluded value, or too large)" if any(d.exclude for _, d in domains) else " (too large)"
+        why = (" (on an excluded value, or too large)" if any(d.exclude for _, d in domains)
+               else " (too large)")
         stopped = f"Hypothesis rejected too many of its draws{why}"
     except Flaky:
-        note = "the point failed once and passed when tried again: the case is not deterministic there"
+        note = (
+            "the point failed once and passed when tried again: the case is not deterministic there"
+        )
     except HypothesisException as e:  # a health check, say: what it says, never a traceback
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        stopped = f"Hypothesis stopped the search: {type(e).__name__}" + (f": {first}" if first else "")
+        stopped = f"Hypothesis stopped the search: {type(e).__name__}" + (f": {first}" if first
+                                                                          else "")
     if state["found"] is None:
         return Search(None, None, state["tried"], note, stopped=stopped)
     values, result = state["found"]

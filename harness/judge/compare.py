@@ -32,7 +32,9 @@ class Mismatch:
     where: str
     message: str
     order: Optional[int] = None  # the derivative order it is at, when it is at one
-    upstream: bool = False  # in the weighted chain (harness.measure.upstream), not at the plain contraction
+    upstream: bool = (
+        False  # in the weighted chain (harness.measure.upstream), not at the plain contraction
+    )
 
 
 def where(order: int, index: int, wrt_names: Sequence[str]) -> str:
@@ -44,13 +46,14 @@ def where(order: int, index: int, wrt_names: Sequence[str]) -> str:
 
 
 def _fmt(x) -> str:
-    return f"{x:.8g}" if isinstance(x, (float, complex, np.floating, np.complexfloating)) else str(x)
+    return (f"{x:.8g}" if isinstance(x, (float, complex, np.floating, np.complexfloating))
+            else str(x))
 
 
 def _as_wide(value: np.ndarray) -> np.ndarray:
-    # bfloat16 and float16 are widened so the arithmetic below is exact enough. Integers and booleans
-    # stay as they are, to be compared exactly: float64 cannot hold every int64 (2**60 + 1 would
-    # round to 2**60).
+    # bfloat16 and float16 are widened so the arithmetic below is exact enough. Integers and
+    # booleans stay as they are, to be compared exactly: float64 cannot hold every int64 (2**60 + 1
+    # would round to 2**60).
     if value.dtype.kind == "c":
         return value.astype(np.complex128)
     if value.dtype.kind == "f" or value.dtype.name == "bfloat16":
@@ -96,14 +99,17 @@ def compare_outputs(ref: Output, got: Output, tol: Tol, *, ref_mode: str, mode: 
             return None
         i = int(np.flatnonzero(differ)[0])
         idx = _index(i, a.shape)
-        return Mismatch("value", at, f"{at}: {pair}: {int(differ.sum())} of {a.size} elements differ; "
-                                     f"first at {idx}: {mode}={a.flat[i]} {ref_mode}={b.flat[i]} (exact match required)")
+        return Mismatch("value", at,
+                        f"{at}: {pair}: {int(differ.sum())} of {a.size} elements differ; "
+                                     f"first at {idx}: {mode}={a.flat[i]} {ref_mode}={b.flat[i]} "
+                                     "(exact match required)")
     for mask_a, mask_b in zip(_nonfinite_masks(a), _nonfinite_masks(b)):
         if (mask_a != mask_b).any():
             i = int(np.flatnonzero(mask_a != mask_b)[0])
             idx = _index(i, a.shape)
             return Mismatch("nonfinite", at, f"{at}: {pair}: NaN/Inf positions differ; at {idx}: "
-                                             f"{mode}={_fmt(a.flat[i])} {ref_mode}={_fmt(b.flat[i])}")
+                                             f"{mode}={_fmt(a.flat[i])} "
+                                             f"{ref_mode}={_fmt(b.flat[i])}")
     finite = np.isfinite(a) & np.isfinite(b)  # the masks above already matched the rest
     a, b = np.where(finite, a, 0), np.where(finite, b, 0)
     abs_err = np.abs(a - b)
@@ -119,8 +125,8 @@ def compare_outputs(ref: Output, got: Output, tol: Tol, *, ref_mode: str, mode: 
     return Mismatch(
         "value", at,
         f"{at}: {pair}: {int(bad.sum())} of {a.size} elements differ; worst at {idx}: "
-        f"{mode}={_fmt(a.flat[i])} {ref_mode}={_fmt(b.flat[i])} abs err {float(abs_err.flat[i]):.3g} "
-        f"rel err {rel:.3g} (rtol {tol.rtol:g}, atol {tol.atol:g})",
+        f"{mode}={_fmt(a.flat[i])} {ref_mode}={_fmt(b.flat[i])} abs err "
+        f"{float(abs_err.flat[i]):.3g} rel err {rel:.3g} (rtol {tol.rtol:g}, atol {tol.atol:g})",
     )
 
 
@@ -150,19 +156,28 @@ def compare_outcomes(ref: ModeOutcome, got: ModeOutcome, *, tolerance: Tolerance
             return [Mismatch("error_type", got.error.stage,
                              f"{pair}: {got.mode} raises {got.error.type} at {got.error.stage}, "
                              f"{ref.mode} raises {ref.error.type} at {ref.error.stage}")]
-        return [Mismatch("status", got.error.stage if got.error else ref.error.stage if ref.error else "",
-                         f"{pair}: {got.mode} {_describe_error(got) if got.status is not Status.OK else 'returns values'}; "
-                         f"{ref.mode} {_describe_error(ref) if ref.status is not Status.OK else 'returns values'}")]
+        return [
+            Mismatch(
+                "status",
+                got.error.stage if got.error else ref.error.stage if ref.error else "",
+                f"{pair}: {got.mode}"
+                f" {_describe_error(got) if got.status is not Status.OK else 'returns values'};"
+                f" {ref.mode}"
+                f" {_describe_error(ref) if ref.status is not Status.OK else 'returns values'}",
+            )
+        ]
     found = []
     wrt_names = [s.name for s in ref.sources]
     if len(ref.orders) != len(got.orders):
-        return [Mismatch("count", "", f"{pair}: {len(got.orders) - 1} orders vs {len(ref.orders) - 1}")]
+        return [Mismatch("count", "",
+                         f"{pair}: {len(got.orders) - 1} orders vs {len(ref.orders) - 1}")]
     for order, (ref_outs, got_outs) in enumerate(zip(ref.orders, got.orders)):
         if order == 0 and top is not None:
             continue  # a training step returns no outputs
         if len(ref_outs) != len(got_outs):
             found.append(Mismatch("count", f"order {order}",
-                                  f"order {order}: {pair}: {len(got_outs)} outputs vs {len(ref_outs)}", order))
+                                  f"order {order}: {pair}: {len(got_outs)} outputs vs "
+                                  f"{len(ref_outs)}", order))
             continue
         for index, (r, g) in enumerate(zip(ref_outs, got_outs)):
             at = where(order, index, wrt_names)
@@ -187,15 +202,17 @@ def _upto(outcome: ModeOutcome, top: int) -> ModeOutcome:
     upstream_error = outcome.upstream_error
     if upstream_error is not None and (upstream_error.order or 0) > top:
         upstream_error = None
-    cut = dataclasses.replace(outcome, orders=outcome.orders[:top + 1], upstream=outcome.upstream[:top],
-                              upstream_error=upstream_error)
+    cut = dataclasses.replace(outcome, orders=outcome.orders[:top + 1],
+                              upstream=outcome.upstream[:top], upstream_error=upstream_error)
     error = outcome.error
-    if outcome.status is Status.ERROR and error is not None and (error.order or 0) > top and len(outcome.orders) > top:
+    if (outcome.status is Status.ERROR and error is not None and (error.order or 0) > top
+        and len(outcome.orders) > top):
         cut = dataclasses.replace(cut, status=Status.OK, error=None)
     return cut
 
 
-def _narrowed(ref: ModeOutcome, got: ModeOutcome, tolerance: ToleranceOverride) -> ToleranceOverride:
+def _narrowed(ref: ModeOutcome, got: ModeOutcome,
+              tolerance: ToleranceOverride) -> ToleranceOverride:
     """The tolerance for values computed in the narrower dtype a side computed in (float16 under a
     mixed-precision policy) against a wider truth (tolerance.NARROW_TOLERANCES), for every dtype."""
     narrow = got.computed_in or ref.computed_in
@@ -203,10 +220,12 @@ def _narrowed(ref: ModeOutcome, got: ModeOutcome, tolerance: ToleranceOverride) 
 
 
 def _side(error, mode: str) -> str:
-    return f"{mode} raises {error.type} at {error.stage}: {error.first_line}" if error else f"{mode} returns values"
+    return (f"{mode} raises {error.type} at {error.stage}: {error.first_line}" if error
+            else f"{mode} returns values")
 
 
-def _compare_upstream(ref: ModeOutcome, got: ModeOutcome, tolerance: ToleranceOverride) -> list[Mismatch]:
+def _compare_upstream(ref: ModeOutcome, got: ModeOutcome,
+                      tolerance: ToleranceOverride) -> list[Mismatch]:
     """The weighted chains' disagreements; none when neither mode computed one."""
     pair = f"{got.mode} vs {ref.mode}"
     if ref.upstream_error or got.upstream_error:
@@ -214,7 +233,8 @@ def _compare_upstream(ref: ModeOutcome, got: ModeOutcome, tolerance: ToleranceOv
         if r and g and r.type == g.type:
             return []
         raised = g or r
-        return [Mismatch("status", raised.stage, f"with upstream weights: {pair}: {_side(g, got.mode)}; "
+        return [Mismatch("status", raised.stage,
+                         f"with upstream weights: {pair}: {_side(g, got.mode)}; "
                          f"{_side(r, ref.mode)}", order=raised.order, upstream=True)]
     if not ref.upstream or not got.upstream:
         return []
@@ -223,7 +243,8 @@ def _compare_upstream(ref: ModeOutcome, got: ModeOutcome, tolerance: ToleranceOv
     for order, (ref_outs, got_outs) in enumerate(zip(ref.upstream, got.upstream), start=1):
         for index, (r, g) in enumerate(zip(ref_outs, got_outs)):
             at = where(order, index, names) + " with upstream weights"
-            m = compare_outputs(r, g, tolerance_for(r.dtype, tolerance), ref_mode=ref.mode, mode=got.mode, at=at)
+            m = compare_outputs(r, g, tolerance_for(r.dtype, tolerance), ref_mode=ref.mode,
+                                mode=got.mode, at=at)
             if m:
                 found.append(dataclasses.replace(m, order=order, upstream=True))
     return found
@@ -251,7 +272,7 @@ def check_gradients(outcome: ModeOutcome) -> list[Mismatch]:
             if out.dtype != source.dtype or out.shape != source.shape:
                 found.append(Mismatch(
                     "gradient", at,
-                    f"{at}: {outcome.mode}: gradient is {out.dtype}{list(out.shape)} but {source.name} is "
-                    f"{source.dtype}{list(source.shape)}",
+                    f"{at}: {outcome.mode}: gradient is {out.dtype}{list(out.shape)} but "
+                    f"{source.name} is {source.dtype}{list(source.shape)}",
                 ))
     return found

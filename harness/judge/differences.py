@@ -64,14 +64,17 @@ _NOISE_SPACING = 64.0
 # for the smallest change it makes: its resolution, when that is small beside the value.
 _WIDEN = 3
 
-# Machine epsilon by dtype name (NumPy's finfo knows no bfloat16); an unknown dtype counts as float64.
-EPSILON = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
+# Machine epsilon by dtype name (NumPy's finfo knows no bfloat16); an unknown dtype counts as
+# float64.
+EPSILON = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23,
+           "float64": 2.0 ** -52}
 
 
-# The smallest normal number by dtype name. Below it a value has lost precision, and TensorFlow's CPU
-# kernels flush it to zero (the executor runs them under port::ScopedFlushDenormal), so a gradient
-# that small cannot be told from 0.
-TINY = {"float16": 2.0 ** -14, "bfloat16": 2.0 ** -126, "float32": 2.0 ** -126, "float64": 2.0 ** -1022}
+# The smallest normal number by dtype name. Below it a value has lost precision, and TensorFlow's
+# CPU kernels flush it to zero (the executor runs them under port::ScopedFlushDenormal), so a
+# gradient that small cannot be told from 0.
+TINY = {"float16": 2.0 ** -14, "bfloat16": 2.0 ** -126, "float32": 2.0 ** -126,
+        "float64": 2.0 ** -1022}
 
 
 def epsilon(dtype: str) -> float:
@@ -154,8 +157,8 @@ def assess(g: float, phi: Callable[[float], Optional[float]], h: float, *, eps: 
         rounding = judge.rounding(level)
         allowed = judge.allowed(numeric, rounding)
         if abs(g - numeric) <= allowed and _resolved(g, numeric, rounding):
-            return judge.judged("match", SMOOTH, numeric=numeric, left=numeric, right=numeric, allowed=allowed,
-                                step=h)
+            return judge.judged("match", SMOOTH, numeric=numeric, left=numeric, right=numeric,
+                                allowed=allowed, step=h)
     return judge.refined(h)
 
 
@@ -185,7 +188,8 @@ class _Judge:
     """One direction's differences, from the screen on."""
 
     def __init__(self, g, phi, eps, rtol, atol, scale):
-        self.g, self.phi, self.eps, self.rtol, self.atol, self.scale = g, phi, eps, rtol, atol, scale
+        self.g, self.phi, self.eps, self.rtol, self.atol, self.scale = (g, phi, eps, rtol, atol,
+                                                                        scale)
         self.samples: dict = {}
         self.base = 0.0
         self.noise = 0.0  # measured once the screen has not settled it
@@ -299,8 +303,9 @@ class _Judge:
         side_error = abs(right_c - right_f) + abs(left_c - left_f)
         jump = _jump(coarse, fine, base, rounding * fine.h + _NOISE_SIGMAS * self.noise)
         if jump:
-            return self.judged("unresolved", JUMP, numeric=numeric, left=left, right=right, error=error,
-                               allowed=self.allowed(numeric, rounding), step=fine.h, jump=jump)
+            return self.judged("unresolved", JUMP, numeric=numeric, left=left, right=right,
+                               error=error, allowed=self.allowed(numeric, rounding), step=fine.h,
+                               jump=jump)
         apart = self.allowed(numeric, 2 * rounding) + side_error + 2 * self.noise_error(fine.h)
         if abs(right - left) > apart:
             if side_error < _KINK_SHARE * abs(right - left):  # each side consistent, the two apart
@@ -308,8 +313,8 @@ class _Judge:
             error = max(error, side_error)  # sides that move with the step: noise, judged as such
         return self.verdict(numeric, numeric, numeric, error, rounding, fine.h, SMOOTH)
 
-    def verdict(self, numeric: float, left: float, right: float, error: float, rounding: float, step: float,
-                kind: str) -> Judged:
+    def verdict(self, numeric: float, left: float, right: float, error: float, rounding: float,
+                step: float, kind: str) -> Judged:
         g = self.g
         allowed = self.allowed(numeric, rounding)
         numbers = dict(left=left, right=right, error=error, allowed=allowed, step=step,
@@ -319,7 +324,9 @@ class _Judge:
         if self.noise and self.noise / step > abs(g):
             # The gradient is smaller than what the noise alone moves a difference by: no evidence.
             return self.judged("unresolved", NOISE, numeric=numeric, **numbers)
-        nearest = min(max(g, min(left, right)), max(left, right))  # g itself when it lies between the sides
+        nearest = min(
+            max(g, min(left, right)), max(left, right)
+        )  # g itself when it lies between the sides
         if kind == KINK:
             numeric = nearest
         miss = abs(g - nearest)
@@ -328,8 +335,10 @@ class _Judge:
         if miss <= allowed + 3 * error:
             # Within what the steps' disagreement, the noise or the rounding could explain: no
             # evidence either way.
-            return self.judged("unresolved", NOISY if error > rounding else COARSE, numeric=numeric, **numbers)
-        return self.judged("differ", kind, numeric=numeric, excess=miss - allowed - 3 * error, **numbers)
+            return self.judged("unresolved", NOISY if error > rounding else COARSE,
+                               numeric=numeric, **numbers)
+        return self.judged("differ", kind, numeric=numeric, excess=miss - allowed - 3 * error,
+                           **numbers)
 
 
 def _spread(grid: list) -> float:

@@ -15,7 +15,8 @@ from harness.judge.compare import Mismatch, compare_outcomes
 from harness.mode_names import LADDER
 from harness.records import ModeOutcome, OracleOutcome, Status
 
-__all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "PARTLY_OUTSIDE", "partly_outside_line", "deviation_lines", "distinct", "fallback", "hints", "ladder", "modes_of",
+__all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "PARTLY_OUTSIDE", "partly_outside_line",
+           "deviation_lines", "distinct", "fallback", "hints", "ladder", "modes_of",
            "no_gradient_line", "oracle_line", "said_once", "unchecked"]
 
 
@@ -25,17 +26,19 @@ def fallback(outcome: ModeOutcome, order: int) -> Optional[str]:
     if order < 1 or outcome.status is not Status.OK or usage is None or not usage.unused:
         return None
     names = ", ".join(usage.unused)
-    return (f"{outcome.mode} never called the custom gradient of {names} although its forward ran: the "
-            "gradient came from somewhere else, usually ordinary autodiff of its body")
+    return (f"{outcome.mode} never called the custom gradient of {names} although its forward ran: "
+            "the gradient came from somewhere else, usually ordinary autodiff of its body")
 
 
 def deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismatch],
-                     malformed: list[Mismatch], ref_mode: str, active: Mapping[str, ModeOutcome]) -> list[str]:
+                     malformed: list[Mismatch], ref_mode: str,
+                     active: Mapping[str, ModeOutcome]) -> list[str]:
     lines = [m.message for m in disagreements + malformed]
     if not lines and outcome.status is Status.ERROR:
         e = outcome.error
         others = [m for m in active if m != mode]
-        raising = [m for m in others if active[m].status is Status.ERROR and active[m].error is not None]
+        raising = [m for m in others if active[m].status is Status.ERROR
+                   and active[m].error is not None]
         same = [m for m in raising if active[m].error.type == e.type]
         if not others:
             said = f"{mode} is the only mode selected"
@@ -43,7 +46,8 @@ def deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismatc
             said = "every selected mode raises it too"
         else:
             # Each other mode as it is: raising this, raising something else, or computing values.
-            parts = [f"{', '.join(same)} raise{'s' if len(same) == 1 else ''} it too"] if same else []
+            parts = ([f"{', '.join(same)} raise{'s' if len(same) == 1 else ''} it too"] if same
+                     else [])
             parts += [f"{m} raises {active[m].error.type}" for m in raising if m not in same]
             calm = [m for m in others if m not in raising]
             if calm and not parts:
@@ -56,7 +60,8 @@ def deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismatc
     return lines
 
 
-def ladder(outcomes: Mapping[str, ModeOutcome], tolerance, said: Sequence[str] = ()) -> Optional[str]:
+def ladder(outcomes: Mapping[str, ModeOutcome], tolerance,
+           said: Sequence[str] = ()) -> Optional[str]:
     """Where along eager, no_autograph, function, xla, graph the results first part; the
     difference itself only when no line in `said` already says it."""
     steps = [m for m in LADDER if m in outcomes and outcomes[m].status is not Status.SKIP]
@@ -68,11 +73,15 @@ def ladder(outcomes: Mapping[str, ModeOutcome], tolerance, said: Sequence[str] =
             same = " = ".join(steps[:steps.index(before) + 1])
             prefix = f"{same} agree; " if before != steps[0] else ""
             what = "" if any(found[0].message in line for line in said) else f": {found[0].message}"
-            return f"along the ladder {' > '.join(steps)}: {prefix}the results part between {before} and {after}{what}"
+            return (
+                f"along the ladder {' > '.join(steps)}: {prefix}the results part between {before}"
+                f" and {after}{what}"
+            )
     return None
 
 
-ORACLE_WORDS = {"numeric": "the numeric derivative", "upstream": "the numeric derivative with upstream weights",
+ORACLE_WORDS = {"numeric": "the numeric derivative",
+                "upstream": "the numeric derivative with upstream weights",
                  "reference": "the reference implementation", "analytic": "the analytic values"}
 
 
@@ -87,21 +96,22 @@ def oracle_line(o: OracleOutcome, weighted_disagree: Sequence[str] = ()) -> str:
         line = o.details[0]
         if weighted_disagree and line.startswith(MISHANDLES):
             line = ("the values with upstream weights differ from the numeric derivative, and "
-                    f"{', '.join(dict.fromkeys(weighted_disagree))} disagree with them, so a mode rather than "
-                    "grad_fn may be at fault: " + line[len(MISHANDLES):])
+                    f"{', '.join(dict.fromkeys(weighted_disagree))} disagree with them, so a mode "
+                    "rather than grad_fn may be at fault: " + line[len(MISHANDLES):])
         return line
     orders = ", ".join(map(str, o.differ))
     first = f": {o.details[0]}" if o.details else ""
     return f"the agreed values differ from {ORACLE_WORDS[o.name]} at order {orders}{first}"
 
 
-def unchecked(ref: ModeOutcome, oracles: Mapping[str, OracleOutcome], checked: Sequence[str]) -> str:
+def unchecked(ref: ModeOutcome, oracles: Mapping[str, OracleOutcome],
+              checked: Sequence[str]) -> str:
     """Why a pass shows only that the modes agree; empty when an oracle judged the values."""
     values = [o.value for order in ref.orders for o in order
               if o.value is not None and o.value.size and np.asarray(o.value).dtype.kind in "fc"]
     if values and not any(np.isfinite(v).any() for v in values):
-        return (f"every value {ref.mode} computes is NaN or infinite, and modes agreeing on NaN say nothing "
-                "about the function")
+        return (f"every value {ref.mode} computes is NaN or infinite, and modes agreeing on NaN "
+                "say nothing about the function")
     if checked:
         return ""
     if not oracles:
@@ -109,14 +119,17 @@ def unchecked(ref: ModeOutcome, oracles: Mapping[str, OracleOutcome], checked: S
     skipped = [name for name, o in oracles.items() if o.status == "skip"]
     if len(skipped) == len(oracles):
         names = skipped[0] if len(skipped) == 1 else f"{', '.join(skipped[:-1])} and {skipped[-1]}"
-        return f"the {names} oracle{'s' if len(skipped) > 1 else ''} could not judge them (see below)"
+        return (
+            f"the {names} oracle{'s' if len(skipped) > 1 else ''} could not judge them (see below)"
+        )
     return "no oracle judged them"
 
 
 def said_once(lines: Sequence[str], outcomes: Mapping[str, ModeOutcome]) -> list[str]:
     """`lines` with each exception's message quoted once: a later line quoting the same message
     points to it instead (three modes raising one error once printed its paragraph three times)."""
-    texts = {o.error.first_line for o in outcomes.values() if o.error is not None and len(o.error.first_line) >= 30}
+    texts = {o.error.first_line for o in outcomes.values() if o.error is not None
+             and len(o.error.first_line) >= 30}
     seen: set[str] = set()
     kept = []
     for line in lines:
@@ -130,8 +143,8 @@ def said_once(lines: Sequence[str], outcomes: Mapping[str, ModeOutcome]) -> list
 
 
 # The modes that trace the case's code through AutoGraph.
-_AUTOGRAPH_MODES = frozenset({"function", "xla", "saved_model", "keras_fit", "keras_xla", "keras_mixed",
-                              "keras_mirrored"})
+_AUTOGRAPH_MODES = frozenset({"function", "xla", "saved_model", "keras_fit", "keras_xla",
+                              "keras_mixed", "keras_mirrored"})
 _WRONG_COUNT = re.compile(r"expected to return (\d+) gradients?, but returned (\d+)")
 _NONE_GRADIENT = re.compile(r"gradient wrt (\S+): \w+=None \(unconnected\) numeric=")
 
@@ -140,42 +153,53 @@ def hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutco
            lines: Sequence[str]) -> list[str]:
     """What to do, for the common causes, each only where its cause is what happened here."""
     hints = []
-    errors = [o.error for o in outcomes.values() if o.status is Status.ERROR and o.error is not None]
+    errors = [o.error for o in outcomes.values() if o.status is Status.ERROR
+              and o.error is not None]
     custom = any(o.usage is not None and o.usage.ran for o in outcomes.values())
     branching = [m for m, o in outcomes.items() if o.status is Status.ERROR and o.error is not None
                  and (o.error.is_a("OperatorNotAllowedInGraphError")
                       or "as a Python `bool` is not allowed" in o.error.message)]
     if branching:
-        # Where a mode that runs AutoGraph raises it too, AutoGraph left the `if` alone; else only the
-        # modes without AutoGraph (graph, no_autograph, ...) do, and AutoGraph converted it.
+        # Where a mode that runs AutoGraph raises it too, AutoGraph left the `if` alone; else only
+        # the modes without AutoGraph (graph, no_autograph, ...) do, and AutoGraph converted it.
         if not any(m in _AUTOGRAPH_MODES for m in branching):
-            hints.append("hint: a Python `if` or bool() on a tensor cannot run in graph code without AutoGraph "
-                         "(a tf.compat.v1 graph, autograph=False): use tf.cond or tf.where")
+            hints.append("hint: a Python `if` or bool() on a tensor cannot run in graph code "
+                         "without AutoGraph (a tf.compat.v1 graph, autograph=False): use tf.cond "
+                         "or tf.where")
         elif custom:
-            hints.append("hint: a Python `if` or bool() on a tensor inside a custom gradient cannot run in graph code, "
-                         "and AutoGraph does not convert a function under @tf.custom_gradient: use tf.cond or "
-                         "tf.where (TensorFlow's advice to decorate it with @tf.function does not help there)")
+            hints.append("hint: a Python `if` or bool() on a tensor inside a custom gradient "
+                         "cannot run in graph code, and AutoGraph does not convert a function "
+                         "under @tf.custom_gradient: use tf.cond or tf.where (TensorFlow's advice "
+                         "to decorate it with @tf.function does not help there)")
         else:
-            hints.append("hint: a Python `if` or bool() on a tensor that AutoGraph did not convert (its source "
-                         "cannot be read, or it is in code AutoGraph leaves alone) cannot run in graph code: use "
-                         "tf.cond or tf.where")
+            hints.append("hint: a Python `if` or bool() on a tensor that AutoGraph did not convert "
+                         "(its source cannot be read, or it is in code AutoGraph leaves alone) "
+                         "cannot run in graph code: use tf.cond or tf.where")
     counts = next((m for m in (_WRONG_COUNT.search(e.message) for e in errors) if m), None)
     if counts or any("Num gradients" in e.message for e in errors):
         wanted = int(counts.group(1)) if counts else 0
-        got = f" (it returned {counts.group(2)} for {wanted} input{'s' if wanted != 1 else ''})" if counts else ""
-        hints.append(f"hint: grad_fn must return one gradient per input of the function, in order{got}; a function "
-                     "that uses variables returns a pair: the input gradients, and a list with one per variable")
+        got = (f" (it returned {counts.group(2)} for {wanted} input{'s' if wanted != 1 else ''})"
+               if counts else "")
+        hints.append("hint: grad_fn must return one gradient per input of the function, in "
+                     f"order{got}; a function "
+                     "that uses variables returns a pair: the input gradients, and a list with one "
+                     "per variable")
     upstream = oracles.get("upstream")
-    if upstream is not None and upstream.status == "differ" and any(line.startswith(MISHANDLES) for line in lines):
-        hints.append("hint: multiply the gradient by dy: grad_fn must return the upstream gradient dy times the "
-                     "derivative, not the derivative alone nor a sum over dy")
-    unconnected = next((m.group(1) for m in (_NONE_GRADIENT.search(line) for line in lines) if m), None)
+    if (upstream is not None and upstream.status == "differ"
+        and any(line.startswith(MISHANDLES) for line in lines)):
+        hints.append("hint: multiply the gradient by dy: grad_fn must return the upstream gradient "
+                     "dy times the derivative, not the derivative alone nor a sum over dy")
+    unconnected = next((m.group(1) for m in (_NONE_GRADIENT.search(line) for line in lines) if m),
+                       None)
     if unconnected and custom:
-        hints.append(f"hint: grad_fn returned None for {unconnected}, whose derivative is not zero here: None tells "
-                     f"TensorFlow that {unconnected} does not affect the output; return its gradient")
+        hints.append(f"hint: grad_fn returned None for {unconnected}, whose derivative is not zero "
+                     "here: None tells "
+                     f"TensorFlow that {unconnected} does not affect the output; return its "
+                     "gradient")
     elif unconnected:
-        hints.append(f"hint: the gradient of {unconnected} is None (unconnected), though its derivative is not zero "
-                     "here: an op on its path has no gradient, or tf.stop_gradient cuts it")
+        hints.append(f"hint: the gradient of {unconnected} is None (unconnected), though its "
+                     "derivative is not zero here: an op on its path has no gradient, or "
+                     "tf.stop_gradient cuts it")
     return hints
 
 
@@ -200,8 +224,8 @@ def partly_outside_line(counts: tuple[int, int]) -> list[str]:
     bad, total = counts
     if not bad or bad == total:
         return []
-    return [f"{PARTLY_OUTSIDE}the forward is NaN or infinite at {bad} of {total} elements, so only the "
-            "others can be checked; the drawn values stand in for what the trace did not show"]
+    return [f"{PARTLY_OUTSIDE}the forward is NaN or infinite at {bad} of {total} elements, so only "
+            "the others can be checked; the drawn values stand in for what the trace did not show"]
 
 
 def no_gradient_line(names: Sequence[str], others: int) -> str:

@@ -1,7 +1,7 @@
 """The main process's side of a job: the verdicts on what the pool carried back, timed.
 
-The pool (harness.process.pool) only carries a job's measurement, or how its worker ended; its caller
-judges each job here as it arrives, so the transport and the workers import no verdict rule.
+The pool (harness.process.pool) only carries a job's measurement, or how its worker ended; its
+caller judges each job here as it arrives, so the transport and the workers import no verdict rule.
 
 A job's points run together (the modes batch them), so each point's Result gets the job's time
 divided by its points.
@@ -40,13 +40,14 @@ def judged(carried: Carried, infos: Mapping[str, CaseInfo], environment: dict) -
     else:
         results = _judge(infos, environment, job, carried.measured, carried.changed, carried.lost)
     if carried.after:
-        note = (f"ran after {', '.join(carried.after)} left process-wide state changed, which --inprocess "
-                "cannot undo: run it without --inprocess for a verdict of its own")
+        note = (f"ran after {', '.join(carried.after)} left process-wide state changed, which "
+                "--inprocess cannot undo: run it without --inprocess for a verdict of its own")
         results = [dataclasses.replace(r, details=(note,) + r.details) for r in results]
     return Finished(carried.index, _timed(results, carried.seconds), carried.scripts)
 
 
-def each_judged(carried: Iterable[Carried], infos: Mapping[str, CaseInfo], environment: dict) -> Iterator[Finished]:
+def each_judged(carried: Iterable[Carried], infos: Mapping[str, CaseInfo],
+                environment: dict) -> Iterator[Finished]:
     """Each job of a run judged as the pool yields it (see judged)."""
     for one in carried:
         yield judged(one, infos, environment)
@@ -55,15 +56,18 @@ def each_judged(carried: Iterable[Carried], infos: Mapping[str, CaseInfo], envir
 def _judge(infos: Mapping[str, CaseInfo], environment: dict, job: Job, measured: Sequence[Measured],
            changed: Sequence[str], lost: str = "") -> list[Result]:
     """The verdicts on what a worker measured for `job`."""
-    info = infos[job.case_id] if job.values is None else loader.info_at(infos[job.case_id], job.points[0])
+    info = (infos[job.case_id] if job.values is None
+            else loader.info_at(infos[job.case_id], job.points[0]))
     return judge_measured(info, measured, points=job.points, modes=job.modes, options=job.options,
                           tf_version=environment["tensorflow"], reference=reference_of(job.modes),
-                          reruns=dict(job.reruns), strict_xpass=job.strict_xpass, changed=changed, lost=lost)
+                          reruns=dict(job.reruns), strict_xpass=job.strict_xpass, changed=changed,
+                          lost=lost)
 
 
 def _dead_results(job: Job, death: Death) -> list[Result]:
     reruns = dict(job.reruns)
-    return [died(job.case_id, label, job.order, death.status, death.mode, death.how, death.output, reruns[label])
+    return [died(job.case_id, label, job.order, death.status, death.mode, death.how, death.output,
+                 reruns[label])
             for label in job.points]
 
 

@@ -1,9 +1,9 @@
 """The rules both sides of a run apply: which expectations cover a mode at a point, which mode is
 the yardstick, whose values the oracles check, and which oracles every point must come back with.
 
-A worker reads them to decide what to measure (harness.measure.execute, harness.measure.oracles) and the main
-process to judge it (harness.judge.verdict), so each is decided in one place; nothing here judges or
-words a verdict.
+A worker reads them to decide what to measure (harness.measure.execute, harness.measure.oracles) and
+the main process to judge it (harness.judge.verdict), so each is decided in one place; nothing here
+judges or words a verdict.
 
 `case` here is anything carrying the rules: a Case, or the CaseInfo the main process holds.
 """
@@ -38,13 +38,15 @@ def applicable(case: Rules, point: str, modes: Sequence[str],
             if mode in by_mode:
                 raise ValueError(
                     f"two expectations cover mode {mode!r} at {point} on TensorFlow {tf_version}: "
-                    f"{by_mode[mode].describe()!r} and {e.describe()!r}; narrow their points or tf_versions"
+                    f"{by_mode[mode].describe()!r} and {e.describe()!r}; narrow their points or "
+                    "tf_versions"
                 )
             by_mode[mode] = e
     return by_mode
 
 
-def yardstick(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], tf_version: str, default: str) -> str:
+def yardstick(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], tf_version: str,
+              default: str) -> str:
     """The mode the others are compared with at `point`: `default`, unless it was skipped or
     an expectation declares that it deviates there; then the first selected mode with neither.
 
@@ -74,7 +76,10 @@ def oracle_subject(outcomes: Mapping[str, ModeOutcome], reference: str) -> tuple
         if outcome.status is Status.OK and outcome.top_order is None:
             how = (f"computes order {ref.top_order} only" if ref.top_order is not None
                    else f"raised {ref.error.type}" if ref.error else ref.status.value)
-            return mode, f"; checked on {mode}'s values, since {reference} (the yardstick mode) {how}"
+            return (
+                mode,
+                f"; checked on {mode}'s values, since {reference} (the yardstick mode) {how}",
+            )
     if ref.top_order is not None:
         return next((m for m, o in outcomes.items() if o.top_order is None), reference), ""
     return reference, ""

@@ -98,8 +98,8 @@ def numeric_tolerance_for(dtype: str, override: ToleranceOverride = None) -> Tol
 
 
 def narrow_tolerance_for(dtype: str, override: ToleranceOverride = None) -> Tol:
-    """The tolerance for values computed in `dtype` (NARROW_TOLERANCES) and compared with a wider truth;
-    a case's override for `dtype` wins, as elsewhere."""
+    """The tolerance for values computed in `dtype` (NARROW_TOLERANCES) and compared with a wider
+    truth; a case's override for `dtype` wins, as elsewhere."""
     if isinstance(override, Tol):
         return override
     if override and dtype in override:

@@ -2,10 +2,10 @@
 
 Working out which expectations apply (`applicable`, in harness.judge.rules with the
 other rules the measuring side reads too) is kept apart from deciding what
-happened (`judge`), which is the one place an outcome becomes a verdict. A run judges in the main process, which never imports TensorFlow or
-the user's code: workers send plain `Measured` records and `judge_measured`
-turns them into Results, so nothing a case file does to the harness inside
-its own process can change a verdict.
+happened (`judge`), which is the one place an outcome becomes a verdict. A run judges in the main
+process, which never imports TensorFlow or the user's code: workers send plain `Measured` records
+and `judge_measured` turns them into Results, so nothing a case file does to the harness inside its
+own process can change a verdict.
 
 `case` here is anything carrying the rules a verdict reads: a Case, or the
 CaseInfo the main process holds (id, order, expectations, tolerance).
@@ -87,7 +87,8 @@ def _met(e: Expectation, outcome: ModeOutcome, disagreements: list[Mismatch],
     return None
 
 
-def _flaky(outcomes: Mapping[str, ModeOutcome], repeats: Mapping[str, Sequence[ModeOutcome]]) -> list[str]:
+def _flaky(outcomes: Mapping[str, ModeOutcome],
+           repeats: Mapping[str, Sequence[ModeOutcome]]) -> list[str]:
     """One line per mode whose results changed between repeated runs (compared exactly)."""
     lines = []
     for mode, again in repeats.items():
@@ -109,14 +110,16 @@ class _ResultFor:
 
     def __init__(self, case: Rules, point: str, outcomes: Mapping[str, ModeOutcome],
                  oracles: dict[str, OracleOutcome], rerun: str):
-        self.case, self.point, self.outcomes, self.oracles, self.rerun = case, point, outcomes, oracles, rerun
+        self.case, self.point, self.outcomes, self.oracles, self.rerun = (case, point, outcomes,
+                                                                          oracles, rerun)
         self.disagree = False
         self.yardstick = ""  # once chosen
 
     def __call__(self, verdict: Verdict, reason: str, details: Sequence[str] = ()) -> Result:
         return Result(case=self.case.id, point=self.point, order=self.case.order, verdict=verdict,
-                      reason=reason, details=tuple(details), outcomes=dict(self.outcomes), rerun=self.rerun,
-                      oracles=self.oracles, modes_disagree=self.disagree, yardstick=self.yardstick)
+                      reason=reason, details=tuple(details), outcomes=dict(self.outcomes),
+                      rerun=self.rerun, oracles=self.oracles, modes_disagree=self.disagree,
+                      yardstick=self.yardstick)
 
 
 @dataclasses.dataclass
@@ -181,7 +184,8 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
     if broken is not None:
         o, raising = broken
         return result_for(Verdict.ERROR,
-                   f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: {o.error.first_line}",
+                   f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: "
+                   f"{o.error.first_line}",
                    [f"{b.mode}: {b.error.type}: {b.error.first_line}" for b in raising])
     if found.deviations:
         return _failed(result_for, case, active, expected, found, skipped_lines)
@@ -189,8 +193,9 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
                      strict_xpass)
 
 
-def _unjudgeable(result_for: _ResultFor, case: Rules, point: str, outcomes: Mapping[str, ModeOutcome],
-                 active: Mapping[str, ModeOutcome], skipped_lines: list[str],
+def _unjudgeable(result_for: _ResultFor, case: Rules, point: str,
+                 outcomes: Mapping[str, ModeOutcome], active: Mapping[str, ModeOutcome],
+                 skipped_lines: list[str],
                  repeats: Mapping[str, Sequence[ModeOutcome]]) -> Optional[Result]:
     """The verdict when the modes cannot be compared at all: a mode crashed or timed out, a mode's
     values changed between runs, no mode ran, or a drawn point is outside the function's domain;
@@ -207,8 +212,9 @@ def _unjudgeable(result_for: _ResultFor, case: Rules, point: str, outcomes: Mapp
     if not active:
         return result_for(Verdict.SKIP, skipped_lines[0], skipped_lines)
     if point in case.drawn and _outside_domain(active):
-        line = ("outside the function's domain: the values were drawn (no recorded value to replay), and its "
-                "forward is NaN or infinite at every element in every mode, so nothing here can be judged")
+        line = ("outside the function's domain: the values were drawn (no recorded value to "
+                "replay), and its forward is NaN or infinite at every element in every mode, so "
+                "nothing here can be judged")
         return result_for(Verdict.SKIP, line, [line])
     return None
 
@@ -224,16 +230,20 @@ def _no_gradient_notes(oracles: Mapping[str, OracleOutcome], active: Mapping[str
     return [no_gradient_line(unjudged, others)]
 
 
-def _failed(result_for: _ResultFor, case: Rules, active: Mapping[str, ModeOutcome], expected: Mapping[str, Expectation],
-            found: _Findings, skipped_lines: list[str]) -> Result:
+def _failed(result_for: _ResultFor, case: Rules, active: Mapping[str, ModeOutcome],
+            expected: Mapping[str, Expectation], found: _Findings,
+            skipped_lines: list[str]) -> Result:
     """A fail: the first deviation leads, then where along the ladder the results part (when modes
     deviate), the other deviations, the notes, and the hints that fit."""
     # Along the ladder, only modes without a declared deviation result_for where the results part.
     undeclared = {m: o for m, o in active.items() if m not in expected}
-    ladder_line = ladder(undeclared, case.tolerance, said=found.deviations) if found.mode_deviations else None
-    lines = said_once(found.deviations[:1] + ([ladder_line] if ladder_line else []) + found.deviations[1:]
+    ladder_line = (ladder(undeclared, case.tolerance, said=found.deviations)
+                   if found.mode_deviations else None)
+    lines = said_once(found.deviations[:1] + ([ladder_line] if ladder_line else [])
+                      + found.deviations[1:]
                       + found.notes + skipped_lines, active)
-    return result_for(Verdict.FAIL, found.deviations[0], lines + hints(active, result_for.oracles, lines))
+    return result_for(Verdict.FAIL, found.deviations[0],
+                      lines + hints(active, result_for.oracles, lines))
 
 
 def _skipped_lines(outcomes: Mapping[str, ModeOutcome]) -> list[str]:
@@ -257,13 +267,15 @@ def _non_finite(outcome: ModeOutcome) -> tuple[int, int]:
 
 def _outside_domain(active: Mapping[str, ModeOutcome]) -> bool:
     """Whether every mode computed a forward, and not one element of it is finite."""
-    forwards = [o.orders[0] for o in active.values() if o.status is Status.OK and o.orders and o.orders[0]]
+    forwards = [o.orders[0] for o in active.values() if o.status is Status.OK and o.orders
+                and o.orders[0]]
     if not forwards or len(forwards) < sum(1 for o in active.values() if o.top_order is None):
         return False
     for outputs in forwards:
         for output in outputs:
             value = np.asarray(output.value) if output.value is not None else None
-            if value is None or value.dtype.kind not in "fc" or value.size == 0 or np.isfinite(value).any():
+            if (value is None or value.dtype.kind not in "fc" or value.size == 0
+                or np.isfinite(value).any()):
                 return False
     return True
 
@@ -274,7 +286,8 @@ def _unobservable(expected: dict[str, Expectation], active: Mapping[str, ModeOut
     notes = []
     for mode, e in list(expected.items()):
         if e.outcome == GRADIENT_UNUSED and mode in active and active[mode].usage is None:
-            notes.append(f"{mode}: gradient use is not observed in this run, so '{e.describe()}' is not judged")
+            notes.append(f"{mode}: gradient use is not observed in this run, so '{e.describe()}' "
+                         "is not judged")
             del expected[mode]
     return notes
 
@@ -286,18 +299,25 @@ def _compare_modes(case: Rules, active: Mapping[str, ModeOutcome], reference: st
     ref = active[reference]
     disagree = False
     for mode, outcome in active.items():
-        disagreements = [] if mode == reference else compare_outcomes(ref, outcome, tolerance=case.tolerance)
+        disagreements = ([] if mode == reference
+                         else compare_outcomes(ref, outcome, tolerance=case.tolerance))
         disagree = disagree or bool(disagreements)
         malformed = check_gradients(outcome)
         no_custom = fallback(outcome, case.order)
         e = expected.get(mode)
         if e is None:
             plain = [m for m in disagreements if not m.upstream]
-            found.deviations += ([no_custom] if no_custom else []) + deviation_lines(mode, outcome, plain, malformed,
-                                                                                   reference, active)
-            found.weighted_only += [(mode if not plain else "", m.message) for m in disagreements if m.upstream]
+            found.deviations += ([no_custom] if no_custom else []) + deviation_lines(mode, outcome,
+                                                                                     plain,
+                                                                                     malformed,
+                                                                                   reference,
+                                                                                   active)
+            found.weighted_only += [(mode if not plain else "", m.message) for m in disagreements
+                                    if m.upstream]
             continue
-        if e.outcome == GRADIENT_UNUSED:  # the fallback explains every difference, weighted ones too
+        if (
+            e.outcome == GRADIENT_UNUSED
+        ):  # the fallback explains every difference, weighted ones too
             happened = _met(e, outcome, disagreements, malformed)
         else:
             # A declared deviation is met at the plain contraction; a weighted difference where the
@@ -319,7 +339,8 @@ def _compare_modes(case: Rules, active: Mapping[str, ModeOutcome], reference: st
 
 def _read_oracles(oracles: Mapping[str, OracleOutcome], expected: Mapping[str, Expectation],
                   found: _Findings) -> Optional[tuple[str, str]]:
-    """Adds what each oracle says to `found`; (name, note) of the first oracle that raised, if one did."""
+    """Adds what each oracle says to `found`; (name, note) of the first oracle that raised, if
+    one did."""
     for name, o in oracles.items():
         if o.status == "error":
             return name, o.note
@@ -333,7 +354,8 @@ def _read_oracles(oracles: Mapping[str, OracleOutcome], expected: Mapping[str, E
                                                         if m not in ("", "forward")]))
                 found.deviations += [f"{name}: {line}" for line in o.details[1:]]
         elif o.status == "differ" and e.orders and not set(o.differ) <= set(e.orders):
-            found.deviations.append(f"{name}: expected {e.describe()}; got instead: " + oracle_line(o))
+            found.deviations.append(f"{name}: expected {e.describe()}; got instead: "
+                                    + oracle_line(o))
         else:
             (found.met if o.status == "differ" else found.unmet).append((name, e))
             found.notes += [f"{name}: {line}" for line in o.details]
@@ -341,27 +363,33 @@ def _read_oracles(oracles: Mapping[str, OracleOutcome], expected: Mapping[str, E
 
 
 def _case_broken(active: Mapping[str, ModeOutcome], found: _Findings):
-    """(the first, all) of the modes whose build step (or the harness's own code) raised where that was
-    not declared, when that is the whole story: an error. Built in some modes and not in others is
-    a difference between the modes instead, which leads the deviations."""
+    """(the first, all) of the modes whose build step (or the harness's own code) raised where
+    that was not declared, when that is the whole story: an error. Built in some modes and not in
+    others is a difference between the modes instead, which leads the deviations."""
     declared = dict(found.met)
-    broken = [o for o in active.values() if o.status is Status.ERROR and o.error.stage in _CASE_STAGES
+    broken = [o for o in active.values() if o.status is Status.ERROR
+              and o.error.stage in _CASE_STAGES
               and o.mode not in declared]
     if broken and len(broken) < len(active) and all(o.error.stage == "build" for o in broken):
         built = [m for m in active if m not in {o.mode for o in broken}]
         o = broken[0]
         raising = ", ".join(b.mode for b in broken)
-        found.deviations.insert(0, f"the case's build step raises {o.error.type} in {raising} but not in "
+        found.deviations.insert(0,
+                                f"the case's build step raises {o.error.type} in {raising} but not "
+                                "in "
                                    f"{', '.join(built)}: {o.error.first_line}")
         return None
     return (broken[0], broken) if broken else None
 
 
-def _conclude(result_for: _ResultFor, active: Mapping[str, ModeOutcome], judged_oracles: Mapping[str, OracleOutcome],
-              expected: Mapping[str, Expectation], found: _Findings, skipped_lines: list[str], tf_version: str,
+def _conclude(result_for: _ResultFor, active: Mapping[str, ModeOutcome],
+              judged_oracles: Mapping[str, OracleOutcome], expected: Mapping[str, Expectation],
+              found: _Findings, skipped_lines: list[str], tf_version: str,
               strict_xpass: bool) -> Result:
-    """No deviation: a pass (saying what checked the values, or why nothing did), an xfail, or an xpass."""
-    checked = [n for n in ("numeric", "reference", "analytic") if n in judged_oracles and n not in expected]
+    """No deviation: a pass (saying what checked the values, or why nothing did), an xfail, or an
+    xpass."""
+    checked = [n for n in ("numeric", "reference", "analytic") if n in judged_oracles
+               and n not in expected]
     words = [ORACLE_WORDS[n] for n in checked]
     if "upstream" in judged_oracles and "upstream" not in expected:
         if "numeric" in checked:
@@ -372,19 +400,25 @@ def _conclude(result_for: _ResultFor, active: Mapping[str, ModeOutcome], judged_
     matched = (", and match " + " and ".join(words)) if checked else ""
     notes = found.notes
     if not expected:
-        agree = "all modes agree" if len(active) > 1 else f"{result_for.yardstick} computes its values"
+        agree = ("all modes agree" if len(active) > 1
+                 else f"{result_for.yardstick} computes its values")
         why_not = unchecked(active[result_for.yardstick], result_for.oracles, checked)
         if why_not:
             return dataclasses.replace(
-                result_for(Verdict.PASS, f"{agree}, but nothing checked that the values are right: {why_not}",
+                result_for(Verdict.PASS,
+                           f"{agree}, but nothing checked that the values are right: {why_not}",
                     notes + skipped_lines), unchecked=why_not)
-        return result_for(Verdict.PASS, f"{agree}{matched}" if checked else "", notes + skipped_lines)
-    met_lines = [f"as declared: {modes_of(e, found.met)} {e.outcome}: {e.reason}" for e in distinct(found.met)]
+        return result_for(Verdict.PASS, f"{agree}{matched}" if checked else "",
+                          notes + skipped_lines)
+    met_lines = [f"as declared: {modes_of(e, found.met)} {e.outcome}: {e.reason}"
+                 for e in distinct(found.met)]
     if not found.unmet:
-        return result_for(Verdict.XFAIL, "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in found.met),
+        return result_for(Verdict.XFAIL,
+                          "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in found.met),
                    met_lines + notes + skipped_lines)
-    unmet_lines = [f"declared but did not happen on TensorFlow {tf_version}: {modes_of(e, found.unmet)} "
-                   f"{e.outcome} ({e.reason}); they agree with {result_for.yardstick}: if TensorFlow fixed it, "
+    unmet_lines = [f"declared but did not happen on TensorFlow {tf_version}: "
+                   f"{modes_of(e, found.unmet)} {e.outcome} ({e.reason}); they agree with "
+                   f"{result_for.yardstick}: if TensorFlow fixed it, "
                    "narrow the expectation's tf_versions" for e in distinct(found.unmet)]
     verdict = Verdict.FAIL if strict_xpass else Verdict.XPASS
     return result_for(verdict, unmet_lines[0], unmet_lines + met_lines + notes + skipped_lines)
@@ -407,16 +441,18 @@ def died(case_id: str, point: str, order: int, status: Status, mode: str, how: s
     """
     verdict = Verdict.CRASH if status is Status.CRASH else Verdict.TIMEOUT
     outcome = ModeOutcome(mode=mode, status=status,
-                          error=ErrorInfo(type=status.value, bases=(), message=f"{how}\n{output}".strip(),
-                                          stage=mode))
+                          error=ErrorInfo(type=status.value, bases=(),
+                                          message=f"{how}\n{output}".strip(), stage=mode))
     lines = [line for line in output.splitlines() if line.strip()]
-    return Result(case=case_id, point=point, order=order, verdict=verdict, reason=f"{mode} mode: {how}",
-                  details=tuple(f"output: {line}" for line in lines), outcomes={mode: outcome}, rerun=rerun)
+    return Result(case=case_id, point=point, order=order, verdict=verdict,
+                  reason=f"{mode} mode: {how}", details=tuple(f"output: {line}" for line in lines),
+                  outcomes={mode: outcome}, rerun=rerun)
 
 
-def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequence[str], modes: Sequence[str],
-                   options: RunOptions, tf_version: str, reference: str, reruns: Mapping[str, str],
-                   strict_xpass: bool = False, changed: Sequence[str] = (), lost: str = "") -> list[Result]:
+def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequence[str],
+                   modes: Sequence[str], options: RunOptions, tf_version: str, reference: str,
+                   reruns: Mapping[str, str], strict_xpass: bool = False,
+                   changed: Sequence[str] = (), lost: str = "") -> list[Result]:
     """Judges what a worker measured for `case` at `points`: one Result per point.
 
     A measurement that is not what was asked for (a point, a mode or a
@@ -434,30 +470,38 @@ def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequ
     results = []
     for label in points:
         if lost:
-            results.append(Result(case=case.id, point=label, order=case.order, verdict=Verdict.ERROR,
-                                  reason=lost, details=(), outcomes={}, rerun=reruns[label]))
+            results.append(Result(case=case.id, point=label, order=case.order,
+                                  verdict=Verdict.ERROR, reason=lost, details=(), outcomes={},
+                                  rerun=reruns[label]))
             continue
         m = by_point.get(label)
         broken = _malformed(m, modes, wanted)
         if broken:
             # Whether the case's code or a fault of the harness did it cannot be told from here.
-            results.append(Result(case=case.id, point=label, order=case.order, verdict=Verdict.ERROR,
-                                  reason=f"{broken}: something in the process that ran the case (its code, or a "
-                                         "fault in the harness) broke or replaced the harness's measuring, so "
-                                         "nothing measured here is judged",
-                                  details=(), outcomes=dict(m.outcomes) if m else {}, rerun=reruns[label],
-                                  oracles=dict(m.oracles) if m else {}))
+            results.append(Result(case=case.id, point=label, order=case.order,
+                                  verdict=Verdict.ERROR,
+                                  reason=f"{broken}: something in the process that ran the case "
+                                         "(its code, or a fault in the harness) broke or replaced "
+                                         "the harness's measuring, so nothing measured here is "
+                                         "judged",
+                                  details=(), outcomes=dict(m.outcomes) if m else {},
+                                  rerun=reruns[label], oracles=dict(m.oracles) if m else {}))
             continue
         results.append(judge(case, label, m.outcomes, tf_version=tf_version, reference=reference,
-                             rerun=reruns[label], strict_xpass=strict_xpass, oracles=m.oracles, repeats=m.repeats))
+                             rerun=reruns[label], strict_xpass=strict_xpass, oracles=m.oracles,
+                             repeats=m.repeats))
     notes = dict(case.notes)
-    results = [dataclasses.replace(r, details=r.details + (notes[r.point],)) if r.point in notes else r
+    results = [dataclasses.replace(r, details=r.details + (notes[r.point],)) if r.point in notes
+               else r
                for r in results]
     if changed:
-        reason = (f"the case left process-wide state changed, which later cases in its process would inherit: "
-                  f"{'; '.join(changed)}; undo each change, and join each thread it starts, before it returns")
+        reason = ("the case left process-wide state changed, which later cases in its process "
+                  "would inherit: "
+                  f"{'; '.join(changed)}; undo each change, and join each thread it starts, before "
+                  "it returns")
         results = [dataclasses.replace(r, verdict=Verdict.ERROR, reason=reason,
-                                       details=(f"verdict before the check: {r.verdict.value}",) + r.details)
+                                       details=(f"verdict before the check: {r.verdict.value}",)
+                                       + r.details)
                    for r in results]
     return results
 
@@ -467,10 +511,14 @@ def _malformed(m: Optional[Measured], modes: Sequence[str], wanted: Sequence[str
     if m is None:
         return "the worker sent no measurement for this point"
     if set(m.outcomes) != set(modes):
-        return (f"the worker sent outcomes for {', '.join(m.outcomes) or 'no mode'} where the modes run were "
+        return (f"the worker sent outcomes for {', '.join(m.outcomes) or 'no mode'} where the "
+                "modes run were "
                 f"{', '.join(modes)}")
     ran = any(o.status is not Status.SKIP for o in m.outcomes.values())
     absent = [name for name in wanted if name not in m.oracles] if ran else []
     if absent:
-        return f"the worker sent no result for the {' and '.join(absent)} oracle{'s' if len(absent) > 1 else ''}"
+        return (
+            f"the worker sent no result for the {' and '.join(absent)}"
+            f" oracle{'s' if len(absent) > 1 else ''}"
+        )
     return ""

@@ -31,7 +31,8 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from harness.matrix import pins
 
-__all__ = ["DEFAULT_CACHE", "Env", "INSTALLERS", "InstallError", "pick_installer", "prepared", "run_harness"]
+__all__ = ["DEFAULT_CACHE", "Env", "INSTALLERS", "InstallError", "pick_installer", "prepared",
+           "run_harness"]
 
 DEFAULT_CACHE = Path("~/.cache/harness/matrix").expanduser()
 INSTALLERS = ("uv", "pip")
@@ -94,20 +95,23 @@ def pick_installer(requested: str = "auto") -> str:
     if requested not in INSTALLERS:
         raise ValueError(f"unknown installer {requested!r}; use auto, uv or pip")
     if requested == "uv" and not shutil.which("uv"):
-        raise ValueError("--installer uv, but uv is not on PATH; install it (pip install uv) or use pip")
+        raise ValueError("--installer uv, but uv is not on PATH; install it (pip install uv) or "
+                         "use pip")
     return requested
 
 
 def _clean_environ() -> dict[str, str]:
     # The caller's own virtual environment or PYTHONPATH must not leak into the isolated one.
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    return {k: v for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
 
 
 def _python_version(python: str) -> str:
     done = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
                           capture_output=True, text=True, env=_clean_environ())
     if done.returncode != 0:
-        raise ValueError(f"cannot run the Python interpreter {python!r}: {_last_error_line(done.stderr)}; "
+        raise ValueError(f"cannot run the Python interpreter {python!r}: "
+                         f"{_last_error_line(done.stderr)}; "
                          "give another with --python")
     return done.stdout.strip()
 
@@ -117,7 +121,8 @@ def _requirements(version: str) -> list[str]:
 
 
 def _env_dir(cache_dir: Path, version: str, python_version: str) -> Path:
-    key = json.dumps({"requirements": _requirements(version), "python": python_version}, sort_keys=True)
+    key = json.dumps({"requirements": _requirements(version), "python": python_version},
+                     sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     short = ".".join(python_version.split(".")[:2])
     return cache_dir / f"tf{version}-py{short}-{digest}"
@@ -127,7 +132,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def _last_error_line(text: str) -> str:
-    """The installer's last informative line: uv ends with the resolver's verdict, pip with ERROR: ..."""
+    """The installer's last informative line: uv ends with the resolver's verdict, pip with
+    ERROR: ..."""
     lines = [_ANSI.sub("", line).strip(" ╰─▶×│") for line in text.splitlines()]
     lines = [line for line in lines if line and not line.lower().startswith("hint:")]
     return lines[-1] if lines else "no output"
@@ -142,41 +148,50 @@ def _step(version: str, what: str, command: Sequence[str], log: Path) -> None:
             done = subprocess.run(list(command), stdout=f, stderr=subprocess.PIPE, text=True,
                                   env=_clean_environ(), timeout=_INSTALL_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            raise InstallError(version, f"{what} ran past {_INSTALL_TIMEOUT_S} s; see {log}") from None
+            raise InstallError(version,
+                               f"{what} ran past {_INSTALL_TIMEOUT_S} s; see {log}") from None
         except OSError as e:
             raise InstallError(version, f"{what} could not start: {e}") from None
         f.write(done.stderr)
     if done.returncode != 0:
-        raise InstallError(version, f"{what} failed: {_last_error_line(done.stderr)} (full log: {log})")
+        raise InstallError(version,
+                           f"{what} failed: {_last_error_line(done.stderr)} (full log: {log})")
 
 
 def _install_package(env: Path, installer: str, repo: Path, version: str, log: Path) -> None:
     if installer == "uv":
-        command = ["uv", "pip", "install", "-q", "--python", str(env / "bin" / "python"), "--no-deps", "-e", str(repo)]
-    else:
-        command = [str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+        command = ["uv", "pip", "install", "-q", "--python", str(env / "bin" / "python"),
                    "--no-deps", "-e", str(repo)]
+    else:
+        command = [str(env / "bin" / "python"), "-m", "pip", "install", "-q",
+                   "--disable-pip-version-check", "--no-deps", "-e", str(repo)]
     _step(version, "installing this package (--no-deps, editable)", command, log)
 
 
 def _create(env: Path, version: str, python: str, installer: str, repo: Path, log: Path) -> None:
     python_bin = str(env / "bin" / "python")
     if installer == "uv":
-        _step(version, "creating the environment (uv venv)", ["uv", "venv", "-q", "--python", python, str(env)], log)
+        _step(version,
+              "creating the environment (uv venv)", ["uv", "venv", "-q", "--python", python,
+                                                     str(env)], log)
         _step(version, "installing TensorFlow (uv pip)",
               ["uv", "pip", "install", "-q", "--python", python_bin, *_requirements(version)], log)
     else:
-        _step(version, "creating the environment (python -m venv)", [python, "-m", "venv", str(env)], log)
+        _step(version,
+              "creating the environment (python -m venv)", [python, "-m", "venv", str(env)], log)
         _step(version, "installing TensorFlow (pip)",
-              [python_bin, "-m", "pip", "install", "-q", "--disable-pip-version-check", *_requirements(version)], log)
+              [python_bin, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+               *_requirements(version)], log)
     _install_package(env, installer, repo, version, log)
 
 
 def _runs_checkout(env: Path, repo: Path) -> bool:
-    """Whether `import harness` in the environment finds this checkout (asked without importing it)."""
+    """Whether `import harness` in the environment finds this checkout (asked without importing
+    it)."""
     with tempfile.TemporaryDirectory() as neutral:  # not the checkout: the cwd comes first on sys.path
         done = subprocess.run([str(env / "bin" / "python"), "-c",
-                               "import importlib.util as u; s = u.find_spec('harness'); print(s.origin if s else '')"],
+                               "import importlib.util as u; s = u.find_spec('harness'); "
+                               "print(s.origin if s else '')"],
                               capture_output=True, text=True, cwd=neutral, env=_clean_environ())
     found = done.stdout.strip()
     ours = (repo / "harness" / "__init__.py").resolve()
@@ -227,7 +242,8 @@ def prepared(version: str, *, cache_dir: Path, repo: Path, python: str, installe
         if (env / _MARKER).is_file() and (env / "bin" / "python").exists():
             action = "reused"
             if not _runs_checkout(env, repo):
-                log(f"{env.name}: another checkout is installed there; installing this one (--no-deps)")
+                log(f"{env.name}: another checkout is installed there; installing this one "
+                    "(--no-deps)")
                 _install_package(env, installer, repo, version, install_log)
                 action = "repointed"
         else:
@@ -237,14 +253,19 @@ def prepared(version: str, *, cache_dir: Path, repo: Path, python: str, installe
             log(f"{env.name}: creating with {installer}: {' '.join(_requirements(version))}")
             install_log.write_text("", encoding="utf-8")
             _create(env, version, python, installer, repo, install_log)
-            (env / _MARKER).write_text(json.dumps({"requirements": _requirements(version), "python": python_version,
-                                                   "installer": installer}) + "\n", encoding="utf-8")
+            (env
+             / _MARKER).write_text(json.dumps({"requirements": _requirements(version),
+                                               "python": python_version,
+                                                   "installer": installer}) + "\n",
+                                   encoding="utf-8")
             action = "created"
-        yield Env(version=version, path=env, installer=installer, action=action, seconds=time.monotonic() - start)
+        yield Env(version=version, path=env, installer=installer, action=action,
+                  seconds=time.monotonic() - start)
 
 
-def run_harness(env: Env, json_out: Path, *, cases: Optional[str] = None, extra_args: Sequence[str] = (),
-                log_path: Path, echo: Callable[[str], None] = lambda line: None) -> int:
+def run_harness(env: Env, json_out: Path, *, cases: Optional[str] = None,
+                extra_args: Sequence[str] = (), log_path: Path,
+                echo: Callable[[str], None] = lambda line: None) -> int:
     """Runs `python -m harness --mode all --json_out JSON_OUT` in the environment.
 
     The run's cwd is the report's folder, not the checkout, so the installed
@@ -261,8 +282,8 @@ def run_harness(env: Env, json_out: Path, *, cases: Optional[str] = None, extra_
     command += list(extra_args)
     with open(log_path, "w", encoding="utf-8") as f:
         f.write(f"$ {' '.join(command)}\n")
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   cwd=json_out.parent, env=_clean_environ())
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, cwd=json_out.parent, env=_clean_environ())
         assert process.stdout is not None
         for line in process.stdout:
             f.write(line)

@@ -57,9 +57,9 @@ SCHEMA = MATRIX_SCHEMA
 ABSENT = "absent"  # this version's reports have no result for the case and point
 NOT_INSTALLED = "not installed"  # this version could not be installed
 NOT_RUN = "not run"  # the result exists but holds no outcome for this mode (skip, crash elsewhere)
-# A Keras 3 mode skipped for want of Keras 3 (harness.measure.modes.keras3_step.NEEDS_KERAS3 begins with
-# NO_KERAS3_NOTE): TensorFlow 2.12 to 2.15 come with Keras 2. Its arrival in 2.16 is no change of
-# the case's behaviour, so no change is measured to or from it.
+# A Keras 3 mode skipped for want of Keras 3 (harness.measure.modes.keras3_step.NEEDS_KERAS3 begins
+# with NO_KERAS3_NOTE): TensorFlow 2.12 to 2.15 come with Keras 2. Its arrival in 2.16 is no change
+# of the case's behaviour, so no change is measured to or from it.
 NO_KERAS3 = "no Keras 3"
 NO_KERAS3_NOTE = "needs Keras 3"
 
@@ -104,7 +104,8 @@ class Cell:
       error: the first line of the mode's error message, or empty.
       details: the result's further lines (each disagreement, each expectation).
       rerun: the command that reruns the case and point, or empty.
-      unchecked: on a pass, why no oracle could judge its values (the report's "unchecked"), or empty.
+      unchecked: on a pass, why no oracle could judge its values (the report's "unchecked"), or
+      empty.
     """
 
     status: str
@@ -119,7 +120,8 @@ class Cell:
     @property
     def word(self) -> str:
         """The verdict as a cell shows it: a pass nothing checked says so."""
-        return f"{self.verdict} (unchecked)" if self.unchecked and self.verdict == "pass" else self.verdict
+        return (f"{self.verdict} (unchecked)" if self.unchecked
+                and self.verdict == "pass" else self.verdict)
 
     @property
     def observed(self) -> bool:
@@ -139,7 +141,8 @@ class Cell:
     @property
     def explanation(self) -> str:
         """The verdict and its reason, then the error with where it happened."""
-        lines = [f"{self.verdict}: {self.reason}" if self.verdict and self.reason else self.verdict or self.reason]
+        lines = [f"{self.verdict}: {self.reason}" if self.verdict and self.reason else self.verdict
+                 or self.reason]
         if self.error:
             where = f" at {self.stage}" if self.stage else ""
             lines.append(f"{self.status}{where}: {self.error}")
@@ -206,11 +209,13 @@ class Step:
         for mode, before, after in self.modes:
             groups.setdefault(after, []).append((mode, before))
         rest = max(groups, key=lambda after: len(groups[after])) if len(groups) > 1 else None
-        if rest is not None and (not self.every_mode or len(groups[rest]) < (2 if rest == NOT_RUN else 3)):
+        if (rest is not None
+            and (not self.every_mode or len(groups[rest]) < (2 if rest == NOT_RUN else 3))):
             rest = None  # naming two modes is as short as "the others", unless they only stopped running
         parts = []
         # Stable: in mode order, but what stopped running and "the others" last.
-        for after, members in sorted(groups.items(), key=lambda item: (item[0] == rest, item[0] == NOT_RUN)):
+        for after, members in sorted(groups.items(),
+                                     key=lambda item: (item[0] == rest, item[0] == NOT_RUN)):
             befores = [before for _, before in members]
             common = max(befores, key=befores.count)  # the most common; the first of equals
             if after == rest:
@@ -265,7 +270,8 @@ class Point:
 
     @property
     def change(self) -> str:
-        """Every step: "From 2.16: forward: ok → ValueError. From 2.19: forward: ValueError → ok."."""
+        """Every step: "From 2.16: forward: ok → ValueError. From 2.19: forward: ValueError →
+        ok."."""
         return " ".join(f"From {s.label}: {s.text}." for s in self.steps)
 
     def cells(self, index: int) -> tuple[Cell, ...]:
@@ -295,15 +301,19 @@ class Matrix:
 
     @property
     def points(self) -> tuple[Point, ...]:
-        """One per case and point, the modes folded in: those that changed first, then by case id."""
+        """One per case and point, the modes folded in: those that changed first, then by case
+        id."""
         grouped: dict[tuple[str, str], list[Row]] = {}
-        for row in self.rows:  # changed rows first, each group by case: first seen is the order wanted
+        for (
+            row
+        ) in self.rows:  # changed rows first, each group by case: first seen is the order wanted
             grouped.setdefault((row.case, row.point), []).append(row)
         order = {mode: i for i, mode in enumerate(self.modes)}
         points = []
         for (case, point), rows in grouped.items():
             rows.sort(key=lambda r: order.get(r.mode, len(order)))
-            points.append(Point(case=case, point=point, rows=tuple(rows), steps=_steps(self.columns, rows)))
+            points.append(Point(case=case, point=point, rows=tuple(rows),
+                                steps=_steps(self.columns, rows)))
         points.sort(key=lambda p: not p.changed)  # stable
         return tuple(points)
 
@@ -331,7 +341,8 @@ def _short_labels(versions: Sequence[str]) -> dict[str, str]:
 
 def _cell(result: dict, mode: str) -> Cell:
     common = dict(verdict=result["verdict"], reason=str(result.get("reason") or ""),
-                  details=tuple(str(d) for d in result.get("details") or ()), rerun=str(result.get("rerun") or ""),
+                  details=tuple(str(d) for d in result.get("details") or ()),
+                  rerun=str(result.get("rerun") or ""),
                   unchecked=str(result.get("unchecked") or ""))
     outcome = result["modes"].get(mode)
     if outcome is None:
@@ -342,12 +353,15 @@ def _cell(result: dict, mode: str) -> Cell:
     if status == "error":
         status = str(outcome.get("error_type") or "error")
     return Cell(status=status, stage=str(outcome.get("stage") or ""),
-                error=error_headline(str(outcome.get("error_message") or ""), str(outcome.get("error_type") or "")),
+                error=error_headline(str(outcome.get("error_message") or ""),
+                                     str(outcome.get("error_type") or "")),
                 **common)
 
 
 def _status_change(status: str) -> str:
-    return {"ok": "ok", "crash": "crashes", "timeout": "times out", NOT_RUN: NOT_RUN}.get(status, f"raises {status}")
+    return {"ok": "ok", "crash": "crashes", "timeout": "times out", NOT_RUN: NOT_RUN}.get(
+        status, f"raises {status}"
+    )
 
 
 def _change(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
@@ -382,7 +396,8 @@ def _steps(columns: Sequence[Column], rows: Sequence[Row]) -> tuple[Step, ...]:
         verdicts = (rows[0].cells[before].verdict, rows[0].cells[after].verdict)
         if modes or verdicts[0] != verdicts[1]:
             version = columns[after].version
-            steps.append(Step(column=after, version=version, label=labels[version], verdicts=verdicts, modes=modes,
+            steps.append(Step(column=after, version=version, label=labels[version],
+                              verdicts=verdicts, modes=modes,
                               every_mode=len(modes) == len(rows) > 1))
     return tuple(steps)
 
@@ -427,11 +442,15 @@ def merge(reports: Mapping[str, dict], failed: Optional[Mapping[str, str]] = Non
     versions = sorted([*by_version, *failed], key=_version_key)
     columns, results, order, modes = _columns(versions, by_version, failed)
     rows = _rows(columns, results, order, modes)
-    rows.sort(key=lambda row: not row.changed)  # stable: changed rows first, each group in its order
+    rows.sort(
+        key=lambda row: not row.changed
+    )  # stable: changed rows first, each group in its order
     return Matrix(columns=tuple(columns), modes=tuple(modes), rows=tuple(rows))
 
 
-def _by_version(reports: Mapping[str, dict], failed: Mapping[str, str]) -> dict[str, list[tuple[str, dict]]]:
+def _by_version(reports: Mapping[str, dict], failed: Mapping[str, str]) -> dict[str,
+                                                                                list[tuple[str,
+                                                                                           dict]]]:
     """Each report checked, and grouped by its TensorFlow version as (name, report) shards; a
     MergeError when there is nothing to merge or a version both has reports and is not installed."""
     if not reports and not failed:
@@ -443,7 +462,8 @@ def _by_version(reports: Mapping[str, dict], failed: Mapping[str, str]) -> dict[
     for version, reason in failed.items():
         if version in by_version:
             names = ", ".join(name for name, _ in by_version[version])
-            raise MergeError(f"TensorFlow {version} is listed as not installed ({reason}) but has reports "
+            raise MergeError(f"TensorFlow {version} is listed as not installed ({reason}) but has "
+                             "reports "
                              f"({names}); drop one of the two")
     return by_version
 
@@ -472,19 +492,21 @@ def _columns(versions: Sequence[str], by_version: Mapping[str, list[tuple[str, d
                 key = (result["case"], result["point"])
                 if key in found and _untimed(found[key]) != _untimed(result):
                     raise MergeError(
-                        f"{key[0]}[{key[1]}] is in two reports of TensorFlow {version}, {origin[key]} and "
-                        f"{name}, with different results; shards of one run must not overlap: merge one of them")
+                        f"{key[0]}[{key[1]}] is in two reports of TensorFlow {version}, "
+                        f"{origin[key]} and {name}, with different results; shards of one run must "
+                        "not overlap: merge one of them")
                 found.setdefault(key, result)
                 origin.setdefault(key, name)
                 order.setdefault(key, len(order))
         results[version] = found
         columns.append(Column(version=version, reports=tuple(name for name, _ in shards),
-                              environment=_union_environment([data["environment"] for _, data in shards])))
+                              environment=_union_environment([data["environment"]
+                                                              for _, data in shards])))
     return columns, results, order, modes
 
 
-def _rows(columns: Sequence[Column], results: Mapping[str, dict], order: Mapping[tuple[str, str], int],
-          modes: Sequence[str]) -> list[Row]:
+def _rows(columns: Sequence[Column], results: Mapping[str, dict],
+          order: Mapping[tuple[str, str], int], modes: Sequence[str]) -> list[Row]:
     """A row per case, point and mode, sorted by case id, then point in the order first seen, then
     mode: a cell per column, and the change across them."""
     rows = []
@@ -497,8 +519,9 @@ def _rows(columns: Sequence[Column], results: Mapping[str, dict], order: Mapping
                 elif (case, point) in results[column.version]:
                     cells.append(_cell(results[column.version][(case, point)], mode))
                 else:
-                    cells.append(Cell(status=ABSENT, reason=f"the TensorFlow {column.version} run did not "
+                    cells.append(Cell(status=ABSENT,
+                                      reason=f"the TensorFlow {column.version} run did not "
                                                             "select this case and point"))
-            rows.append(Row(case=case, point=point, mode=mode, cells=tuple(cells), change=_change(columns, cells)))
+            rows.append(Row(case=case, point=point, mode=mode, cells=tuple(cells),
+                            change=_change(columns, cells)))
     return rows
-

@@ -48,4 +48,5 @@ def main(paths: Sequence[str], markdown_out: Optional[str] = None, html_out: Opt
         except ValueError as e:
             raise MergeError(str(e)) from None
     matrix = merge({path: load_report(path) for path in paths}, failed)
-    return 0 if _report.write_each([(path, lambda fn=fn: fn(matrix)) for path, fn in outputs]) else 1
+    return (0 if _report.write_each([(path, lambda fn=fn: fn(matrix)) for path, fn in outputs])
+            else 1)

@@ -91,7 +91,8 @@ def requirements(version: str) -> list[str]:
     """
     pin = PINS.get(version.strip())
     if pin is None:
-        raise PinError(f"no pins for TensorFlow {version!r}; known releases: {', '.join(versions())}. "
+        raise PinError(f"no pins for TensorFlow {version!r}; known releases: "
+                       f"{', '.join(versions())}. "
                        "Pick one of those, or add a measured row to PINS in harness/matrix/pins.py")
     found = [f"tensorflow=={version.strip()}"]
     if pin.tf_keras is not None:
@@ -107,7 +108,8 @@ def _main(argv: list[str]) -> int:
         print(json.dumps(versions()))
         return 0
     if len(argv) != 1 or argv[0].startswith("-"):
-        sys.exit(f"usage: python harness/matrix/pins.py TENSORFLOW_VERSION | --list   (known: {', '.join(versions())})")
+        sys.exit("usage: python harness/matrix/pins.py TENSORFLOW_VERSION | --list   (known: "
+                 f"{', '.join(versions())})")
     try:
         print("\n".join(requirements(argv[0])))
     except PinError as e:

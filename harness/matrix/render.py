@@ -12,8 +12,8 @@ import json
 import re
 from typing import Optional
 
-from harness.matrix.merge import (ABSENT, NO_KERAS3, NOT_INSTALLED, NOT_RUN, SCHEMA, Cell, Column, Matrix,
-                                  Point)
+from harness.matrix.merge import (ABSENT, NO_KERAS3, NOT_INSTALLED, NOT_RUN, SCHEMA, Cell, Column,
+                                  Matrix, Point)
 from harness.mode_names import KERAS3_MODES
 from harness.printable import printable
 from harness.records import VERDICTS
@@ -22,18 +22,19 @@ __all__ = ["MODE_MARKS", "html", "json_text", "markdown"]
 
 # One display row per verdict (from the one table of verdicts, records.VERDICTS) and per kind of
 # missing cell: (css class, colour, text colour, meaning).
-_LEGEND = tuple((v.value, style.colour, style.text_colour, style.meaning) for v, style in VERDICTS.items()) + (
+_LEGEND = tuple((v.value, style.colour, style.text_colour, style.meaning)
+                for v, style in VERDICTS.items()) + (
     ("absent", "#ffffff", "#8a939c", "this version's run did not select the case and point"),
     ("noinst", "#eeeeee", "#5a5a5a", "this TensorFlow version could not be installed"),
 )
 _KNOWN = {name for name, *_ in _LEGEND}
 
 # The mark of each mode inside a cell, and in the Markdown's cells.
-MODE_MARKS = {"eager": "e", "no_autograph": "na", "function": "f", "xla": "x", "graph": "g", "forward": "fw",
-              "saved_model": "sm", "saved_model_nocg": "nc", "keras_eager": "ke", "keras_fit": "kf",
-              "keras_xla": "kx", "keras_mixed": "kmp", "keras_mirrored": "kms",
-              "keras3_eager": "k3e", "keras3_fit": "k3f", "keras3_xla": "k3x", "keras3_mixed": "k3mp",
-              "keras3_mirrored": "k3ms"}
+MODE_MARKS = {"eager": "e", "no_autograph": "na", "function": "f", "xla": "x", "graph": "g",
+              "forward": "fw", "saved_model": "sm", "saved_model_nocg": "nc", "keras_eager": "ke",
+              "keras_fit": "kf", "keras_xla": "kx", "keras_mixed": "kmp", "keras_mirrored": "kms",
+              "keras3_eager": "k3e", "keras3_fit": "k3f", "keras3_xla": "k3x",
+              "keras3_mixed": "k3mp", "keras3_mirrored": "k3ms"}
 
 # A mode's status as its mark shows it: (css class, what the legend says).
 _MARK_LEGEND = (
@@ -46,8 +47,8 @@ _MARK_LEGEND = (
 
 
 def _mark(mode: str) -> str:
-    # A mode without a mark (one this harness does not know, from another version's report) shows its
-    # whole name: two letters of it could be another mode's mark.
+    # A mode without a mark (one this harness does not know, from another version's report) shows
+    # its whole name: two letters of it could be another mode's mark.
     return MODE_MARKS.get(mode, mode)
 
 
@@ -85,7 +86,8 @@ def _mode_line(mode: str, cell: Cell) -> str:
     return f"{mode}: {cell.status}{where}{error}"
 
 
-# --- Markdown --------------------------------------------------------------------------------------
+# --- Markdown
+# --------------------------------------------------------------------------------------
 
 def _md(text: str) -> str:
     text = printable(" ".join(str(text).split()))
@@ -111,10 +113,13 @@ def _md_cell(point: Point, index: int) -> str:
     if missing and missing >= {m for m in point.modes if m in KERAS3_MODES}:  # said without marks
         groups[NO_KERAS3] = []
     quiet = (NOT_RUN, "skip")
-    if all(status in quiet for status in groups):  # nothing ran (a skipped point), or everything was ok
+    if all(
+        status in quiet for status in groups
+    ):  # nothing ran (a skipped point), or everything was ok
         return first.word
     # Stable: what ran first, then a missing Keras 3, then what did not run.
-    ordered = sorted(groups.items(), key=lambda item: 2 if item[0] in quiet else item[0] == NO_KERAS3)
+    ordered = sorted(groups.items(),
+                     key=lambda item: 2 if item[0] in quiet else item[0] == NO_KERAS3)
     stopped = not any(c.status == "ok" for c in cells) and ordered[0][0] not in quiet
     parts = []
     for status, marks in ordered:
@@ -144,16 +149,19 @@ def markdown(matrix: Matrix) -> str:
     versions = [f"{_md(c.version)}{' (not installed)' if c.not_installed is not None else ''}"
                 for c in matrix.columns]
     lines = ["## TensorFlow version matrix", ""]
-    lines += [f"- **{_md(c.version)}**: {_md(_env_line(c))}" if _env_line(c) else f"- **{_md(c.version)}**"
+    lines += [f"- **{_md(c.version)}**: {_md(_env_line(c))}" if _env_line(c)
+              else f"- **{_md(c.version)}**"
               for c in matrix.columns]
     lines += ["", "Modes, in each cell only where not ok: "
-              + ", ".join(f"{_mark(m)} {_md(m)}" for m in matrix.modes) + ". A cell in bold differs from the "
+              + ", ".join(f"{_mark(m)} {_md(m)}" for m in matrix.modes)
+              + ". A cell in bold differs from the "
               "version before it.", "", "### What changed between releases", ""]
     changed = [p for p in points if p.changed]
     if len(matrix.columns) < 2:
         lines.append("One TensorFlow version: nothing to compare.")
     elif not changed:
-        lines.append(f"Nothing: each of the {len(points)} case points behaves the same in every version that ran it.")
+        lines.append(f"Nothing: each of the {len(points)} case points behaves the same in every "
+                     "version that ran it.")
     for point in changed:
         lines.append(f"- **{_md(point.name)}**: " + " ".join(f"From {_md(s.label)}: {_md(s.text)}."
                                                                for s in point.steps))
@@ -167,7 +175,8 @@ def markdown(matrix: Matrix) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- HTML ------------------------------------------------------------------------------------------
+# --- HTML
+# ------------------------------------------------------------------------------------------
 
 # Sizes are in px where they decide whether ten release columns fit in a 1400-pixel window: the case
 # column is at most 22em of 12px, and a cell is about 92px: four 19px marks a line.
@@ -342,16 +351,18 @@ def _html_cell(point: Point, columns: tuple[Column, ...], index: int) -> str:
     first = cells[0]
     step = point.step_at(index)  # a step has a column before it that ran the point
     classes = ["c", _css_class(first)] + (["differs"] if step else [])
-    data = {"head": f"{point.name} · TensorFlow {column.version}", "verdict": first.word or first.status,
-            "reason": first.reason,
-            "change": f"since {columns[_observed_before(point, index)].version}: {step.text}" if step else "",
-            "modes": "\n".join(_mode_line(m, c) for m, c in zip(point.modes, cells)) if first.observed else "",
-            "details": "\n".join(first.details), "rerun": first.rerun}
+    data = {"head": f"{point.name} · TensorFlow {column.version}",
+            "verdict": first.word or first.status, "reason": first.reason,
+            "change": f"since {columns[_observed_before(point, index)].version}: {step.text}"
+            if step else "",
+            "modes": "\n".join(_mode_line(m, c) for m, c in zip(point.modes, cells))
+            if first.observed else "", "details": "\n".join(first.details), "rerun": first.rerun}
     attributes = " ".join(f'data-{key}="{_e(value)}"' for key, value in data.items() if value)
     title = first.explanation if first.observed else first.reason or first.status
     if step:
         title += f"\nchanged: {step.text}"
-    word = first.word if first.observed else NOT_INSTALLED if first.status == NOT_INSTALLED else first.status
+    word = (first.word if first.observed else NOT_INSTALLED if first.status == NOT_INSTALLED
+            else first.status)
     marks = _html_marks(point, index) if first.observed else ""
     return (f'<td class="{" ".join(classes)}" tabindex="0" title="{_e(title)}" {attributes}>'
             f'<span class="v">{_e(word)}</span>{marks}</td>')
@@ -367,16 +378,21 @@ def _html_head(column: Column) -> str:
 
 
 def _html_legend(matrix: Matrix) -> str:
-    verdicts = "".join(f'<span class="item"><span class="key {name}">'
-                       f'{_e("not installed" if name == "noinst" else name)}</span>{_e(meaning)}</span>'
-                       for name, _, _, meaning in _LEGEND)
-    verdicts += ('<span class="item"><span class="key" style="box-shadow: inset 4px 0 0 #d4380d; font-weight: 700">'
-                 'bar</span>differs from the version before it</span>')
+    verdicts = "".join(
+        f'<span class="item"><span class="key {name}">'
+        f'{_e("not installed" if name == "noinst" else name)}</span>{_e(meaning)}</span>'
+        for name, _, _, meaning in _LEGEND
+    )
+    verdicts += ('<span class="item"><span class="key" style="box-shadow: inset 4px 0 0 #d4380d; '
+                 'font-weight: 700">bar</span>differs from the version before it</span>')
     modes = "".join(f'<span class="item"><span class="mk m-ok">{_e(_mark(m))}</span>{_e(m)}</span>'
                     for m in matrix.modes)
     statuses = "".join(f'<span class="item"><span class="mk {cls}">e</span>{_e(meaning)}</span>'
                        for cls, meaning in _MARK_LEGEND)
-    statuses += '<span class="item"><span class="mk m-ok moved">e</span>status differs from the version before</span>'
+    statuses += (
+        '<span class="item"><span class="mk m-ok moved">e</span>status differs from the version'
+        " before</span>"
+    )
     return (f'<div class="legend"><div class="row"><b>cell: verdict</b>{verdicts}</div>'
             f'<div class="row"><b>marks: modes</b>{modes}</div>'
             f'<div class="row"><b>mark: status</b>{statuses}</div></div>')
@@ -401,7 +417,8 @@ def html(matrix: Matrix) -> str:
     versions = _html_versions(matrix)
     names = ("verdict", "reason", "change", "modes", "details", "rerun")
     code = ("modes", "details", "rerun")
-    fields = "".join(f'<dt>{_e(name)}</dt><dd id="p-{name}"{" class=code" if name in code else ""}></dd>'
+    fields = "".join(f'<dt>{_e(name)}</dt><dd '
+                     f'id="p-{name}"{" class=code" if name in code else ""}></dd>'
                      for name in names)
     heads = "".join(_html_head(c) for c in matrix.columns)
     return f"""<!DOCTYPE html>
@@ -454,19 +471,26 @@ def _html_rows(matrix: Matrix) -> list[str]:
     for title, kind, group in groups:
         if not group:
             continue
-        body.append(f'<tr class="group" data-kind="{kind}"><th colspan="{width}"><span>{_e(title)}</span></th></tr>')
+        body.append(f'<tr class="group" data-kind="{kind}"><th '
+                    f'colspan="{width}"><span>{_e(title)}</span></th></tr>')
         for point in group:
-            cells = "".join(_html_cell(point, matrix.columns, i) for i in range(len(matrix.columns)))
+            cells = "".join(_html_cell(point, matrix.columns, i)
+                            for i in range(len(matrix.columns)))
             change = f'<span class="change">{_e(point.change)}</span>' if point.change else ""
-            body.append(f'<tr class="p {kind}" data-name="{_e(point.name)}" data-theme="{_e(point.theme)}">'
-                        f'<td class="name"><code>{_breakable(point.name)}</code>{change}</td>{cells}</tr>')
+            body.append(
+                f'<tr class="p {kind}" data-name="{_e(point.name)}" '
+                f'data-theme="{_e(point.theme)}"><td '
+                f'class="name"><code>{_breakable(point.name)}</code>{change}</td>{cells}</tr>'
+            )
     return body
 
 
 def _html_versions(matrix: Matrix) -> str:
-    """The page's line on the versions: how many, from which to which, and why any is not installed."""
+    """The page's line on the versions: how many, from which to which, and why any is not
+    installed."""
     installed = [c.version for c in matrix.columns if c.not_installed is None]
-    versions = (f"{len(matrix.columns)} versions, {matrix.columns[0].version} to {matrix.columns[-1].version}"
+    versions = (f"{len(matrix.columns)} versions, {matrix.columns[0].version} to "
+                f"{matrix.columns[-1].version}"
                 if len(matrix.columns) > 1 else matrix.columns[0].version)
     versions += "; each column names its NumPy and Python." if installed else "."
     versions += "".join(f" {c.version} is not installed: {c.not_installed}." for c in matrix.columns
@@ -474,7 +498,8 @@ def _html_versions(matrix: Matrix) -> str:
     return versions
 
 
-# --- JSON ------------------------------------------------------------------------------------------
+# --- JSON
+# ------------------------------------------------------------------------------------------
 
 def json_text(matrix: Matrix) -> str:
     """The merged data as strict JSON, schema "harness.matrix/1".
@@ -492,8 +517,9 @@ def json_text(matrix: Matrix) -> str:
                       "reports": list(c.reports)} for c in matrix.columns],
         "modes": list(matrix.modes),
         "rows": [{"case": r.case, "point": r.point, "mode": r.mode, "change": r.change,
-                  "cells": {c.version: {"status": cell.status, "verdict": cell.verdict, "stage": cell.stage,
-                                        "reason": cell.reason, "error": cell.error, "details": list(cell.details),
+                  "cells": {c.version: {"status": cell.status, "verdict": cell.verdict,
+                                        "stage": cell.stage, "reason": cell.reason,
+                                        "error": cell.error, "details": list(cell.details),
                                         "rerun": cell.rerun, "unchecked": cell.unchecked}
                             for c, cell in zip(matrix.columns, r.cells)}}
                  for r in matrix.rows],

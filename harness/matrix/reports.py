@@ -7,7 +7,8 @@ import json
 
 from harness.report.json_report import SCHEMA as REPORT_SCHEMA
 
-__all__ = ["HOW_TO_MAKE", "MATRIX_SCHEMA", "MergeError", "REPORT_SCHEMA", "check_report", "load_report"]
+__all__ = ["HOW_TO_MAKE", "MATRIX_SCHEMA", "MergeError", "REPORT_SCHEMA", "check_report",
+           "load_report"]
 
 MATRIX_SCHEMA = "harness.matrix/1"  # a merged matrix, which is not a report
 
@@ -25,31 +26,42 @@ def _fail(name: str, what: str) -> MergeError:
 def check_report(name: str, data: object) -> None:
     """Raises MergeError unless `data` has the shape of a harness.report/1 report."""
     if not isinstance(data, dict) or "schema" not in data or "results" not in data:
-        found = f"keys {sorted(data)[:6]}" if isinstance(data, dict) else f"a JSON {type(data).__name__}"
-        raise _fail(name, f"not a harness report (no \"schema\" and \"results\"; found {found}); {HOW_TO_MAKE}")
+        found = (f"keys {sorted(data)[:6]}" if isinstance(data, dict)
+                 else f"a JSON {type(data).__name__}")
+        raise _fail(name,
+                    f"not a harness report (no \"schema\" and \"results\"; found {found}); "
+                    f"{HOW_TO_MAKE}")
     schema = data["schema"]
     if schema == MATRIX_SCHEMA:
-        raise _fail(name, f"this is a merged matrix ({MATRIX_SCHEMA}), not a report; merge the per-version reports "
+        raise _fail(name,
+                    f"this is a merged matrix ({MATRIX_SCHEMA}), not a report; merge the "
+                    "per-version reports "
                           "it was made from")
     if schema != REPORT_SCHEMA:
-        raise _fail(name, f"schema {schema!r}, but this harness reads {REPORT_SCHEMA!r}; regenerate the "
+        raise _fail(name,
+                    f"schema {schema!r}, but this harness reads {REPORT_SCHEMA!r}; regenerate the "
                           "report with this version of the harness")
     environment = data.get("environment")
     if not isinstance(environment, dict) or not isinstance(environment.get("tensorflow"), str):
-        raise _fail(name, "environment.tensorflow is missing, so the TensorFlow version is unknown; "
+        raise _fail(name,
+                    "environment.tensorflow is missing, so the TensorFlow version is unknown; "
                           f"{HOW_TO_MAKE}")
     if not isinstance(data["results"], list):
-        raise _fail(name, f"\"results\" is a JSON {type(data['results']).__name__}, not a list; {HOW_TO_MAKE}")
+        raise _fail(name,
+                    f"\"results\" is a JSON {type(data['results']).__name__}, not a list; "
+                    f"{HOW_TO_MAKE}")
     modes = data.get("modes", [])
     if not isinstance(modes, list) or not all(isinstance(m, str) for m in modes):
-        raise _fail(name, f"\"modes\" is {_json_type(modes)}, not a list of mode names; {HOW_TO_MAKE}")
+        raise _fail(name,
+                    f"\"modes\" is {_json_type(modes)}, not a list of mode names; {HOW_TO_MAKE}")
     for index, result in enumerate(data["results"]):
         _check_result(name, index, result)
 
 
 def _json_type(value: object) -> str:
     """What a JSON value is, for a message: `a string "eager"`, `a number 7`, `a list`."""
-    kinds = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
+    kinds = {str: "a string", bool: "a boolean", int: "a number", float: "a number",
+             list: "a list", dict: "an object"}
     kind = kinds.get(type(value), "null" if value is None else type(value).__name__)
     return f"{kind} {json.dumps(value)[:40]}" if isinstance(value, (str, int, float)) else kind
 
@@ -66,14 +78,17 @@ def _check_result(name: str, index: int, result: object) -> None:
         raise _fail(name, f"{where} is not an object; {HOW_TO_MAKE}")
     for key in ("case", "point", "verdict"):
         if not isinstance(result.get(key), str):
-            raise _fail(name, f"{where} has no string {key!r} (found {result.get(key)!r}); {HOW_TO_MAKE}")
+            raise _fail(name,
+                        f"{where} has no string {key!r} (found {result.get(key)!r}); {HOW_TO_MAKE}")
     modes = result.get("modes")
-    if not isinstance(modes, dict) or not all(isinstance(m, dict) and isinstance(m.get("status"), str)
+    if not isinstance(modes,
+                      dict) or not all(isinstance(m, dict) and isinstance(m.get("status"), str)
                                               for m in modes.values()):
         raise _fail(name, f"{where} ({result['case']}[{result['point']}]) has no \"modes\" with a "
                           f"\"status\" each; {HOW_TO_MAKE}")
     fields = [(key, result.get(key), kind, where) for key, kind in _RESULT_FIELDS.items()]
-    fields += [(key, outcome.get(key), kind, f"{where}.modes.{mode}") for mode, outcome in modes.items()
+    fields += [(key, outcome.get(key), kind, f"{where}.modes.{mode}")
+               for mode, outcome in modes.items()
                for key, kind in _MODE_FIELDS.items()]
     for key, value, kind, at in fields:
         if value is not None and not isinstance(value, kind):
@@ -100,7 +115,10 @@ def load_report(path: str) -> dict:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        hint = " (this is the JSON Lines stream; give the --json_out file beside it)" if path.endswith(".jsonl") else ""
-        raise _fail(path, f"not JSON ({e.msg} at line {e.lineno}, column {e.colno}){hint}; {HOW_TO_MAKE}") from None
+        hint = (" (this is the JSON Lines stream; give the --json_out file beside it)"
+                if path.endswith(".jsonl") else "")
+        raise _fail(
+            path, f"not JSON ({e.msg} at line {e.lineno}, column {e.colno}){hint}; {HOW_TO_MAKE}"
+        ) from None
     check_report(path, data)
     return data

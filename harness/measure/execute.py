@@ -40,7 +40,8 @@ def environment() -> dict[str, str]:
 
 def _run_mode(mode: str, case: Case, options: RunOptions) -> list[ModeOutcome]:
     if mode in case.skip_modes:
-        return [ModeOutcome(mode=mode, status=Status.SKIP, note=case.skip_modes[mode]) for _ in case.points]
+        return [ModeOutcome(mode=mode, status=Status.SKIP, note=case.skip_modes[mode])
+                for _ in case.points]
     try:
         runner = _modes.runner(mode)
         observe = probe.installed() and getattr(runner, "OBSERVES_GRADIENTS", True)
@@ -86,7 +87,9 @@ def measure(case: Case, modes: Sequence[str], options: RunOptions,
         if active and (options.numeric or options.upstream or case.reference or case.analytic):
             on_mode("oracles")
             subject, note = oracle_subject({m: outcomes[m] for m in active},
-                                           yardstick(case, point.label, outcomes, tf.version.VERSION, default))
+                                           yardstick(case, point.label, outcomes,
+                                                     tf.version.VERSION, default))
             checks = oracles.consult(case, point, outcomes[subject], options, note)
-        measured.append(Measured(point=point.label, outcomes=outcomes, repeats=repeats, oracles=checks))
+        measured.append(Measured(point=point.label, outcomes=outcomes, repeats=repeats,
+                                 oracles=checks))
     return measured

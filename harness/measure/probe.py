@@ -33,7 +33,8 @@ import tensorflow as tf
 
 from harness.records import Usage
 
-__all__ = ["add", "install", "installed", "name_of", "paused", "recorded", "start", "finish", "union"]
+__all__ = ["add", "install", "installed", "name_of", "paused", "recorded", "start", "finish",
+           "union"]
 
 _REAL = tf.custom_gradient
 _state = {"depth": 0, "ran": {}, "called": set(), "installed": False}

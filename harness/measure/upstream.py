@@ -69,7 +69,8 @@ def tables(seed_value: int, order: int) -> np.ndarray:
 
     A traced function takes them as an input, so one trace serves every point.
     """
-    return np.stack([np.stack([table(seed_value, k, i) for i in range(TARGETS)]) for k in range(1, order + 1)])
+    return np.stack([np.stack([table(seed_value, k, i) for i in range(TARGETS)])
+                     for k in range(1, order + 1)])
 
 
 def flat_tables(seed_value: int, order: int) -> np.ndarray:
@@ -78,7 +79,8 @@ def flat_tables(seed_value: int, order: int) -> np.ndarray:
 
 
 def weights(seed_value: int, order: int, target: int, shape: Sequence[int]) -> np.ndarray:
-    """The float64 weights for target `target` (of shape `shape`) of the order `order` - 1 outputs."""
+    """The float64 weights for target `target` (of shape `shape`) of the order `order` - 1
+    outputs."""
     size = int(np.prod(shape, dtype=np.int64))
     values = table(seed_value, order, target % TARGETS)
     return values[np.arange(size) % PERIOD].reshape(tuple(shape))

@@ -3,8 +3,8 @@
 A run's fixed cost is a second Python process that imports TensorFlow, seconds of work, while
 this process imports NumPy and absl, parses the flags and builds its settings, a few tenths of a
 second. Started first, the worker imports TensorFlow on another core while this process does
-the rest, instead of after it; the worker pool (harness.process.pool) takes it over as its first worker
-and sends it where the cases come from, as it does to every worker it starts.
+the rest, instead of after it; the worker pool (harness.process.pool) takes it over as its first
+worker and sends it where the cases come from, as it does to every worker it starts.
 
 `start` runs before the flags are parsed, so it goes by the words of the command line alone: it
 starts a worker unless help is asked for, the word merge (the one command that runs no case)
@@ -84,8 +84,8 @@ def start(args: Sequence[str]) -> None:
         folder = tempfile.mkdtemp(prefix="harness-workers-")
         output = os.path.join(folder, "worker-1.log")
         conn, child = context.Pipe()
-        process = context.Process(target=run_worker, args=(child, output, os.getpid()), name="harness-worker-1",
-                                  daemon=True)
+        process = context.Process(target=run_worker, args=(child, output, os.getpid()),
+                                  name="harness-worker-1", daemon=True)
         with lifetime.held_signals():  # a Ctrl-C or SIGTERM comes once discard can find the worker
             process.start()
             _started = Started(process=process, conn=conn, folder=folder, output=output)

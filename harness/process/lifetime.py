@@ -27,8 +27,8 @@ import threading
 import time
 from typing import Callable, Collection, Iterator, Optional
 
-__all__ = ["end_at_exit", "end_children", "exit_with_parent", "end_strays", "end_group", "group_members",
-           "held_signals", "lead_group", "let_signals_go", "wait_unreaped"]
+__all__ = ["end_at_exit", "end_children", "exit_with_parent", "end_strays", "end_group",
+           "group_members", "held_signals", "lead_group", "let_signals_go", "wait_unreaped"]
 
 # How often a child looks for its parent. Cheap: one system call per tick.
 _POLL_S = 0.25
@@ -44,13 +44,16 @@ _HELD = (signal.SIGINT, signal.SIGTERM)
 
 
 def lead_group() -> None:
-    """Makes this process the leader of a new session and process group, so what it starts can be found."""
+    """Makes this process the leader of a new session and process group, so what it starts can be
+    found."""
     if hasattr(os, "setsid") and os.getpgrp() != os.getpid():
         os.setsid()
 
 
-def exit_with_parent(on_death: Callable[[], None] = lambda: None, parent: Optional[int] = None) -> None:
-    """Starts a daemon thread that calls `on_death`, then ends this process, once its parent is gone.
+def exit_with_parent(on_death: Callable[[], None] = lambda: None,
+                     parent: Optional[int] = None) -> None:
+    """Starts a daemon thread that calls `on_death`, then ends this process, once its parent is
+    gone.
 
     `parent`: the parent's process id as the parent gave it, so a parent that died before this
     is called is seen as gone; default: this process's parent now.
@@ -84,7 +87,8 @@ def group_members(pgid: int) -> list[int]:
                 stat = f.read().decode("ascii", "replace")
         except OSError:  # it ended while we looked
             continue
-        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses; it ends at the last ")".
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses; it ends at the last
+        # ")".
         fields = stat[stat.rfind(")") + 2:].split()
         if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
             found.append(int(name))
@@ -119,7 +123,9 @@ def end_strays(keep: Collection[int] = ()) -> list[int]:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     for pid in strays:
-        with contextlib.suppress(ChildProcessError, OSError):  # not our child: its own parent or init reaps it
+        with contextlib.suppress(
+            ChildProcessError, OSError
+        ):  # not our child: its own parent or init reaps it
             os.waitpid(pid, 0)
     return strays
 
@@ -173,9 +179,9 @@ def end_children(timeout: float = _END_S) -> None:
     process group), then ends and reaps multiprocessing's resource tracker.
 
     Daemonic children are what multiprocessing itself would end at exit, waiting on each for as long
-    as it takes; here each is waited for `timeout` s at most. The resource tracker, which every spawn
-    starts and nobody reaps, ends once no process holds its pipe; this process's end is closed last,
-    so without this it would end after this process, left to whoever adopts it.
+    as it takes; here each is waited for `timeout` s at most. The resource tracker, which every
+    spawn starts and nobody reaps, ends once no process holds its pipe; this process's end is closed
+    last, so without this it would end after this process, left to whoever adopts it.
     """
     for child in multiprocessing.active_children():
         if child.daemon:
@@ -189,7 +195,8 @@ def end_children(timeout: float = _END_S) -> None:
 
 def _end_tracker(timeout: float) -> None:
     """Closes this process's end of the resource tracker's pipe and reaps the tracker, which ends
-    on that end-of-file (killed if it has not within `timeout` s). A later spawn starts a new one."""
+    on that end-of-file (killed if it has not within `timeout` s). A later spawn starts a new one.
+    """
     module = sys.modules.get("multiprocessing.resource_tracker")
     tracker = getattr(module, "_resource_tracker", None)
     if tracker is None:
@@ -224,7 +231,8 @@ def held_signals() -> Iterator[None]:
     Only in the main thread, where Python runs signal handlers, and where no other thread takes
     the signals instead (the main process runs none while it starts workers).
     """
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+    if (not hasattr(signal, "pthread_sigmask")
+        or threading.current_thread() is not threading.main_thread()):
         yield
         return
     from multiprocessing import resource_tracker  # noqa: PLC0415

@@ -143,7 +143,8 @@ class _Worker:
         lifetime.end_group(self.process.pid)
 
     def exited(self, timeout: float) -> None:
-        """Waits up to `timeout` s for the worker to end, without reaping it (so its id stays its own)."""
+        """Waits up to `timeout` s for the worker to end, without reaping it (so its id stays its
+        own)."""
         lifetime.wait_unreaped(self.process.pid, timeout)
 
     def ask_to_stop(self) -> None:
@@ -262,7 +263,8 @@ class WorkerPool:
                 w.scripts = message[1]
             elif kind == "done":
                 self._finished.append(Carried(w.index, w.job, _clock() - w.started, w.scripts,
-                                              measured=message[1], changed=message[2], lost=message[3]))
+                                              measured=message[1], changed=message[2],
+                                              lost=message[3]))
                 w.release()
                 if message[2]:  # it changed global state and has exited
                     self._replace(w)
@@ -275,7 +277,8 @@ class WorkerPool:
         how, output = _how(w.process.exitcode), _tail(w.output)
         if not w.ready:
             self.close()
-            raise PoolError(f"a worker {how} while importing TensorFlow and the cases; its last output:\n{output}")
+            raise PoolError(f"a worker {how} while importing TensorFlow and the cases; its last "
+                            f"output:\n{output}")
         if w.job is not None:
             self._finished.append(Carried(w.index, w.job, seen - w.started, w.scripts,
                                           death=Death(Status.CRASH, w.mode, how, output)))
@@ -290,7 +293,8 @@ class WorkerPool:
                 how = f"ran past the {self._timeout:g} s timeout; its worker was killed"
                 w.kill()
                 self._finished.append(Carried(w.index, w.job, now - w.started, w.scripts,
-                                              death=Death(Status.TIMEOUT, w.mode, how, _tail(w.output))))
+                                              death=Death(Status.TIMEOUT, w.mode, how,
+                                                          _tail(w.output))))
                 self._replace(w)
 
     def _replace(self, w: _Worker) -> None:
@@ -331,7 +335,8 @@ class InProcess:
     def start(self) -> tuple[dict, list[CaseInfo]]:
         return self._loaded.environment, [loader.info(c) for c in self._loaded.cases.values()]
 
-    def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int = 1) -> Iterator[Carried]:
+    def run(self, jobs: Sequence[worker.Job], on_start: OnStart,
+            size: int = 1) -> Iterator[Carried]:
         from harness.process import state  # noqa: PLC0415
 
         polluters: list[str] = []  # the cases whose changes this process still carries
@@ -346,9 +351,10 @@ class InProcess:
 
             measured, changed = worker.run_job(self._loaded, job, notify)
             if changed:  # blame only this case for it; what it changed stays for the cases after it
-                self._loaded = dataclasses.replace(self._loaded, baseline=state.snapshot(), threads=state.threads())
-            carried = Carried(index, job, _clock() - started, scripts, measured=measured, changed=changed,
-                              after=tuple(polluters))
+                self._loaded = dataclasses.replace(self._loaded, baseline=state.snapshot(),
+                                                   threads=state.threads())
+            carried = Carried(index, job, _clock() - started, scripts, measured=measured,
+                              changed=changed, after=tuple(polluters))
             if changed:
                 polluters.append(job.case_id)
             yield carried

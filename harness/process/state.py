@@ -61,7 +61,8 @@ def _check_numerics() -> str:
 def _other_op_callbacks() -> str:
     from tensorflow.python.eager import context  # noqa: PLC0415
 
-    names = [getattr(f, "__qualname__", type(f).__qualname__) for f in context.context().op_callbacks
+    names = [getattr(f, "__qualname__", type(f).__qualname__)
+             for f in context.context().op_callbacks
              if type(getattr(f, "__self__", None)).__name__ != "CheckNumericsCallback"]
     return ", ".join(names) or "none"
 
@@ -90,42 +91,62 @@ def _grappler(tf) -> dict[str, str]:
     try:
         options = tf.config.optimizer.get_experimental_options()
     except Exception as e:  # noqa: BLE001 - as _read
-        return {"grappler options (tf.config.optimizer.set_experimental_options)": f"unavailable ({type(e).__name__})"}
+        return {
+            "grappler options (tf.config.optimizer.set_experimental_options)": (
+                f"unavailable ({type(e).__name__})"
+            )
+        }
     return {f"grappler option {name} (tf.config.optimizer.set_experimental_options)": str(value)
             for name, value in sorted(options.items())}
 
 
 def snapshot() -> dict[str, str]:
-    """The current value of every watched setting, as text; "unavailable (...)" where this TensorFlow
-    has no such setting (reading one never raises)."""
+    """The current value of every watched setting, as text; "unavailable (...)" where this
+    TensorFlow has no such setting (reading one never raises)."""
     import tensorflow as tf  # noqa: PLC0415
 
     return _grappler(tf) | {
         "eager execution": _read(tf.executing_eagerly),
         "tf.config.run_functions_eagerly": _read(tf.config.functions_run_eagerly),
         "check numerics (tf.debugging.enable_check_numerics)": _read(_check_numerics),
-        "other op callbacks (tf.debugging.experimental.enable_dump_debug_info, ...)": _read(_other_op_callbacks),
-        "XLA auto-clustering (tf.config.optimizer.get_jit)": _read(lambda: repr(tf.config.optimizer.get_jit())),
+        "other op callbacks (tf.debugging.experimental.enable_dump_debug_info, ...)": _read(
+            _other_op_callbacks
+        ),
+        "XLA auto-clustering (tf.config.optimizer.get_jit)": _read(
+            lambda: repr(tf.config.optimizer.get_jit())
+        ),
         "control flow v2 (tf.compat.v1.disable_control_flow_v2)": _read(_control_flow_v2),
-        "TF2 behaviour (tf.compat.v1.disable_v2_behavior)": _read(lambda: tf.__internal__.tf2.enabled()),
-        "resource variables (tf.compat.v1.disable_resource_variables)":
-            _read(tf.compat.v1.resource_variables_enabled),
+        "TF2 behaviour (tf.compat.v1.disable_v2_behavior)": _read(
+            lambda: tf.__internal__.tf2.enabled()
+        ),
+        "resource variables (tf.compat.v1.disable_resource_variables)": _read(
+            tf.compat.v1.resource_variables_enabled
+        ),
         "op determinism (tf.config.experimental.enable_op_determinism)": _read(_op_determinism),
-        "soft device placement (tf.config.set_soft_device_placement)": _read(tf.config.get_soft_device_placement),
-        "device policy (tf.config.experimental.set_device_policy)": _read(tf.config.experimental.get_device_policy),
+        "soft device placement (tf.config.set_soft_device_placement)": _read(
+            tf.config.get_soft_device_placement
+        ),
+        "device policy (tf.config.experimental.set_device_policy)": _read(
+            tf.config.experimental.get_device_policy
+        ),
         "TensorFloat-32": _read(tf.config.experimental.tensor_float_32_execution_enabled),
         "global random seed (tf.random.set_seed)": _read(_global_seed),
         "NumPy behaviour (tf.experimental.numpy)": _read(lambda: hasattr(tf.Tensor, "ravel")),
-        "tf_keras mixed precision policy": _keras("tf_keras", lambda k: k.mixed_precision.global_policy().name),
-        "keras mixed precision policy": _keras("keras", lambda k: k.mixed_precision.global_policy().name),
+        "tf_keras mixed precision policy": _keras(
+            "tf_keras", lambda k: k.mixed_precision.global_policy().name
+        ),
+        "keras mixed precision policy": _keras(
+            "keras", lambda k: k.mixed_precision.global_policy().name
+        ),
         "tf_keras floatx": _keras("tf_keras", lambda k: k.backend.floatx()),
         "keras floatx": _keras("keras", lambda k: k.backend.floatx()),
     }
 
 
 # What a Keras setting reads as once the case imports Keras without changing it.
-_KERAS_DEFAULTS = {"tf_keras mixed precision policy": "float32", "keras mixed precision policy": "float32",
-                   "tf_keras floatx": "float32", "keras floatx": "float32"}
+_KERAS_DEFAULTS = {"tf_keras mixed precision policy": "float32",
+                   "keras mixed precision policy": "float32", "tf_keras floatx": "float32",
+                   "keras floatx": "float32"}
 
 
 def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -177,7 +198,8 @@ def _theirs(thread: threading.Thread) -> bool:
 
 def left_running(before: Collection[threading.Thread], grace: float = _GRACE_S) -> list[str]:
     """One line per thread started since `before` (a `threads()` value) that is still alive after
-    `grace` seconds in all, e.g. "left a thread running: Thread-1 (flip) (target flip, cases.py line 12)".
+    `grace` seconds in all, e.g. "left a thread running: Thread-1 (flip) (target flip, cases.py line
+    12)".
 
     Threads whose target is TensorFlow's or Keras's own are theirs, not a case's, and ignored.
     Waits only when there is a new thread.
@@ -189,5 +211,6 @@ def left_running(before: Collection[threading.Thread], grace: float = _GRACE_S) 
     deadline = time.monotonic() + grace
     for thread in started():
         thread.join(max(0.0, deadline - time.monotonic()))
-    return [f"left a thread running: {t.name} ({'daemon, ' if t.daemon else ''}target {_where(_target(t))})"
+    return [f"left a thread running: {t.name} ({'daemon, ' if t.daemon else ''}target "
+            f"{_where(_target(t))})"
             for t in started() if t.is_alive()]

@@ -131,8 +131,10 @@ def _scripts(case, job: Job) -> dict[str, tuple[bool, object]]:
     found = {}
     for point in case.points:
         try:
-            found[point.label] = (True, script.parts(loader.narrow(case, [point.label]), point, job.modes,
-                                                     job.options.unconnected_zero, reruns[point.label]))
+            found[point.label] = (True,
+                                  script.parts(loader.narrow(case, [point.label]), point, job.modes,
+                                                     job.options.unconnected_zero,
+                                                     reruns[point.label]))
         except ReproError as e:
             found[point.label] = (False, str(e))
     return found
@@ -169,7 +171,8 @@ def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], l
     return measured, state.changes(loaded.baseline, state.snapshot()) + running
 
 
-# What the modes built for the last explore job's case (harness.measure.modes._reuse), for the next one.
+# What the modes built for the last explore job's case (harness.measure.modes._reuse), for the next
+# one.
 _kept: dict = {}
 
 
@@ -242,7 +245,8 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
         _redirect_output(output_path)
     except FileNotFoundError:
         os._exit(1)
-    lifetime.exit_with_parent(lambda: (shutil.rmtree(folder, ignore_errors=True), lifetime.end_strays()), parent)
+    lifetime.exit_with_parent(lambda: (shutil.rmtree(folder, ignore_errors=True),
+                                       lifetime.end_strays()), parent)
     prepare()
     from harness import loader  # noqa: PLC0415
 
@@ -268,10 +272,13 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
         _end_strays()
         try:
             conn.send(("done", [m.portable() for m in measured], changed, ""))
-        except Exception as e:  # noqa: BLE001 - pickling fails before anything is written: say so instead
-            conn.send(("done", [], changed, f"the worker could not send what it measured: {type(e).__name__}: {e}"))
+        except (
+            Exception
+        ) as e:  # noqa: BLE001 - pickling fails before anything is written: say so instead
+            conn.send(("done", [], changed,
+                       f"the worker could not send what it measured: {type(e).__name__}: {e}"))
         if changed:
-            # At once, before the next message: a thread the case left (one that ends the process, or
-            # turns run_functions_eagerly on, later) dies with this process instead of acting during
-            # the next case, which a fresh worker takes.
+            # At once, before the next message: a thread the case left (one that ends the process,
+            # or turns run_functions_eagerly on, later) dies with this process instead of acting
+            # during the next case, which a fresh worker takes.
             _exit_now()

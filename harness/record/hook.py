@@ -1,4 +1,5 @@
-"""Recording any Python process, started through the environment: `python -m harness record DIR -- CMD`.
+"""Recording any Python process, started through the environment: `python -m harness record DIR --
+CMD`.
 
 The record command makes a new session folder in DIR, puts harness/record/_site first on
 PYTHONPATH, the session folder in $HARNESS_RECORD and
@@ -7,8 +8,8 @@ process cannot import harness itself);
 Python imports the sitecustomize there as it starts, which calls `start()`: the recorder is
 installed (TensorFlow is patched the moment it is imported), unittest's TestCase.run (absltest's
 too) notes each test's id as the node that made a call and writes this process's
-recorded-<pid>.json into the session folder after each test, and again at exit. Every Python process CMD starts is recorded the same way, each
-into its own file; replay reads them together.
+recorded-<pid>.json into the session folder after each test, and again at exit. Every Python process
+CMD starts is recorded the same way, each into its own file; replay reads them together.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ __all__ = ["ENV_EAGER", "ENV_FOLDER", "ENV_PATH", "ENV_POINTS", "start"]
 ENV_FOLDER = "HARNESS_RECORD"
 ENV_POINTS = "HARNESS_RECORD_POINTS"
 ENV_EAGER = "HARNESS_RECORD_EAGER"  # "1": run the process's tf.functions eagerly while recording
-ENV_PATH = "HARNESS_RECORD_PATH"  # the folder holding the harness package, for a process that lacks it
+ENV_PATH = (  # the folder holding the harness package, for a process that lacks it
+    "HARNESS_RECORD_PATH"
+)
 
 
 def start() -> None:

@@ -29,7 +29,8 @@ __all__ = ["Identity", "Unhandled", "identify", "captured_label"]
 
 # Closure variable names a library decorator gives the function it wraps, most likely first.
 _WRAPPED_NAMES = ("f", "fn", "func", "fun", "function", "wrapped", "original", "user_fn")
-# Packages whose own uses of custom_gradient (tf.recompute_grad, Keras internals) are not the user's.
+# Packages whose own uses of custom_gradient (tf.recompute_grad, Keras internals) are not the
+# user's.
 _INTERNAL = ("tensorflow", "keras", "tf_keras")
 
 
@@ -175,7 +176,13 @@ def _fingerprint_part(name: str, value: Any) -> tuple[str, Optional[str]]:
     plain = _plain(value) if callable(value) else value
     if isinstance(plain, types.FunctionType):
         code = plain.__code__
-        return f"function {plain.__module__}.{plain.__qualname__}@{code.co_filename}:{code.co_firstlineno}", None
+        return (
+            (
+                "function"
+                f" {plain.__module__}.{plain.__qualname__}@{code.co_filename}:{code.co_firstlineno}"
+            ),
+            None,
+        )
     if isinstance(value, types.ModuleType):
         return f"module {value.__name__}", None
     # Any other object (a layer, a quantizer): its class and, where it has one, its config tell
@@ -183,7 +190,10 @@ def _fingerprint_part(name: str, value: Any) -> tuple[str, Optional[str]]:
     kind = f"object {type(value).__module__}.{type(value).__qualname__}"
     if callable(getattr(value, "get_config", None)):
         try:
-            kind += " " + hashlib.sha1(repr(sorted(value.get_config().items())).encode()).hexdigest()[:12]
+            kind += (
+                " "
+                + hashlib.sha1(repr(sorted(value.get_config().items())).encode()).hexdigest()[:12]
+            )
         except Exception:  # noqa: BLE001 - a config that cannot be had: the class stands alone
             pass
     return kind, None
@@ -218,14 +228,16 @@ def _autograph_original(f: types.FunctionType) -> Optional[types.FunctionType]:
     while frame is not None:
         if frame.f_code.co_name == "converted_call" and "autograph" in frame.f_code.co_filename:
             original = frame.f_locals.get("f")
-            code = _nested_code(getattr(_plain(original), "__code__", None), name) if original else None
+            code = (_nested_code(getattr(_plain(original), "__code__", None), name) if original
+                    else None)
             if code is not None:
                 return _rebuilt(code, _plain(original), f)
         frame = frame.f_back
     return None
 
 
-def _nested_code(code: Optional[types.CodeType], name: str, depth: int = 0) -> Optional[types.CodeType]:
+def _nested_code(code: Optional[types.CodeType], name: str,
+                 depth: int = 0) -> Optional[types.CodeType]:
     if code is None or depth > 4:
         return None
     for const in code.co_consts:
@@ -266,8 +278,11 @@ def _cache_key(f: Any) -> Optional[tuple]:
     if not isinstance(f, types.FunctionType) or not all(isinstance(c, _STABLE) for c in contents) \
             or "tf__" in f.__qualname__:
         return None
-    return (f.__code__, tuple(id(c) if isinstance(c, (types.FunctionType, types.ModuleType, type)) else (type(c), c)
-                              for c in contents), id(getattr(f, "__wrapped__", None)), f.__module__, f.__qualname__)
+    return (f.__code__,
+            tuple(id(c) if isinstance(c, (types.FunctionType, types.ModuleType, type))
+                  else (type(c), c)
+                              for c in contents), id(getattr(f, "__wrapped__", None)),
+            f.__module__, f.__qualname__)
 
 
 def identify(f: Any) -> Identity:

@@ -1,4 +1,5 @@
-"""The pytest plugin: `python -m pytest --harness-record=DIR` records the custom gradients the tests run.
+"""The pytest plugin: `python -m pytest --harness-record=DIR` records the custom gradients the tests
+run.
 
 Registered through the `pytest11` entry point, so installing harness makes pytest load it; without
 --harness-record it only adds its two options: it imports nothing more and hooks nothing else.
@@ -21,16 +22,18 @@ _DEFAULT_POINTS = 3
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("harness", "harness: record the custom gradients the tests run")
     group.addoption("--harness-record", dest="harness_record", metavar="DIR", default=None,
-                    help="Record every tf.custom_gradient the tests call into DIR; replay them with "
-                         "python -m harness replay DIR.")
+                    help="Record every tf.custom_gradient the tests call into DIR; replay them "
+                         "with python -m harness replay DIR.")
     group.addoption("--harness-record-points", dest="harness_record_points", metavar="K", type=int,
                     default=_DEFAULT_POINTS,
-                    help=f"With --harness-record: the distinct points kept per function (default {_DEFAULT_POINTS}).")
-    group.addoption("--harness-record-eager", dest="harness_record_eager", action="store_true", default=False,
-                    help="With --harness-record: run the tests' tf.functions (and model.fit's train "
-                         "function) eagerly, so that calls made inside them are recorded with their "
-                         "values instead of being replayed at drawn values. The tests then run "
-                         "eagerly, and slower.")
+                    help="With --harness-record: the distinct points kept per function (default "
+                         f"{_DEFAULT_POINTS}).")
+    group.addoption("--harness-record-eager", dest="harness_record_eager", action="store_true",
+                    default=False,
+                    help="With --harness-record: run the tests' tf.functions (and model.fit's "
+                         "train function) eagerly, so that calls made inside them are recorded "
+                         "with their values instead of being replayed at drawn values. The tests "
+                         "then run eagerly, and slower.")
 
 
 class _Recording:
@@ -41,7 +44,9 @@ class _Recording:
 
     def pytest_runtest_protocol(self, item, nextitem):
         node = item.nodeid
-        if node.startswith("::"):  # a test module outside the rootdir (--pyargs): name it by its module
+        if node.startswith(
+            "::"
+        ):  # a test module outside the rootdir (--pyargs): name it by its module
             module = getattr(getattr(item, "module", None), "__name__", None)
             node = f"{module or item.path}{node}"
         self.session.node = node
@@ -65,7 +70,9 @@ class _Recording:
         if session.stopped:
             terminalreporter.write_line(session.stopped_line())
         if _is_controller(terminalreporter.config):
-            from harness.record import recorder  # noqa: PLC0415 - loaded already: the session is its
+            from harness.record import (
+                recorder,
+            )  # noqa: PLC0415 - loaded already: the session is its
 
             terminalreporter.write_line(recorder.folder_summary(session.folder, session))
         else:
@@ -74,12 +81,14 @@ class _Recording:
 
 def _is_controller(config) -> bool:
     """Whether this is pytest-xdist's controller, whose workers ran the tests."""
-    return bool(getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no") \
+    return bool(getattr(config.option, "numprocesses", None)
+                or getattr(config.option, "dist", "no") != "no") \
         and not os.environ.get("PYTEST_XDIST_WORKER")
 
 
 def pytest_load_initial_conftests(early_config, parser, args) -> None:
-    """Installs the recorder before any conftest or test module runs, when --harness-record is given."""
+    """Installs the recorder before any conftest or test module runs, when --harness-record is
+    given."""
     options = early_config.known_args_namespace
     folder = getattr(options, "harness_record", None)
     if not folder:
@@ -89,7 +98,9 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
 
         points = getattr(options, "harness_record_points", _DEFAULT_POINTS)
         if points < 1:
-            raise ValueError(f"--harness-record-points={points}: keep at least 1 point per function")
+            raise ValueError(
+                f"--harness-record-points={points}: keep at least 1 point per function"
+            )
         # One session folder for the whole run: the first process (pytest, or xdist's controller)
         # makes it, and the workers it starts find it in their environment.
         session_folder = os.environ.get(store.ENV_SESSION)
@@ -101,7 +112,8 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
                                    eager=bool(getattr(options, "harness_record_eager", False)))
         recorder.install(session)
     except Exception as e:  # noqa: BLE001 - a recorder that cannot start leaves the tests alone
-        early_config.pluginmanager.register(_NotRecording(f"{type(e).__name__}: {e}"), "harness-record-session")
+        early_config.pluginmanager.register(_NotRecording(f"{type(e).__name__}: {e}"),
+                                            "harness-record-session")
         return
     session.say_stopped_at_once = False
     early_config.pluginmanager.register(_Recording(session), "harness-record-session")
@@ -114,5 +126,5 @@ class _NotRecording:
         self.why = why
 
     def pytest_terminal_summary(self, terminalreporter):
-        terminalreporter.write_line(f"harness record: warning: not recording ({self.why}); the tests ran as "
-                                    "without --harness-record")
+        terminalreporter.write_line(f"harness record: warning: not recording ({self.why}); the "
+                                    "tests ran as without --harness-record")

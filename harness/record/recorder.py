@@ -1,4 +1,5 @@
-"""The recorder: a hook around `tf.custom_gradient` that keeps a few calls of every function it decorates.
+"""The recorder: a hook around `tf.custom_gradient` that keeps a few calls of every function it
+decorates.
 
 `install(session)` makes every route to TensorFlow's `custom_gradient` the recording one: the
 function in `tensorflow.python.ops.custom_gradient` (so a module importing it later gets the
@@ -82,7 +83,9 @@ class _Function:
         self.grad_takes_variables = False
         self.copy: Optional[dict] = None  # the serialised copy (or why there is none)
         try:
-            self.parameters = [p.name for p in inspect.signature(who.user or who.function).parameters.values()
+            self.parameters = [p.name
+                               for p in inspect.signature(who.user
+                                                          or who.function).parameters.values()
                                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         except (TypeError, ValueError):
             self.parameters = []
@@ -218,8 +221,8 @@ class Session:
                 sys.stderr.write(self.skipped_line(name) + "\n")
 
     def skipped_line(self, name: str) -> str:
-        return (f"harness record: warning: not recording {name} ({self.skipped[name]}): the recorder "
-                "cannot follow it; the tests and the rest of the recording go on")
+        return (f"harness record: warning: not recording {name} ({self.skipped[name]}): the "
+                "recorder cannot follow it; the tests and the rest of the recording go on")
 
     def stop(self, error: BaseException) -> None:
         if not self.stopped:
@@ -228,8 +231,8 @@ class Session:
                 sys.stderr.write(self.stopped_line() + "\n")
 
     def stopped_line(self) -> str:
-        return (f"harness record: warning: recording stopped ({self.stopped}); the tests went on, and what was "
-                "recorded before is kept")
+        return (f"harness record: warning: recording stopped ({self.stopped}); the tests went on, "
+                "and what was recorded before is kept")
 
     # -- one call ---------------------------------------------------------------------------
 
@@ -247,7 +250,8 @@ class Session:
             graph = tf.compat.v1.get_default_graph()
             context = "tf.function" if type(graph).__name__ == "FuncGraph" else "v1 graph"
         if isinstance(result, tuple) and len(result) == 2 and callable(result[1]):
-            function.grad_takes_variables = function.grad_takes_variables or _takes_variables(result[1])
+            function.grad_takes_variables = (function.grad_takes_variables
+                                             or _takes_variables(result[1]))
         described = [_describe(a) for a in args]
         kw_described = {k: _describe(v) for k, v in kwargs.items()}
         key = (context, tuple(_key(d) for d in described),
@@ -258,13 +262,16 @@ class Session:
         function.fruitless = 0
         function.keys.add(key)
         full = len(function.points) >= self.limits.points
-        if full and any(d[1] is None and "spec" in d[0] for d in list(described) + list(kw_described.values())):
+        if full and any(d[1] is None and "spec" in d[0] for d in list(described)
+                        + list(kw_described.values())):
             return  # a call seen only while tracing never takes a kept point's place
         if self.points >= self.limits.total_points and not full:
             self.dropped["points_over_total"] += 1
             return
-        size = sum(d[1].nbytes for d in list(described) + list(kw_described.values()) if d[1] is not None)
-        over = (function.bytes + size > self.limits.function_bytes or self.bytes + size > self.limits.total_bytes)
+        size = sum(d[1].nbytes for d in list(described) + list(kw_described.values())
+                   if d[1] is not None)
+        over = (function.bytes + size > self.limits.function_bytes or self.bytes + size
+                > self.limits.total_bytes)
         point = {"context": context, "node": self.node,
                  "args": [self._entry(d, over) for d in described],
                  "kwargs": {k: self._entry(d, over) for k, d in kw_described.items()},
@@ -317,8 +324,8 @@ class Session:
         return {"tensorflow": tf.version.VERSION, "python": platform.python_version(),
                 "command": self.command, "started": self.started, "ended": ended,
                 "eager": self.eager, "limits": dataclasses.asdict(self.limits), "tests": self.tests,
-                "dropped": dict(self.dropped), "stopped": self.stopped, "skipped": dict(self.skipped),
-                "functions": [f.as_dict() for f in self.called()]}
+                "dropped": dict(self.dropped), "stopped": self.stopped,
+                "skipped": dict(self.skipped), "functions": [f.as_dict() for f in self.called()]}
 
     def flush(self, finished: bool = False) -> None:
         """Writes this process's file if anything is new (always when `finished`); a failure is
@@ -326,7 +333,8 @@ class Session:
         if not (self.dirty or finished) or not (self.called() or finished and self.tests):
             return
         try:
-            self.written = str(self.writer.write(self.data("finished" if finished else "running"), self.arrays))
+            self.written = str(self.writer.write(self.data("finished" if finished else "running"),
+                                                 self.arrays))
         except Exception as e:  # noqa: BLE001 - a full disk must not fail the user's tests
             self.write_error = f"{type(e).__name__}: {e}"
             self.unwritten = self.points - self.on_disk
@@ -343,11 +351,13 @@ class Session:
                             self.tests, self.write_error, self.unwritten)
 
 
-def summary_line(folder: str, functions: list[dict], dropped: dict, tests: int, write_error: str = "",
-                 unwritten: int = 0, processes: int = 1) -> str:
+def summary_line(folder: str, functions: list[dict], dropped: dict, tests: int,
+                 write_error: str = "", unwritten: int = 0, processes: int = 1) -> str:
     """The session's last line, from its functions as written (one process's, or all of a
     session's); shared by the plugin's controller, which reads its workers' files."""
-    plural = lambda n, word, many=None: f"{n} {word if n == 1 else (many or word + 's')}"  # noqa: E731
+    plural = (
+        lambda n, word, many=None: f"{n} {word if n == 1 else (many or word + 's')}"
+    )  # noqa: E731
     if not functions:
         text = f"harness record: no custom-gradient function called in {folder}"
         if tests:
@@ -391,7 +401,8 @@ def folder_summary(folder: str, session: Optional[Session] = None) -> str:
     merged: dict = {}
     for f in data["functions"]:
         key = (f["module"], f["qualname"], f.get("file"), f.get("line"), f.get("fingerprint"))
-        merged[key] = dict(merged[key], points=merged[key]["points"] + f["points"]) if key in merged else f
+        merged[key] = (dict(merged[key], points=merged[key]["points"] + f["points"])
+                       if key in merged else f)
     tests = sum(p.get("tests", 0) for p in data["sessions"])
     processes = len(data["sessions"])
     line = summary_line(folder, list(merged.values()), dropped, tests,
@@ -408,7 +419,8 @@ def _lost(write_error: str, unwritten: int) -> str:
 
 
 def _without_values(point: dict) -> bool:
-    return any("spec" in a for a in point["args"]) or any("spec" in a for a in point["kwargs"].values())
+    return (any("spec" in a for a in point["args"])
+            or any("spec" in a for a in point["kwargs"].values()))
 
 
 def _key(described) -> str:
@@ -435,24 +447,30 @@ def _describe(value: Any) -> tuple[dict, Optional[np.ndarray]]:
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
         return {"spec": {"dtype": array.dtype.name, "shape": list(array.shape)}}, array
-    if name in ("EagerTensor", "ResourceVariable", "UninitializedVariable") or hasattr(value, "_numpy"):
+    if (name in ("EagerTensor", "ResourceVariable", "UninitializedVariable")
+        or hasattr(value, "_numpy")):
         try:
             array = np.asarray(value.numpy())
         except Exception:  # noqa: BLE001 - a variable read inside a trace: its signature only
             array = None
         dtype = getattr(getattr(value, "dtype", None), "name", None)
         shape = getattr(value, "shape", None)
-        spec = {"spec": {"dtype": dtype, "shape": None if shape is None or shape.rank is None else list(shape)}}
+        spec = {"spec": {"dtype": dtype,
+                         "shape": None if shape is None or shape.rank is None else list(shape)}}
         return spec, array
     dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
-    if hasattr(dtype, "as_numpy_dtype") and shape is not None:  # a graph tensor: no value while tracing
-        return {"spec": {"dtype": dtype.name, "shape": None if shape.rank is None else shape.as_list()}}, None
+    if (
+        hasattr(dtype, "as_numpy_dtype") and shape is not None
+    ):  # a graph tensor: no value while tracing
+        return {"spec": {"dtype": dtype.name,
+                         "shape": None if shape.rank is None else shape.as_list()}}, None
     return {"unsupported": f"a {name} object"}, None
 
 
 def _variable(v, store_array, over: bool) -> dict:
-    entry = {"name": getattr(v, "name", ""), "dtype": getattr(getattr(v, "dtype", None), "name", ""),
-             "shape": None, "trainable": bool(getattr(v, "trainable", True))}
+    entry = {"name": getattr(v, "name", ""),
+             "dtype": getattr(getattr(v, "dtype", None), "name", ""), "shape": None,
+             "trainable": bool(getattr(v, "trainable", True))}
     try:
         entry["shape"] = list(v.shape)
     except (TypeError, ValueError):
@@ -470,7 +488,9 @@ def _variable(v, store_array, over: bool) -> dict:
 
 def _watcher():
     try:
-        from tensorflow.python.eager import record  # noqa: PLC0415 - what custom_gradient itself uses
+        from tensorflow.python.eager import (
+            record,
+        )  # noqa: PLC0415 - what custom_gradient itself uses
 
         return record.VariableWatcher()
     except Exception:  # noqa: BLE001 - another TensorFlow: variables are not recorded

@@ -45,7 +45,8 @@ DRAWN = (-2.0, 2.0)
 
 
 def _case_id(module: str, qualname: str) -> str:
-    parts = [p for p in f"{module}.{qualname}".replace("<lambda>", "lambda").split(".") if p and p != "<locals>"]
+    parts = [p for p in f"{module}.{qualname}".replace("<lambda>", "lambda").split(".") if p and p
+             != "<locals>"]
     parts = [re.sub(r"\W", "_", p) for p in parts]
     return "recorded." + ".".join(p if not p[0].isdigit() else f"_{p}" for p in parts)
 
@@ -87,7 +88,9 @@ def _known(record: dict, loader: "_Loader", index: int, point: dict) -> _Known:
 def _numpy_dtype(name: str):
     try:
         return np.dtype(name)
-    except TypeError:  # bfloat16 and the like: NumPy's through ml_dtypes, which comes with TensorFlow
+    except (
+        TypeError
+    ):  # bfloat16 and the like: NumPy's through ml_dtypes, which comes with TensorFlow
         import ml_dtypes  # noqa: PLC0415
 
         return np.dtype(getattr(ml_dtypes, name))
@@ -107,11 +110,15 @@ def _draw(spec: dict, seed: int, known: _Known = _Known()) -> tuple[np.ndarray, 
             return (rng.integers(low, high + 1, size=shape).astype(dtype),
                     f"integers in [{low}, {high}], the range of its recorded values")
         bound = known.dimensions[0] if known.dimensions else 2
-        why = "the smallest dimension of the other arguments, which it may index" if known.dimensions else \
-            "nothing recorded to bound it"
+        why = (
+            "the smallest dimension of the other arguments, which it may index"
+            if known.dimensions
+            else "nothing recorded to bound it"
+        )
         return rng.integers(0, bound, size=shape).astype(dtype), f"integers in [0, {bound}) ({why})"
     low, high = (known.low, known.high) if known.low is not None else DRAWN
-    why = "the range of its recorded values" if known.low is not None else "nothing recorded to draw from"
+    why = ("the range of its recorded values" if known.low is not None
+           else "nothing recorded to draw from")
     values = rng.uniform(low, high, size=shape)
     if kind == "c":
         values = values + 1j * rng.uniform(low, high, size=shape)
@@ -160,14 +167,20 @@ class _Loader:
         except Exception as e:  # noqa: BLE001 - any import-time failure: try the file itself
             file = record.get("file") or ""
             if not file.endswith(".py") or not os.path.isfile(file):
-                found = f"cannot import {name} ({type(e).__name__}: {e}), and its file {file or '?'} is not there"
+                found = (
+                    f"cannot import {name} ({type(e).__name__}: {e}), and its file {file or '?'} is"
+                    " not there"
+                )
             else:
                 from harness import loader  # noqa: PLC0415
 
                 try:
                     found = loader.load_module(file)
                 except loader.LoadError as load_error:
-                    found = f"cannot import {name} ({type(e).__name__}: {e}) nor load {file} ({load_error})"
+                    found = (
+                        f"cannot import {name} ({type(e).__name__}: {e}) nor load {file}"
+                        f" ({load_error})"
+                    )
         self.modules[name] = found
         return found
 
@@ -175,8 +188,9 @@ class _Loader:
         return store.load_array(self.folder, entry)
 
 
-_NOT_FOUND = ("which replay finds neither in its closure nor among its module's globals (a layer's weights, "
-              "read through an object); write a case with build= creating them and wrt_variables=True")
+_NOT_FOUND = ("which replay finds neither in its closure nor among its module's globals (a layer's "
+              "weights, read through an object); write a case with build= creating them and "
+              "wrt_variables=True")
 
 
 def _bare(name: str) -> str:
@@ -191,9 +205,10 @@ def _function(record: dict, copy: Optional[dict], loader: _Loader,
     recorded values, each time it is called: a builder's work, done in each mode's own graph or
     context; else it hands out one function made here."""
     if record.get("autograph"):
-        return None, ("it was seen only as AutoGraph's conversion of it (called inside a tf.function or "
-                      "model.fit), and the source function that conversion came from was not found; a test "
-                      "that calls it once outside tf.function records the source function")
+        return None, ("it was seen only as AutoGraph's conversion of it (called inside a "
+                      "tf.function or model.fit), and the source function that conversion came "
+                      "from was not found; a test that calls it once outside tf.function records "
+                      "the source function")
     module = loader.module(record)
     if isinstance(module, str):
         return None, module
@@ -206,7 +221,8 @@ def _function(record: dict, copy: Optional[dict], loader: _Loader,
         return _over_fresh_globals(found, variables, loader) if variables else ((lambda: found), "")
     if copy is None or "problem" in copy:
         why = copy["problem"] if copy else "no copy of it was kept"
-        return None, (f"it cannot be imported by name (defined inside a function: a closure, a factory's, or a "
+        return None, ("it cannot be imported by name (defined inside a function: a closure, a "
+                      "factory's, or a "
                       f"test's own) and could not be copied: {why}")
     return _from_copy(record, copy["copy"], module, loader, variables)
 
@@ -220,7 +236,8 @@ def _from_copy(record: dict, copy: dict, module, loader: _Loader,
     def globals_of(entry: dict) -> dict:
         if entry["module"] == record["module"]:
             return fresh.made() if variables else vars(module)
-        other = loader.module({"module": entry["module"], "file": entry.get("file"), "root": record.get("root")})
+        other = loader.module({"module": entry["module"], "file": entry.get("file"),
+                               "root": record.get("root")})
         if isinstance(other, str):
             raise serial.Unserialisable(other)
         return vars(other)
@@ -242,7 +259,8 @@ def _from_copy(record: dict, copy: dict, module, loader: _Loader,
 def _copied_variables(entry: Any) -> set:
     """The names of the variables a copy holds, however deep in its closure."""
     if isinstance(entry, dict):
-        found = {_bare(entry["variable"]["name"])} if isinstance(entry.get("variable"), dict) else set()
+        found = ({_bare(entry["variable"]["name"])} if isinstance(entry.get("variable"), dict)
+                 else set())
         return found.union(*(_copied_variables(v) for v in entry.values()))
     if isinstance(entry, list):
         return set().union(*(_copied_variables(v) for v in entry))
@@ -257,7 +275,8 @@ class _Globals:
         self.base, self.loader = base, loader
         self.wanted = {_bare(v["name"]): v for v in variables}
         self.held = {name: _bare(value.name) for name, value in base.items()
-                     if serial._is_variable(value) and _bare(getattr(value, "name", "")) in self.wanted}
+                     if serial._is_variable(value)
+                     and _bare(getattr(value, "name", "")) in self.wanted}
 
     def problem(self, elsewhere: set = frozenset()) -> str:
         missing = set(self.wanted) - set(self.held.values()) - set(elsewhere)
@@ -265,8 +284,8 @@ class _Globals:
             return f"it reads the variables {', '.join(sorted(missing))}, {_NOT_FOUND}"
         unread = sorted(v for v in self.held.values() if "value" not in self.wanted[v])
         if unread:
-            return (f"the value of its variables {', '.join(unread)} could not be read when recorded (a v1 "
-                    "graph's variable, read inside its session)")
+            return (f"the value of its variables {', '.join(unread)} could not be read when "
+                    "recorded (a v1 graph's variable, read inside its session)")
         return ""
 
     def made(self) -> dict:
@@ -288,7 +307,13 @@ def _over_fresh_globals(found: Callable, variables: Sequence[dict],
 
     raw = identity._plain(found)
     if not isinstance(raw, types.FunctionType):
-        return None, f"it reads the variables {', '.join(_bare(v['name']) for v in variables)}, {_NOT_FOUND}"
+        return (
+            None,
+            (
+                f"it reads the variables {', '.join(_bare(v['name']) for v in variables)},"
+                f" {_NOT_FOUND}"
+            ),
+        )
     fresh = _Globals(raw.__globals__, variables, loader)
     problem = fresh.problem()
     if problem:
@@ -304,14 +329,17 @@ def _constant(entry: dict) -> bool:
 
 def _call_form(point: dict) -> str:
     """What must be the same for two points to share one function: which arguments are constants."""
-    constants = [(i, repr(store.python_value(a))) for i, a in enumerate(point["args"]) if _constant(a)]
-    kwargs = sorted((k, repr(store.python_value(a) if _constant(a) else a.get("array", a.get("spec"))))
+    constants = [(i, repr(store.python_value(a))) for i, a in enumerate(point["args"])
+                 if _constant(a)]
+    kwargs = sorted((k,
+                     repr(store.python_value(a) if _constant(a) else a.get("array", a.get("spec"))))
                     for k, a in point.get("kwargs", {}).items())
     return repr((len(point["args"]), constants, kwargs))
 
 
 def _calling(fn: Callable, args: Sequence[dict], kwargs: dict) -> Callable:
-    """`fn` taking only the point's tensor arguments, the constants and keyword arguments put back."""
+    """`fn` taking only the point's tensor arguments, the constants and keyword arguments put
+    back."""
     if not kwargs and not any(_constant(a) for a in args):
         return fn
     constants = {i: store.python_value(a) for i, a in enumerate(args) if _constant(a)}
@@ -374,7 +402,8 @@ def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[
     calls = record.get("calls", 0)
     description = (f"{record['qualname']} from {record['module']}"
                    + (f", its closure over {captured}" if captured and twins > 1 else "")
-                   + f", replayed at the points its tests called it with ({calls} call{'s' if calls != 1 else ''}"
+                   + f", replayed at the points its tests called it with ({calls} "
+                     f"call{'s' if calls != 1 else ''}"
                    " seen)")
     groups: dict[str, list[dict]] = {}
     for point in record["points"]:
@@ -386,11 +415,13 @@ def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[
             n += 1
             case_id = f"{base}_{n}"
         taken_ids.add(case_id)
-        made.append(_group_case(case_id, record, points, loader, order, expectations, description, source))
+        made.append(_group_case(case_id, record, points, loader, order, expectations, description,
+                                source))
     return made
 
 
-_HOW = {"eager": "an eager call", "tf.function": "a call while tracing a tf.function", "v1 graph": "a call while building a v1 graph"}
+_HOW = {"eager": "an eager call", "tf.function": "a call while tracing a tf.function",
+        "v1 graph": "a call while building a v1 graph"}
 
 
 def _dtypes(point: dict) -> tuple:
@@ -407,12 +438,14 @@ class _Built:
     problem: str = ""
 
 
-def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, seed: int, dtyped: bool,
-           taken: set) -> _Built:
+def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, seed: int,
+           dtyped: bool, taken: set) -> _Built:
     tensor_names, values, shown_names, shown_values, drawn = [], [], [], [], []
     problem = ""
     for i, (name, entry) in enumerate(zip(names, point["args"])):
-        if "unsupported" in entry:  # a method's self, a layer: named in the reason, not in the label
+        if (
+            "unsupported" in entry
+        ):  # a method's self, a layer: named in the reason, not in the label
             problem = problem or f"its argument {name} was {entry['unsupported']}, not a value"
             continue
         value, how = _value(entry, loader, seed + i, lambda i=i: _known(record, loader, i, point))
@@ -431,18 +464,24 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
     label = _label(shown_names, shown_values, kwargs, bool(drawn), taken)
     note = f"recorded: {_HOW.get(point.get('context'), 'a call')} made by {_node(point)}"
     if record.get("eager_session") and point.get("context") == "eager":
-        note += " (the session ran the tests' tf.functions eagerly, so it may have been made inside one)"
+        note += (
+            " (the session ran the tests' tf.functions eagerly, so it may have been made inside"
+            " one)"
+        )
     if drawn:
-        note += (f"; it had no values then, so they are drawn ({'; '.join(drawn)}; seeded, open dimensions "
+        note += (f"; it had no values then, so they are drawn ({'; '.join(drawn)}; seeded, open "
+                 "dimensions "
                  f"{_OPEN_DIMENSION}): stand-ins for values the trace did not show")
         if point.get("note"):
             note += f"; {point['note']}"
-    built = Point(names=tuple(tensor_names), values=tuple(np.asarray(v) for v in values), label=label)
+    built = Point(names=tuple(tensor_names), values=tuple(np.asarray(v) for v in values),
+                  label=label)
     return _Built(point=built, note=note, drawn=bool(drawn), problem=problem)
 
 
 def _same(a: Point, b: Point) -> bool:
-    return a.names == b.names and all(x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y)
+    return a.names == b.names and all(x.dtype == y.dtype and x.shape == y.shape
+                                      and np.array_equal(x, y)
                                       for x, y in zip(a.values, b.values))
 
 
@@ -456,8 +495,10 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
     taken: set = set()
     built: list[_Built] = []
     for number, point in enumerate(points):
-        made = _point(record, point, names, loader, zlib.crc32(f"{case_id}:{number}".encode()), dtyped, taken)
-        # A draw from a range of one recorded value repeats that point: it is judged once, as recorded.
+        made = _point(record, point, names, loader, zlib.crc32(f"{case_id}:{number}".encode()),
+                      dtyped, taken)
+        # A draw from a range of one recorded value repeats that point: it is judged once, as
+        # recorded.
         if not (made.drawn and any(_same(made.point, b.point) for b in built)):
             built.append(made)
     labels = [b.point.label for b in built]
@@ -470,12 +511,13 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
     kwargs = {k: v for k, v in zip(first.get("kwargs") or {}, _kwargs_of(first, loader))}
     # A function that reads variables is built in each mode, its variables made again there and
     # differentiated too, as a case with build= and wrt_variables=True.
-    how = dict(build=lambda: _calling(maker(), first["args"], kwargs), wrt_variables=True) if variables \
+    how = dict(build=lambda: _calling(maker(), first["args"], kwargs),
+               wrt_variables=True) if variables \
         else dict(fn=_calling(maker(), first["args"], kwargs))
     try:
-        return Case(id=case_id, points=[b.point for b in built], order=order, description=description,
-                    source=source, expectations=tuple(expectations), notes=notes,
-                    drawn=tuple(b.point.label for b in built if b.drawn), **how)
+        return Case(id=case_id, points=[b.point for b in built], order=order,
+                    description=description, source=source, expectations=tuple(expectations),
+                    notes=notes, drawn=tuple(b.point.label for b in built if b.drawn), **how)
     except CaseError as e:
         return _skip_case(case_id, labels, str(e).split(": ", 2)[-1], description, source, notes)
 
@@ -513,7 +555,8 @@ def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = ())
 
 def _twins(record: dict, records: Sequence[dict]) -> int:
     """How many recorded functions share this one's module and name (a factory's closures)."""
-    return sum(1 for r in records if r["module"] == record["module"] and r["qualname"] == record["qualname"])
+    return sum(1 for r in records if r["module"] == record["module"] and r["qualname"]
+               == record["qualname"])
 
 
 def _merged(data: dict) -> list[dict]:

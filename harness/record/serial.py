@@ -71,14 +71,16 @@ def dump_variable(value: Any, arrays: Callable[[np.ndarray], dict], where: str) 
         with tf.init_scope():
             array = np.asarray(value.numpy())
     except Exception as e:  # noqa: BLE001 - a v1 graph's variable has no value outside its session
-        raise Unserialisable(f"{where} holds the variable {getattr(value, 'name', '?')}, whose value cannot be "
+        raise Unserialisable(f"{where} holds the variable {getattr(value, 'name', '?')}, whose "
+                             "value cannot be "
                              f"read outside its graph ({type(e).__name__})") from None
-    return {"name": str(getattr(value, "name", "")).split(":")[0], "trainable": bool(getattr(value, "trainable", True)),
-            "value": arrays(array)}
+    return {"name": str(getattr(value, "name", "")).split(":")[0],
+            "trainable": bool(getattr(value, "trainable", True)), "value": arrays(array)}
 
 
 def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, where: str) -> dict:
-    """One closure cell's (or default's) value as JSON; `arrays` stores an array and returns its entry."""
+    """One closure cell's (or default's) value as JSON; `arrays` stores an array and returns its
+    entry."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"python": value}
     if isinstance(value, complex):
@@ -102,7 +104,8 @@ def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, whe
             and resolve(module, qualname) is value:
         return {"ref": [module, qualname]}
     cls = type(value)
-    if callable(getattr(value, "get_config", None)) and resolve(cls.__module__, cls.__qualname__) is cls:
+    if (callable(getattr(value, "get_config", None))
+        and resolve(cls.__module__, cls.__qualname__) is cls):
         # A Keras layer or quantizer: made again from its config, as Keras itself saves one.
         try:
             config = value.get_config()
@@ -118,7 +121,8 @@ def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, whe
     raise Unserialisable(f"{where} holds a {type(value).__name__} object, which is not plain data")
 
 
-def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict], depth: int = 0) -> dict:
+def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict],
+                  depth: int = 0) -> dict:
     """`f` as JSON: its code, defaults, closure values and module.
 
     Raises:
@@ -134,24 +138,28 @@ def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict], d
             continue
         cells.append(dump_value(contents, arrays, depth, f"its closure variable {name!r}"))
     return {
-        "module": f.__module__, "name": f.__name__, "qualname": f.__qualname__, "file": code.co_filename,
+        "module": f.__module__, "name": f.__name__, "qualname": f.__qualname__,
+        "file": code.co_filename,
         "line": code.co_firstlineno, "python": python_version(),
         "code": base64.b64encode(marshal.dumps(code)).decode("ascii"),
         "defaults": None if f.__defaults__ is None else [dump_value(v, arrays, depth, "a default")
                                                            for v in f.__defaults__],
-        "kwdefaults": {k: dump_value(v, arrays, depth, "a default") for k, v in (f.__kwdefaults__ or {}).items()},
+        "kwdefaults": {k: dump_value(v, arrays, depth, "a default")
+                       for k, v in (f.__kwdefaults__ or {}).items()},
         "closure": cells, "freevars": list(code.co_freevars),
     }
 
 
-def load_value(entry: dict, load_array: Callable[[dict], np.ndarray], module_globals: Callable[[dict], dict]) -> Any:
+def load_value(entry: dict, load_array: Callable[[dict], np.ndarray],
+               module_globals: Callable[[dict], dict]) -> Any:
     kind = next(iter(entry))
     if kind == "python":
         return entry["python"]
     if kind == "complex":
         return complex(*entry["complex"])
     if kind in ("tuple", "list"):
-        return (tuple if kind == "tuple" else list)(load_value(e, load_array, module_globals) for e in entry[kind])
+        return (tuple if kind == "tuple" else list)(load_value(e, load_array, module_globals)
+                                                    for e in entry[kind])
     if kind == "dict":
         return {k: load_value(v, load_array, module_globals) for k, v in entry["dict"].items()}
     if kind == "array":
@@ -164,7 +172,8 @@ def load_value(entry: dict, load_array: Callable[[dict], np.ndarray], module_glo
         import tensorflow as tf  # noqa: PLC0415
 
         entry = entry["variable"]
-        return tf.Variable(load_array(entry["value"]), name=entry["name"] or None, trainable=entry["trainable"])
+        return tf.Variable(load_array(entry["value"]), name=entry["name"] or None,
+                           trainable=entry["trainable"])
     if kind == "dtype":
         import tensorflow as tf  # noqa: PLC0415
 
@@ -199,15 +208,20 @@ def load_function(entry: dict, load_array: Callable[[dict], np.ndarray],
       Unserialisable: it was recorded under another Python, or a value cannot be made again.
     """
     if entry.get("python") != python_version():
-        raise Unserialisable(f"its code was recorded under Python {entry.get('python')} and this is Python "
-                             f"{python_version()}; Python's code format differs between them: replay it under "
+        raise Unserialisable(f"its code was recorded under Python {entry.get('python')} and this "
+                             "is Python "
+                             f"{python_version()}; Python's code format differs between them: "
+                             "replay it under "
                              f"Python {entry.get('python')}")
     code = marshal.loads(base64.b64decode(entry["code"]))
-    closure = tuple(types.CellType() if "empty" in c else types.CellType(load_value(c, load_array, module_globals))
+    closure = tuple(types.CellType() if "empty" in c
+                    else types.CellType(load_value(c, load_array, module_globals))
                     for c in entry["closure"])
-    defaults = None if entry["defaults"] is None else tuple(load_value(v, load_array, module_globals)
+    defaults = None if entry["defaults"] is None else tuple(load_value(v, load_array,
+                                                                       module_globals)
                                                              for v in entry["defaults"])
     made = types.FunctionType(code, module_globals(entry), entry["name"], defaults, closure or None)
     made.__qualname__ = entry["qualname"]
-    made.__kwdefaults__ = {k: load_value(v, load_array, module_globals) for k, v in entry["kwdefaults"].items()} or None
+    made.__kwdefaults__ = {k: load_value(v, load_array, module_globals)
+                           for k, v in entry["kwdefaults"].items()} or None
     return made

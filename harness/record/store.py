@@ -16,10 +16,11 @@ captured, the sys.path root its module imports from), calls seen, and up to K po
 holds its arguments and keyword arguments, each one of
 
     {"array": "values/...npy", "dtype": "float32", "shape": [2, 3]}   a recorded value
-    {"spec": {"dtype": "float32", "shape": [null, 3]}}                 a value seen only while tracing
-    {"python": 1.0}                                                     a Python scalar (or None, a string)
-    {"float": "inf"}, {"int": "123456789012345678901"}                a Python number JSON cannot hold
-    {"unsupported": "a Dense object"}                                   nothing that can be replayed
+    {"spec": {"dtype": "float32", "shape": [null, 3]}}                 a value seen only while
+    tracing {"python": 1.0}                                                     a Python scalar (or
+    None, a string) {"float": "inf"}, {"int": "123456789012345678901"}                a Python
+    number JSON cannot hold {"unsupported": "a Dense object"}
+    nothing that can be replayed
 
 with the context of the call ("eager", "tf.function", "v1 graph"), the test that first made
 it, the variables it read (name, dtype, shape, value when it could be read), and, for a
@@ -40,8 +41,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["SCHEMA", "Limits", "RecordError", "Writer", "ending", "load_array", "new_session", "python_value",
-           "read", "python_entry", "session_folder"]
+__all__ = ["SCHEMA", "Limits", "RecordError", "Writer", "ending", "load_array", "new_session",
+           "python_value", "read", "python_entry", "session_folder"]
 
 SCHEMA = "harness.recorded/2"
 _SCHEMAS = ("harness.recorded/1", SCHEMA)
@@ -74,7 +75,8 @@ def new_session(folder: str) -> str:
     root.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     for n in range(1000):
-        path = root / f"{_SESSION}{stamp}-{os.getpid()}" if not n else root / f"{_SESSION}{stamp}-{os.getpid()}-{n}"
+        path = (root / f"{_SESSION}{stamp}-{os.getpid()}" if not n
+                else root / f"{_SESSION}{stamp}-{os.getpid()}-{n}")
         try:
             path.mkdir()
         except FileExistsError:
@@ -143,7 +145,9 @@ def load_array(folder: str, arg: dict) -> np.ndarray:
     return value
 
 
-_HOW = "record one with python -m pytest --harness-record=DIR, or python -m harness record DIR -- CMD"
+_HOW = (
+    "record one with python -m pytest --harness-record=DIR, or python -m harness record DIR -- CMD"
+)
 
 
 def _problem(folder: str, data: Any) -> Optional[str]:
@@ -156,7 +160,8 @@ def _problem(folder: str, data: Any) -> Optional[str]:
     if not isinstance(functions, list):
         return "no list of functions"
     for f in functions:
-        if not isinstance(f, dict) or not all(isinstance(f.get(k), str) for k in ("module", "qualname")):
+        if (not isinstance(f, dict)
+            or not all(isinstance(f.get(k), str) for k in ("module", "qualname"))):
             return "a function without its module and qualname"
         if not isinstance(f.get("points"), list):
             return f"{f['module']}.{f['qualname']} has no list of points"
@@ -164,13 +169,15 @@ def _problem(folder: str, data: Any) -> Optional[str]:
             if not isinstance(p, dict) or not isinstance(p.get("args"), list):
                 return f"a point of {f['module']}.{f['qualname']} has no arguments"
             for arg in list(p["args"]) + list((p.get("kwargs") or {}).values()):
-                if isinstance(arg, dict) and "array" in arg and not (Path(folder) / str(arg["array"])).is_file():
+                if (isinstance(arg, dict) and "array" in arg
+                    and not (Path(folder) / str(arg["array"])).is_file()):
                     return f"{arg['array']} is missing"
     return None
 
 
 def _sessions(root: Path) -> list[Path]:
-    return sorted(p for p in root.glob(f"{_SESSION}*") if p.is_dir() and any(p.glob(f"{_PREFIX}*.json")))
+    return sorted(p for p in root.glob(f"{_SESSION}*") if p.is_dir()
+                  and any(p.glob(f"{_PREFIX}*.json")))
 
 
 def session_folder(folder: str) -> tuple[str, int]:
@@ -225,5 +232,6 @@ def ending(data: dict) -> str:
     if not unfinished:
         return text + ", each ended normally"
     names = ", ".join(s["file"] for s in unfinished)
-    return (text + f"; {len(unfinished)} did not end normally (killed, os._exit or a crash: {names}): "
+    return (text
+            + f"; {len(unfinished)} did not end normally (killed, os._exit or a crash: {names}): "
             "what each recorded up to its last finished test is kept")

@@ -22,13 +22,16 @@ def check_writable(path: str) -> None:
     if target.is_dir():
         raise ValueError(f"{path} is a directory; give a file name")
     if not folder.is_dir():
-        # The nearest folder above that exists: a file there is the mistake, not a missing directory.
+        # The nearest folder above that exists: a file there is the mistake, not a missing
+        # directory.
         above = next((f for f in (folder, *folder.parents) if f.exists()), None)
         if above is not None and not above.is_dir():
-            raise ValueError(f"cannot write {path}: {above} is a file, not a directory; give a path in a directory")
+            raise ValueError(f"cannot write {path}: {above} is a file, not a directory; give a "
+                             "path in a directory")
         raise ValueError(f"cannot write {path}: directory {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot write {path}: directory {folder} is not writable; choose another path")
+        raise ValueError(f"cannot write {path}: directory {folder} is not writable; choose another "
+                         "path")
     if target.exists() and not os.access(target, os.W_OK):
         raise ValueError(f"cannot write {path}: the file is read-only; choose another path")
     try:  # root passes os.access even where no file can be made (/proc, /sys, a read-only mount)
@@ -50,7 +53,8 @@ def write(path: str, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        # A lone surrogate the renderer let through is written escaped rather than lost with the file.
+        # A lone surrogate the renderer let through is written escaped rather than lost with the
+        # file.
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(text)
         os.replace(tmp, target)
@@ -86,5 +90,6 @@ def write_each(outputs: Sequence[tuple[str, Union[str, Callable[[], str]]]],
             others = f"; {', '.join(written)} {'was' if len(written) == 1 else 'were'} written"
         else:
             others = "; no other output was written either" if len(outputs) > 1 else ""
-        sys.stderr.write(f"harness: cannot write {path}: {why}{others}; rerun with another path for it\n")
+        sys.stderr.write(f"harness: cannot write {path}: {why}{others}; rerun with another path "
+                         "for it\n")
     return not failed

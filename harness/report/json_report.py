@@ -3,8 +3,9 @@
 Values are nested lists; NaN, +Inf and -Inf are the strings "nan", "inf" and
 "-inf" so the file stays strict JSON; a complex number is [real, imag]; a None
 (unconnected) gradient is null. A mode's "upstream" holds the weighted chain's
-orders 1.. (harness.measure.upstream), and the "upstream" oracle its numeric check. Floats are written with the shortest digits
-that read back to the same value in their own dtype (1.3132616 for float32).
+orders 1.. (harness.measure.upstream), and the "upstream" oracle its numeric check. Floats are
+written with the shortest digits that read back to the same value in their own dtype (1.3132616 for
+float32).
 
 Times are wall-clock seconds, rounded to milliseconds. The top level has
 "started", the run's start as an ISO 8601 UTC timestamp
@@ -52,10 +53,12 @@ def _seconds(value: float) -> float:
 
 
 def _timestamp(started: Optional[float]) -> Optional[str]:
-    """`started` (seconds since the Unix epoch) as ISO 8601 in UTC, to the millisecond; None stays None."""
+    """`started` (seconds since the Unix epoch) as ISO 8601 in UTC, to the millisecond; None
+    stays None."""
     if started is None:
         return None
-    return datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.datetime.fromtimestamp(started,
+                                           datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _number(x: Any) -> Any:
@@ -97,19 +100,22 @@ def _mode(outcome: ModeOutcome) -> dict:
     if outcome.note:
         entry["note"] = outcome.note
     if outcome.usage is not None:
-        entry["custom_gradients"] = {"ran": list(outcome.usage.ran), "unused": list(outcome.usage.unused)}
+        entry["custom_gradients"] = {"ran": list(outcome.usage.ran),
+                                     "unused": list(outcome.usage.unused)}
     if outcome.upstream:
-        # Orders 1.. of the weighted chain (harness.measure.upstream), like "orders" without order 0.
+        # Orders 1.. of the weighted chain (harness.measure.upstream), like "orders" without order
+        # 0.
         entry["upstream"] = [[_output(o) for o in order] for order in outcome.upstream]
     if outcome.upstream_error is not None:
         e = outcome.upstream_error
-        entry["upstream_error"] = {"type": e.type, "message": e.message, "stage": e.stage, "bases": list(e.bases)}
+        entry["upstream_error"] = {"type": e.type, "message": e.message, "stage": e.stage,
+                                   "bases": list(e.bases)}
     return entry
 
 
 def _oracle(o: OracleOutcome) -> dict:
-    return {"status": o.status, "orders": list(o.orders), "differ": list(o.differ), "details": list(o.details),
-            "note": o.note}
+    return {"status": o.status, "orders": list(o.orders), "differ": list(o.differ),
+            "details": list(o.details), "note": o.note}
 
 
 def result_dict(result: Result) -> dict:

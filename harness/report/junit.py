@@ -38,8 +38,8 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def _xml_text(text: str) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                        text)
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
 
 
 def _time(seconds: float) -> str:
@@ -59,14 +59,16 @@ def _once(lines: Iterable[str], without: str = "") -> list[str]:
 
 
 def _body(result: Result, first: str = "") -> str:
-    """`first` (when given), the details that are not the reason, each line once, and the rerun line."""
+    """`first` (when given), the details that are not the reason, each line once, and the rerun
+    line."""
     lines = _once([*result.details, f"rerun: {result.rerun}"], without=result.reason)
     return _xml_text("\n".join([first, *lines] if first else lines))
 
 
 def _explored(suite: ET.Element, e: Explored, counts: dict) -> None:
     """One testcase per explored case (name "explore"): a failure element when an example failed."""
-    case = ET.SubElement(suite, "testcase", classname=_xml_text(e.case), name="explore", time=_time(e.seconds))
+    case = ET.SubElement(suite, "testcase", classname=_xml_text(e.case), name="explore",
+                         time=_time(e.seconds))
     over = ", ".join(f"{n}={d}" for n, d in e.domains)
     if e.incomplete:
         counts["error"] += 1
@@ -77,11 +79,15 @@ def _explored(suite: ET.Element, e: Explored, counts: dict) -> None:
     if e.found is None:
         ET.SubElement(case, "system-out").text = _xml_text(f"{e.tried} examples passed over {over}")
         return
-    tag = _ELEMENT[e.found.verdict] if _ELEMENT[e.found.verdict] in ("failure", "error") else "failure"
+    tag = (_ELEMENT[e.found.verdict] if _ELEMENT[e.found.verdict] in ("failure", "error")
+           else "failure")
     counts[tag] += 1
-    element = ET.SubElement(case, tag, message=_xml_text(f"{e.found.verdict.value} at --inputs {e.inputs}: "
-                                                         f"{e.found.reason}"), type=e.found.verdict.value)
-    lines = [f"explored {over}: {e.tried} examples ({e.searched} searching, {e.shrinking} shrinking)",
+    element = ET.SubElement(case, tag,
+                            message=_xml_text(f"{e.found.verdict.value} at --inputs {e.inputs}: "
+                                                         f"{e.found.reason}"),
+                            type=e.found.verdict.value)
+    lines = [f"explored {over}: {e.tried} examples ({e.searched} searching, {e.shrinking} "
+             "shrinking)",
              *([f"note: {e.note}"] if e.note else []),
              *([f"check: {e.check}"] if e.check else [])]
     element.text = _xml_text("\n".join(lines)) + "\n" + _body(e.found)
@@ -91,26 +97,33 @@ def render(report: Report) -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     suite = ET.Element("testsuite", name="harness")
     for result in report.results:
-        case = ET.SubElement(suite, "testcase", classname=_xml_text(result.case), name=_xml_text(result.point),
-                             time=_time(result.seconds))
+        case = ET.SubElement(suite, "testcase", classname=_xml_text(result.case),
+                             name=_xml_text(result.point), time=_time(result.seconds))
         if result.oracles or result.unchecked:
             # What each oracle said, the upstream-gradient check among them, whatever the verdict;
-            # and, on a pass no oracle could judge, why (JUnit has no word for it: a property says it).
+            # and, on a pass no oracle could judge, why (JUnit has no word for it: a property says
+            # it).
             properties = ET.SubElement(case, "properties")
             for name, o in result.oracles.items():
-                ET.SubElement(properties, "property", name=f"oracle.{name}", value=_xml_text(o.status))
+                ET.SubElement(properties, "property", name=f"oracle.{name}",
+                              value=_xml_text(o.status))
             if result.unchecked:
-                ET.SubElement(properties, "property", name="unchecked", value=_xml_text(result.unchecked))
+                ET.SubElement(properties, "property", name="unchecked",
+                              value=_xml_text(result.unchecked))
         tag = _ELEMENT[result.verdict]
         if result.unchecked and tag is None:
-            ET.SubElement(case, "system-out").text = _body(result, first=f"pass, unchecked: {result.reason}")
+            ET.SubElement(case, "system-out").text = _body(
+                result, first=f"pass, unchecked: {result.reason}"
+            )
         if tag in _COUNTED:
             counts[tag] += 1
-            element = ET.SubElement(case, tag, message=_xml_text(f"{result.verdict.value}: {result.reason}"),
+            element = ET.SubElement(case, tag,
+                                    message=_xml_text(f"{result.verdict.value}: {result.reason}"),
                                     type=result.verdict.value)
             element.text = _body(result)  # the message says the reason
         elif tag is not None:
-            ET.SubElement(case, tag).text = _body(result, first=f"{result.verdict.value}: {result.reason}")
+            ET.SubElement(case, tag).text = _body(result,
+                                                  first=f"{result.verdict.value}: {result.reason}")
     for e in report.explore:
         _explored(suite, e, counts)
     suite.set("tests", str(len(report.results) + len(report.explore)))

@@ -30,7 +30,8 @@ def line(result: Result) -> str:
     """The result's line and, unless it passed, its explanation and rerun command."""
     modes = "  ".join([f"{m}:{_status(o, result.order)}" for m, o in result.outcomes.items()]
                       + [f"{n}:{o.status}" for n, o in result.oracles.items()])
-    head = printable(f"{_WORD[result.verdict]:<{_WIDTH}}  {result.name}  order {result.order}  {modes}".rstrip())
+    head = printable(f"{_WORD[result.verdict]:<{_WIDTH}}  {result.name}  order {result.order}  "
+                     f"{modes}".rstrip())
     if result.verdict is Verdict.PASS and not result.unchecked:
         # A pass prints its line alone, but for what it left unjudged on purpose.
         said = [d for d in result.details if d.startswith((NO_GRADIENT, PARTLY_OUTSIDE))]
@@ -57,7 +58,9 @@ def _shown(details, reason: str) -> list[str]:
     if len(rest) <= MAX_DETAILS:
         return rest + hints
     more = len(rest) - MAX_DETAILS + 1
-    return rest[:MAX_DETAILS - 1] + [f"... and {more} more detail lines: the JSON report (--json_out) holds them all"] + hints
+    return rest[:MAX_DETAILS
+                - 1] + [f"... and {more} more detail lines: the JSON report (--json_out) holds "
+                        "them all"] + hints
 
 
 def _indented(lead: str, text: str) -> str:
@@ -77,21 +80,32 @@ def _explored(e: Explored) -> str:
     over = ", ".join(f"{n}={d}" for n, d in e.domains)
     seed = f", seed {e.seed}" if e.seed is not None else ""
     if e.incomplete:
-        said = (f"no example was judged over {over} in {e.seconds:.1f} s{seed}, so nothing passed" if not e.tried else
-                f"none of {e.tried} examples failed over {over} in {e.seconds:.1f} s{seed}, but Hypothesis ended "
+        said = (f"no example was judged over {over} in {e.seconds:.1f} s{seed}, so nothing passed"
+                if not e.tried else
+                f"none of {e.tried} examples failed over {over} in {e.seconds:.1f} s{seed}, but "
+                "Hypothesis ended "
                 f"the search before the {e.limit} asked for, so it is no pass")
         text = f"EXPLORE {_WORD[Verdict.ERROR]}  {e.case}: {said}"
-        return "\n".join([text] + [f"    {what}: {why}" for what, why in (("stopped", e.stopped), ("note", e.note))
+        return "\n".join([text]
+                         + [f"    {what}: {why}"
+                            for what, why in (("stopped", e.stopped), ("note", e.note))
                                    if why])
     if e.found is None:
-        text = f"EXPLORE PASS  {e.case}: {e.tried} examples passed over {over} in {e.seconds:.1f} s{seed}"
+        text = (
+            f"EXPLORE PASS  {e.case}: {e.tried} examples passed over {over} in {e.seconds:.1f}"
+            f" s{seed}"
+        )
         return text + (f"\n    note: {e.note}" if e.note else "")
     r = e.found
-    dead = r.verdict in (Verdict.CRASH, Verdict.TIMEOUT)  # the search stops there, without shrinking
+    dead = r.verdict in (
+        Verdict.CRASH,
+        Verdict.TIMEOUT,
+    )  # the search stops there, without shrinking
     counts = (f"{e.tried} examples" if dead else
               f"{e.tried} examples ({e.searched} searching, {e.shrinking} shrinking)")
     lines = [f"EXPLORE {_WORD[r.verdict]}  {e.case}: {r.verdict.value} at --inputs {e.inputs!r}, "
-             f"{'not shrunk' if dead else 'shrunk'}, after {counts} in {e.seconds:.1f} s over {over}{seed}",
+             f"{'not shrunk' if dead else 'shrunk'}, after {counts} in {e.seconds:.1f} s over "
+             f"{over}{seed}",
              f"    {r.reason}"]
     lines += [f"    - {d}" for d in r.details if d != r.reason]
     if e.note:
@@ -106,10 +120,12 @@ def summary(results: Sequence[Result], seconds: float | None = None, not_run: in
         counts[r.verdict] += 1
     unchecked = sum(1 for r in results if r.verdict is Verdict.PASS and r.unchecked)
     # A pass that nothing but the modes' agreement stands behind is counted apart.
-    parts = [f"{n} {v.value}" + (f" ({unchecked} of them unchecked)" if v is Verdict.PASS and unchecked else "")
+    parts = [f"{n} {v.value}"
+             + (f" ({unchecked} of them unchecked)" if v is Verdict.PASS and unchecked else "")
              for v, n in counts.items() if n]
     cases = len({r.case for r in results})
-    text = f"{_count(cases, 'case')} at {_count(len(results), 'point')}: " + (", ".join(parts) or "nothing ran")
+    text = f"{_count(cases, 'case')} at {_count(len(results), 'point')}: " + (", ".join(parts)
+                                                                              or "nothing ran")
     if not_run:
         text += f"; {not_run} not run"
     if seconds is not None:

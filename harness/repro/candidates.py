@@ -1,7 +1,8 @@
 """Running minimisation candidates: each in a worker process that has TensorFlow imported, under a
 timeout; a candidate that hangs, or kills the process, is rejected and the worker replaced, and a
 stop asked for (Ctrl-C, SIGTERM) ends the one running. What a run gives back: its exit status and
-output, the gradient calls it made, and what it computed (each mode's values, the numeric derivative).
+output, the gradient calls it made, and what it computed (each mode's values, the numeric
+derivative).
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def _execute(path: str) -> tuple[int, dict]:
             status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:
         sys.modules["__main__"], sys.argv[0] = main, argv0
-    return status, {name: _plain(module.__dict__[name]) for name in _COMPUTED if name in module.__dict__}
+    return status, {name: _plain(module.__dict__[name]) for name in _COMPUTED
+                    if name in module.__dict__}
 
 
 def _plain(value):
@@ -190,7 +192,8 @@ class Runner:
         self._start()
 
     def run(self, text: str) -> Run:
-        """What running `text` showed, the outcome of each gradient call it made, and what it computed.
+        """What running `text` showed, the outcome of each gradient call it made, and what it
+        computed.
 
         Raises:
           Interrupted: a stop was asked for while it ran.
@@ -206,7 +209,8 @@ class Runner:
             self._process.join(5)
             code = self._process.exitcode
             self._replace()
-            return Run(Ran(exit=code if code is not None and code < 0 else -9, stdout="", stderr=""))
+            return Run(Ran(exit=code if code is not None and code < 0 else -9, stdout="",
+                           stderr=""))
 
     def close(self) -> None:
         with contextlib.suppress(OSError, BrokenPipeError):

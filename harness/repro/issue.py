@@ -15,17 +15,27 @@ def _headline(result: Result) -> str:
     names = ", ".join(m for m, o in result.outcomes.items() if o.status is not Status.SKIP)
     if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
         dead = [m for m, o in result.outcomes.items() if o.status in (Status.CRASH, Status.TIMEOUT)]
-        return f"{', '.join(dead) or names} {'crashes' if result.verdict is Verdict.CRASH else 'times out'}"
+        return (
+            f"{', '.join(dead) or names}"
+            f" {'crashes' if result.verdict is Verdict.CRASH else 'times out'}"
+        )
     if result.modes_disagree:
         return f"{names} disagree"
     differ = [n for n, o in result.oracles.items() if o.status == "differ"]
     if "upstream" in differ and "numeric" not in differ:
         o = result.oracles["upstream"]
         if o.details and o.details[0].startswith(("grad_fn fails", "the function raises")):
-            return f"every mode agrees ({names}), and the weighted chain raises where the plain one does not"
-        return f"every mode agrees ({names}), and the values with upstream weights differ from the numeric derivative"
+            return (
+                f"every mode agrees ({names}), and the weighted chain raises where the plain one"
+                " does not"
+            )
+        return (
+            f"every mode agrees ({names}), and the values with upstream weights differ from the"
+            " numeric derivative"
+        )
     if differ:
-        words = {"numeric": "the numeric derivative", "upstream": "the numeric derivative with upstream weights",
+        words = {"numeric": "the numeric derivative",
+                 "upstream": "the numeric derivative with upstream weights",
                  "reference": "the reference implementation", "analytic": "the analytic values"}
         return f"every mode agrees ({names}), and the values differ from {words[differ[0]]}"
     return f"{names} agree"
@@ -46,31 +56,39 @@ def _how(result: Result) -> str:
         plain = [m for m in next(iter(groups.values()))
                  if m != ref and compare_outcomes(base, result.outcomes[m], upstream=False)]
         if plain:
-            return f"{' and '.join(plain)} return{'s' if len(plain) == 1 else ''} other values than {ref}"
+            return (
+                f"{' and '.join(plain)} return{'s' if len(plain) == 1 else ''} other values than"
+                f" {ref}"
+            )
         weighted = [m for m in next(iter(groups.values()))
                     if m != ref and compare_outcomes(base, result.outcomes[m], upstream=True)]
         if not weighted:
             return "every mode returns values"
-        return (f"{' and '.join(weighted)} return{'s' if len(weighted) == 1 else ''} the same values as {ref} for "
+        return (f"{' and '.join(weighted)} return{'s' if len(weighted) == 1 else ''} the same "
+                f"values as {ref} for "
                 "the plain sum of the outputs, and other values with upstream weights")
     parts = []
     for key, modes in groups.items():
         verb = key.format("s" if len(modes) == 1 else "")
-        parts.append(f"{', '.join(modes[:-1]) + ' and ' if len(modes) > 1 else ''}{modes[-1]} {verb}")
+        parts.append(f"{', '.join(modes[:-1]) + ' and ' if len(modes) > 1 else ''}{modes[-1]} "
+                     f"{verb}")
     return "; ".join(parts)
 
 
 def _behaviour(result: Result, function: str = "`tf.custom_gradient` function") -> str:
     at = f"differentiated to order {result.order} at `{result.point}`"
     if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
-        return f"The {function}, {at}, {'kills the process' if result.verdict is Verdict.CRASH else 'hangs'}:"
+        return (
+            f"The {function}, {at},"
+            f" {'kills the process' if result.verdict is Verdict.CRASH else 'hangs'}:"
+        )
     if result.modes_disagree:
         return f"The same {function}, {at}, does not do the same in every mode: {_how(result)}."
     if result.oracles.get("upstream") is not None and result.oracles["upstream"].status == "differ":
         return (f"The {function}, {at}, gives the same result in every mode, and it is wrong "
-                "inside any loss but the plain sum of its outputs: `repro.py` computes the plain sum only, so it "
-                "shows the modes agreeing; the harness's upstream-gradient check (the explanation below) is what "
-                "shows the difference:")
+                "inside any loss but the plain sum of its outputs: `repro.py` computes the plain "
+                "sum only, so it shows the modes agreeing; the harness's upstream-gradient check "
+                "(the explanation below) is what shows the difference:")
     if any(o.status == "differ" for o in result.oracles.values()):
         return f"The {function}, {at}, gives the same result in every mode, and it is wrong:"
     return f"The {function}, {at}, gives the same result in every mode:"
@@ -128,8 +146,8 @@ Found by the harness case `{case}` at `{point}` (verdict `{verdict}`): `{rerun}`
 """
 
 
-def render(result: Result, script: str, environment: Mapping[str, str], description: str, output: str,
-           seen: str = "", note: str = "", origin: str = "", library: str = "") -> str:
+def render(result: Result, script: str, environment: Mapping[str, str], description: str,
+           output: str, seen: str = "", note: str = "", origin: str = "", library: str = "") -> str:
     """The issue text for `result`: the template's headings, the environment, the explanation,
     `script` (repro.py) and `output`, what running it printed.
 
@@ -142,16 +160,20 @@ def render(result: Result, script: str, environment: Mapping[str, str], descript
     """
     details = "".join(f"\n- {d}" for d in result.details[:_DETAILS])
     if len(result.details) > _DETAILS:
-        details += f"\n- ({len(result.details) - _DETAILS} more lines: run the harness command below)"
+        details += (
+            f"\n- ({len(result.details) - _DETAILS} more lines: run the harness command below)"
+        )
     return _TEMPLATE.format(
-        title=f"{library.split()[0]}: `{origin}`" if library else f"tf.custom_gradient: {description}",
-        headline=_headline(result),
-        **{key: environment.get(key, "?") for key in ("tensorflow", "tensorflow_git", "platform", "python", "numpy")},
+        title=f"{library.split()[0]}: `{origin}`" if library
+        else f"tf.custom_gradient: {description}", headline=_headline(result),
+        **{key: environment.get(key, "?")
+           for key in ("tensorflow", "tensorflow_git", "platform", "python", "numpy")},
         seen_line=f"\n\n{seen}" if seen else "",
-        custom=f"No: the function under test, `{origin}`, comes from {library}" if library else "Yes",
-        behaviour=_behaviour(result, *([f"function `{origin}`"] if origin else [])), reason=result.reason,
-        details=details, script=script.rstrip(), note_line=f"\n\n{note}" if note else "", output=output.rstrip(),
-        case=result.case, point=result.point, verdict=result.verdict.value, rerun=result.rerun)
+        custom=f"No: the function under test, `{origin}`, comes from {library}" if library
+        else "Yes", behaviour=_behaviour(result, *([f"function `{origin}`"] if origin else [])),
+        reason=result.reason, details=details, script=script.rstrip(),
+        note_line=f"\n\n{note}" if note else "", output=output.rstrip(), case=result.case,
+        point=result.point, verdict=result.verdict.value, rerun=result.rerun)
 
 
 _DETAILS = 4

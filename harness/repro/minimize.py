@@ -60,7 +60,8 @@ def require() -> None:
     try:
         import pysource_minimize  # noqa: F401, PLC0415
     except ImportError:
-        raise MissingReducer("--minimize needs pysource-minimize: pip install '.[minimize]' in the harness checkout") from None
+        raise MissingReducer("--minimize needs pysource-minimize: pip install '.[minimize]' in the "
+                             "harness checkout") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,18 +88,21 @@ class Minimized:
         if not self.shrunk:
             why = self.stopped or "no smaller script showed the same deviation"
             return f"repro.py not minimised: {why} ({tried} in {self.seconds:.0f} s)"
-        how = f"; {self.stopped}, so this is the smallest script found so far" if self.stopped else ""
-        return (f"minimised repro.py from {self.before_lines} to {self.after_lines} lines in {self.seconds:.0f} s, "
-                f"{tried}{how}")
+        how = (f"; {self.stopped}, so this is the smallest script found so far" if self.stopped
+               else "")
+        return (f"minimised repro.py from {self.before_lines} to {self.after_lines} lines in "
+                f"{self.seconds:.0f} s, {tried}{how}")
 
 
 def _differs_line(ran: Ran) -> str:
-    line = next((s for s in reversed(ran.stdout.splitlines()) if s.startswith(("DIFFERS", "SAME"))), "")
+    line = next((s for s in reversed(ran.stdout.splitlines())
+                 if s.startswith(("DIFFERS", "SAME"))), "")
     return _NUMBER.sub("#", line)
 
 
 def _value_lines(ran: Ran, modes) -> list[str]:
-    """The lines that print values: a mode's values, the numeric derivative, the DIFFERS or SAME line."""
+    """The lines that print values: a mode's values, the numeric derivative, the DIFFERS or SAME
+    line."""
     starts = tuple(f"{m}: ok" for m in modes) + ("numeric:", "DIFFERS", "SAME")
     return [line for line in ran.stdout.splitlines() if line.startswith(starts)]
 
@@ -124,7 +128,8 @@ def _prints_the_same(lines: list[str], want: list[str], rtol: float, atol: float
         return False
     got = [float(m[0]) for s in lines for m in _NUMBER.finditer(s)]
     were = [float(m[0]) for s in want for m in _NUMBER.finditer(s)]
-    return len(got) == len(were) and bool(np.all(np.isclose(got, were, rtol=rtol, atol=atol, equal_nan=True)))
+    return (len(got) == len(were)
+            and bool(np.all(np.isclose(got, were, rtol=rtol, atol=atol, equal_nan=True))))
 
 
 def _close(a, b, tolerance: ToleranceOverride) -> bool:
@@ -133,9 +138,11 @@ def _close(a, b, tolerance: ToleranceOverride) -> bool:
     if isinstance(b, (str, type(None))) or isinstance(a, (str, type(None))):
         return a == b
     if isinstance(b, dict):
-        return isinstance(a, dict) and a.keys() == b.keys() and all(_close(a[k], b[k], tolerance) for k in b)
+        return (isinstance(a, dict) and a.keys() == b.keys()
+                and all(_close(a[k], b[k], tolerance) for k in b))
     if isinstance(b, list):
-        return isinstance(a, list) and len(a) == len(b) and all(_close(x, y, tolerance) for x, y in zip(a, b))
+        return (isinstance(a, list) and len(a) == len(b)
+                and all(_close(x, y, tolerance) for x, y in zip(a, b)))
     if not isinstance(a, np.ndarray) or a.dtype != b.dtype or a.shape != b.shape:
         return False
     if not (np.issubdtype(b.dtype, np.floating) or np.issubdtype(b.dtype, np.complexfloating)):
@@ -166,7 +173,8 @@ def _calls(tree: ast.Module, function: str) -> list[tuple[str, str]]:
     tapes, and its top-level statements), as written, with where it is, in order."""
     found = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name != _DRIVER:
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.name != _DRIVER):
             continue
         where = getattr(node, "name", "<module>")
         found += [(where, ast.unparse(c)) for c in ast.walk(node)
@@ -184,7 +192,8 @@ def _keeps_function(candidate: ast.Module, original: ast.Module, function: str) 
     if want is not None:
         if got is None or type(got) is not type(want):
             return False
-        if not isinstance(want, (ast.FunctionDef, ast.ClassDef)) and ast.unparse(got) != ast.unparse(want):
+        if (not isinstance(want, (ast.FunctionDef, ast.ClassDef))
+            and ast.unparse(got) != ast.unparse(want)):
             return False
     return _calls(candidate, function) == _calls(original, function)
 
@@ -198,7 +207,8 @@ def _layout(text: str) -> str:
     shrunk script reads like the one it came from."""
     out: list[str] = []
     for node in ast.parse(text).body:
-        block = isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.For, ast.Try, ast.With, ast.If, ast.While))
+        block = isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.For, ast.Try, ast.With,
+                                  ast.If, ast.While))
         if block and out and out[-1] != "":
             out.append("")
         out += [line for line in ast.unparse(node).splitlines() if line.strip()]
@@ -239,8 +249,8 @@ def minimize(text: str, expected: Expected, *, budget: float, timeout: float,
     from pysource_minimize import CouldNotMinimize  # noqa: PLC0415
     from pysource_minimize import minimize as reduce  # noqa: PLC0415
 
-    search = _Search(text, expected, budget=budget, progress=progress, function=function, tolerance=tolerance,
-                     stop=stop or threading.Event())
+    search = _Search(text, expected, budget=budget, progress=progress, function=function,
+                     tolerance=tolerance, stop=stop or threading.Event())
     try:
         worker = runner(timeout, search.stop)
     except Interrupted:
@@ -257,8 +267,8 @@ def minimize(text: str, expected: Expected, *, budget: float, timeout: float,
             stopped = str(e)
             shrunk = search.smallest or None
         except CouldNotMinimize:
-            raise ValueError("the script did not show the same deviation again once ast.unparse had rewritten "
-                             "it; it shows it only now and then") from None
+            raise ValueError("the script did not show the same deviation again once ast.unparse "
+                             "had rewritten it; it shows it only now and then") from None
     finally:
         worker.close()
     return search.result(shrunk, docstring, stopped)
@@ -268,8 +278,9 @@ class _Search:
     """One minimisation: what the script showed on its first run, and the smallest candidate that
     has shown the same since."""
 
-    def __init__(self, text: str, expected: Expected, *, budget: float, progress: Callable[[int, int], None],
-                 function: str, tolerance: ToleranceOverride, stop: threading.Event):
+    def __init__(self, text: str, expected: Expected, *, budget: float,
+                 progress: Callable[[int, int], None], function: str, tolerance: ToleranceOverride,
+                 stop: threading.Event):
         self.text, self.expected, self.budget, self.progress = text, expected, budget, progress
         self.function, self.tolerance, self.stop = function, tolerance, stop
         self.start = time.monotonic()
@@ -290,8 +301,10 @@ class _Search:
         self.first = worker.run(self.text)
         why = shows(self.first.ran, self.expected)
         if why:
-            raise ValueError(f"the script does not show the deviation when run for minimising: {why}")
-        self.want, self.lines = _differs_line(self.first.ran), _value_lines(self.first.ran, self.expected.outcomes)
+            raise ValueError("the script does not show the deviation when run for minimising: "
+                             f"{why}")
+        self.want, self.lines = (_differs_line(self.first.ran),
+                                 _value_lines(self.first.ran, self.expected.outcomes))
         self.rtol, self.atol = _loosest(self.first.computed, self.tolerance)
 
     def holds(self, candidate: str) -> bool:
@@ -322,7 +335,8 @@ class _Search:
         # the same shape over other numbers is another computation.
         ok = (shows(got.ran, self.expected) is None and _differs_line(got.ran) == self.want
               and got.calls == self.first.calls
-              and _prints_the_same(_value_lines(got.ran, self.expected.outcomes), self.lines, self.rtol, self.atol)
+              and _prints_the_same(_value_lines(got.ran, self.expected.outcomes), self.lines,
+                                   self.rtol, self.atol)
               and _close(got.computed, self.first.computed, self.tolerance))
         if ok:
             self.smallest = candidate
@@ -332,10 +346,12 @@ class _Search:
     def result(self, shrunk: Optional[str], docstring: str, stopped: str) -> Minimized:
         text, seconds = self.text, time.monotonic() - self.start
         if shrunk is None or ast.dump(ast.parse(shrunk)) == ast.dump(self.original):
-            return Minimized(text=text, before_lines=len(text.splitlines()), after_lines=len(text.splitlines()),
-                             candidates=self.tried, seconds=seconds, stopped=stopped, shrunk=False)
+            return Minimized(text=text, before_lines=len(text.splitlines()),
+                             after_lines=len(text.splitlines()), candidates=self.tried,
+                             seconds=seconds, stopped=stopped, shrunk=False)
         made = _layout(shrunk)
         if docstring:
             made = docstring.rstrip("\n") + "\n" + made
-        return Minimized(text=made, before_lines=len(text.splitlines()), after_lines=len(made.splitlines()),
-                         candidates=self.tried, seconds=seconds, stopped=stopped)
+        return Minimized(text=made, before_lines=len(text.splitlines()),
+                         after_lines=len(made.splitlines()), candidates=self.tried, seconds=seconds,
+                         stopped=stopped)

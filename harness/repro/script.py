@@ -92,7 +92,8 @@ class ScriptParts:
     library: str = ""
 
 
-def parts(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool, command: str) -> ScriptParts:
+def parts(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool,
+          command: str) -> ScriptParts:
     """The pieces of a reproduction of `case` at `point`, the complete script among them.
 
     Raises:
@@ -101,14 +102,18 @@ def parts(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool
     target = case.fn if case.fn is not None else case.build
     code = extract(target)
     # The short script imports numpy and tensorflow itself, and nothing else.
-    imports = [line for line in code.imports.splitlines() if line not in ("import numpy as np", "import tensorflow as tf")]
+    imports = [line for line in code.imports.splitlines()
+               if line not in ("import numpy as np", "import tensorflow as tf")]
     return ScriptParts(
-        case=case.id, point=point.label, order=case.order, description=_described(case, code), source=case.source,
-        imports="\n".join(imports), definitions=code.definitions, expression=code.expression,
-        builder=case.fn is None, names=tuple(point.names), inputs=tuple(_literal(v) for v in point.values),
-        dtypes=tuple(v.dtype.name for v in point.values), shapes=tuple(tuple(v.shape) for v in point.values),
-        wrt=tuple(case.wrt_indices), unconnected_zero=unconnected_zero, command=command,
-        full=render(case, point, modes, unconnected_zero, command), origin=code.origin, library=code.library)
+        case=case.id, point=point.label, order=case.order, description=_described(case, code),
+        source=case.source, imports="\n".join(imports), definitions=code.definitions,
+        expression=code.expression, builder=case.fn is None, names=tuple(point.names),
+        inputs=tuple(_literal(v) for v in point.values),
+        dtypes=tuple(v.dtype.name for v in point.values),
+        shapes=tuple(tuple(v.shape) for v in point.values), wrt=tuple(case.wrt_indices),
+        unconnected_zero=unconnected_zero, command=command,
+        full=render(case, point, modes, unconnected_zero, command), origin=code.origin,
+        library=code.library)
 
 
 def _described(case: Case, code) -> str:
@@ -120,7 +125,8 @@ def _described(case: Case, code) -> str:
     return origin if case.id.startswith("check.") else f"{case.description} ({origin})"
 
 
-def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool, command: str) -> str:
+def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool,
+           command: str) -> str:
     """The text of repro.py for `case` at `point`, for the selected modes it can write out."""
     target = case.fn if case.fn is not None else case.build
     code = extract(target)
@@ -136,17 +142,18 @@ def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: boo
         source=case.source, command=command,
         header="\n".join(_HEADER_IMPORTS), imports=("\n".join(imports) + "\n") if imports else "",
         definitions=code.definitions + "\n\n\n" if code.definitions else "",
-        make=make, inputs=inputs, names=list(point.names), wrt=list(case.wrt_indices), order_value=case.order,
-        modes=[m for m in modes if m in WRITTEN_OUT], unconnected="ZERO" if unconnected_zero else "NONE",
-        tolerances=tolerances,
-        body=_BODY,
+        make=make, inputs=inputs, names=list(point.names), wrt=list(case.wrt_indices),
+        order_value=case.order, modes=[m for m in modes if m in WRITTEN_OUT],
+        unconnected="ZERO" if unconnected_zero else "NONE", tolerances=tolerances, body=_BODY,
     )
 
 
-def with_numeric(full: str, mode: str, order: int, dtype: str, step: float, rtol: float, atol: float) -> str:
+def with_numeric(full: str, mode: str, order: int, dtype: str, step: float, rtol: float,
+                 atol: float) -> str:
     """The complete script `full` checking `mode`'s gradients at `order` against central
     differences in `dtype` with `step`, within rtol and atol (the numeric oracle's)."""
-    numeric = {"mode": mode, "order": order, "dtype": dtype, "step": step, "rtol": rtol, "atol": atol}
+    numeric = {"mode": mode, "order": order, "dtype": dtype, "step": step, "rtol": rtol,
+               "atol": atol}
     line = "\nNUMERIC = None  #"
     if full.count(line) != 1:
         raise ValueError("the complete script has no NUMERIC line to set")

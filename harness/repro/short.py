@@ -25,7 +25,12 @@ from typing import Optional
 from harness.judge.compare import check_gradients, compare_outcomes
 from harness.records import ModeOutcome, Result, Status
 from harness.repro.script import WRITTEN_OUT, ScriptParts
-from harness.judge.tolerance import NUMERIC_STEPS, ToleranceOverride, numeric_tolerance_for, tolerance_for
+from harness.judge.tolerance import (
+    NUMERIC_STEPS,
+    ToleranceOverride,
+    numeric_tolerance_for,
+    tolerance_for,
+)
 
 __all__ = ["NotShort", "Expected", "Short", "deviation", "numeric_check", "render"]
 
@@ -85,13 +90,15 @@ def deviation(result: Result, tolerance: ToleranceOverride = None) -> _Deviation
         if any(active[m].status is Status.TIMEOUT for m in dead):
             raise NotShort(f"{dead[0]} timed out: a script that hangs shows nothing on its own")
         if dead[0] not in WRITTEN_OUT:
-            raise NotShort(f"{dead[0]} crashed, and the short script writes out {', '.join(WRITTEN_OUT)} only")
+            raise NotShort(f"{dead[0]} crashed, and the short script writes out "
+                           f"{', '.join(WRITTEN_OUT)} only")
         return _Deviation("crash", dead[0], (dead[0],), f"{dead[0]} kills the process")
     yardstick = result.yardstick or next(iter(active), "")
     if yardstick not in active:
         raise NotShort("no mode ran to compare the others with")
     if yardstick not in WRITTEN_OUT:
-        raise NotShort(f"the modes are compared with {yardstick}, which the short script does not write out")
+        raise NotShort(f"the modes are compared with {yardstick}, which the short script does not "
+                       "write out")
     ref = active[yardstick]
     errors, values = [], []
     for mode, outcome in active.items():
@@ -105,16 +112,20 @@ def deviation(result: Result, tolerance: ToleranceOverride = None) -> _Deviation
     unwritten = [m for m in errors + values if m not in WRITTEN_OUT]
     if errors:
         if unwritten and len(unwritten) == len(errors):
-            raise NotShort(f"only {', '.join(unwritten)} deviate, which the short script does not write out")
+            raise NotShort(f"only {', '.join(unwritten)} deviate, which the short script does not "
+                           "write out")
         modes = tuple(m for m in errors if m in WRITTEN_OUT)
         said = "; ".join(f"{m} {_said(active[m])}" for m in (yardstick,) + modes)
         return _Deviation("errors", yardstick, modes, said)
     if values:
         modes = tuple(m for m in values if m in WRITTEN_OUT)
         if not modes:
-            raise NotShort(f"only {', '.join(unwritten)} deviate, which the short script does not write out")
-        return _Deviation("values", yardstick, modes, f"{', '.join(modes)} return other values than {yardstick}")
-    malformed = [m for m, o in active.items() if m in WRITTEN_OUT and o.status is Status.OK and check_gradients(o)]
+            raise NotShort(f"only {', '.join(unwritten)} deviate, which the short script does not "
+                           "write out")
+        return _Deviation("values", yardstick, modes,
+                          f"{', '.join(modes)} return other values than {yardstick}")
+    malformed = [m for m, o in active.items() if m in WRITTEN_OUT and o.status is Status.OK
+                 and check_gradients(o)]
     if malformed:
         first = check_gradients(active[malformed[0]])[0].message
         return _Deviation("gradient", malformed[0], tuple(malformed[1:]), first)
@@ -122,8 +133,9 @@ def deviation(result: Result, tolerance: ToleranceOverride = None) -> _Deviation
     if "numeric" in differ:
         return _Deviation("numeric", yardstick, (), "the values differ from the numeric derivative")
     if differ:
-        raise NotShort(f"the modes agree and the {differ[0]} oracle says the values are wrong; the short script "
-                       "shows mode differences, malformed gradients and the numeric derivative only")
+        raise NotShort(f"the modes agree and the {differ[0]} oracle says the values are wrong; the "
+                       "short script shows mode differences, malformed gradients and the numeric "
+                       "derivative only")
     shown = tuple(m for m in active if m != yardstick and m in WRITTEN_OUT)
     return _Deviation("none", yardstick, shown, "every mode agrees")
 
@@ -136,9 +148,9 @@ def _said(outcome: ModeOutcome) -> str:
 
 # Names the script's own code binds: an input must not take one (an input `y` would be the
 # function's output once `y = f(x, y)` ran).
-_OWN = frozenset({"tf", "np", "sys", "found", "mode", "run", "graph", "session", "y", "dy", "h", "up", "down",
-                  "numeric", "got", "differs", "kind", "base", "below", "bad", "sources", "said", "name", "value",
-                  "i", "e", "t", "at", "slope"})
+_OWN = frozenset({"tf", "np", "sys", "found", "mode", "run", "graph", "session", "y", "dy", "h",
+                  "up", "down", "numeric", "got", "differs", "kind", "base", "below", "bad",
+                  "sources", "said", "name", "value", "i", "e", "t", "at", "slope"})
 _OWN_NUMBERED = re.compile(r"(d\d+y|tape\d+)$")
 
 
@@ -150,31 +162,35 @@ def _variable(name: str, taken: set[str]) -> str:
 
 def _check_supported(parts: ScriptParts, ref: ModeOutcome) -> None:
     if parts.builder:
-        raise NotShort("the case builds its function (variables or layers); the short script takes a plain "
-                       "function")
+        raise NotShort("the case builds its function (variables or layers); the short script takes "
+                       "a plain function")
     if not parts.wrt:
         raise NotShort("nothing is differentiated")
     if ref.status is Status.OK:
         if any(o.value is None for order in ref.orders[1:-1] for o in order):
-            raise NotShort("an unconnected gradient below the last order: the plain tapes cannot take it further")
+            raise NotShort("an unconnected gradient below the last order: the plain tapes cannot "
+                           "take it further")
         if any(not (o.dtype.startswith(("float", "complex", "bfloat"))) for o in ref.orders[0]):
             raise NotShort("the function has outputs that are not floating point")
 
 
-def _orders_code(fn: str, names: list[str], wrt: list[str], order: int, unconnected: str) -> list[str]:
+def _orders_code(fn: str, names: list[str], wrt: list[str], order: int,
+                 unconnected: str) -> list[str]:
     """def gradients(...): the nested tapes, order `order` innermost last."""
     sources = wrt[0] if len(wrt) == 1 else f"[{', '.join(wrt)}]"
     results = ["y"] + [f"d{k}y" if k > 1 else "dy" for k in range(1, order + 1)]
     lines = [f"def gradients({', '.join(names)}):"]
     if order > 1:
-        lines.append(f'    """Orders 0 to {order}: each the gradient of the sum of the one before."""')
+        lines.append(f'    """Orders 0 to {order}: each the gradient of the sum of the one '
+                     'before."""')
     for k in range(order, 0, -1):
         pad = "    " * (order - k + 1)
         lines += [f"{pad}with tf.GradientTape() as tape{k}:", f"{pad}    tape{k}.watch({sources})"]
     lines.append(f"{'    ' * (order + 1)}y = {fn}({', '.join(names)})")
     for k in range(1, order + 1):
         pad = "    " * (order - k + 1)
-        lines.append(f"{pad}{results[k]} = tape{k}.gradient({results[k - 1]}, {sources}{unconnected})")
+        lines.append(f"{pad}{results[k]} = tape{k}.gradient({results[k - 1]}, "
+                     f"{sources}{unconnected})")
     lines.append(f"    return tf.nest.flatten([{', '.join(results)}])")
     return lines
 
@@ -183,26 +199,31 @@ def _graph_code(fn: str, names: list[str], constants: list[str], parts: ScriptPa
                 order: int, unconnected: str, keep: bool) -> list[str]:
     sources = wrt[0] if len(wrt) == 1 else f"[{', '.join(wrt)}]"
     results = ["y"] + [f"d{k}y" if k > 1 else "dy" for k in range(1, order + 1)]
-    lines = ["# graph: a tf.compat.v1 graph, tf.gradients and a Session.", "try:", "    graph = tf.Graph()",
-             "    with graph.as_default():"]
+    lines = ["# graph: a tf.compat.v1 graph, tf.gradients and a Session.", "try:",
+             "    graph = tf.Graph()", "    with graph.as_default():"]
     for name, dtype, shape in zip(names, parts.dtypes, parts.shapes):
         lines.append(f"        {name} = tf.compat.v1.placeholder(tf.{dtype}, shape={list(shape)})")
     lines.append(f"        y = {fn}({', '.join(names)})")
-    # A complex output has no default upstream gradient in tf.gradients: ones, as a tape starts from.
+    # A complex output has no default upstream gradient in tf.gradients: ones, as a tape starts
+    # from.
     complex_ = any(str(d).startswith("complex") for d in parts.dtypes)
     for k in range(1, order + 1):
-        ones = f", grad_ys=[tf.ones_like(t) for t in tf.nest.flatten({results[k - 1]})]" if complex_ else ""
-        lines.append(f"        {results[k]} = tf.gradients({results[k - 1]}, {sources}{ones}{unconnected})")
+        ones = (f", grad_ys=[tf.ones_like(t) for t in tf.nest.flatten({results[k - 1]})]"
+                if complex_ else "")
+        lines.append(f"        {results[k]} = tf.gradients({results[k - 1]}, "
+                     f"{sources}{ones}{unconnected})")
     feed = ", ".join(f"{n}: {c}" for n, c in zip(names, constants))
     fetch = f"session.run(tf.nest.flatten([{', '.join(results)}]), feed_dict={{{feed}}})"
     lines += ["    with tf.compat.v1.Session(graph=graph) as session:"]
-    lines += ([f"        found['graph'] = {fetch}", "    print('graph: ok', *found['graph'])"] if keep else
+    lines += ([f"        found['graph'] = {fetch}", "    print('graph: ok', *found['graph'])"]
+              if keep else
               [f"        print('graph: ok', *{fetch})", "    found['graph'] = 'ok'"])
     lines += [
               "except Exception as e:",
               "    found['graph'] = type(e).__name__",
               "    said = (str(e).strip().splitlines() or [''])[0]",
-              "    print(f'graph: {said}' if said.startswith(type(e).__name__) else f'graph: {type(e).__name__}: {said}')",
+              "    print(f'graph: {said}' if said.startswith(type(e).__name__) else f'graph: "
+              "{type(e).__name__}: {said}')",
               ""]
     return lines
 
@@ -214,9 +235,11 @@ def _docstring(parts: ScriptParts, dev: _Deviation) -> str:
             "exits 1 while that shows, 0 when it does not" if dev.kind != "none" else
             "exits 0 while they agree, 1 when they do not")
     head = parts.description.rstrip(".")
-    body = (f"Harness case {parts.case} at {parts.point}, order {parts.order}: {shows}. Needs only TensorFlow "
+    body = (f"Harness case {parts.case} at {parts.point}, order {parts.order}: {shows}. Needs only "
+            "TensorFlow "
             f"and NumPy; {ends}.")
-    return "\n".join(['"""' + textwrap.fill(head + ".", width=97), "", textwrap.fill(body, width=100), '"""'])
+    return "\n".join(['"""' + textwrap.fill(head + ".", width=97), "",
+                      textwrap.fill(body, width=100), '"""'])
 
 
 def _top_names(parts: ScriptParts) -> set[str]:
@@ -228,7 +251,8 @@ def _top_names(parts: ScriptParts) -> set[str]:
         return set(re.findall(r"[A-Za-z_]\w*", parts.definitions + " " + parts.imports))
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
         getattr(n, "name", "") for n in tree.body} | {
-        (a.asname or a.name).split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+        (a.asname or a.name).split(".")[0] for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
         for a in n.names}
 
 
@@ -244,9 +268,11 @@ def render(parts: ScriptParts, result: Result, tolerance: ToleranceOverride = No
     _check_supported(parts, ref)
     taken = _top_names(parts)
     names = [_variable(n, {parts.expression}) for n in parts.names]
-    constants = [_variable(n.upper() if n.upper() != n else n + "_value", taken | set(names)) for n in parts.names]
+    constants = [_variable(n.upper() if n.upper() != n else n + "_value", taken | set(names))
+                 for n in parts.names]
     wrt = [names[i] for i in parts.wrt]
-    unconnected = ", unconnected_gradients=tf.UnconnectedGradients.ZERO" if parts.unconnected_zero else ""
+    unconnected = (", unconnected_gradients=tf.UnconnectedGradients.ZERO" if parts.unconnected_zero
+                   else "")
     shown = (dev.yardstick,) + tuple(m for m in dev.modes if m != dev.yardstick)
     lines = [_docstring(parts, dev), "import numpy as np", "import tensorflow as tf"]
     if parts.imports:
@@ -264,9 +290,17 @@ def render(parts: ScriptParts, result: Result, tolerance: ToleranceOverride = No
     lines += [f"print('TensorFlow', tf.version.VERSION{flush})", "found = {}"]
     keep = dev.kind != "errors" and dev.kind != "crash"  # the values are compared
     if tape_modes:
-        runs = ", ".join(f"({m!r}, gradients)" if m == "eager" else
-                         f"({m!r}, tf.function(gradients{', ' + _FUNCTION_OPTIONS[m] if _FUNCTION_OPTIONS[m] else ''}))"
-                         for m in tape_modes)
+        runs = ", ".join(
+            (
+                f"({m!r}, gradients)"
+                if m == "eager"
+                else (
+                    f"({m!r},"
+                    f" tf.function(gradients{', ' + _FUNCTION_OPTIONS[m] if _FUNCTION_OPTIONS[m] else ''}))"
+                )
+            )
+            for m in tape_modes
+        )
         call = ", ".join(f"tf.constant({c})" for c in constants)
         lines += [f"for mode, run in [{runs}]:"]
         lines += ["    print(mode + ': running', flush=True)"] if dev.kind == "crash" else []
@@ -277,12 +311,14 @@ def render(parts: ScriptParts, result: Result, tolerance: ToleranceOverride = No
                    "        found[mode] = 'ok'"])
         lines += ["    except Exception as e:",
                   "        found[mode] = type(e).__name__",
-                  "        said = str(e).strip().splitlines() or ['']  # tf.function's start 'in user code:'",
+                  "        said = str(e).strip().splitlines() or ['']  # tf.function's start 'in "
+                  "user code:'",
                   "        said = (said[-1] if said[0] == 'in user code:' else said[0]).strip()",
                   "        print(f'{mode}: {said}' if said.startswith(type(e).__name__) else "
                   "f'{mode}: {type(e).__name__}: {said}')"]
     if "graph" in shown:
-        lines += [""] + _graph_code(expression, names, constants, parts, wrt, parts.order, unconnected, keep)
+        lines += [""] + _graph_code(expression, names, constants, parts, wrt, parts.order,
+                                    unconnected, keep)
     lines += _verdict_code(dev, parts, ref, constants, tolerance, result)
     expected = Expected(exit=None if dev.kind == "crash" else 0 if dev.kind == "none" else 1,
                         outcomes={m: _shown(active[m]) for m in shown}, what=dev.what)
@@ -298,30 +334,42 @@ def _verdict_code(dev: _Deviation, parts: ScriptParts, ref: ModeOutcome, constan
         return ["print('SAME: the process survived')", "raise SystemExit(0)"]
     if dev.kind == "errors":
         # A mode that did not raise is 'ok', even once shrinking has dropped the line saying so.
-        return [f"differs = [m for m in {others!r} if found.get(m, 'ok') != found.get({y!r}, 'ok')]",
-                "print('DIFFERS:' if differs else 'SAME:', ', '.join(f'{m} {found[m]}' for m in found))",
-                "raise SystemExit(1 if differs else 0)"]
+        return [
+            f"differs = [m for m in {others!r} if found.get(m, 'ok') != found.get({y!r}, 'ok')]",
+            (
+                "print('DIFFERS:' if differs else 'SAME:', ', '.join(f'{m} {found[m]}' for m in "
+                "found))"
+            ),
+            "raise SystemExit(1 if differs else 0)",
+        ]
     if dev.kind in ("values", "none"):
-        dtype = next((o.dtype for o in ref.orders[0]), parts.dtypes[0]) if ref.status is Status.OK else parts.dtypes[0]
+        dtype = (next((o.dtype for o in ref.orders[0]), parts.dtypes[0]) if ref.status is Status.OK
+                 else parts.dtypes[0])
         tol = tolerance_for(dtype, tolerance)
         return [kind,
                 f"# {dtype} tolerance: |a - b| <= atol + rtol * |b|.",
-                f"differs = [m for m in {others!r} if kind[m] != kind[{y!r}] or kind[m] == 'ok' and not all(",
-                f"    a.shape == b.shape and np.allclose(a, b, rtol={tol.rtol:g}, atol={tol.atol:g}, equal_nan=True)",
+                f"differs = [m for m in {others!r} if kind[m] != kind[{y!r}] or kind[m] == 'ok' "
+                "and not all(",
+                f"    a.shape == b.shape and np.allclose(a, b, rtol={tol.rtol:g}, "
+                f"atol={tol.atol:g}, equal_nan=True)",
                 f"    for a, b in zip(found[m], found[{y!r}]))]",
-                "print('DIFFERS: ' + ', '.join(m if kind[m] == 'ok' else f'{m} ({kind[m]})' for m in differs) + "
-                f"' differ from {y}' if differs else 'SAME: every mode within the {dtype} tolerance of {y}')",
+                "print('DIFFERS: ' + ', '.join(m if kind[m] == 'ok' else f'{m} ({kind[m]})' for m "
+                "in differs) + "
+                f"' differ from {y}' if differs else 'SAME: every mode within the {dtype} "
+                f"tolerance of {y}')",
                 "raise SystemExit(1 if differs else 0)"]
     outputs = len(ref.orders[0])
     if dev.kind == "gradient":
         sources = ", ".join(constants[i] for i in parts.wrt)
-        return [f"# Every gradient must have its input's shape and dtype (the first {outputs} values are the "
-                "function's).",
+        return [f"# Every gradient must have its input's shape and dtype (the first {outputs} "
+                "values are the function's).",
                 f"sources = [{sources}] * {parts.order}",
-                "bad = [f'{m}: {g.dtype}{list(g.shape)} for a {x.dtype}{list(x.shape)} input' for m, v in found.items()",
+                "bad = [f'{m}: {g.dtype}{list(g.shape)} for a {x.dtype}{list(x.shape)} input' for "
+                "m, v in found.items()",
                 f"       if not isinstance(v, str) for g, x in zip(v[{outputs}:], sources)",
                 "       if g is not None and (g.shape != x.shape or g.dtype != x.dtype)]",
-                "print('DIFFERS: ' + '; '.join(bad) if bad else 'SAME: every gradient has its input\\'s shape and dtype')",
+                "print('DIFFERS: ' + '; '.join(bad) if bad else 'SAME: every gradient has its "
+                "input\\'s shape and dtype')",
                 "raise SystemExit(1 if bad else 0)"]
     return _numeric_code(parts, ref, constants, tolerance, result, outputs)
 
@@ -339,7 +387,8 @@ def numeric_check(result: Result, parts: ScriptParts, tolerance: ToleranceOverri
     match = re.search(r"central differences in (\w+) with step ([0-9.e+-]+)", numeric.note)
     dtype = match[1] if match else parts.dtypes[parts.wrt[0]]
     step = float(match[2]) if match else NUMERIC_STEPS[dtype]
-    return numeric.differ[0], dtype, step, numeric_tolerance_for(parts.dtypes[parts.wrt[0]], tolerance)
+    return (numeric.differ[0], dtype, step,
+            numeric_tolerance_for(parts.dtypes[parts.wrt[0]], tolerance))
 
 
 # Each element of an input the numeric derivative differs along costs two runs of the tapes: a
@@ -347,11 +396,12 @@ def numeric_check(result: Result, parts: ScriptParts, tolerance: ToleranceOverri
 _NUMERIC_ELEMENTS = 64
 
 
-def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], tolerance: ToleranceOverride,
-                  result: Result, outputs: int) -> list[str]:
+def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str],
+                  tolerance: ToleranceOverride, result: Result, outputs: int) -> list[str]:
     elements = sum(math.prod(parts.shapes[i]) for i in parts.wrt)
     if elements > _NUMERIC_ELEMENTS:
-        raise NotShort(f"the numeric derivative differs, and the short script writes it out for inputs of at most "
+        raise NotShort("the numeric derivative differs, and the short script writes it out for "
+                       "inputs of at most "
                        f"{_NUMERIC_ELEMENTS} elements in all, not {elements}")
     if ref.status is not Status.OK:
         raise NotShort("the numeric oracle differs, with no order saying where")
@@ -364,7 +414,8 @@ def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], to
     got = outputs + k - 1
     args = lambda shift: ", ".join(  # noqa: E731
         f"tf.constant({c}.astype(np.{dtype}) {shift} h)" if j == i else
-        (f"tf.constant({c}.astype(np.{dtype}))" if parts.dtypes[j].startswith("float") else f"tf.constant({c})")
+        (f"tf.constant({c}.astype(np.{dtype}))" if parts.dtypes[j].startswith("float")
+         else f"tf.constant({c})")
         for j, c in enumerate(constants))
     return ["", "# The numeric derivative: central differences of the order below,",
             f"# in {dtype} with the step {step:g} (scaled by |{x}| above 1).",
@@ -372,16 +423,19 @@ def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str], to
             f"up = np.sum(gradients({args('+')})[{below}])",
             f"down = np.sum(gradients({args('-')})[{below}])",
             "numeric = (up - down) / (2 * h)",
-            f"got = found[{ref.mode!r}][{got}] if not isinstance(found[{ref.mode!r}], str) else None",
+            f"got = found[{ref.mode!r}][{got}] if not isinstance(found[{ref.mode!r}], str) else "
+            "None",
             f"print('numeric: order {k}', numeric)",
-            f"differs = got is None or not np.allclose(got, numeric, rtol={tol.rtol:g}, atol={tol.atol:g}, "
+            f"differs = got is None or not np.allclose(got, numeric, rtol={tol.rtol:g}, "
+            f"atol={tol.atol:g}, "
             "equal_nan=True)",
-            f"print('DIFFERS:' if differs else 'SAME:', 'order {k}', got, 'vs the numeric', numeric)",
+            f"print('DIFFERS:' if differs else 'SAME:', 'order {k}', got, 'vs the numeric', "
+            "numeric)",
             "raise SystemExit(1 if differs else 0)"]
 
 
-def _numeric_code_of_each(parts: ScriptParts, ref: ModeOutcome, constants: list[str], tol, k: int, dtype: str,
-                          step: float, outputs: int) -> list[str]:
+def _numeric_code_of_each(parts: ScriptParts, ref: ModeOutcome, constants: list[str], tol, k: int,
+                          dtype: str, step: float, outputs: int) -> list[str]:
     """The numeric derivative at order `k` for several inputs, or one with elements: the order
     below summed, then central differences along one element at a time, printed beside each
     gradient."""
@@ -391,46 +445,50 @@ def _numeric_code_of_each(parts: ScriptParts, ref: ModeOutcome, constants: list[
     base = ", ".join(f"{c}.astype(np.{dtype})" if parts.dtypes[j].startswith("float") else c
                      for j, c in enumerate(constants))
     names = [constants[i] for i in parts.wrt]
-    return ["", "# The numeric derivative: central differences of the sum of the order below, one element",
-            f"# at a time, in {dtype} with the step {step:g} (scaled by the element's size above 1).",
+    return ["",
+            "# The numeric derivative: central differences of the sum of the order below, one "
+            "element",
+            f"# at a time, in {dtype} with the step {step:g} (scaled by the element's size above "
+            "1).",
             "def below(xs):",
             f"    return sum(np.sum(t) for t in gradients(*[tf.constant(v) for v in xs])[{below}])",
-            "",
-            "",
-            f"base = [{base}]",
-            "numeric = []",
-            f"for i in {list(parts.wrt)!r}:",
-            "    slope = np.zeros(base[i].shape)",
-            "    for at in np.ndindex(base[i].shape):",
+            "", "", f"base = [{base}]", "numeric = []", f"for i in {list(parts.wrt)!r}:",
+            "    slope = np.zeros(base[i].shape)", "    for at in np.ndindex(base[i].shape):",
             f"        h = {step!r} * max(1.0, abs(float(base[i][at])))",
             "        up, down = [v.copy() for v in base], [v.copy() for v in base]",
-            "        up[i][at] += h",
-            "        down[i][at] -= h",
-            "        slope[at] = (below(up) - below(down)) / (2 * h)",
-            "    numeric.append(slope)",
-            f"got = found[{ref.mode!r}][{first}:{first + n}] if not isinstance(found[{ref.mode!r}], str) else None",
+            "        up[i][at] += h", "        down[i][at] -= h",
+            "        slope[at] = (below(up) - below(down)) / (2 * h)", "    numeric.append(slope)",
+            f"got = found[{ref.mode!r}][{first}:{first + n}] if not "
+            f"isinstance(found[{ref.mode!r}], str) else None",
             f"for name, value in zip({names!r}, numeric):",
             f"    print(f'numeric: order {k} wrt {{name}}', value)",
-            f"differs = got is None or not all(np.allclose(g, v, rtol={tol.rtol:g}, atol={tol.atol:g}, equal_nan=True) "
+            f"differs = got is None or not all(np.allclose(g, v, rtol={tol.rtol:g}, "
+            f"atol={tol.atol:g}, equal_nan=True) "
             "for g, v in zip(got, numeric))",
-            f"print('DIFFERS:' if differs else 'SAME:', 'order {k}', *(got or ['none']), 'vs the numeric', *numeric)",
+            f"print('DIFFERS:' if differs else 'SAME:', 'order {k}', *(got or ['none']), 'vs the "
+            "numeric', *numeric)",
             "raise SystemExit(1 if differs else 0)"]
 
 
-def full_expected(result: Result, tolerance: ToleranceOverride = None, numeric: bool = False) -> Expected:
+def full_expected(result: Result, tolerance: ToleranceOverride = None,
+                  numeric: bool = False) -> Expected:
     """What the complete script (harness.repro.script) must show for `result`: each mode it
     writes out as the harness saw it, and exit 1 when those modes disagree, a gradient is
     malformed, or (`numeric`: the script checks it) the numeric derivative differs."""
-    written = {m: o for m, o in result.outcomes.items() if m in WRITTEN_OUT and o.status is not Status.SKIP}
+    written = {m: o for m, o in result.outcomes.items() if m in WRITTEN_OUT
+               and o.status is not Status.SKIP}
     if not written:
         raise NotShort("no mode the script writes out ran")
     first = next(iter(written.values()))
     dead = [m for m, o in written.items() if o.status in (Status.CRASH, Status.TIMEOUT)]
     if dead:
         return Expected(exit=None, outcomes={}, what=f"{dead[0]} {written[dead[0]].status.value}")
-    differ = any(compare_outcomes(first, o, tolerance=tolerance, upstream=False) for o in written.values())
+    differ = any(compare_outcomes(first, o, tolerance=tolerance, upstream=False)
+                 for o in written.values())
     malformed = any(o.status is Status.OK and check_gradients(o) for o in written.values())
     return Expected(exit=1 if differ or malformed or numeric else 0,
                     outcomes={m: _shown(o) for m, o in written.items()},
-                    what="the modes disagree" if differ else "a malformed gradient" if malformed else
-                    "the values differ from the numeric derivative" if numeric else "every mode it writes out agrees")
+                    what="the modes disagree" if differ else "a malformed gradient" if malformed
+                    else
+                    "the values differ from the numeric derivative" if numeric
+                    else "every mode it writes out agrees")

@@ -103,8 +103,8 @@ def extract(obj: Any) -> Extract:
     name = getattr(obj, "__name__", "")
     library = _installed(module) if module is not None else ""
     if library and name.isidentifier() and getattr(module, name, None) is obj:
-        return Extract(imports=f"from {module.__name__} import {name}", definitions="", expression=name,
-                       origin=f"{module.__name__}.{name}", library=library)
+        return Extract(imports=f"from {module.__name__} import {name}", definitions="",
+                       expression=name, origin=f"{module.__name__}.{name}", library=library)
     try:
         source = inspect.getsource(module)
     except (TypeError, OSError):
@@ -134,5 +134,7 @@ def extract(obj: Any) -> Extract:
                 todo.append(node)
     chosen = [n for n in tree.body if id(n) in needed]
     imports = [_segment(lines, n) for n in chosen if isinstance(n, (ast.Import, ast.ImportFrom))]
-    definitions = [_segment(lines, n) for n in chosen if not isinstance(n, (ast.Import, ast.ImportFrom))]
-    return Extract(imports="\n".join(imports), definitions="\n\n\n".join(definitions), expression=expression)
+    definitions = [_segment(lines, n) for n in chosen
+                   if not isinstance(n, (ast.Import, ast.ImportFrom))]
+    return Extract(imports="\n".join(imports), definitions="\n\n\n".join(definitions),
+                   expression=expression)

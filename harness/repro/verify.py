@@ -51,7 +51,8 @@ class Ran:
 
 
 class Interrupted(Exception):
-    """A stop was asked for (Ctrl-C, SIGTERM) while a script ran; the script's processes are ended."""
+    """A stop was asked for (Ctrl-C, SIGTERM) while a script ran; the script's processes are
+    ended."""
 
 
 def run(script: str, timeout: float, stop: Optional[threading.Event] = None) -> Ran:
@@ -64,14 +65,16 @@ def run(script: str, timeout: float, stop: Optional[threading.Event] = None) -> 
     with tempfile.TemporaryDirectory(prefix="harness-repro-") as folder:
         path = Path(folder) / "repro.py"
         path.write_text(script, encoding="utf-8")
-        process = subprocess.Popen([sys.executable, "-I", "-c", _BOOT, str(path)], cwd=folder, env=env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   start_new_session=True)
+        process = subprocess.Popen([sys.executable, "-I", "-c", _BOOT, str(path)], cwd=folder,
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, start_new_session=True)
         deadline = time.monotonic() + timeout
         try:
             while True:
                 try:
-                    out, err = process.communicate(timeout=max(0.0, min(_SLICE_S, deadline - time.monotonic())))
+                    out, err = process.communicate(timeout=max(0.0,
+                                                               min(_SLICE_S,
+                                                                   deadline - time.monotonic())))
                     return Ran(exit=process.returncode, stdout=out, stderr=err)
                 except subprocess.TimeoutExpired:
                     stopped = stop is not None and stop.is_set()
@@ -102,18 +105,22 @@ def shows(ran: Ran, expected: Expected) -> Optional[str]:
     if ran.exit is None:
         return "it ran past the timeout"
     if expected.exit is None:
-        return None if ran.exit < 0 else f"it exited {ran.exit} where the harness saw {expected.what}"
+        return (None if ran.exit < 0
+                else f"it exited {ran.exit} where the harness saw {expected.what}")
     if ran.exit not in (0, 1):
         tail = (ran.stderr.strip().splitlines() or [""])[-1]
         return f"it exited {ran.exit}" + (f": {tail}" if tail else "")
-    printed = {m[1]: m[2] for m in map(_MODE_LINE.match, ran.stdout.splitlines()) if m and m[1] in expected.outcomes}
+    printed = {m[1]: m[2] for m in map(_MODE_LINE.match, ran.stdout.splitlines()) if m
+               and m[1] in expected.outcomes}
     for mode, want in expected.outcomes.items():
         got = printed.get(mode)
         if got != want:
-            said = "printed nothing" if got is None else ("returned values" if got == "ok" else f"raised {got}")
+            said = ("printed nothing" if got is None
+                    else ("returned values" if got == "ok" else f"raised {got}"))
             saw = "values" if want == "ok" else want
             return f"in it {mode} {said}, where the harness saw {saw}"
     if ran.exit != expected.exit:
-        return (f"it exited {ran.exit}: " + ("no deviation showed" if ran.exit == 0 else "a deviation showed")
+        return (f"it exited {ran.exit}: "
+                + ("no deviation showed" if ran.exit == 0 else "a deviation showed")
                 + f", where the harness saw {expected.what}")
     return None

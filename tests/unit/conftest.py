@@ -28,8 +28,8 @@ class _NoTensorFlow:
     def find_spec(name, path=None, target=None):
         if name.split(".", 1)[0] in _BLOCKED:
             _tried.append(name)
-            raise ImportError(f"the fast tier (tests/unit) imports no TensorFlow, but {name} was imported; "
-                              "a test that needs it belongs in tests/")
+            raise ImportError(f"the fast tier (tests/unit) imports no TensorFlow, but {name} was "
+                              "imported; a test that needs it belongs in tests/")
         return None
 
 
@@ -44,7 +44,8 @@ def pytest_configure(config):
         return
     present = [m for m in sys.modules if m.split(".", 1)[0] in _BLOCKED]
     if present:
-        raise pytest.UsageError(f"TensorFlow was imported before the fast tier started: {present[:3]}")
+        raise pytest.UsageError("TensorFlow was imported before the fast tier started: "
+                                f"{present[:3]}")
     sys.meta_path.insert(0, _NoTensorFlow)
     guard = tempfile.mkdtemp(prefix="harness-no-tf-")
     for name in _BLOCKED:
@@ -67,7 +68,8 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_terminal_summary(terminalreporter, config):
     failed = getattr(config, "_no_tf_failed", None)
     if failed:
-        terminalreporter.write_line(f"FAILED: the fast tier imported (or tried to import) {', '.join(failed)}; "
+        terminalreporter.write_line("FAILED: the fast tier imported (or tried to import) "
+                                    f"{', '.join(failed)}; "
                                     "it must import no TensorFlow", red=True)
 
 

@@ -26,11 +26,13 @@ X = (Differentiated("x", "float32", ()),)
 
 def ok(mode, fwd=1.0, grad=2.0, grad_dtype=np.float32, sources=X):
     return ModeOutcome(mode=mode, status=Status.OK, sources=sources,
-                       orders=((Output.of(np.float32(fwd)),), (Output.of(np.asarray(grad, grad_dtype)),)))
+                       orders=((Output.of(np.float32(fwd)),), (Output.of(np.asarray(grad,
+                                                                                    grad_dtype)),)))
 
 
 def raised(mode, type_, bases=None, stage="forward", message="it failed"):
     if bases is None:
         bases = (type_, "Exception", "BaseException", "object")
     return ModeOutcome(mode=mode, status=Status.ERROR, sources=X,
-                       error=ErrorInfo(type=type_, bases=tuple(bases), message=message, stage=stage))
+                       error=ErrorInfo(type=type_, bases=tuple(bases), message=message,
+                                       stage=stage))

@@ -137,7 +137,8 @@ def test_expectation_with_bad_tf_versions_is_rejected():
 
 
 def test_valid_expectations_are_accepted():
-    es = [Expectation(modes=["function", "graph"], outcome="TypeError", reason="r", tf_versions=">=2.16"),
+    es = [Expectation(modes=["function", "graph"], outcome="TypeError", reason="r",
+                      tf_versions=">=2.16"),
           Expectation(modes=["eager"], outcome=BAD_GRADIENT, reason="r", points=["x=1.0"])]
     assert make(expectations=es).expectations == tuple(es)
 
@@ -212,7 +213,8 @@ def test_malformed_id_is_rejected_naming_id():
 
 def test_tolerance_as_tol_or_per_dtype_mapping_is_accepted():
     assert make(tolerance=Tol(rtol=1e-3, atol=0.0)).tolerance == Tol(rtol=1e-3, atol=0.0)
-    assert make(tolerance={"float32": Tol(rtol=1e-3, atol=0.0)}).tolerance == {"float32": Tol(1e-3, 0.0)}
+    assert make(tolerance={"float32": Tol(rtol=1e-3, atol=0.0)}).tolerance == {"float32": Tol(1e-3,
+                                                                                              0.0)}
 
 
 # -- labels and version gating ---------------------------------------------------------
@@ -251,9 +253,10 @@ def test_case_runs_only_inside_its_tf_versions():
 
 def test_pure_modules_import_without_tensorflow():
     code = ("import sys\n"
-            "import harness, harness.case, harness.records, harness.judge.tolerance, harness.versions\n"
-            "import harness.judge.compare, harness.judge.verdict, harness.report\n"
-            "import harness.report.json_report, harness.report.junit, harness.report.text\n"
-            "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'\n")
+            "import harness, harness.case, harness.records, harness.judge.tolerance, "
+            "harness.versions\nimport harness.judge.compare, harness.judge.verdict, "
+            "harness.report\nimport harness.report.json_report, harness.report.junit, "
+            "harness.report.text\nassert 'tensorflow' not in sys.modules, 'tensorflow was "
+            "imported'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -58,7 +58,8 @@ def test_top_help_lists_the_commands_and_the_four_groups_within_60_lines_of_100_
     assert lines[0].startswith("usage: python -m harness ")
     assert len(lines) <= 60 and max(map(len, lines)) <= 100, (len(lines), max(map(len, lines)))
     commands = section(text, "Commands:")
-    for command in ("run", "check PATH.py:NAME", "repro CASE_ID|PATH.py:NAME", "merge REPORT.json...", "list"):
+    for command in ("run", "check PATH.py:NAME", "repro CASE_ID|PATH.py:NAME",
+                    "merge REPORT.json...", "list"):
         assert sum(line.startswith(f"  {command} ") for line in commands) == 1, command
     assert "(the same as --list)" in next(line for line in commands if line.startswith("  list "))
     for heading in ("Selection:", "Modes and oracles:", "Reports:", "Execution:"):
@@ -67,7 +68,9 @@ def test_top_help_lists_the_commands_and_the_four_groups_within_60_lines_of_100_
 
 
 @pytest.mark.parametrize("group", cli_options.GROUPS)
-def test_top_help_shows_every_flag_of_a_group_in_it_on_one_line_with_its_first_sentence_and_default(group):
+def test_top_help_shows_every_flag_of_a_group_in_it_on_one_line_with_its_first_sentence_and_default(
+    group,
+):
     shown = section(cli_help.command_help(None), f"{group}:")
     assert len(shown) == len(grouped(group))
     for f, line in zip(grouped(group), shown):
@@ -94,7 +97,8 @@ def test_top_help_shows_no_command_s_own_flag():
     lines = cli_help.command_help(None).splitlines()
     for name, (group, _) in cli_options.FLAG_TABLE.items():
         if group is None:
-            assert not [line for line in lines if line.startswith(f"  {cli_help.written_as(flags.FLAGS[name])}")], name
+            assert not [line for line in lines
+                        if line.startswith(f"  {cli_help.written_as(flags.FLAGS[name])}")], name
 
 
 # -- COMMAND --help -------------------------------------------------------------------------------
@@ -113,11 +117,18 @@ def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command):
         assert f"\n  {cli_help.written_as(f)}\n" in text, f.name
     if command != "run":
         assert f"{command} flags:" in lines and own
-        assert ("Shared flags it takes (python -m harness --help says what each does):" in lines) == bool(shared)
+        assert (
+            "Shared flags it takes (python -m harness --help says what each does):" in lines
+        ) == bool(shared)
     said = text[:text.index("\nExample:\n")].replace("python -m harness --help", "")
     for name, (_, commands) in cli_options.FLAG_TABLE.items():
-        if command not in commands:  # another command's flag is not shown (the example may give a run's)
-            assert f"--{name}" not in said and cli_help.written_as(flags.FLAGS[name]) not in said, (command, name)
+        if (
+            command not in commands
+        ):  # another command's flag is not shown (the example may give a run's)
+            assert f"--{name}" not in said and cli_help.written_as(flags.FLAGS[name]) not in said, (
+                command,
+                name,
+            )
     example = section(text, "Example:")
     assert example and all(line.startswith("  python -m harness ") for line in example)
     if command != "run":
@@ -127,12 +138,20 @@ def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command):
 @pytest.mark.parametrize("command", [None, *COMMANDS])
 def test_every_heading_of_a_help_has_something_under_it(command):
     lines = cli_help.command_help(command).splitlines()
-    headings = [i for i, line in enumerate(lines) if line.endswith(":") and not line.startswith(" ")]
+    headings = [i for i, line in enumerate(lines) if line.endswith(":")
+                and not line.startswith(" ")]
     assert headings
     for i in headings:
         under = lines[i + 1] if i + 1 < len(lines) else ""
-        assert under.startswith("  ") or under.endswith(":") and not under.startswith(" ") and \
-            lines[i + 2].startswith("  "), (command, lines[i])  # a heading over group headings, each with flags
+        assert (
+            under.startswith("  ")
+            or under.endswith(":")
+            and not under.startswith(" ")
+            and lines[i + 2].startswith("  ")
+        ), (
+            command,
+            lines[i],
+        )  # a heading over group headings, each with flags
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -167,13 +186,16 @@ def test_each_example_passes_the_command_line_checks_and_names_what_exists(comma
         with flagsaver.flagsaver():
             rest = flags.FLAGS(["harness", *argv[3:]])
             name, args = cli_settings.split_command(rest)
-            cli_settings.refuse_other_flags(name, args)  # raises UsageError for a flag of another command
+            cli_settings.refuse_other_flags(
+                name, args
+            )  # raises UsageError for a flag of another command
             if name == "check":
                 cli_settings.check_spec(args[0])
                 assert target_exists(args[0]), args[0]
             if name == "repro":
                 assert cli_options.OUT.value
-                assert f'id="{args[0]}"' in open(os.path.join(REPO, "cases", "seeds.py"), encoding="utf-8").read()
+                assert f'id="{args[0]}"' in open(os.path.join(REPO, "cases", "seeds.py"),
+                                                 encoding="utf-8").read()
             if name == "merge":  # the report the line before writes
                 assert args == [shlex.split(cli_help.COMMANDS[command][3][0])[-1].split("=")[-1]]
 
@@ -183,7 +205,8 @@ def test_help_from_the_real_entry_point_exits_0_and_imports_no_tensorflow():
     # started ahead, absl's app.run with the harness's parser) and a fresh process's imports.
     proc = helpers.harness("--help", python=("-X", "importtime"), timeout=60)
     assert proc.returncode == 0 and proc.stdout == cli_help.command_help(None) + "\n"
-    assert "absl.flags" in imported(proc) and not [m for m in imported(proc) if m.startswith("tensorflow")]
+    assert "absl.flags" in imported(proc) and not [m for m in imported(proc)
+                                                   if m.startswith("tensorflow")]
 
 
 def test_no_command_s_help_imports_tensorflow():
@@ -198,27 +221,35 @@ def test_no_command_s_help_imports_tensorflow():
 # -- another command's flag ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, message", [
-    (["merge", "--inputs", "x"], "--inputs is a flag of python -m harness check and repro, not of merge"),
+    (["merge", "--inputs", "x"],
+     "--inputs is a flag of python -m harness check and repro, not of merge"),
     (["merge", "a.json", "--markdown_out=m.md", "--mode=eager"],
      "--mode is a flag of python -m harness run, check, repro, explore and replay, not of merge"),
-    (["check", "f.py:f", "--inputs=1.0", "--markdown_out=m.md"], "--markdown_out is a flag of python -m harness merge, "
+    (["check", "f.py:f", "--inputs=1.0", "--markdown_out=m.md"],
+     "--markdown_out is a flag of python -m harness merge, "
                                                                  "not of check"),
     (["check", "f.py:f", "--inputs=1.0", "--point=x=1.0", "--out=o"],
      "--point, --out are flags of python -m harness repro, not of check"),
     (["repro", "seeds.custom_square", "--out=o", "--repro_dir=d"],
      "--repro_dir is a flag of python -m harness run, check, explore and replay, not of repro"),
-    (["--order=2"], "--order is a flag of python -m harness check, repro, explore and replay, not of a plain run"),
-    (["explore", "f.py:f", "--inputs=1.0"], "--inputs is a flag of python -m harness check and repro, not of explore"),
+    (["--order=2"],
+     "--order is a flag of python -m harness check, repro, explore and replay, not of a plain run"),
+    (["explore", "f.py:f", "--inputs=1.0"],
+     "--inputs is a flag of python -m harness check and repro, not of explore"),
     (["check", "f.py:f", "--inputs=1.0", "--domain=x=[0, 1]"],
      "--domain is a flag of python -m harness explore, not of check"),
     (["run", "--out=o"], "--out is a flag of python -m harness repro, not of a plain run"),
     # One function has no cases to select or shard, and a missing file is said at once.
-    (["check", "f.py:f", "--inputs=1.0", "--cases=x"], "--cases is a flag of python -m harness run and replay, not of check"),
-    (["check", "f.py:f", "--inputs=1.0", "--shard_index=0"], "--shard_index is a flag of python -m harness run"),
-    (["check", "missing.py:f", "--inputs=1.0"], "missing.py does not exist; give the Python file that defines f"),
+    (["check", "f.py:f", "--inputs=1.0", "--cases=x"],
+     "--cases is a flag of python -m harness run and replay, not of check"),
+    (["check", "f.py:f", "--inputs=1.0", "--shard_index=0"],
+     "--shard_index is a flag of python -m harness run"),
+    (["check", "missing.py:f", "--inputs=1.0"],
+     "missing.py does not exist; give the Python file that defines f"),
     (["explore", "missing.py:f", "--domain=x=[0, 1]"], "missing.py does not exist"),
 ])
-def test_a_flag_of_another_command_exits_2_with_one_line_naming_its_command(args, message, tmp_path):
+def test_a_flag_of_another_command_exits_2_with_one_line_naming_its_command(args, message,
+                                                                            tmp_path):
     proc = harness(*args, cwd=str(tmp_path))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith("harness: error: ") and proc.stderr.count("\n") == 1, proc.stderr
@@ -238,9 +269,11 @@ def test_the_refusal_follows_the_table_for_every_flag_and_command():
                     with pytest.raises(cli_options.UsageError) as raised:
                         cli_settings.refuse_other_flags(command, target)
                     said = str(raised.value)
-                    assert (f"--{name} is a flag of python -m harness {cli_settings.and_list(commands)}, not of "
+                    assert (f"--{name} is a flag of python -m harness "
+                            f"{cli_settings.and_list(commands)}, not of "
                             f"{'a plain run' if command == 'run' else command};" in said
-                            or (command == "run" and said.startswith(f"--{name} describe the function of check "
+                            or (command == "run"
+                                and said.startswith(f"--{name} describe the function of check "
                                                                      "PATH.py:NAME"))), said
 
 
@@ -248,28 +281,37 @@ def test_flags_of_two_other_commands_are_named_in_one_line():
     with flagsaver.flagsaver():
         for name in ("inputs", "mode"):
             flags.FLAGS[name].present = 1
-        with pytest.raises(cli_options.UsageError, match=r"^--mode is a flag of python -m harness run, check, repro, "
+        with pytest.raises(cli_options.UsageError,
+                           match=r"^--mode is a flag of python -m harness run, check, repro, "
                                                  r"explore and replay; "
-                                                 r"--inputs is a flag of python -m harness check and repro, not of "
-                                                 r"merge; give the command they belong to, or drop them$"):
+                                                 r"--inputs is a flag of python -m harness check "
+                                                 r"and repro, not of merge; give the command they "
+                                                 r"belong to, or drop them$"):
             cli_settings.refuse_other_flags("merge", ["a.json"])
 
 
-# -- run is the plain run ---------------------------------------------------------------------------
+# -- run is the plain run
+# ---------------------------------------------------------------------------
 
 def test_run_is_the_plain_run():
-    assert cli_settings.split_command(["harness"]) == cli_settings.split_command(["harness", "run"]) == ("run", [])
+    assert (
+        cli_settings.split_command(["harness"])
+        == cli_settings.split_command(["harness", "run"])
+        == ("run", [])
+    )
     with pytest.raises(cli_options.UsageError, match="run takes no arguments, got extra"):
         cli_settings.split_command(["harness", "run", "extra"])
     # --help lists `list` as a command: it must run, as a run with --list.
     with flagsaver.flagsaver():
         flags.FLAGS(["harness"])
-        assert cli_settings.split_command(["harness", "list"]) == ("list", []) and not flags.FLAGS.list
+        assert cli_settings.split_command(["harness",
+                                           "list"]) == ("list", []) and not flags.FLAGS.list
         listed = cli_settings.settings_for("list", [])
         assert listed.command == "run" and listed.list_only
     with pytest.raises(cli_options.UsageError, match="list takes no arguments, got seeds"):
         cli_settings.split_command(["harness", "list", "seeds"])
-    with pytest.raises(cli_options.UsageError, match="unknown command 'lists'; commands: run, .*, list "):
+    with pytest.raises(cli_options.UsageError,
+                       match="unknown command 'lists'; commands: run, .*, list "):
         cli_settings.split_command(["harness", "lists"])
 
 
@@ -277,7 +319,8 @@ def test_run_and_no_command_answer_alike(tmp_path):
     for args in (["--order=2"], ["--markdown_out=m.md", "--cases=nothing.x"]):
         plain = harness(*args, cwd=str(tmp_path))
         run = harness("run", *args, cwd=str(tmp_path))
-        assert (plain.returncode, plain.stdout, plain.stderr) == (run.returncode, run.stdout, run.stderr) and \
+        assert (plain.returncode, plain.stdout, plain.stderr) == (run.returncode, run.stdout,
+                                                                  run.stderr) and \
             plain.returncode == 2
     assert harness("run", "--help").stdout.startswith("usage: python -m harness [run] [flags]\n")
 
@@ -288,33 +331,39 @@ def test_the_rerun_commands_the_harness_prints_pass_the_refusal():
     check = CheckSpec(target="f.py:f", inputs=("1.0",), dtype="float64", order=2, wrt=("x",),
                       expect=("numeric:values differ",), symmetric=("x",))
     with flagsaver.flagsaver():  # every flag a rerun carries over
-        flags.FLAGS(["harness", "--case_file=mine.py", "--library", "--unconnected_gradients=zero", "--strict_xpass",
-                     "--nonumeric", "--noupstream", "--numeric_full", "--repeat=3"])
+        flags.FLAGS(["harness", "--case_file=mine.py", "--library", "--unconnected_gradients=zero",
+                     "--strict_xpass", "--nonumeric", "--noupstream", "--numeric_full",
+                     "--repeat=3"])
         settings = dataclasses.replace(cli_settings.settings_for("run", []), modes=("eager",))
-        lines = [cli_settings.rerun_command("check.f", "x=1.0", settings, check), cli_settings.rerun_command("a.b", "x=1.0", settings)]
+        lines = [cli_settings.rerun_command("check.f", "x=1.0", settings, check),
+                 cli_settings.rerun_command("a.b", "x=1.0", settings)]
     assert lines[0].startswith("python -m harness check f.py:f ") and "--nonumeric" in lines[1]
     for line in lines:
         with flagsaver.flagsaver():
-            command, args = cli_settings.split_command(flags.FLAGS(["harness", *shlex.split(line)[3:]]))
+            command, args = cli_settings.split_command(flags.FLAGS(["harness",
+                                                                    *shlex.split(line)[3:]]))
             cli_settings.refuse_other_flags(command, args)
 
 
 def test_cases_splits_at_commas_outside_brackets_only():
     # Every printed rerun line holds a point label, which may have commas in it.
-    assert cli_options.split_patterns("seeds.*, t.mul[x=2.0,y=3.0],t.v[x=float32[8,64]],seeds.s[pq],") == [
-        "seeds.*", "t.mul[x=2.0,y=3.0]", "t.v[x=float32[8,64]]", "seeds.s[pq]"]
+    assert cli_options.split_patterns(
+        "seeds.*, t.mul[x=2.0,y=3.0],t.v[x=float32[8,64]],seeds.s[pq],"
+    ) == ["seeds.*", "t.mul[x=2.0,y=3.0]", "t.v[x=float32[8,64]]", "seeds.s[pq]"]
     with flagsaver.flagsaver():
         flags.FLAGS(["harness", "--cases=t.mul[x=2.0,y=3.0],docs.*"])
         assert cli_options.CASES.value == ["t.mul[x=2.0,y=3.0]", "docs.*"]
 
 
-def test_the_matrix_scripts_help_names_the_harness_arguments_and_keeps_versions_whole(monkeypatch, capsys):
+def test_the_matrix_scripts_help_names_the_harness_arguments_and_keeps_versions_whole(monkeypatch,
+                                                                                      capsys):
     # `-- HARNESS_ARGS` must be mentioned, and a version such as "2.17.1" never wrapped at its dots.
     import importlib.util
 
     monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts the checkout first on it
     monkeypatch.setenv("COLUMNS", "80")  # as wide as a terminal's help, whatever runs the tests
-    spec = importlib.util.spec_from_file_location("matrix_script", os.path.join(REPO, "scripts", "matrix.py"))
+    spec = importlib.util.spec_from_file_location("matrix_script",
+                                                  os.path.join(REPO, "scripts", "matrix.py"))
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     with pytest.raises(SystemExit) as done:

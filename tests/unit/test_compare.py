@@ -18,12 +18,14 @@ def cmp(ref, got, tol=None):
     got_out = got if isinstance(got, Output) else Output.of(got)
     if tol is None:
         tol = DEFAULT_TOLERANCES.get(ref_out.dtype, Tol(0.0, 0.0))
-    return compare_outputs(ref_out, got_out, tol, ref_mode="eager", mode="function", at="forward output 0")
+    return compare_outputs(ref_out, got_out, tol, ref_mode="eager", mode="function",
+                           at="forward output 0")
 
 
 def ok(mode, *orders, sources=()):
     return ModeOutcome(mode=mode, status=Status.OK,
-                       orders=tuple(tuple(Output.of(v) if not isinstance(v, Output) else v for v in o)
+                       orders=tuple(tuple(Output.of(v) if not isinstance(v, Output) else v
+                                          for v in o)
                                     for o in orders),
                        sources=tuple(sources))
 
@@ -211,17 +213,21 @@ def test_int64_values_float64_cannot_hold_apart_still_differ():
     # 2**60 + 1 and 2**60 are the same float64; compared as integers they differ.
     m = cmp(np.array([2 ** 60 + 1], np.int64), np.array([2 ** 60], np.int64), tol=Tol(1e-3, 1.0))
     assert m is not None and m.kind == "value"
-    assert "function=1152921504606846976 eager=1152921504606846977 (exact match required)" in m.message, m.message
+    assert (
+        "function=1152921504606846976 eager=1152921504606846977 (exact match required)" in m.message
+    ), m.message
     assert cmp(np.array([2 ** 60 + 1], np.int64), np.array([2 ** 60 + 1], np.int64)) is None
 
 
 def test_integers_ignore_any_tolerance_given_for_them():
-    assert cmp(np.array([1000], np.int32), np.array([1001], np.int32), tol=Tol(0.01, 5.0)) is not None
+    assert cmp(np.array([1000], np.int32), np.array([1001], np.int32),
+               tol=Tol(0.01, 5.0)) is not None
     assert cmp(np.array([True]), np.array([False])) is not None
 
 
 def test_complex_judged_with_its_table_row():
-    # complex64 uses float32's row: a 1e-6 change of the imaginary part at |ref| = 1 is inside 1.13e-5.
+    # complex64 uses float32's row: a 1e-6 change of the imaginary part at |ref| = 1 is inside
+    # 1.13e-5.
     ref = np.array([1.0 + 0.0j], np.complex64)
     assert cmp(ref, np.array([1.0 + 1e-6j], np.complex64)) is None
     m = cmp(ref, np.array([1.0 + 1e-4j], np.complex64))
@@ -307,7 +313,8 @@ def test_different_output_counts_disagree():
 
 
 def test_same_exception_class_agrees():
-    assert compare_outcomes(err("eager", "ValueError"), err("graph", "ValueError", stage="order 1")) == []
+    assert compare_outcomes(err("eager", "ValueError"),
+                            err("graph", "ValueError", stage="order 1")) == []
 
 
 def test_different_exception_classes_disagree():

@@ -1,4 +1,5 @@
-"""harness.judge.differences on closed-form functions: the truth of every case here is its calculus."""
+"""harness.judge.differences on closed-form functions: the truth of every case here is its
+calculus."""
 
 import math
 
@@ -22,7 +23,8 @@ def judge(f, x, g, evaluated="float64", gradient="float64", **kw):
         return v if math.isfinite(v) else None
 
     h = NUMERIC_STEPS[evaluated] * max(1.0, abs(x))
-    return assess(g, phi, h, eps=differences.epsilon(evaluated), rtol=NUMERIC_TOLERANCES[gradient].rtol, **kw)
+    return assess(g, phi, h, eps=differences.epsilon(evaluated),
+                  rtol=NUMERIC_TOLERANCES[gradient].rtol, **kw)
 
 
 def _rounded(f, dtype):

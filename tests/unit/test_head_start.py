@@ -1,5 +1,5 @@
-"""The worker started before the command line is read (harness.process.head_start): when it is started,
-and that a command which turns out to need none leaves neither it nor its folder behind.
+"""The worker started before the command line is read (harness.process.head_start): when it is
+started, and that a command which turns out to need none leaves neither it nor its folder behind.
 
 Every Python process of a command is seen through a sitecustomize that records its id and
 command line as the interpreter starts: the command's own process and any worker it spawned.
@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from harness.process import head_start
-from tests.helpers import (REPO, assert_usage_error, harness, no_tensorflow_env, record_processes, recorded_processes,
-                           recorded_workers)
+from tests.helpers import (REPO, assert_usage_error, harness, no_tensorflow_env, record_processes,
+                           recorded_processes, recorded_workers)
 
 
 @pytest.mark.parametrize("args, wanted", [
@@ -95,14 +95,15 @@ print(json.dumps({"started": head_start._started is not None,
 
 def test_starting_ahead_imports_none_of_numpy_absl_or_tensorflow(recorded, tmp_path):
     env, record, temporary = recorded
-    done = subprocess.run([sys.executable, "-c", _STARTS], capture_output=True, text=True, cwd=REPO, env=env,
-                          timeout=60)
+    done = subprocess.run([sys.executable, "-c", _STARTS], capture_output=True, text=True,
+                          cwd=REPO, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == {"started": True, "heavy": []}
     assert list(temporary.iterdir()) == []  # ended at exit, its folder with it
 
 
-def test_a_supervisor_killed_before_its_worker_starts_serving_leaves_no_worker_or_folder(recorded, tmp_path):
+def test_a_supervisor_killed_before_its_worker_starts_serving_leaves_no_worker_or_folder(recorded,
+                                                                                         tmp_path):
     # The worker is held in its interpreter's start-up for a second, before any harness code
     # runs, and the command is killed with SIGKILL meanwhile: the worker must still see that
     # its parent is gone (it is told the parent's id, not left to find it), remove the folder
@@ -115,8 +116,9 @@ def test_a_supervisor_killed_before_its_worker_starts_serving_leaves_no_worker_o
         "import time\n"
         "if 'spawn_main' in open('/proc/self/cmdline').read():\n"
         "    time.sleep(1.5)\n"))
-    command = subprocess.Popen([sys.executable, "-m", "harness", "--cases", "seeds.*"], env=env, cwd=str(tmp_path),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = subprocess.Popen([sys.executable, "-m", "harness", "--cases", "seeds.*"], env=env,
+                               cwd=str(tmp_path), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while not recorded_workers(record):
         assert time.monotonic() < deadline, "no worker was started"

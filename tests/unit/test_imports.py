@@ -21,11 +21,13 @@ def module_files() -> dict[str, str]:
     """Every module of harness/ by its dotted name, and its file."""
     found = {}
     for folder, folders, files in os.walk(PACKAGE):
-        folders[:] = sorted(f for f in folders if f != "__pycache__" and os.path.join(folder, f) not in SKIPPED)
+        folders[:] = sorted(f for f in folders if f != "__pycache__"
+                            and os.path.join(folder, f) not in SKIPPED)
         for name in files:
             if name.endswith(".py"):
                 parts = os.path.relpath(os.path.join(folder, name), ROOT)[:-3].split(os.sep)
-                found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = os.path.join(folder, name)
+                found[".".join(parts[:-1] if parts[-1] == "__init__"
+                               else parts)] = os.path.join(folder, name)
     return found
 
 
@@ -83,7 +85,8 @@ def path_to(graph: dict[str, set[str]], start: str, goal: str) -> Optional[list[
 
 # The measuring side: what a worker imports to run a case, and the transport that carries its
 # measurement back. None of it may reach the code that judges or words a verdict.
-MEASURING = ("harness.process.worker", "harness.measure.execute", "harness.process.pool", "harness.measure.oracles")
+MEASURING = ("harness.process.worker", "harness.measure.execute", "harness.process.pool",
+             "harness.measure.oracles")
 JUDGING = ("harness.judge.verdict", "harness.judge.explain")
 
 
@@ -143,8 +146,13 @@ def test_a_circle_is_named_from_its_first_module_back_to_it():
 
 def test_the_graph_sees_lazy_imports_and_every_form_of_import():
     graph = import_graph()
-    assert "harness.measure.execute" in graph["harness.process.worker"]  # imported inside prepare() and run_job()
-    assert "harness.measure.modes._devices" in graph["harness.process.worker"]  # from harness.measure.modes import _devices
+    assert (
+        "harness.measure.execute" in graph["harness.process.worker"]
+    )  # imported inside prepare() and run_job()
+    assert (
+        "harness.measure.modes._devices" in graph["harness.process.worker"]
+    )  # from harness.measure.modes import _devices
     assert "harness.records" in graph["harness.judge.verdict"]  # from harness.records import (...)
-    assert path_to(graph, "harness.run_here", "harness.judge.verdict") == ["harness.run_here", "harness.judge.verdict"]
+    assert path_to(graph, "harness.run_here", "harness.judge.verdict") == ["harness.run_here",
+                                                                           "harness.judge.verdict"]
     assert not any(name.startswith("harness.cases") for name in graph)

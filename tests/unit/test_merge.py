@@ -14,7 +14,8 @@ MODES = ("eager", "function", "graph")
 
 
 def ok():
-    return {"status": "ok", "orders": [[{"value": 1.0, "dtype": "float32", "shape": []}]], "sources": []}
+    return {"status": "ok", "orders": [[{"value": 1.0, "dtype": "float32", "shape": []}]],
+            "sources": []}
 
 
 def raised(error_type, message, stage="order 2"):
@@ -26,8 +27,8 @@ def result(case, point="x=1.0", verdict="pass", reason="", details=(), **modes):
     outcomes = {m: ok() for m in MODES}
     outcomes.update(modes)
     return {"case": case, "point": point, "order": 2, "verdict": verdict, "reason": reason,
-            "details": list(details), "rerun": f"python -m harness --mode=all '--cases={case}[{point}]'",
-            "modes": outcomes}
+            "details": list(details),
+            "rerun": f"python -m harness --mode=all '--cases={case}[{point}]'", "modes": outcomes}
 
 
 def report(version, *results, modes=MODES):
@@ -56,7 +57,8 @@ def row(matrix, name, mode):
     return found
 
 
-# --- reading reports -------------------------------------------------------------------------------
+# --- reading reports
+# -------------------------------------------------------------------------------
 
 def test_load_report_reads_a_harness_report(tmp_path):
     data = report("2.21.0", result("seeds.a"))
@@ -68,25 +70,33 @@ def test_load_report_reads_a_harness_report(tmp_path):
     ("", "not JSON"),
     ("[1, 2]", "not a harness report"),
     (json.dumps({"hello": 1}), "not a harness report"),
-    (json.dumps({"schema": "harness.report/1", "environment": {"tensorflow": "2.21.0"}}), "not a harness report"),
+    (json.dumps({"schema": "harness.report/1", "environment": {"tensorflow": "2.21.0"}}),
+     "not a harness report"),
     (json.dumps({**report("2.21.0"), "schema": "harness.report/2"}), "schema 'harness.report/2'"),
     (json.dumps({"schema": "harness.matrix/1", "results": []}), "merged matrix"),
     (json.dumps({**report("2.21.0"), "results": {"a": 1}}), "not a list"),
     (json.dumps({**report("2.21.0"), "environment": {}}), "environment.tensorflow is missing"),
     (json.dumps(report("2.21.0", {"case": "a", "point": "p", "verdict": "pass"})), "no \"modes\""),
-    (json.dumps(report("2.21.0", {"point": "p", "verdict": "pass", "modes": {}})), "no string 'case'"),
+    (json.dumps(report("2.21.0", {"point": "p", "verdict": "pass", "modes": {}})),
+     "no string 'case'"),
     # Fields of the wrong type must neither crash the merge nor split a string into letters.
     (json.dumps({**report("2.21.0", result("seeds.a")), "modes": "eager"}),
      '"modes" is a string "eager", not a list of mode names'),
-    (json.dumps({**report("2.21.0", result("seeds.a")), "modes": 7}), '"modes" is a number 7, not a list'),
+    (json.dumps({**report("2.21.0", result("seeds.a")), "modes": 7}),
+     '"modes" is a number 7, not a list'),
     (json.dumps(report("2.21.0", {**result("seeds.a"), "details": 5})),
      "results[0].details is a number 5, not a list of strings"),
-    (json.dumps(report("2.21.0", {**result("seeds.a"), "details": ["ok", 5]})), "results[0].details holds"),
-    (json.dumps(report("2.21.0", {**result("seeds.a"), "reason": ["a"]})), "results[0].reason is a list, not a string"),
-    (json.dumps(report("2.21.0", {**result("seeds.a"), "modes": {"eager": {"status": "error", "error_message": 3}}})),
+    (json.dumps(report("2.21.0", {**result("seeds.a"), "details": ["ok", 5]})),
+     "results[0].details holds"),
+    (json.dumps(report("2.21.0", {**result("seeds.a"), "reason": ["a"]})),
+     "results[0].reason is a list, not a string"),
+    (json.dumps(report("2.21.0", {**result("seeds.a"),
+                                  "modes": {"eager": {"status": "error", "error_message": 3}}})),
      "results[0].modes.eager.error_message is a number 3, not a string"),
 ])
-def test_load_report_refuses_what_is_not_a_current_report_with_one_line_naming_the_file(tmp_path, content, expected):
+def test_load_report_refuses_what_is_not_a_current_report_with_one_line_naming_the_file(tmp_path,
+                                                                                        content,
+                                                                                        expected):
     path = write(tmp_path, "bad.json", content)
     with pytest.raises(MergeError) as caught:
         merge.load_report(path)
@@ -103,31 +113,37 @@ def test_load_report_refuses_a_missing_file(tmp_path):
 
 
 def test_load_report_points_from_the_jsonl_stream_to_the_report(tmp_path):
-    path = write(tmp_path, "r.jsonl", json.dumps(result("a")) + "\n" + json.dumps(result("b")) + "\n")
+    path = write(tmp_path, "r.jsonl",
+                 json.dumps(result("a")) + "\n" + json.dumps(result("b")) + "\n")
     with pytest.raises(MergeError, match="JSON Lines stream"):
         merge.load_report(path)
 
 
-# --- merging ---------------------------------------------------------------------------------------
+# --- merging
+# ---------------------------------------------------------------------------------------
 
 def test_columns_are_sorted_by_numeric_release_not_text():
-    matrix = merged(report("2.9.1", result("a")), report("2.16.2", result("a")), report("2.10.0", result("a")),
-                    report("2.16.0rc1", result("a")))
+    matrix = merged(report("2.9.1", result("a")), report("2.16.2", result("a")),
+                    report("2.10.0", result("a")), report("2.16.0rc1", result("a")))
     assert matrix.versions == ("2.9.1", "2.10.0", "2.16.0rc1", "2.16.2")
 
 
 def test_rows_are_case_point_and_mode_and_cells_hold_status_and_verdict():
     matrix = merged(report("2.21.0", result("seeds.nested", verdict="xfail",
-                                            function=raised("InternalError", "first line\nsecond line"))))
+                                            function=raised("InternalError",
+                                                            "first line\nsecond line"))))
     assert [(r.name, r.mode) for r in matrix.rows] == [("seeds.nested[x=1.0]", m) for m in MODES]
     cell = row(matrix, "seeds.nested[x=1.0]", "function").cells[0]
-    assert (cell.status, cell.verdict, cell.stage, cell.error) == ("InternalError", "xfail", "order 2", "first line")
+    assert (cell.status, cell.verdict, cell.stage, cell.error) == ("InternalError", "xfail",
+                                                                   "order 2", "first line")
     assert row(matrix, "seeds.nested[x=1.0]", "eager").cells[0].text == "ok · xfail"
 
 
 def test_explanation_is_the_reason_then_the_first_line_of_the_error():
     error = raised("InternalError", "Found 2 gradients for 1 input\nTraceback")
-    matrix = merged(report("2.21.0", result("a", verdict="fail", reason="function raises where eager returned values",
+    matrix = merged(report("2.21.0",
+                           result("a", verdict="fail",
+                                  reason="function raises where eager returned values",
                                             function=error)))
     cell = row(matrix, "a[x=1.0]", "function").cells[0]
     assert cell.explanation == ("fail: function raises where eager returned values\n"
@@ -135,14 +151,19 @@ def test_explanation_is_the_reason_then_the_first_line_of_the_error():
 
 
 def test_changed_rows_come_first_and_say_where_they_changed():
-    old = report("2.15.1", result("a.same"), result("b.raises"), result("c.fixed", function=raised("ValueError", "no")),
+    old = report("2.15.1", result("a.same"), result("b.raises"),
+                 result("c.fixed", function=raised("ValueError", "no")),
                  result("d.verdict", verdict="xfail"))
-    mid = report("2.16.2", result("a.same"), result("b.raises", verdict="fail", function=raised("InternalError", "x")),
-                 result("c.fixed", function=raised("ValueError", "no")), result("d.verdict", verdict="xfail"))
-    new = report("2.21.0", result("a.same"), result("b.raises", verdict="fail", function=raised("InternalError", "x")),
+    mid = report("2.16.2", result("a.same"),
+                 result("b.raises", verdict="fail", function=raised("InternalError", "x")),
+                 result("c.fixed", function=raised("ValueError", "no")),
+                 result("d.verdict", verdict="xfail"))
+    new = report("2.21.0", result("a.same"),
+                 result("b.raises", verdict="fail", function=raised("InternalError", "x")),
                  result("c.fixed"), result("d.verdict", verdict="xpass"))
     matrix = merged(new, old, mid)
-    assert row(matrix, "b.raises[x=1.0]", "function").change == "raises InternalError, verdict pass→fail from 2.16"
+    assert row(matrix, "b.raises[x=1.0]",
+               "function").change == "raises InternalError, verdict pass→fail from 2.16"
     assert row(matrix, "b.raises[x=1.0]", "eager").change == "verdict pass→fail from 2.16"
     assert row(matrix, "c.fixed[x=1.0]", "function").change == "ok from 2.21"
     assert row(matrix, "c.fixed[x=1.0]", "eager").change == ""
@@ -151,18 +172,21 @@ def test_changed_rows_come_first_and_say_where_they_changed():
     assert changed == sorted(changed, reverse=True), "a changed row after an unchanged one"
     assert [(r.case, r.mode) for r in matrix.changed] == [
         ("b.raises", "eager"), ("b.raises", "function"), ("b.raises", "graph"),
-        ("c.fixed", "function"), ("d.verdict", "eager"), ("d.verdict", "function"), ("d.verdict", "graph")]
+        ("c.fixed", "function"), ("d.verdict", "eager"), ("d.verdict", "function"), ("d.verdict",
+                                                                                     "graph")]
     assert [r.case for r in matrix.rows if not r.changed] == ["a.same"] * 3 + ["c.fixed"] * 2
 
 
 def test_a_change_back_and_forth_lists_each_step():
-    matrix = merged(report("2.15.1", result("a")), report("2.16.2", result("a", function=raised("ValueError", "v"))),
+    matrix = merged(report("2.15.1", result("a")),
+                    report("2.16.2", result("a", function=raised("ValueError", "v"))),
                     report("2.19.1", result("a")))
     assert row(matrix, "a[x=1.0]", "function").change == "raises ValueError from 2.16; ok from 2.19"
 
 
 def test_two_columns_of_one_minor_release_are_named_in_full():
-    matrix = merged(report("2.16.1", result("a")), report("2.16.2", result("a", function=raised("ValueError", "v"))))
+    matrix = merged(report("2.16.1", result("a")),
+                    report("2.16.2", result("a", function=raised("ValueError", "v"))))
     assert row(matrix, "a[x=1.0]", "function").change == "raises ValueError from 2.16.2"
 
 
@@ -183,8 +207,10 @@ def test_change_is_measured_across_a_version_where_the_row_is_absent():
 
 def test_a_mode_without_an_outcome_is_not_run():
     crashed = result("a", verdict="crash", reason="graph mode: killed by SIGABRT")
-    crashed["modes"] = {"graph": {"status": "crash", "orders": [], "sources": [], "error_type": "crash",
-                                  "error_message": "killed by SIGABRT\nlast output", "stage": "graph"}}
+    crashed["modes"] = {"graph": {"status": "crash", "orders": [], "sources": [],
+                                  "error_type": "crash",
+                                  "error_message": "killed by SIGABRT\nlast output",
+                                  "stage": "graph"}}
     skipped = result("b", verdict="skip", reason="needs TensorFlow >=2.17")
     skipped["modes"] = {}
     matrix = merged(report("2.21.0", crashed, skipped))
@@ -195,8 +221,10 @@ def test_a_mode_without_an_outcome_is_not_run():
 
 
 def test_points_fold_the_modes_of_a_case_and_point_and_changed_points_come_first():
-    old = report("2.15.1", result("a.same"), result("b.forward"), result("b.forward", point="x=2.0"))
-    new = report("2.16.2", result("a.same"), result("b.forward", verdict="fail", forward=raised("ValueError", "v")),
+    old = report("2.15.1", result("a.same"), result("b.forward"),
+                 result("b.forward", point="x=2.0"))
+    new = report("2.16.2", result("a.same"),
+                 result("b.forward", verdict="fail", forward=raised("ValueError", "v")),
                  result("b.forward", point="x=2.0"))
     matrix = merged(old, new, modes=("eager", "function", "graph", "forward"))
     assert [(p.name, p.changed) for p in matrix.points] == [
@@ -206,7 +234,8 @@ def test_points_fold_the_modes_of_a_case_and_point_and_changed_points_come_first
     assert point.theme == "b"
     assert [c.status for c in point.cells(1)] == ["ok", "ok", "ok", "ValueError"]
     (step,) = point.steps
-    assert (step.column, step.version, step.label, step.verdicts) == (1, "2.16.2", "2.16", ("pass", "fail"))
+    assert (step.column, step.version, step.label, step.verdicts) == (1, "2.16.2",
+                                                                      "2.16", ("pass", "fail"))
     assert step.modes == (("forward", "ok", "ValueError"),)
     assert step.text == "forward: ok → ValueError; verdict pass → fail"
     assert point.change == "From 2.16: forward: ok → ValueError; verdict pass → fail."
@@ -217,7 +246,9 @@ def test_a_step_says_every_mode_the_others_and_where_a_mode_came_from():
     everything = {m: raised("TypeError", "t") for m in MODES}
     matrix = merged(report("2.15.1", result("a", graph=raised("LookupError", "l"))),
                     report("2.16.2", result("a", verdict="error", **everything)),
-                    report("2.17.1", result("a", verdict="error", eager=raised("ValueError", "v"), function=ok(),
+                    report("2.17.1",
+                           result("a", verdict="error", eager=raised("ValueError", "v"),
+                                  function=ok(),
                                             graph=ok())))
     first, second = matrix.points[0].steps
     assert first.every_mode
@@ -225,20 +256,28 @@ def test_a_step_says_every_mode_the_others_and_where_a_mode_came_from():
     assert second.text == "eager: TypeError → ValueError; function, graph: TypeError → ok"
     lookup = raised("LookupError", "l")
     matrix = merged(report("2.15.1", result("a", graph=lookup, function=lookup)),
-                    report("2.16.2", result("a", verdict="error", **{m: raised("TypeError", "t") for m in FULL})),
+                    report("2.16.2",
+                           result("a", verdict="error",
+                                  **{m: raised("TypeError", "t") for m in FULL})),
                     modes=FULL)
-    assert matrix.points[0].steps[0].text == ("every mode: ok → TypeError (function, graph were LookupError); "
-                                              "verdict pass → error")
+    assert matrix.points[0].steps[0].text == ("every mode: ok → TypeError (function, graph were "
+                                              "LookupError); verdict pass → error")
     crashed = result("b", verdict="crash")
-    crashed["modes"] = {"graph": {"status": "crash", "error_message": "killed by SIGABRT", "stage": "graph"}}
-    matrix = merged(report("2.15.1", result("b", function=raised("ValueError", "v"))), report("2.16.2", crashed))
-    assert matrix.points[0].steps[0].text == (
-        "graph: ok → crash; the others: ok → not run (function was ValueError); verdict pass → crash")
+    crashed["modes"] = {"graph": {"status": "crash", "error_message": "killed by SIGABRT",
+                                  "stage": "graph"}}
+    matrix = merged(report("2.15.1", result("b", function=raised("ValueError", "v"))),
+                    report("2.16.2", crashed))
+    assert (
+        matrix.points[0].steps[0].text
+        == "graph: ok → crash; the others: ok → not run (function was ValueError); verdict pass → "
+        "crash"
+    )
 
 
 def test_a_step_is_measured_across_a_version_where_the_point_is_absent_or_not_installed():
     matrix = merged(report("2.15.1", result("a")), report("2.16.2", result("other")),
-                    report("2.21.0", result("a", function=raised("TypeError", "t"))), failed={"2.17.1": "no wheel"})
+                    report("2.21.0", result("a", function=raised("TypeError", "t"))),
+                    failed={"2.17.1": "no wheel"})
     point = [p for p in matrix.points if p.case == "a"][0]
     assert [(s.version, s.text) for s in point.steps] == [("2.21.0", "function: ok → TypeError")]
     assert not [p for p in matrix.points if p.case == "other"][0].changed
@@ -247,8 +286,9 @@ def test_a_step_is_measured_across_a_version_where_the_point_is_absent_or_not_in
 def test_shards_of_one_version_are_unioned():
     one_run = merged(report("2.21.0", result("a"), result("b", function=raised("ValueError", "v"))),
                      report("2.16.2", result("a"), result("b")))
-    sharded = merged(report("2.21.0", result("b", function=raised("ValueError", "v"))), report("2.16.2", result("b")),
-                     report("2.21.0", result("a")), report("2.16.2", result("a")))
+    sharded = merged(report("2.21.0", result("b", function=raised("ValueError", "v"))),
+                     report("2.16.2", result("b")), report("2.21.0", result("a")),
+                     report("2.16.2", result("a")))
     assert sharded.rows == one_run.rows
     assert [c.reports for c in sharded.columns] == [("r1.json", "r3.json"), ("r0.json", "r2.json")]
 
@@ -259,12 +299,15 @@ def test_a_point_in_two_shards_is_accepted_when_identical():
 
 
 def test_a_point_in_two_shards_is_identical_whatever_each_took():
-    matrix = merged(report("2.21.0", dict(result("b"), seconds=1.5)), report("2.21.0", dict(result("b"), seconds=2.0)))
+    matrix = merged(report("2.21.0", dict(result("b"), seconds=1.5)),
+                    report("2.21.0", dict(result("b"), seconds=2.0)))
     assert [r.case for r in matrix.rows] == ["b"] * 3
 
 
 def test_a_point_in_two_shards_with_different_results_is_an_error_naming_both():
-    with pytest.raises(MergeError, match=r"b\[x=1.0\] is in two reports of TensorFlow 2.21.0, r0.json and r1.json"):
+    with pytest.raises(MergeError,
+                       match=r"b\[x=1.0\] is in two reports of TensorFlow 2.21.0, r0.json and "
+                             r"r1.json"):
         merged(report("2.21.0", result("b")), report("2.21.0", result("b", verdict="fail")))
 
 
@@ -298,11 +341,13 @@ def test_merge_checks_dicts_it_is_given_directly():
         merge.merge({"x.json": {"results": []}})
 
 
-# --- main: what `python -m harness merge` calls ----------------------------------------------------
+# --- main: what `python -m harness merge` calls
+# ----------------------------------------------------
 
 def test_main_writes_every_output(tmp_path):
     paths = [write(tmp_path, "report-2.16.2.json", report("2.16.2", result("a"))),
-             write(tmp_path, "report-2.21.0.json", report("2.21.0", result("a", function=raised("ValueError", "v"))))]
+             write(tmp_path, "report-2.21.0.json",
+                   report("2.21.0", result("a", function=raised("ValueError", "v"))))]
     outs = [str(tmp_path / n) for n in ("m.md", "m.html", "m.json")]
     assert outputs.main(paths, *outs) == 0
     markdown_text, page, data = (Path(out).read_text(encoding="utf-8") for out in outs)
@@ -332,32 +377,43 @@ def test_main_passes_on_a_bad_report_as_merge_error_and_writes_nothing(tmp_path)
     assert not (tmp_path / "m.md").exists()
 
 
-# --- renderers -------------------------------------------------------------------------------------
+# --- renderers
+# -------------------------------------------------------------------------------------
 
 HOSTILE = 'x <script>alert("1")</script> & \'quote\' | pipe'
 
 
 def sample():
-    old = report("2.16.2", result("a.changed", verdict="xfail", reason=HOSTILE, details=["- as declared: <b>bold</b>"],
-                                  function=raised("ValueError", 'msg with "quotes" & <tags>\nmore')),
+    old = report("2.16.2",
+                 result("a.changed", verdict="xfail", reason=HOSTILE,
+                        details=["- as declared: <b>bold</b>"],
+                                  function=raised("ValueError",
+                                                  'msg with "quotes" & <tags>\nmore')),
                  result("b.same"), result("c.old"))
-    new = report("2.21.0", result("a.changed", verdict="xpass", function=raised("InternalError", "runtime | pipe")),
+    new = report("2.21.0",
+                 result("a.changed", verdict="xpass",
+                        function=raised("InternalError", "runtime | pipe")),
                  result("b.same"), result("d.new", point="x=[1, 2]"))
-    return merged(old, new, failed={"2.15.1": "tensorflow==2.15.1: no matching distribution <found>"})
+    return merged(old, new,
+                  failed={"2.15.1": "tensorflow==2.15.1: no matching distribution <found>"})
 
 
 FULL = ("eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model")
 
 
 def forward_alone():
-    """Two releases; from the second, forward alone raises at one point and every mode raises at another."""
+    """Two releases; from the second, forward alone raises at one point and every mode raises at
+    another."""
     everything = {m: raised("TypeError", "every <mode> broke") for m in FULL}
-    old = report("2.16.2", result("seeds.nested", verdict="xfail"), result("seeds.nested", point="x=2.0"),
-                 result("docs.broken"), result("patterns.same"))
-    deviates = raised("ValueError", "forward <script>x</script> went wrong", stage="order 1")
-    new = report("2.17.1", result("seeds.nested", verdict="fail", reason="forward raises <script>", forward=deviates),
-                 result("seeds.nested", point="x=2.0"), result("docs.broken", verdict="error", **everything),
+    old = report("2.16.2", result("seeds.nested", verdict="xfail"),
+                 result("seeds.nested", point="x=2.0"), result("docs.broken"),
                  result("patterns.same"))
+    deviates = raised("ValueError", "forward <script>x</script> went wrong", stage="order 1")
+    new = report("2.17.1",
+                 result("seeds.nested", verdict="fail", reason="forward raises <script>",
+                        forward=deviates),
+                 result("seeds.nested", point="x=2.0"),
+                 result("docs.broken", verdict="error", **everything), result("patterns.same"))
     return merged(old, new, modes=FULL)
 
 
@@ -369,7 +425,9 @@ class _Page(html.parser.HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.stack, self.tags, self.titles, self.data, self.text = [], [], [], [], []
-        self.rows = []  # per <tr class="p">: (its attributes, [(cell attrs, [(mark attrs, mark text)], cell text)])
+        self.rows = (
+            []
+        )  # per <tr class="p">: (its attributes, [(cell attrs, [(mark attrs, mark text)], cell text)])
         self._in = None  # what the next text belongs to
 
     def handle_starttag(self, tag, attrs):
@@ -391,7 +449,9 @@ class _Page(html.parser.HTMLParser):
             self.stack.append(tag)
 
     def handle_endtag(self, tag):
-        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        assert (
+            self.stack and self.stack[-1] == tag
+        ), f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
         self.stack.pop()
         self._in = None
 
@@ -412,7 +472,8 @@ def parse(page):
 
 
 def grid(page):
-    """{case[point]: [(cell classes, verdict word, {mark: (status class, title)}), one per version]}."""
+    """{case[point]: [(cell classes, verdict word, {mark: (status class, title)}), one per
+    version]}."""
     table = {}
     for attrs, cells in parse(page).rows:
         table[attrs["data-name"]] = [
@@ -452,14 +513,18 @@ def test_a_point_where_forward_alone_deviates_shows_one_deviating_mark_and_the_r
     assert {"fail", "differs"} <= after[0] and "differs" not in before[0]
     assert list(after[2]) == ["e", "na", "f", "x", "g", "fw", "sm"]
     assert {mark: status for mark, (status, _) in after[2].items()} == {
-        "e": "m-ok", "na": "m-ok", "f": "m-ok", "x": "m-ok", "g": "m-ok", "fw": "m-exc", "sm": "m-ok"}
-    assert after[2]["fw"][1] == "forward: ValueError at order 1: forward <script>x</script> went wrong"
+        "e": "m-ok", "na": "m-ok", "f": "m-ok", "x": "m-ok", "g": "m-ok", "fw": "m-exc",
+        "sm": "m-ok"}
+    assert (
+        after[2]["fw"][1] == "forward: ValueError at order 1: forward <script>x</script> went wrong"
+    )
     assert after[2]["e"][1] == "eager: ok"
     assert all(status == "m-ok" for status, _ in before[2].values())
     # Where every mode raises, every mark says so: the two rows look different at a glance.
     every = table["docs.broken[x=1.0]"][1]
     assert every[1] == "error" and {status for status, _ in every[2].values()} == {"m-exc"}
-    assert {"m-ok"} == {status for _, _, marks in table["patterns.same[x=1.0]"] for status, _ in marks.values()}
+    assert {"m-ok"} == {status for _, _, marks in table["patterns.same[x=1.0]"]
+                        for status, _ in marks.values()}
 
 
 def test_a_mark_that_changed_from_the_version_before_is_marked_moved():
@@ -497,7 +562,8 @@ def test_html_carries_every_cells_explanation_escaped():
             first = point.cells(i)[0]
             assert next(titles).startswith(first.explanation if first.observed else first.reason)
     assert "<script>alert" not in raw and "<b>bold" not in raw
-    details = [attrs.get("data-details") for tag, attrs in page.tags if tag == "td" and attrs.get("data-details")]
+    details = [attrs.get("data-details") for tag, attrs in page.tags if tag == "td"
+               and attrs.get("data-details")]
     assert "- as declared: <b>bold</b>" in details
     raw = render.html(forward_alone())
     assert "<script>x" not in raw and "&lt;script&gt;x&lt;/script&gt;" in raw
@@ -505,9 +571,11 @@ def test_html_carries_every_cells_explanation_escaped():
 
 def test_html_marks_cells_that_differ_from_the_version_before():
     page = parse(render.html(sample()))
-    differs = [attrs["title"] for tag, attrs in page.tags if tag == "td" and "differs" in attrs.get("class", "")]
+    differs = [attrs["title"] for tag, attrs in page.tags if tag == "td"
+               and "differs" in attrs.get("class", "")]
     assert len(differs) == 1 and differs[0].startswith("xpass")
-    assert differs[0].endswith("changed: function: ValueError → InternalError; verdict xfail → xpass")
+    assert differs[0].endswith("changed: function: ValueError → InternalError; verdict xfail → "
+                               "xpass")
 
 
 def test_the_theme_filter_lists_exactly_the_themes_present_and_rows_carry_theirs():
@@ -515,16 +583,16 @@ def test_the_theme_filter_lists_exactly_the_themes_present_and_rows_carry_theirs
     options = [attrs["value"] for tag, attrs in page.tags if tag == "option"]
     assert options == ["", "docs", "patterns", "seeds"]
     assert {attrs["data-name"]: attrs["data-theme"] for attrs, _ in page.rows} == {
-        "seeds.nested[x=1.0]": "seeds", "docs.broken[x=1.0]": "docs", "seeds.nested[x=2.0]": "seeds",
-        "patterns.same[x=1.0]": "patterns"}
+        "seeds.nested[x=1.0]": "seeds", "docs.broken[x=1.0]": "docs",
+        "seeds.nested[x=2.0]": "seeds", "patterns.same[x=1.0]": "patterns"}
     ids = {attrs.get("id") for _, attrs in page.tags}
     assert {"only-changed", "theme", "search", "grid", "panel"} <= ids
 
 
 def test_html_legend_explains_verdict_colours_and_mode_marks():
     text = " ".join(parse(render.html(forward_alone())).text)
-    for meaning in ("the declared deviation happened", "raised an exception", "crashed", "timed out",
-                    "not run or skipped", "status differs from the version before"):
+    for meaning in ("the declared deviation happened", "raised an exception", "crashed",
+                    "timed out", "not run or skipped", "status differs from the version before"):
         assert meaning in text
     for mode in FULL:
         assert mode in text
@@ -553,18 +621,29 @@ def test_markdown_opens_with_what_changed_then_one_row_per_case_and_point():
     lines = text.splitlines()
     assert lines[0] == "## TensorFlow version matrix"
     # A line per version, then the legend, before anything else: not after 80 rows.
-    assert lines[2].startswith("- **2.15.1**: not installed: tensorflow==2.15.1: no matching distribution &lt;found&gt;")
+    assert lines[2].startswith("- **2.15.1**: not installed: tensorflow==2.15.1: no matching "
+                               "distribution &lt;found&gt;")
     assert lines[3].startswith("- **2.16.2**") and lines[4].startswith("- **2.21.0**")
-    assert lines[6].startswith("Modes, in each cell only where not ok: ") and "e eager, f function, g graph" in lines[6]
+    assert (
+        lines[6].startswith("Modes, in each cell only where not ok: ")
+        and "e eager, f function, g graph" in lines[6]
+    )
     assert lines[8] == "### What changed between releases"
-    assert lines[10] == ("- **a.changed[x=1.0]**: From 2.21: function: ValueError → InternalError; "
-                         "verdict xfail → xpass.")
+    assert (
+        lines[10]
+        == "- **a.changed[x=1.0]**: From 2.21: function: ValueError → InternalError; "
+        "verdict xfail → xpass."
+    )
     assert lines[11] == ""
     table = [line for line in lines if line.startswith("|")]
     assert len(table) == 2 + len(matrix.points) == 2 + 4
     assert {_columns(line) for line in table} == {1 + len(matrix.columns)}
     assert table[0] == "| case[point] | 2.15.1 (not installed) | 2.16.2 | 2.21.0 |"
-    assert table[2] == "| a.changed[x=1.0] | not installed | xfail · ValueError: f | **xpass · InternalError: f** |"
+    assert (
+        table[2]
+        == "| a.changed[x=1.0] | not installed | xfail · ValueError: f | **xpass · InternalError:"
+        " f** |"
+    )
     assert "| d.new[x=[1, 2]] | not installed | absent | pass |" in text
     assert "e eager, f function, g graph" in text
 
@@ -575,7 +654,8 @@ def test_markdown_names_the_point_the_change_and_the_release_it_started():
     changed = changed[:changed.index("")]
     assert changed == [
         "- **docs.broken[x=1.0]**: From 2.17: every mode: ok → TypeError; verdict pass → error.",
-        "- **seeds.nested[x=1.0]**: From 2.17: forward: ok → ValueError; verdict xfail → fail."]
+        "- **seeds.nested[x=1.0]**: From 2.17: forward: ok → ValueError; verdict xfail → fail.",
+    ]
     table = [line for line in lines if line.startswith("| ")]
     assert table[1:] == [
         "| docs.broken[x=1.0] | pass | **error · TypeError: all** |",
@@ -587,12 +667,15 @@ def test_markdown_names_the_point_the_change_and_the_release_it_started():
 def test_markdown_folds_a_crash_and_the_modes_it_stopped():
     crashed = result("a", verdict="crash")
     crashed["modes"] = {"graph": {"status": "crash", "error_message": "killed", "stage": "graph"}}
-    text = render.markdown(merged(report("2.16.2", result("a", **{m: ok() for m in FULL}), modes=FULL),
+    text = render.markdown(merged(report("2.16.2", result("a", **{m: ok() for m in FULL}),
+                                         modes=FULL),
                                   report("2.21.0", crashed, modes=FULL)))
     assert "| a[x=1.0] | pass | **crash: g; not run: rest** |" in text
     assert "From 2.21: graph: ok → crash; the others: ok → not run; verdict pass → crash." in text
     few = render.markdown(merged(report("2.16.2", result("a")), report("2.21.0", crashed)))
-    assert "| a[x=1.0] | pass | **crash: g; not run: e f** |" in few, "two modes are as short by their marks"
+    assert (
+        "| a[x=1.0] | pass | **crash: g; not run: e f** |" in few
+    ), "two modes are as short by their marks"
 
 
 def test_markdown_says_only_the_verdict_where_no_mode_ran():
@@ -616,10 +699,13 @@ def test_json_is_strict_and_keyed_by_version():
     data = json.loads(render.json_text(sample()), parse_constant=refuse)
     assert data["schema"] == "harness.matrix/1"
     assert [v["version"] for v in data["versions"]] == ["2.15.1", "2.16.2", "2.21.0"]
-    assert data["versions"][0] == {"version": "2.15.1", "installed": False, "environment": {}, "reports": [],
-                                   "not_installed_reason": "tensorflow==2.15.1: no matching distribution <found>"}
+    assert data["versions"][0] == {"version": "2.15.1", "installed": False, "environment": {},
+                                   "reports": [],
+                                   "not_installed_reason": "tensorflow==2.15.1: no matching "
+                                                           "distribution <found>"}
     first = data["rows"][0]
-    assert (first["case"], first["mode"], first["change"]) == ("a.changed", "eager", "verdict xfail→xpass from 2.21")
+    assert (first["case"], first["mode"], first["change"]) == ("a.changed", "eager",
+                                                               "verdict xfail→xpass from 2.21")
     assert first["cells"]["2.16.2"]["reason"] == HOSTILE
     assert first["cells"]["2.15.1"]["status"] == "not installed"
     assert len(data["rows"]) == 4 * 3, "a row per case, point and mode"
@@ -669,7 +755,8 @@ def test_markdown_says_no_keras3_where_every_keras3_mode_skipped_for_want_of_it(
     # A Keras 3 mode skipped for another reason is a skip like any other, named by its mark.
     assert b.endswith("| xfail · TypeError: g; no Keras 3 | xfail · TypeError: g; skip: k3mp |"), b
     # A Keras 3 case, every mode of it skipped for want of Keras 3 before 2.16, passing from 2.16.
-    k3_case = report("2.15.1", result("c", verdict="skip", **{m: missing for m in modes}), modes=modes)
+    k3_case = report("2.15.1", result("c", verdict="skip", **{m: missing for m in modes}),
+                     modes=modes)
     k3_new = report("2.16.2", result("c"), modes=modes)
     both = merged(k3_case, k3_new, modes=modes)
     (c,) = [line for line in render.markdown(both).splitlines() if line.startswith("| c[")]
@@ -677,5 +764,6 @@ def test_markdown_says_no_keras3_where_every_keras3_mode_skipped_for_want_of_it(
     assert not [p for p in both.points if p.changed], "Keras 3's arrival is no change of the case"
     # Keras 3's arrival is no change of a case: no row is listed as changed.
     assert "No case point of 2 changed between versions." in lines, lines
-    assert not [r for r in matrix.rows if r.changed], [(r.name, r.mode, r.change) for r in matrix.rows
+    assert not [r for r in matrix.rows if r.changed], [(r.name, r.mode, r.change)
+                                                       for r in matrix.rows
                                                        if r.changed]

@@ -14,10 +14,12 @@ from tests.helpers import ROOT
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
 FACTS = ROOT.parent / "shared" / "FACTS.md"
 
-# shared/FACTS.md, transcribed: TensorFlow release -> (tf-keras, the NumPy versions that must be refused or allowed).
+# shared/FACTS.md, transcribed: TensorFlow release -> (tf-keras, the NumPy versions that must be
+# refused or allowed).
 MEASURED = {
     "2.12.1": None, "2.13.1": None, "2.14.1": "2.14.1", "2.15.1": "2.15.1", "2.16.2": "2.16.0",
-    "2.17.1": "2.17.0", "2.18.1": "2.18.0", "2.19.1": "2.19.0", "2.20.0": "2.20.1", "2.21.0": "2.21.0",
+    "2.17.1": "2.17.0", "2.18.1": "2.18.0", "2.19.1": "2.19.0", "2.20.0": "2.20.1",
+    "2.21.0": "2.21.0",
 }
 
 
@@ -53,11 +55,12 @@ def test_requirements_pin_tensorflow_and_the_measured_tf_keras(version, tf_keras
 # was out by then).
 _TF_MINOR_FIRST = {(2, 16): "2024-03-09", (2, 17): "2024-07-11", (2, 18): "2024-10-25",
                    (2, 19): "2025-03-12", (2, 20): "2025-08-13", (2, 21): "2026-03-06"}
-_KERAS3 = {"3.3.3": "2024-04-26", "3.4.0": "2024-06-25", "3.4.1": "2024-06-26", "3.5.0": "2024-08-12",
-           "3.6.0": "2024-10-03", "3.7.0": "2024-11-26", "3.8.0": "2025-01-07", "3.9.0": "2025-03-04",
-           "3.9.2": "2025-04-02", "3.10.0": "2025-05-19", "3.11.2": "2025-08-11",
-           "3.11.3": "2025-08-21", "3.12.0": "2025-10-27", "3.13.2": "2026-01-30",
-           "3.14.0": "2026-04-03", "3.15.1": "2026-07-29"}
+_KERAS3 = {"3.3.3": "2024-04-26", "3.4.0": "2024-06-25", "3.4.1": "2024-06-26",
+           "3.5.0": "2024-08-12", "3.6.0": "2024-10-03", "3.7.0": "2024-11-26",
+           "3.8.0": "2025-01-07", "3.9.0": "2025-03-04", "3.9.2": "2025-04-02",
+           "3.10.0": "2025-05-19", "3.11.2": "2025-08-11", "3.11.3": "2025-08-21",
+           "3.12.0": "2025-10-27", "3.13.2": "2026-01-30", "3.14.0": "2026-04-03",
+           "3.15.1": "2026-07-29"}
 
 
 @pytest.mark.parametrize("version", sorted(pins.PINS))
@@ -96,7 +99,11 @@ def test_numpy_limits_follow_each_release(version):
 def test_an_unknown_version_is_refused_naming_it_and_the_known_ones():
     with pytest.raises(pins.PinError) as caught:
         pins.requirements("2.99.0")
-    assert "'2.99.0'" in str(caught.value) and "2.16.2" in str(caught.value) and "PINS" in str(caught.value)
+    assert (
+        "'2.99.0'" in str(caught.value)
+        and "2.16.2" in str(caught.value)
+        and "PINS" in str(caught.value)
+    )
     assert isinstance(caught.value, ValueError)
 
 
@@ -107,11 +114,13 @@ def test_versions_are_sorted_by_release():
 
 @pytest.mark.skipif(not FACTS.is_file(), reason="shared/FACTS.md is not beside this checkout")
 def test_every_release_in_facts_has_a_pin():
-    rows = re.findall(r"^\| (2\.\d+\.[\dx]+(?:, 2\.\d+\.[\dx]+)*) \| ([^|]+) \|", FACTS.read_text(), re.M)
+    rows = re.findall(r"^\| (2\.\d+\.[\dx]+(?:, 2\.\d+\.[\dx]+)*) \| ([^|]+) \|",
+                      FACTS.read_text(), re.M)
     assert rows, "the FACTS table was not found"
     for versions, keras in rows:
         for version in versions.split(", "):
-            matching = [v for v in pins.PINS if re.fullmatch(version.replace(".", r"\.").replace("x", r"\d+"), v)]
+            matching = [v for v in pins.PINS
+                        if re.fullmatch(version.replace(".", r"\.").replace("x", r"\d+"), v)]
             assert matching, f"FACTS lists TensorFlow {version}, which has no pin"
             for v in matching:
                 expected = None if keras.startswith("none") else keras.strip()
@@ -120,17 +129,20 @@ def test_every_release_in_facts_has_a_pin():
 
 def test_pins_runs_as_a_script_with_the_standard_library_only():
     # -S -I: no site-packages, no user paths: what CI has before anything is installed.
-    done = subprocess.run([sys.executable, "-S", "-I", str(ROOT / "harness" / "matrix" / "pins.py"), "2.16.2"],
+    done = subprocess.run([sys.executable, "-S", "-I",
+                           str(ROOT / "harness" / "matrix" / "pins.py"), "2.16.2"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["tensorflow==2.16.2", "tf-keras==2.16.0", "keras==3.4.1",
                                         "numpy<2"]
-    refused = subprocess.run([sys.executable, "-S", "-I", str(ROOT / "harness" / "matrix" / "pins.py"), "9.9"],
+    refused = subprocess.run([sys.executable, "-S", "-I",
+                              str(ROOT / "harness" / "matrix" / "pins.py"), "9.9"],
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0 and "no pins for TensorFlow '9.9'" in refused.stderr
 
 
-# --- the CI workflow -------------------------------------------------------------------------------
+# --- the CI workflow
+# -------------------------------------------------------------------------------
 
 def workflow_text():
     return WORKFLOW.read_text(encoding="utf-8")
@@ -156,7 +168,9 @@ def run_lines():
 
 
 def test_workflow_parses_as_yaml_with_the_expected_jobs():
-    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed; the structural tests below still run")
+    yaml = pytest.importorskip("yaml",
+                               reason="PyYAML is not installed; the structural tests below still "
+                                      "run")
     data = yaml.safe_load(workflow_text())
     assert set(data["jobs"]) == {"versions", "run", "merge"}
     assert data["jobs"]["run"]["needs"] == "versions" and data["jobs"]["merge"]["needs"] == "run"
@@ -171,7 +185,8 @@ def test_workflow_parses_as_yaml_with_the_expected_jobs():
 
 
 def test_pins_list_is_every_release_as_json():
-    done = subprocess.run([sys.executable, "-S", "-I", str(ROOT / "harness" / "matrix" / "pins.py"), "--list"],
+    done = subprocess.run([sys.executable, "-S", "-I",
+                           str(ROOT / "harness" / "matrix" / "pins.py"), "--list"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == pins.versions() == list(MEASURED)
@@ -197,15 +212,17 @@ def test_workflow_installs_each_release_from_the_pin_table():
 
 def test_workflow_runs_the_documented_harness_commands():
     lines = run_lines()
-    runs = [line for line in lines if line.startswith("python -m harness ") and " merge " not in line]
-    assert runs == ['python -m harness --mode full,keras,keras3 --json_out "$GITHUB_WORKSPACE/report-${{ matrix.tensorflow }}.json"']
+    runs = [line for line in lines if line.startswith("python -m harness ")
+            and " merge " not in line]
+    assert runs == ['python -m harness --mode full,keras,keras3 --json_out '
+                    '"$GITHUB_WORKSPACE/report-${{ matrix.tensorflow }}.json"']
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for flag in re.findall(r"(--\w+)", runs[0]):
         assert f"`{flag}`" in readme, f"{flag} is not in the README's flag table"
     assert "python -m harness --mode all" in readme
     merges = [line for line in lines if line.startswith("python -m harness merge")]
-    assert merges == [("python -m harness merge report-*.json --markdown_out matrix.md --html_out matrix.html "
-                       "--json_out matrix.json")]
+    assert merges == [("python -m harness merge report-*.json --markdown_out matrix.md --html_out "
+                       "matrix.html --json_out matrix.json")]
     # Each merge flag is a parameter of the function the CLI hands it to.
     parameters = inspect.signature(outputs.main).parameters
     for flag in re.findall(r"--(\w+)", merges[0]):

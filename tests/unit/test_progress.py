@@ -71,7 +71,10 @@ def test_off_a_terminal_a_long_run_says_how_far_it_is_every_30_seconds_and_a_sho
     progress.close()
     assert log.getvalue().count("\n") == 2
     # The result lines are the same as without progress lines, in selection order.
-    assert out.getvalue() == "FAIL a.slow[x=1.0]\nPASS a.next[x=1.0]\nPASS a.third[x=1.0]\nPASS a.last[x=1.0]\n"
+    assert (
+        out.getvalue()
+        == "FAIL a.slow[x=1.0]\nPASS a.next[x=1.0]\nPASS a.third[x=1.0]\nPASS a.last[x=1.0]\n"
+    )
 
 
 def test_the_progress_line_counts_the_failing_points_when_it_is_told_them():

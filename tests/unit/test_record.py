@@ -30,7 +30,8 @@ from tests.unit import in_process
 def pytest_run(env, folder, *args):
     # Only the recording plugin is loaded: the installed ones (Hypothesis, xdist, ...) would take
     # most of the child's second and have no part in what these tests check.
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *helpers.RECORD_PLUGIN,
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *helpers.RECORD_PLUGIN,
                            *args], capture_output=True, text=True, cwd=folder,
                           env=dict(env, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"), timeout=120)
 
@@ -58,13 +59,15 @@ def _start_recording(folder, points=3):
     names) and the lines it writes at the end of the session."""
     from harness.record import plugin
 
-    early = _EarlyConfig(harness_record=str(folder), harness_record_points=points, harness_record_eager=False)
+    early = _EarlyConfig(harness_record=str(folder), harness_record_points=points,
+                         harness_record_eager=False)
     plugin.pytest_load_initial_conftests(early, parser=None, args=[f"--harness-record={folder}"])
     early.pluginmanager.check_pending()
     hooks = sorted(caller.name for caller in early.pluginmanager.get_hookcallers(
         early.pluginmanager.get_plugin("harness-record-session")))
     terminal = _Terminal()
-    early.pluginmanager.hook.pytest_terminal_summary(terminalreporter=terminal, exitstatus=0, config=None)
+    early.pluginmanager.hook.pytest_terminal_summary(terminalreporter=terminal, exitstatus=0,
+                                                     config=None)
     return hooks, terminal.lines
 
 
@@ -73,7 +76,8 @@ def _start_recording(folder, points=3):
 def test_the_plugin_is_registered_through_the_pytest11_entry_point():
     config = configparser.ConfigParser()
     config.read(f"{REPO}/setup.cfg")
-    entries = [line.strip() for line in config["options.entry_points"]["pytest11"].splitlines() if line.strip()]
+    entries = [line.strip() for line in config["options.entry_points"]["pytest11"].splitlines()
+               if line.strip()]
     assert "harness-record = harness.record.plugin" in entries
     assert "harness.record" in config["options"]["packages"].split()
 
@@ -86,7 +90,9 @@ def test_without_the_flag_the_plugin_imports_neither_the_recorder_nor_tensorflow
     import harness.record
 
     for name in ("plugin", "recorder", "store"):
-        monkeypatch.delattr(harness.record, name, raising=False)  # else `from harness.record import` finds it
+        monkeypatch.delattr(
+            harness.record, name, raising=False
+        )  # else `from harness.record import` finds it
         monkeypatch.delitem(sys.modules, f"harness.record.{name}", raising=False)
     loaded, finders = set(sys.modules), list(sys.meta_path)
     plugin = importlib.import_module("harness.record.plugin")
@@ -112,7 +118,9 @@ def test_without_the_flag_the_plugin_imports_neither_the_recorder_nor_tensorflow
     assert sys.meta_path == finders
 
 
-def test_with_the_flag_the_recorder_is_installed_before_the_first_conftest_is_imported(tmp_path, no_tensorflow):
+def test_with_the_flag_the_recorder_is_installed_before_the_first_conftest_is_imported(
+    tmp_path, no_tensorflow
+):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     # conftest.py is the first user code pytest imports: the recorder must already be waiting for
     # TensorFlow's import then, so a module decorating at import time is seen.
@@ -141,15 +149,17 @@ def test_a_recorder_that_cannot_start_is_one_warning_line_and_the_tests_run(tmp_
     (tmp_path / "a_file").write_text("")
     hooks, lines = _start_recording(tmp_path / "a_file")
     assert hooks == ["pytest_terminal_summary"]
-    assert len(lines) == 1 and lines[0].startswith("harness record: warning: not recording (FileExistsError"), lines
+    assert len(lines) == 1 and lines[0].startswith("harness record: warning: not recording "
+                                                   "(FileExistsError"), lines
     assert lines[0].endswith("; the tests ran as without --harness-record")
 
 
 def test_record_points_below_one_is_refused_with_a_warning_and_the_tests_run(tmp_path):
     hooks, lines = _start_recording(tmp_path / "rec", points=0)
     assert hooks == ["pytest_terminal_summary"]
-    assert lines == ["harness record: warning: not recording (ValueError: --harness-record-points=0: keep at least "
-                     "1 point per function); the tests ran as without --harness-record"]
+    assert lines == ["harness record: warning: not recording (ValueError: "
+                     "--harness-record-points=0: keep at least 1 point per function); the tests "
+                     "ran as without --harness-record"]
     assert not (tmp_path / "rec").exists()
 
 
@@ -157,19 +167,23 @@ def test_record_points_below_one_is_refused_with_a_warning_and_the_tests_run(tmp
 
 def recording(folder, functions, **extra):
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "recorded-1.json").write_text(json.dumps(dict({"schema": store.SCHEMA, "functions": functions},
+    (folder
+     / "recorded-1.json").write_text(json.dumps(dict({"schema": store.SCHEMA,
+                                                      "functions": functions},
                                                           **extra)))
     return folder
 
 
 def test_reading_a_missing_folder_says_how_to_record_one(tmp_path):
-    with pytest.raises(store.RecordError, match=r"no such directory; record one with python -m pytest "
+    with pytest.raises(store.RecordError,
+                       match=r"no such directory; record one with python -m pytest "
                                                 r"--harness-record=DIR"):
         store.read(str(tmp_path / "absent"))
 
 
 def test_reading_a_folder_without_a_recording_says_so(tmp_path):
-    with pytest.raises(store.RecordError, match=r"holds no recording \(session-\*/recorded-\*\.json\)"):
+    with pytest.raises(store.RecordError,
+                       match=r"holds no recording \(session-\*/recorded-\*\.json\)"):
         store.read(str(tmp_path))
 
 
@@ -181,8 +195,10 @@ def test_a_file_that_is_not_json_is_refused_naming_it(tmp_path):
 
 def test_a_file_of_another_schema_is_refused(tmp_path):
     recording(tmp_path, [], schema="harness.report/1")
-    (tmp_path / "recorded-1.json").write_text(json.dumps({"schema": "harness.report/1", "functions": []}))
-    with pytest.raises(store.RecordError, match=r"schema 'harness.report/1', not harness.recorded/2"):
+    (tmp_path
+     / "recorded-1.json").write_text(json.dumps({"schema": "harness.report/1", "functions": []}))
+    with pytest.raises(store.RecordError,
+                       match=r"schema 'harness.report/1', not harness.recorded/2"):
         store.read(str(tmp_path))
 
 
@@ -210,15 +226,20 @@ def test_values_round_trip_through_the_folder_with_their_dtype_and_shape(tmp_pat
 def test_writing_again_adds_only_new_values_and_replaces_the_file_whole(tmp_path):
     writer = store.Writer(str(tmp_path))
     writer.write({"functions": []}, {"1-0.npy": np.zeros(2)})
-    (tmp_path / "values" / "1-0.npy").write_bytes(b"left alone")  # a value already written is not rewritten
-    writer.write({"functions": [], "ended": "finished"}, {"1-0.npy": np.zeros(2), "1-1.npy": np.ones(3)})
+    (tmp_path / "values" / "1-0.npy").write_bytes(
+        b"left alone"
+    )  # a value already written is not rewritten
+    writer.write({"functions": [], "ended": "finished"}, {"1-0.npy": np.zeros(2),
+                                                          "1-1.npy": np.ones(3)})
     assert (tmp_path / "values" / "1-0.npy").read_bytes() == b"left alone"
     assert np.array_equal(np.load(tmp_path / "values" / "1-1.npy"), np.ones(3))
     assert json.loads(writer.path.read_text())["ended"] == "finished"
     assert not list(tmp_path.rglob("*.tmp"))
 
 
-def test_a_session_gets_a_new_folder_and_deletes_nothing_of_the_user_s_or_an_earlier_session_s(tmp_path):
+def test_a_session_gets_a_new_folder_and_deletes_nothing_of_the_user_s_or_an_earlier_session_s(
+    tmp_path,
+):
     (tmp_path / "values").mkdir()
     (tmp_path / "values" / "golden.npy").write_bytes(b"mine")
     first = store.new_session(str(tmp_path))
@@ -234,7 +255,8 @@ def test_a_session_gets_a_new_folder_and_deletes_nothing_of_the_user_s_or_an_ear
     assert store.session_folder(str(tmp_path)) == (second, 2)
 
 
-@pytest.mark.parametrize("value", [float("inf"), float("-inf"), 2 ** 70, -(2 ** 64) - 1, 0.1, 7, True, None, "s"])
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), 2 ** 70, -(2 ** 64) - 1, 0.1, 7,
+                                   True, None, "s"])
 def test_a_python_argument_json_cannot_hold_is_kept_exactly(value):
     entry = json.loads(json.dumps(store.python_entry(value), allow_nan=False))
     back = store.python_value(entry)
@@ -249,9 +271,13 @@ def test_a_nan_argument_is_kept_as_nan():
 def test_how_a_session_ended_is_said_naming_a_process_that_did_not_finish():
     data = {"sessions": [{"file": "recorded-1.json", "ended": "finished"},
                          {"file": "recorded-2.json", "ended": "running"}]}
-    assert store.ending(data) == ("2 processes recorded; 1 did not end normally (killed, os._exit or a crash: "
-                                  "recorded-2.json): what each recorded up to its last finished test is kept")
-    assert store.ending({"sessions": data["sessions"][:1]}) == "1 process recorded, each ended normally"
+    assert store.ending(data) == ("2 processes recorded; 1 did not end normally (killed, os._exit "
+                                  "or a crash: recorded-2.json): what each recorded up to its last "
+                                  "finished test is kept")
+    assert (
+        store.ending({"sessions": data["sessions"][:1]})
+        == "1 process recorded, each ended normally"
+    )
 
 
 # -- copies of closures ----------------------------------------------------------------------------
@@ -288,21 +314,26 @@ def test_a_closure_over_an_object_is_not_copied_and_the_reason_names_the_variabl
     def uses():
         return opaque
 
-    with pytest.raises(serial.Unserialisable, match=r"its closure variable 'opaque' holds a Opaque object"):
+    with pytest.raises(serial.Unserialisable,
+                       match=r"its closure variable 'opaque' holds a Opaque object"):
         serial.dump_function(uses, keep([]))
 
 
 def test_a_copy_made_under_another_python_is_refused_naming_both_versions():
     copy = dict(serial.dump_function(make_affine(1.0), keep([])), python="2.7")
-    with pytest.raises(serial.Unserialisable, match=rf"recorded under Python 2.7 and this is Python "
-                                                    rf"{sys.version_info.major}\.{sys.version_info.minor}"):
+    with pytest.raises(
+        serial.Unserialisable,
+        match=rf"recorded under Python 2.7 and this is Python "
+        rf"{sys.version_info.major}\.{sys.version_info.minor}",
+    ):
         serial.load_function(copy, lambda e: None, lambda entry: globals())
 
 
 # -- replay's ids, labels and notes ----------------------------------------------------------------
 
 def test_a_case_id_leaves_out_locals_and_names_a_lambda():
-    assert replay._case_id("mylib.ops", "make_power.<locals>.power") == "recorded.mylib.ops.make_power.power"
+    assert replay._case_id("mylib.ops",
+                           "make_power.<locals>.power") == "recorded.mylib.ops.make_power.power"
     assert replay._case_id("t", "f.<locals>.<lambda>") == "recorded.t.f.lambda"
 
 
@@ -312,14 +343,17 @@ def test_a_drawn_point_says_drawn_and_a_repeated_label_gets_a_number():
     assert replay._label(["x"], [big], {}, False, taken) == "x=float32[3,4]"
     assert replay._label(["x"], [big + 1], {}, False, taken) == "x=float32[3,4]#2"
     assert replay._label(["x"], [np.float32(0.5)], {}, True, taken) == "drawn:x=0.5"
-    assert replay._label(["x", "c"], [np.float32(1.5), 2.0], {"k": 3}, False, taken) == "x=1.5,c=2.0,k=3"
+    assert replay._label(["x", "c"], [np.float32(1.5), 2.0], {"k": 3}, False,
+                         taken) == "x=1.5,c=2.0,k=3"
 
 
 def test_a_point_s_note_is_said_with_its_result():
-    info = CaseInfo(id="recorded.m.f", description="d", source="s", order=1, points=("x=1.0", "x=2.0"),
+    info = CaseInfo(id="recorded.m.f", description="d", source="s", order=1,
+                    points=("x=1.0", "x=2.0"),
                     notes=(("x=2.0", "recorded: an eager call made by tests/test_m.py::test_two"),))
     results = judge_measured(info, [], points=info.points, modes=("eager",), options=RunOptions(),
-                             tf_version="2.21.0", reference="eager", reruns={p: "" for p in info.points})
+                             tf_version="2.21.0", reference="eager",
+                             reruns={p: "" for p in info.points})
     assert "recorded: an eager call made by tests/test_m.py::test_two" in results[1].details
     assert not any("test_two" in d for d in results[0].details)
 
@@ -352,9 +386,9 @@ def test_record_of_a_command_that_does_not_exist_is_a_usage_error(tmp_path):
     helpers.assert_usage_error(proc, "cannot run no-such-command-here")
 
 
-def test_record_runs_the_command_with_the_recorder_in_its_environment_and_returns_its_status(no_tensorflow,
-                                                                                           tmp_path, monkeypatch,
-                                                                                           capfd):
+def test_record_runs_the_command_with_the_recorder_in_its_environment_and_returns_its_status(
+    no_tensorflow, tmp_path, monkeypatch, capfd
+):
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent("""
         import os, sys
@@ -364,7 +398,8 @@ def test_record_runs_the_command_with_the_recorder_in_its_environment_and_return
     """))
     # The command is a process of its own, started with this one's environment and what record adds.
     monkeypatch.setenv("PYTHONPATH", no_tensorflow["PYTHONPATH"])
-    proc = in_process.harness("record", str(tmp_path / "rec"), "--record_points=5", "--", sys.executable, str(script))
+    proc = in_process.harness("record", str(tmp_path / "rec"), "--record_points=5", "--",
+                              sys.executable, str(script))
     assert proc.returncode == 3, proc.stderr
     session, points, installed = capfd.readouterr().out.split()
     assert Path(session).parent == tmp_path / "rec" and Path(session).name.startswith("session-")
@@ -376,24 +411,32 @@ def test_replay_and_a_run_with_recorded_replace_the_library_and_rerun_through_re
     from absl.testing import flagsaver
 
 
-    folder = recording(tmp_path / "rec", [{"module": "m", "qualname": "f", "points": [{"args": [{"python": 1.0}]}]}])
+    folder = recording(tmp_path
+                       / "rec", [{"module": "m", "qualname": "f",
+                                  "points": [{"args": [{"python": 1.0}]}]}])
     with flagsaver.flagsaver():
-        flags.FLAGS(["harness", "--order=2", "--expect=numeric:values differ:a straight-through estimator"])
+        flags.FLAGS(["harness", "--order=2",
+                     "--expect=numeric:values differ:a straight-through estimator"])
         replayed = cli_settings.settings_for("replay", [str(folder)])
     with flagsaver.flagsaver():
         flags.FLAGS(["harness", f"--recorded={folder}"])
         run = cli_settings.settings_for("run", [])
     for settings in (replayed, run):
         assert settings.origins.recorded[0] == str(folder) and not settings.origins.library
-    assert replayed.origins.recorded[1:] == (2, ("numeric:values differ:a straight-through estimator",))
+    assert replayed.origins.recorded[1:] == (2, ("numeric:values differ:a straight-through "
+                                                 "estimator",))
     rerun = cli_settings.rerun_command("recorded.m.f", "x=1.0", replayed)
     assert shlex.split(rerun) == ["python", "-m", "harness", "replay", str(folder), "--order=2",
-                                  "--expect=numeric:values differ:a straight-through estimator", "--mode=all",
-                                  "--cases=recorded.m.f[x=1.0]"]
-    assert shlex.split(cli_settings.rerun_command("recorded.m.f", "x=1.0", run))[:5] == ["python", "-m", "harness", "replay",
+                                  "--expect=numeric:values differ:a straight-through estimator",
+                                  "--mode=all", "--cases=recorded.m.f[x=1.0]"]
+    assert shlex.split(cli_settings.rerun_command("recorded.m.f", "x=1.0", run))[:5] == ["python",
+                                                                                         "-m",
+                                                                                         "harness",
+                                                                                         "replay",
                                                                               str(folder)]
     with flagsaver.flagsaver():  # the rerun command parses and takes its flags
-        command, args = cli_settings.split_command(flags.FLAGS(["harness", *shlex.split(rerun)[3:]]))
+        command, args = cli_settings.split_command(flags.FLAGS(["harness",
+                                                                *shlex.split(rerun)[3:]]))
         cli_settings.refuse_other_flags(command, args)
     assert (command, args) == ("replay", [str(folder)])
 
@@ -404,20 +447,25 @@ def test_replaying_a_session_that_recorded_no_call_is_a_usage_error_saying_so(tm
 
     folder = recording(tmp_path / "rec", [], tests=3)
     with flagsaver.flagsaver(), pytest.raises(cli_settings.UsageError,
-                                              match=r"holds no recorded call: its 3 tests called no custom-gradient "
-                                                    r"function through tf.custom_gradient"):
+                                              match=r"holds no recorded call: its 3 tests called "
+                                                    r"no custom-gradient function through "
+                                                    r"tf.custom_gradient"):
         flags.FLAGS(["harness"])
         cli_settings.settings_for("replay", [str(folder)])
 
 
-def test_replaying_a_session_whose_calls_were_all_dropped_says_so_not_that_none_was_called(tmp_path):
+def test_replaying_a_session_whose_calls_were_all_dropped_says_so_not_that_none_was_called(
+    tmp_path,
+):
     from absl import flags
     from absl.testing import flagsaver
 
-    folder = recording(tmp_path / "rec", [{"module": "m", "qualname": "f", "calls": 5, "points": []}], tests=3)
+    folder = recording(tmp_path
+                       / "rec", [{"module": "m", "qualname": "f", "calls": 5, "points": []}],
+                       tests=3)
     with flagsaver.flagsaver(), pytest.raises(cli_settings.UsageError,
-                                              match=r"1 custom-gradient function was called, but no point was "
-                                                    r"kept \(the recording's limits"):
+                                              match=r"1 custom-gradient function was called, but "
+                                                    r"no point was kept \(the recording's limits"):
         flags.FLAGS(["harness"])
         cli_settings.settings_for("replay", [str(folder)])
 
@@ -425,23 +473,28 @@ def test_replaying_a_session_whose_calls_were_all_dropped_says_so_not_that_none_
 def test_the_session_s_last_line_says_what_was_kept_and_each_kind_of_drop():
     from harness.record import recorder
 
-    square = {"points": [{"args": [{"array": "values/1-0.npy"}]}, {"args": [{"spec": {"dtype": "float32"}}]}]}
+    square = {
+        "points": [
+            {"args": [{"array": "values/1-0.npy"}]},
+            {"args": [{"spec": {"dtype": "float32"}}]},
+        ]
+    }
     line = recorder.summary_line("/rec", [square], {}, tests=2)
-    assert line == ("harness record: 1 custom-gradient function called, 2 points kept (1 without values, to be "
-                    "replayed at drawn values) in /rec; nothing dropped")
+    assert line == ("harness record: 1 custom-gradient function called, 2 points kept (1 without "
+                    "values, to be replayed at drawn values) in /rec; nothing dropped")
     dropped = dict(points_over_total=2, values_over_bytes=1, functions_not_copied=1)
     assert recorder.summary_line("/rec", [square], dropped, tests=2).endswith(
-        "; dropped: 2 points over the total limit, the values of 1 point over the byte limit (kept as a "
-        "signature); 1 closure could not be copied (replay skips it, saying why)")
+        "; dropped: 2 points over the total limit, the values of 1 point over the byte limit (kept "
+        "as a signature); 1 closure could not be copied (replay skips it, saying why)")
 
 
 def test_a_session_whose_tests_called_no_custom_gradient_says_so_naming_the_routes_it_watched():
     from harness.record import recorder
 
     line = recorder.summary_line("/rec", [], {}, tests=3)
-    assert line.startswith("harness record: no custom-gradient function called in /rec: 3 tests ran, and none "
-                           "called one through tf.custom_gradient, tf.compat.v1.custom_gradient, "
-                           "tf.compat.v2.custom_gradient, ")
+    assert line.startswith("harness record: no custom-gradient function called in /rec: 3 tests "
+                           "ran, and none called one through tf.custom_gradient, "
+                           "tf.compat.v1.custom_gradient, tf.compat.v2.custom_gradient, ")
     assert "keras.ops.custom_gradient" in line and "nothing dropped" not in line
 
 
@@ -449,9 +502,10 @@ def test_a_write_error_is_in_the_last_line_with_what_it_cost():
     from harness.record import recorder
 
     line = recorder.summary_line("/rec", [{"points": [{"args": []}]}], {}, tests=1,
-                                 write_error="OSError: [Errno 28] No space left on device", unwritten=4)
-    assert line.endswith("; could not write the recording (OSError: [Errno 28] No space left on device): "
-                         "4 points recorded since the last write are lost")
+                                 write_error="OSError: [Errno 28] No space left on device",
+                                 unwritten=4)
+    assert line.endswith("; could not write the recording (OSError: [Errno 28] No space left on "
+                         "device): 4 points recorded since the last write are lost")
     assert "nothing dropped" not in line
 
 
@@ -468,9 +522,11 @@ class Arrays:
 
 
 def test_a_drawn_float_lies_in_the_range_of_the_function_s_recorded_values_and_says_so():
-    record = {"points": [{"args": [{"array": "a", "shape": [2]}]}, {"args": [{"array": "b", "shape": [2]}]}]}
+    record = {"points": [{"args": [{"array": "a", "shape": [2]}]}, {"args": [{"array": "b",
+                                                                              "shape": [2]}]}]}
     traced = {"args": [{"spec": {"dtype": "float32", "shape": [None]}}]}
-    known = replay._known(record, Arrays(a=np.array([0.5, 2.0]), b=np.array([1.0, np.nan])), 0, traced)
+    known = replay._known(record, Arrays(a=np.array([0.5, 2.0]), b=np.array([1.0, np.nan])), 0,
+                          traced)
     value, how = replay._draw(traced["args"][0]["spec"], 7, known)
     assert value.dtype == np.float32 and value.shape == (2,)
     assert np.all((value >= 0.5) & (value <= 2.0))  # log's domain, say, as its tests called it
@@ -478,11 +534,15 @@ def test_a_drawn_float_lies_in_the_range_of_the_function_s_recorded_values_and_s
 
 
 def test_a_drawn_integer_stays_below_the_smallest_dimension_of_the_other_arguments():
-    traced = {"args": [{"spec": {"dtype": "float32", "shape": [3, 5]}}, {"spec": {"dtype": "int32", "shape": [40]}}]}
+    traced = {"args": [{"spec": {"dtype": "float32", "shape": [3, 5]}}, {"spec": {"dtype": "int32",
+                                                                                  "shape": [40]}}]}
     known = replay._known({"points": [traced]}, Arrays(), 1, traced)
     value, how = replay._draw(traced["args"][1]["spec"], 11, known)
     assert value.dtype == np.int32 and value.min() >= 0 and value.max() <= 2 and len(set(value)) > 1
-    assert how == "integers in [0, 3) (the smallest dimension of the other arguments, which it may index)"
+    assert (
+        how
+        == "integers in [0, 3) (the smallest dimension of the other arguments, which it may index)"
+    )
 
 
 def test_with_nothing_recorded_a_drawn_float_says_where_it_came_from():

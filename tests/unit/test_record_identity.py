@@ -51,7 +51,8 @@ def test_a_factory_s_closures_are_told_apart_by_what_they_captured_and_labelled_
 
 
 def test_a_closure_over_an_array_is_told_apart_by_its_values():
-    a, b = identity.identify(make_power(np.arange(3.0))), identity.identify(make_power(np.arange(3.0) + 1))
+    a, b = (identity.identify(make_power(np.arange(3.0))),
+            identity.identify(make_power(np.arange(3.0) + 1)))
     assert a.key != b.key and identity.captured_label(a.captured) == "p=[0.,1.,2.]"
 
 

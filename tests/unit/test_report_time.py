@@ -29,14 +29,17 @@ class FakeClock:
         return self.now
 
 
-def result(point="x=1.0", verdict=Verdict.PASS, reason="", details=(), seconds=0.0, case="tests.case"):
-    return Result(case=case, point=point, order=1, verdict=verdict, reason=reason, details=tuple(details),
-                  outcomes={}, rerun=f"python -m harness --cases {case} --point {point}", seconds=seconds)
+def result(point="x=1.0", verdict=Verdict.PASS, reason="", details=(), seconds=0.0,
+           case="tests.case"):
+    return Result(case=case, point=point, order=1, verdict=verdict, reason=reason,
+                  details=tuple(details), outcomes={},
+                  rerun=f"python -m harness --cases {case} --point {point}", seconds=seconds)
 
 
 def job(*points, case="tests.case"):
-    return worker.Job(case_id=case, order=1, points=tuple(points), modes=("eager",), options=RunOptions(),
-                      strict_xpass=False, reruns=tuple((p, f"rerun {p}") for p in points))
+    return worker.Job(case_id=case, order=1, points=tuple(points), modes=("eager",),
+                      options=RunOptions(), strict_xpass=False,
+                      reruns=tuple((p, f"rerun {p}") for p in points))
 
 
 def judged(infos, environment, job_, measured, changed, lost=""):
@@ -143,14 +146,19 @@ def test_in_process_times_each_job_from_its_start_to_its_verdicts(monkeypatch):
 
 
 def test_timed_spreads_evenly_and_an_empty_job_is_fine():
-    assert [r.seconds for r in judging._timed([result("a"), result("b"), result("c"), result("d")], 1.0)] == [0.25] * 4
+    assert [r.seconds
+            for r in judging._timed([result("a"), result("b"), result("c"), result("d")],
+                                    1.0)] == [0.25] * 4
     assert judging._timed([], 3.0) == []
-    assert [r.seconds for r in judging._timed([result("a")], -0.5)] == [0.0]  # a clock never runs backwards here
+    assert [r.seconds for r in judging._timed([result("a")], -0.5)] == [
+        0.0
+    ]  # a clock never runs backwards here
 
 
 # -- JSON --------------------------------------------------------------------------------------
 
-STARTED = datetime.datetime(2025, 1, 31, 12, 30, 15, 250000, tzinfo=datetime.timezone.utc).timestamp()
+STARTED = datetime.datetime(2025, 1, 31, 12, 30, 15, 250000,
+                            tzinfo=datetime.timezone.utc).timestamp()
 
 
 def timed_report(*results, seconds=12.3456):
@@ -159,10 +167,12 @@ def timed_report(*results, seconds=12.3456):
 
 
 def test_json_has_the_runs_start_and_total_and_each_results_seconds():
-    data = json.loads(json_report.render(timed_report(result("a", seconds=2.0), result("b", seconds=1 / 3))))
+    data = json.loads(json_report.render(timed_report(result("a", seconds=2.0),
+                                                      result("b", seconds=1 / 3))))
     assert data["schema"] == "harness.report/1"
     started = datetime.datetime.fromisoformat(data["started"])
-    assert started == datetime.datetime(2025, 1, 31, 12, 30, 15, 250000, tzinfo=datetime.timezone.utc)
+    assert started == datetime.datetime(2025, 1, 31, 12, 30, 15, 250000,
+                                        tzinfo=datetime.timezone.utc)
     assert started.utcoffset() == datetime.timedelta(0)
     assert data["seconds"] == 12.346
     assert [r["seconds"] for r in data["results"]] == [2.0, 0.333]
@@ -170,7 +180,9 @@ def test_json_has_the_runs_start_and_total_and_each_results_seconds():
 
 def test_json_of_a_report_without_times_says_so():
     data = json.loads(json_report.render(Report(environment={}, modes=(), results=(result(),))))
-    assert data["started"] is None and data["seconds"] == 0.0 and data["results"][0]["seconds"] == 0.0
+    assert (
+        data["started"] is None and data["seconds"] == 0.0 and data["results"][0]["seconds"] == 0.0
+    )
 
 
 def test_the_jsonl_line_carries_the_results_seconds():
@@ -222,8 +234,8 @@ REASON = "function vs eager: order 1 differs, worst at (0,)"
 @pytest.mark.parametrize("verdict,tag", [(Verdict.FAIL, "failure"), (Verdict.CRASH, "error"),
                                          (Verdict.XFAIL, "skipped"), (Verdict.XPASS, "system-out")])
 def test_a_junit_body_does_not_repeat_a_line(verdict, tag):
-    details = [REASON, "ladder: eager = graph | function", "numeric: matches", "ladder: eager = graph | function",
-               "numeric: matches"]
+    details = [REASON, "ladder: eager = graph | function", "numeric: matches",
+               "ladder: eager = graph | function", "numeric: matches"]
     _, suite = parse(timed_report(result(verdict=verdict, reason=REASON, details=details)))
     [element] = suite.findall(f"testcase/{tag}")
     lines = element.text.splitlines()
@@ -241,7 +253,10 @@ def test_a_junit_body_does_not_repeat_a_line(verdict, tag):
 
 def test_a_failure_without_details_has_just_the_rerun_line():
     _, suite = parse(timed_report(result(verdict=Verdict.FAIL, reason="values changed")))
-    assert suite.find("testcase/failure").text == "rerun: python -m harness --cases tests.case --point x=1.0"
+    assert (
+        suite.find("testcase/failure").text
+        == "rerun: python -m harness --cases tests.case --point x=1.0"
+    )
 
 
 def test_the_time_by_mode_line_sums_each_mode_over_the_points_with_its_share():
@@ -255,6 +270,6 @@ def test_the_time_by_mode_line_sums_each_mode_over_the_points_with_its_share():
                       outcomes=outcomes, rerun="")
 
     line = text.time_by_mode([result("x=1", 1.0, 0.5), result("x=2", 2.0, 0.5)], 10.0)
-    assert line == ("time in each mode, summed over the workers: eager 3.0 s (75%), graph 1.0 s (25%); "
-                    "the modes 4.0 s of the run's 10.0 s")
+    assert line == ("time in each mode, summed over the workers: eager 3.0 s (75%), graph 1.0 s "
+                    "(25%); the modes 4.0 s of the run's 10.0 s")
     assert text.time_by_mode([result("x=1", 0.0, 0.0)], 10.0) == ""  # nothing timed: nothing said

@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 
 from harness import report as report_io
-from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, Report, Result, Status, Verdict
+from harness.records import (
+    Differentiated,
+    ErrorInfo,
+    ModeOutcome,
+    Output,
+    Report,
+    Result,
+    Status,
+    Verdict,
+)
 from harness.report import json_report, junit, text
 
 X = (Differentiated("x", "float32", ()),)
@@ -17,15 +26,17 @@ X = (Differentiated("x", "float32", ()),)
 
 def ok(mode, *orders):
     return ModeOutcome(mode=mode, status=Status.OK, sources=X,
-                       orders=tuple(tuple(o if isinstance(o, Output) else Output.of(o) for o in order)
+                       orders=tuple(tuple(o if isinstance(o, Output) else Output.of(o)
+                                          for o in order)
                                     for order in orders))
 
 
 def result(verdict, point="x=1.0", case="tests.case", reason="", details=(), outcomes=None):
     if outcomes is None:
         outcomes = {"eager": ok("eager", [np.float32(1.0)], [np.float32(2.0)])}
-    return Result(case=case, point=point, order=1, verdict=verdict, reason=reason, details=tuple(details),
-                  outcomes=outcomes, rerun=f"python -m harness --cases {case}", )
+    return Result(case=case, point=point, order=1, verdict=verdict, reason=reason,
+                  details=tuple(details), outcomes=outcomes,
+                  rerun=f"python -m harness --cases {case}", )
 
 
 def make_report(*results):
@@ -46,12 +57,16 @@ def test_json_is_strict_with_nonfinite_values_as_strings():
     values = np.array([np.nan, np.inf, -np.inf, 1.5], np.float32)
     r = result(Verdict.PASS, outcomes={"eager": ok("eager", [values])})
     data = strict_loads(json_report.render(make_report(r)))
-    assert data["results"][0]["modes"]["eager"]["orders"][0][0]["value"] == ["nan", "inf", "-inf", 1.5]
+    assert data["results"][0]["modes"]["eager"]["orders"][0][0]["value"] == ["nan", "inf", "-inf",
+                                                                             1.5]
 
 
 def test_json_scalar_nonfinite_values_are_strings():
-    r = result(Verdict.PASS, outcomes={"eager": ok("eager", [np.float64(-np.inf)], [np.float64(np.nan)])})
-    orders = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"]["orders"]
+    r = result(Verdict.PASS,
+               outcomes={"eager": ok("eager", [np.float64(-np.inf)], [np.float64(np.nan)])})
+    orders = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"][
+        "orders"
+    ]
     assert orders[0][0]["value"] == "-inf"
     assert orders[1][0]["value"] == "nan"
 
@@ -59,13 +74,16 @@ def test_json_scalar_nonfinite_values_are_strings():
 def test_json_none_gradient_is_null_with_its_dtype_and_shape():
     none = Output.of(None, "float32", (3,))
     r = result(Verdict.PASS, outcomes={"eager": ok("eager", [np.float32(1.0)], [none])})
-    out = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"]["orders"][1][0]
+    out = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"][
+        "orders"
+    ][1][0]
     assert out == {"value": None, "dtype": "float32", "shape": [3]}
 
 
 def test_json_schema_and_summary_counts():
     rep = make_report(result(Verdict.PASS), result(Verdict.PASS, point="x=2.0"),
-                      result(Verdict.FAIL, point="x=3.0", reason="r"), result(Verdict.XFAIL, point="x=4.0"))
+                      result(Verdict.FAIL, point="x=3.0", reason="r"),
+                      result(Verdict.XFAIL, point="x=4.0"))
     data = strict_loads(json_report.render(rep))
     assert data["schema"] == "harness.report/1"
     assert data["modes"] == ["eager", "function", "graph"]
@@ -89,7 +107,9 @@ def test_json_float32_uses_shortest_digits_that_read_back():
 def test_json_float64_reads_back_exactly():
     third = np.float64(1.0) / np.float64(3.0)
     r = result(Verdict.PASS, outcomes={"eager": ok("eager", [third])})
-    value = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"]["orders"][0][0]["value"]
+    value = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"][
+        "orders"
+    ][0][0]["value"]
     assert value == float(third)
 
 
@@ -97,7 +117,9 @@ def test_json_nested_array_and_complex_values():
     matrix = np.array([[1.0, 2.0], [3.0, 4.5]], np.float32)
     z = np.array([1.0 - 2.5j], np.complex64)
     r = result(Verdict.PASS, outcomes={"eager": ok("eager", [matrix, z])})
-    outs = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"]["orders"][0]
+    outs = strict_loads(json_report.render(make_report(r)))["results"][0]["modes"]["eager"][
+        "orders"
+    ][0]
     assert outs[0] == {"value": [[1.0, 2.0], [3.0, 4.5]], "dtype": "float32", "shape": [2, 2]}
     assert outs[1]["value"] == [[1.0, -2.5]]
 
@@ -156,7 +178,8 @@ def test_junit_parses_and_counts_each_kind():
 
 
 def test_junit_fail_is_a_failure_element_with_the_reason():
-    suite = junit_suite(make_report(result(Verdict.FAIL, reason="function vs eager", details=["worst at (0,)"])))
+    suite = junit_suite(make_report(result(Verdict.FAIL, reason="function vs eager",
+                                           details=["worst at (0,)"])))
     [case] = suite.findall("testcase")
     [failure] = case.findall("failure")
     assert "function vs eager" in failure.get("message")
@@ -165,14 +188,16 @@ def test_junit_fail_is_a_failure_element_with_the_reason():
 
 
 def test_junit_xfail_is_skipped():
-    suite = junit_suite(make_report(result(Verdict.XFAIL, reason="declared: function InternalError")))
+    suite = junit_suite(make_report(result(Verdict.XFAIL,
+                                           reason="declared: function InternalError")))
     [case] = suite.findall("testcase")
     assert case.find("skipped") is not None
     assert case.find("failure") is None and case.find("error") is None
 
 
 def test_junit_pass_and_xpass_have_no_failure_error_or_skipped():
-    suite = junit_suite(make_report(result(Verdict.PASS), result(Verdict.XPASS, point="x=2.0", reason="n")))
+    suite = junit_suite(make_report(result(Verdict.PASS),
+                                    result(Verdict.XPASS, point="x=2.0", reason="n")))
     for case in suite.findall("testcase"):
         assert [child.tag for child in case if child.tag in ("failure", "error", "skipped")] == []
     xpass_case = suite.findall("testcase")[1]
@@ -210,7 +235,8 @@ def test_text_pass_is_one_line_with_verdict_name_and_modes():
 
 
 def test_text_fail_shows_reason_details_and_rerun():
-    r = result(Verdict.FAIL, reason="function vs eager", details=["function vs eager", "graph vs eager"])
+    r = result(Verdict.FAIL, reason="function vs eager",
+               details=["function vs eager", "graph vs eager"])
     lines = text.line(r).splitlines()
     assert lines[0].startswith("FAIL")
     assert "    function vs eager" in lines
@@ -226,14 +252,18 @@ def test_text_skip_has_no_rerun_line():
 def test_text_error_outcome_shows_class_and_stage():
     error = ErrorInfo(type="InternalError", bases=("InternalError",), message="m", stage="order 1")
     o = ModeOutcome(mode="function", status=Status.ERROR, error=error)
-    assert "function:InternalError@order 1" in text.line(result(Verdict.FAIL, reason="r", outcomes={"function": o}))
+    assert "function:InternalError@order 1" in text.line(result(Verdict.FAIL, reason="r",
+                                                                outcomes={"function": o}))
 
 
 def test_a_mode_that_judged_fewer_orders_than_the_line_s_says_which_it_judged():
-    # A training step judges order 1 of an order-2 case: "order 2 ... keras_fit:ok" would claim more.
+    # A training step judges order 1 of an order-2 case: "order 2 ... keras_fit:ok" would claim
+    # more.
     full = ok("eager", [np.float32(9.0)], [np.float32(6.0)], [np.float32(2.0)])
     step = dataclasses.replace(ok("keras_fit", [], [np.float32(6.0)]), top_order=1)
-    line = text.line(dataclasses.replace(result(Verdict.PASS, outcomes={"eager": full, "keras_fit": step}), order=2))
+    line = text.line(dataclasses.replace(result(Verdict.PASS,
+                                                outcomes={"eager": full, "keras_fit": step}),
+                                         order=2))
     assert "  order 2  eager:ok  keras_fit:ok(order 1)" in line
     # At order 1 it judged all the case asks for, and says nothing more.
     assert text.line(result(Verdict.PASS, outcomes={"eager": full, "keras_fit": step})).endswith(
@@ -241,7 +271,8 @@ def test_a_mode_that_judged_fewer_orders_than_the_line_s_says_which_it_judged():
 
 
 def test_text_summary_counts_cases_points_and_verdicts():
-    results = [result(Verdict.PASS, case="a.one"), result(Verdict.PASS, case="a.one", point="x=2.0"),
+    results = [result(Verdict.PASS, case="a.one"),
+               result(Verdict.PASS, case="a.one", point="x=2.0"),
                result(Verdict.FAIL, case="a.two", reason="r")]
     assert text.summary(results) == "2 cases at 3 points: 2 pass, 1 fail"
     assert text.summary([]) == "0 cases at 0 points: nothing ran"
@@ -316,7 +347,8 @@ def test_check_writable_rejects_a_directory_path(tmp_path):
 
 def unchecked_pass():
     why = "the numeric oracle could not judge them (see below)"
-    r = result(Verdict.PASS, reason=f"all modes agree, but nothing checked that the values are right: {why}",
+    r = result(Verdict.PASS,
+               reason=f"all modes agree, but nothing checked that the values are right: {why}",
                details=["numeric oracle not checked: not finite within a step of the point"])
     return dataclasses.replace(r, unchecked=why)
 
@@ -335,7 +367,8 @@ def test_an_unchecked_pass_says_so_on_its_line_with_why_and_is_counted_apart():
 def test_an_unchecked_pass_is_marked_in_json_and_junit():
     report = make_report(unchecked_pass(), result(Verdict.PASS, point="x=2.0"))
     data = strict_loads(json.dumps(json_report.to_dict(report)))
-    assert [r["unchecked"] for r in data["results"]] == ["the numeric oracle could not judge them (see below)", ""]
+    assert [r["unchecked"]
+            for r in data["results"]] == ["the numeric oracle could not judge them (see below)", ""]
     assert data["unchecked"] == 1 and data["summary"]["pass"] == 2
     root = ET.fromstring(junit.render(report))
     first, second = root.iter("testcase")
@@ -347,7 +380,9 @@ def test_an_unchecked_pass_is_marked_in_json_and_junit():
 
 # -- odd text: control characters and lone surrogates ---------------------------------------------
 
-FAKE = "x\x1b[2K\rPASS     t.fake\x00\nPASS     t.other"  # ESC, CR, NUL and a newline in a point label
+FAKE = (  # ESC, CR, NUL and a newline in a point label
+    "x\x1b[2K\rPASS     t.fake\x00\nPASS     t.other"
+)
 
 
 def test_a_label_with_control_characters_cannot_paint_a_line_on_the_terminal():
@@ -357,7 +392,9 @@ def test_a_label_with_control_characters_cannot_paint_a_line_on_the_terminal():
     assert not any(c in out for c in "\x1b\r\x00"), repr(out)
     lines = out.splitlines()
     assert lines[0].startswith("FAIL ") and "x\\x1b[2K\\rPASS     t.fake\\x00\\nPASS" in lines[0]
-    assert not any(line.startswith(("PASS", "FAIL")) for line in lines[1:]), lines  # nothing at column 0
+    assert not any(
+        line.startswith(("PASS", "FAIL")) for line in lines[1:]
+    ), lines  # nothing at column 0
     assert lines[1] == "    ValueError: caf\\udce9" and lines[2] == "    second line\\rPASS"
     out.encode("utf-8")  # no lone surrogate left to fail the terminal's encoder
 
@@ -367,7 +404,11 @@ def test_junit_holds_control_characters_and_surrogates_escaped_and_stays_valid_x
     xml = junit.render(report)
     xml.encode("utf-8")
     [case] = ET.fromstring(xml).iter("testcase")
-    assert "\\x00" in case.get("name") and "\\x1b" in case.get("name") and case.get("classname") == "t.c\\x1b"
+    assert (
+        "\\x00" in case.get("name")
+        and "\\x1b" in case.get("name")
+        and case.get("classname") == "t.c\\x1b"
+    )
     assert "caf\\udce9" in case.find("failure").get("message")
 
 
@@ -384,14 +425,15 @@ def test_a_failed_write_says_truly_which_other_outputs_were_written(tmp_path, mo
     json_out, md_out, xml_out = (str(tmp_path / name) for name in ("r.json", "m.md", "r.xml"))
     assert report_io.write_each([(json_out, "{}"), (md_out, lambda: "# m")]) is False
     assert capsys.readouterr().err.splitlines() == [
-        f"harness: cannot write {path}: No space left on device; no other output was written either; "
-        "rerun with another path for it" for path in (json_out, md_out)]
+        f"harness: cannot write {path}: No space left on device; no other output was written "
+        "either; rerun with another path for it" for path in (json_out, md_out)]
     written = []
-    assert report_io.write_each([(json_out, "{}"), (xml_out, "<x/>")], wrote=written.append) is False
+    assert report_io.write_each([(json_out, "{}"), (xml_out, "<x/>")],
+                                wrote=written.append) is False
     assert capsys.readouterr().err.splitlines() == [
         f"harness: cannot write {json_out}: No space left on device; {xml_out} was written; "
         "rerun with another path for it"]
     assert written == [xml_out] and (tmp_path / "r.xml").read_text() == "<x/>"
     assert report_io.write_each([(json_out, "{}")]) is False
-    assert capsys.readouterr().err == (f"harness: cannot write {json_out}: No space left on device; "
-                                       "rerun with another path for it\n")
+    assert capsys.readouterr().err == (f"harness: cannot write {json_out}: No space left on "
+                                       "device; rerun with another path for it\n")

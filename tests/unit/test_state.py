@@ -1,4 +1,5 @@
-"""What harness.process.state says a case changed, from plain snapshots and real threads (no TensorFlow)."""
+"""What harness.process.state says a case changed, from plain snapshots and real threads (no
+TensorFlow)."""
 
 import threading
 import time
@@ -15,11 +16,16 @@ CHECK_NUMERICS = "check numerics (tf.debugging.enable_check_numerics)"
 
 
 def test_changes_name_each_setting_with_its_old_and_new_value_and_unset_where_one_snapshot_lacks_it():
-    option = "grappler option auto_mixed_precision_onednn_bfloat16 (tf.config.optimizer.set_experimental_options)"
+    option = (
+        "grappler option auto_mixed_precision_onednn_bfloat16"
+        " (tf.config.optimizer.set_experimental_options)"
+    )
     before = {CHECK_NUMERICS: "off", "eager execution": "True"}
     after = {CHECK_NUMERICS: "on", "eager execution": "True", option: "True"}
-    assert state.changes(before, after) == [f"{CHECK_NUMERICS}: off -> on", f"{option}: unset -> True"]
-    assert state.changes(after, before) == [f"{CHECK_NUMERICS}: on -> off", f"{option}: True -> unset"]
+    assert state.changes(before, after) == [f"{CHECK_NUMERICS}: off -> on",
+                                            f"{option}: unset -> True"]
+    assert state.changes(after, before) == [f"{CHECK_NUMERICS}: on -> off",
+                                            f"{option}: True -> unset"]
     assert state.changes(after, dict(after)) == []
 
 
@@ -42,7 +48,11 @@ def test_a_thread_still_running_after_the_grace_is_named_with_its_target_and_whe
     finally:
         release.set()
     line_of_wait_for = _wait_for.__code__.co_firstlineno
-    assert line == f"left a thread running: waiter (target _wait_for, test_state.py line {line_of_wait_for})"
+    assert (
+        line
+        == "left a thread running: waiter (target _wait_for, test_state.py line"
+        f" {line_of_wait_for})"
+    )
 
 
 def test_a_daemon_thread_says_so_and_a_thread_subclass_is_named_by_its_run():
@@ -61,8 +71,11 @@ def test_a_daemon_thread_says_so_and_a_thread_subclass_is_named_by_its_run():
         [line] = state.left_running(before, grace=0.01)
     finally:
         release.set()
-    assert line.startswith("left a thread running: subclassed (daemon, target test_a_daemon_thread_says_so_and_"
-                           "a_thread_subclass_is_named_by_its_run.<locals>.Worker.run, test_state.py line "), line
+    assert line.startswith(
+        "left a thread running: subclassed (daemon, target"
+        " test_a_daemon_thread_says_so_and_a_thread_subclass_is_named_by_its_run.<locals>.Worker.run,"
+        " test_state.py line "
+    ), line
 
 
 def test_a_thread_that_ends_within_the_grace_is_not_left_running():
@@ -84,7 +97,9 @@ def test_threads_whose_target_is_tensorflows_own_are_not_the_cases():
     def service(event):
         event.wait(10)
 
-    service.__module__ = "tensorflow.python.eager.some_service"  # as a thread TensorFlow starts lazily
+    service.__module__ = (  # as a thread TensorFlow starts lazily
+        "tensorflow.python.eager.some_service"
+    )
     before = state.threads()
     release = threading.Event()
     _start(service, release, name="tensorflow's")
@@ -113,18 +128,22 @@ def test_the_verdict_on_a_case_that_changed_state_names_each_change_and_says_wha
     case = info(make_case(points=[{"x": np.float32(1.0)}]))
     measured = [Measured(point="x=1.0", outcomes={"eager": ok("eager")},
                          oracles={"numeric": OracleOutcome(name="numeric", status="match")})]
-    changed = [f"{CHECK_NUMERICS}: off -> on", "left a thread running: flipper (target flip, cases.py line 9)"]
-    (result,) = judge_measured(case, measured, points=["x=1.0"], modes=("eager",), options=RunOptions(upstream=False),
-                               tf_version=TF, reference="eager", reruns={"x=1.0": "rerun"}, changed=changed)
+    changed = [f"{CHECK_NUMERICS}: off -> on",
+               "left a thread running: flipper (target flip, cases.py line 9)"]
+    (result,) = judge_measured(case, measured, points=["x=1.0"], modes=("eager",),
+                               options=RunOptions(upstream=False), tf_version=TF, reference="eager",
+                               reruns={"x=1.0": "rerun"}, changed=changed)
     assert result.verdict.value == "error"
     assert result.reason == (
         "the case left process-wide state changed, which later cases in its process would inherit: "
-        f"{CHECK_NUMERICS}: off -> on; left a thread running: flipper (target flip, cases.py line 9); "
-        "undo each change, and join each thread it starts, before it returns")
+        f"{CHECK_NUMERICS}: off -> on; left a thread running: flipper (target flip, cases.py line "
+        "9); undo each change, and join each thread it starts, before it returns")
     assert result.details[0] == "verdict before the check: pass"
 
 
-def test_in_process_the_cases_after_one_that_changed_state_say_their_verdict_may_not_be_their_own(monkeypatch):
+def test_in_process_the_cases_after_one_that_changed_state_say_their_verdict_may_not_be_their_own(
+    monkeypatch,
+):
     from harness.judge import judging
     from harness.process import pool
     from harness.process import worker
@@ -133,18 +152,20 @@ def test_in_process_the_cases_after_one_that_changed_state_say_their_verdict_may
         return [], (["eager execution: True -> False"] if job.case_id == "t.polluter" else [])
 
     def judged(infos, environment, job, measured, changed, lost=""):
-        return [Result(case=job.case_id, point="x=1.0", order=1, verdict=Verdict.PASS, reason="", details=("d",),
-                       outcomes={}, rerun="rerun")]
+        return [Result(case=job.case_id, point="x=1.0", order=1, verdict=Verdict.PASS, reason="",
+                       details=("d",), outcomes={}, rerun="rerun")]
 
     monkeypatch.setattr(worker, "run_job", run_job)
     monkeypatch.setattr(judging, "_judge", judged)
     monkeypatch.setattr(state, "snapshot", dict)  # the real one reads TensorFlow
     runner = pool.InProcess.__new__(pool.InProcess)
     runner._loaded, runner._infos = worker.Loaded({}, {"tensorflow": TF}, {}, frozenset()), {}
-    jobs = [worker.Job(case_id=c, order=1, points=("x=1.0",), modes=("eager",), options=RunOptions(),
-                       strict_xpass=False, reruns=(("x=1.0", "rerun"),)) for c in ("t.first", "t.polluter", "t.next")]
+    jobs = [worker.Job(case_id=c, order=1, points=("x=1.0",), modes=("eager",),
+                       options=RunOptions(), strict_xpass=False,
+                       reruns=(("x=1.0", "rerun"),)) for c in ("t.first", "t.polluter", "t.next")]
     done = judging.each_judged(runner.run(jobs, lambda job: None), {}, {"tensorflow": TF})
     details = {d.results[0].case: d.results[0].details for d in done}
     assert details["t.first"] == details["t.polluter"] == ("d",)
-    assert details["t.next"] == ("ran after t.polluter left process-wide state changed, which --inprocess cannot "
-                                 "undo: run it without --inprocess for a verdict of its own", "d")
+    assert details["t.next"] == ("ran after t.polluter left process-wide state changed, which "
+                                 "--inprocess cannot undo: run it without --inprocess for a "
+                                 "verdict of its own", "d")

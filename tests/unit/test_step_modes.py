@@ -20,7 +20,8 @@ def f32(*values):
 
 def tape(mode, *orders, upstream_orders=(), status=Status.OK, error=None, upstream_error=None):
     """An outcome of a mode computing every order (a tape mode)."""
-    return ModeOutcome(mode=mode, status=status, sources=X, error=error, upstream_error=upstream_error,
+    return ModeOutcome(mode=mode, status=status, sources=X, error=error,
+                       upstream_error=upstream_error,
                        orders=tuple(tuple(Output.of(v) for v in o) for o in orders),
                        upstream=tuple(tuple(Output.of(v) for v in o) for o in upstream_orders))
 
@@ -45,7 +46,8 @@ def test_keras_selects_the_five_training_step_modes_with_eager_as_their_yardstic
 
 
 def test_keras3_selects_the_five_keras_3_steps_and_keras_keras3_both_kinds_with_one_yardstick():
-    assert KERAS3_MODES == ("keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed", "keras3_mirrored")
+    assert KERAS3_MODES == ("keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed",
+                            "keras3_mirrored")
     assert parse_modes("keras3") == ("eager",) + KERAS3_MODES
     assert parse_modes("keras,keras3") == ("eager",) + STEP_MODES + KERAS3_MODES
     assert parse_modes("keras3_fit,keras_fit") == ("eager", "keras_fit", "keras3_fit")
@@ -92,15 +94,18 @@ def test_a_step_that_differs_at_order_1_is_reported_with_its_upstream_weights_ap
 
 
 def test_a_yardstick_that_raised_above_order_1_is_compared_on_the_order_1_it_computed():
-    ref = tape("eager", [f32(1.0, 2.0)], [f32(0.5, -1.0)], status=Status.ERROR, error=error("ValueError", "order 2"))
+    ref = tape("eager", [f32(1.0, 2.0)], [f32(0.5, -1.0)], status=Status.ERROR,
+               error=error("ValueError", "order 2"))
     assert compare_outcomes(ref, step("keras_fit", f32(0.5, -1.0))) == []
     assert compare_outcomes(ref, step("keras_fit", f32(0.5, 1.0)))[0].kind == "value"
-    at_order_1 = tape("eager", [f32(1.0, 2.0)], status=Status.ERROR, error=error("ValueError", "order 1"))
+    at_order_1 = tape("eager", [f32(1.0, 2.0)], status=Status.ERROR,
+                      error=error("ValueError", "order 1"))
     assert compare_outcomes(at_order_1, step("keras_fit", f32(0.5, -1.0)))[0].kind == "status"
 
 
 def test_a_weighted_chain_error_above_order_1_is_not_the_steps_concern():
-    ref = tape("eager", [f32(1.0, 2.0)], [f32(0.5, -1.0)], [f32(9.0, 9.0)], upstream_orders=[[f32(0.25, 0.75)]],
+    ref = tape("eager", [f32(1.0, 2.0)], [f32(0.5, -1.0)], [f32(9.0, 9.0)],
+               upstream_orders=[[f32(0.25, 0.75)]],
                upstream_error=error("TypeError", "order 2 with upstream weights"))
     assert compare_outcomes(ref, step("keras_fit", f32(0.5, -1.0), f32(0.25, 0.75))) == []
     at_order_1 = tape("eager", [f32(1.0, 2.0)], [f32(0.5, -1.0)],
@@ -114,7 +119,9 @@ def test_float16_computed_values_get_the_narrow_tolerance_and_no_more():
     ref = tape("eager", [f32(1.0, 2.0)], [f32(0.5, -1.0)])
     near = step("keras_mixed", f32(0.5 * (1 + 4e-3), -1.0), computed_in="float16")
     assert compare_outcomes(ref, near) == []
-    assert compare_outcomes(ref, step("keras_fit", f32(0.5 * (1 + 4e-3), -1.0)))  # same dtype: too far
+    assert compare_outcomes(
+        ref, step("keras_fit", f32(0.5 * (1 + 4e-3), -1.0))
+    )  # same dtype: too far
     far = step("keras_mixed", f32(0.5 * (1 + 3e-2), -1.0), computed_in="float16")
     assert "rtol 0.01" in compare_outcomes(ref, far)[0].message
 
@@ -125,8 +132,10 @@ def test_a_step_is_no_yardstick_while_another_mode_is_left():
     from harness import Expectation
 
     case = make_case(Expectation(modes=["eager"], outcome="ValueError", reason="r"))
-    outcomes = {"eager": tape("eager", [f32(1.0)], status=Status.ERROR, error=error("ValueError", "order 1")),
-                "keras_fit": step("keras_fit", f32(1.0)), "graph": tape("graph", [f32(1.0)], [f32(1.0)])}
+    outcomes = {"eager": tape("eager", [f32(1.0)], status=Status.ERROR,
+                              error=error("ValueError", "order 1")),
+                "keras_fit": step("keras_fit", f32(1.0)),
+                "graph": tape("graph", [f32(1.0)], [f32(1.0)])}
     assert yardstick(case, "x=1.0", outcomes, TF, "eager") == "graph"
     del outcomes["graph"]
     assert yardstick(case, "x=1.0", outcomes, TF, "eager") == "keras_fit"
@@ -136,19 +145,26 @@ def test_a_keras_3_step_is_no_yardstick_while_another_mode_is_left():
     from harness import Expectation
 
     case = make_case(Expectation(modes=["eager"], outcome="ValueError", reason="r"))
-    outcomes = {"eager": tape("eager", [f32(1.0)], status=Status.ERROR, error=error("ValueError", "order 1")),
-                "keras3_fit": step("keras3_fit", f32(1.0)), "graph": tape("graph", [f32(1.0)], [f32(1.0)])}
+    outcomes = {"eager": tape("eager", [f32(1.0)], status=Status.ERROR,
+                              error=error("ValueError", "order 1")),
+                "keras3_fit": step("keras3_fit", f32(1.0)),
+                "graph": tape("graph", [f32(1.0)], [f32(1.0)])}
     assert yardstick(case, "x=1.0", outcomes, TF, "eager") == "graph"
 
 
 def test_the_oracles_never_check_a_step_which_has_no_order_2():
     raised = tape("eager", [f32(1.0)], status=Status.ERROR, error=error("ValueError", "order 1"))
     graph = tape("graph", [f32(1.0)], [f32(1.0)])
-    assert oracle_subject({"eager": raised, "keras_fit": step("keras_fit", f32(1.0)), "graph": graph},
-                          "eager") == ("graph", "; checked on graph's values, since eager (the yardstick mode) "
+    assert oracle_subject({"eager": raised, "keras_fit": step("keras_fit", f32(1.0)),
+                           "graph": graph},
+                          "eager") == ("graph",
+                                       "; checked on graph's values, since eager (the yardstick "
+                                       "mode) "
                                                 "raised ValueError")
-    assert oracle_subject({"eager": raised, "keras_fit": step("keras_fit", f32(1.0))}, "eager") == ("eager", "")
-    assert oracle_subject({"keras_fit": step("keras_fit", f32(1.0)), "eager": raised}, "keras_fit")[0] == "eager"
+    assert oracle_subject({"eager": raised, "keras_fit": step("keras_fit", f32(1.0))},
+                          "eager") == ("eager", "")
+    assert oracle_subject({"keras_fit": step("keras_fit", f32(1.0)), "eager": raised},
+                          "keras_fit")[0] == "eager"
 
 
 # -- which points a step trains, and its loss weights ---------------------------------------------
@@ -169,7 +185,8 @@ def test_mixed_precision_trains_float32_inputs_only():
 
 def test_keras_3_mixed_precision_trains_float32_inputs_only_too():
     case = make_case(points=[{"x": np.float64(1.0)}])
-    assert why_not("keras3_mixed", case, case.points[0]).startswith("x is float64: the mixed_float16 policy")
+    assert why_not("keras3_mixed", case,
+                   case.points[0]).startswith("x is float64: the mixed_float16 policy")
     assert why_not("keras3_fit", case, case.points[0]) is None
 
 
@@ -178,6 +195,7 @@ def test_the_weighted_steps_loss_uses_the_upstream_oracles_own_weights_for_every
     seed = upstream.seed("tests.case", "x=1.0")
     assert row.dtype == np.float32 and row.shape == (WIDTH,)
     for target, size in ((0, 1), (2, 70), (9, 5)):  # 70 > PERIOD wraps; target 9 shares table 1
-        picked = row[(target % upstream.TARGETS) * upstream.PERIOD + np.arange(size) % upstream.PERIOD]
+        picked = row[(target % upstream.TARGETS) * upstream.PERIOD + np.arange(size)
+                     % upstream.PERIOD]
         np.testing.assert_array_equal(picked, upstream.weights(seed, 1, target, (size,)))
     assert (weight_row("tests.case", "x=1.0", weighted=False) == 1).all()

@@ -1,5 +1,5 @@
-"""The upstream-gradient check's pure logic, without TensorFlow: the weights, --expect, and explanations
-that must be true."""
+"""The upstream-gradient check's pure logic, without TensorFlow: the weights, --expect, and
+explanations that must be true."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,16 @@ import pytest
 from harness.measure import upstream
 from harness.case import Case
 from harness.checking import InputError, parse_expect
-from harness.records import Differentiated, ErrorInfo, ModeOutcome, OracleOutcome, Output, Result, Status, Verdict
+from harness.records import (
+    Differentiated,
+    ErrorInfo,
+    ModeOutcome,
+    OracleOutcome,
+    Output,
+    Result,
+    Status,
+    Verdict,
+)
 from harness.repro import issue
 from harness.judge.rules import oracle_subject, yardstick
 from harness.judge.verdict import judge
@@ -19,7 +28,8 @@ def test_weights_are_deterministic_nonzero_not_unit_of_both_signs_and_exact_in_b
     import ml_dtypes
 
     seed = upstream.seed("tests.case", "x=[1.0,2.0]")
-    assert seed == upstream.seed("tests.case", "x=[1.0,2.0]") != upstream.seed("tests.case", "x=3.0")
+    assert seed == upstream.seed("tests.case", "x=[1.0,2.0]") != upstream.seed("tests.case",
+                                                                               "x=3.0")
     w = upstream.weights(seed, 1, 0, (5,))
     np.testing.assert_array_equal(w, upstream.weights(seed, 1, 0, (5,)))
     assert np.all(w != 0) and np.all(np.abs(w) != 1)
@@ -30,8 +40,10 @@ def test_weights_are_deterministic_nonzero_not_unit_of_both_signs_and_exact_in_b
     for dtype in (np.float16, ml_dtypes.bfloat16, np.float32):
         np.testing.assert_array_equal(every.astype(dtype).astype(np.float64), every)
     # Orders and outputs get their own weights; a long output repeats its table.
-    assert not np.array_equal(upstream.weights(seed, 1, 0, (8,)), upstream.weights(seed, 2, 0, (8,)))
-    assert not np.array_equal(upstream.weights(seed, 1, 0, (8,)), upstream.weights(seed, 1, 1, (8,)))
+    assert not np.array_equal(upstream.weights(seed, 1, 0, (8,)),
+                              upstream.weights(seed, 2, 0, (8,)))
+    assert not np.array_equal(upstream.weights(seed, 1, 0, (8,)),
+                              upstream.weights(seed, 1, 1, (8,)))
     long = upstream.weights(seed, 1, 0, (upstream.PERIOD + 3,))
     np.testing.assert_array_equal(long[upstream.PERIOD:], long[:3])
     assert upstream.describe(np.array([-0.625, 1.375])) == "[-0.625, 1.375]"
@@ -59,7 +71,8 @@ CASE = Case(id="tests.case", fn=f, points=[{"x": np.float32(1.0)}], source="test
 
 def raised(mode, type_):
     return ModeOutcome(mode=mode, status=Status.ERROR, sources=X,
-                       error=ErrorInfo(type=type_, bases=(type_, "Exception"), message="boom", stage="order 1"))
+                       error=ErrorInfo(type=type_, bases=(type_, "Exception"), message="boom",
+                                       stage="order 1"))
 
 
 def ok(mode):
@@ -68,12 +81,13 @@ def ok(mode):
 
 
 def _judge(*outcomes, oracles=None):
-    return judge(CASE, CASE.points[0].label, {o.mode: o for o in outcomes}, tf_version="2.21.0", reference="eager",
-                 rerun="rerun", oracles=oracles)
+    return judge(CASE, CASE.points[0].label, {o.mode: o for o in outcomes}, tf_version="2.21.0",
+                 reference="eager", rerun="rerun", oracles=oracles)
 
 
 def test_every_selected_mode_raises_it_too_only_when_every_one_does():
-    r = _judge(raised("eager", "ValueError"), raised("function", "ValueError"), raised("graph", "ValueError"))
+    r = _judge(raised("eager", "ValueError"), raised("function", "ValueError"),
+               raised("graph", "ValueError"))
     assert "every selected mode raises it too" in r.reason
     r = _judge(raised("eager", "ValueError"), raised("function", "ValueError"), ok("graph"))
     line = next(d for d in r.details if d.startswith("eager raises"))
@@ -86,10 +100,12 @@ def test_every_selected_mode_raises_it_too_only_when_every_one_does():
 def test_the_other_modes_are_each_said_as_they_are():
     # Where every mode raised, but not the same error, "no other selected mode raises it" would be
     # false.
-    r = _judge(raised("eager", "ValueError"), raised("function", "TypeError"), raised("graph", "TypeError"))
+    r = _judge(raised("eager", "ValueError"), raised("function", "TypeError"),
+               raised("graph", "TypeError"))
     line = next(d for d in r.details if d.startswith("eager raises"))
     assert "(function raises TypeError; graph raises TypeError;" in line, line
-    r = _judge(raised("eager", "ValueError"), raised("function", "ValueError"), raised("graph", "TypeError"))
+    r = _judge(raised("eager", "ValueError"), raised("function", "ValueError"),
+               raised("graph", "TypeError"))
     line = next(d for d in r.details if d.startswith("eager raises"))
     assert "(function raises it too; graph raises TypeError;" in line, line
     r = _judge(raised("eager", "ValueError"), raised("function", "TypeError"), ok("graph"))
@@ -98,19 +114,24 @@ def test_the_other_modes_are_each_said_as_they_are():
 
 
 def test_one_yardstick_for_the_judge_and_the_oracles():
-    outcomes = {"eager": raised("eager", "ValueError"), "function": ok("function"), "graph": ok("graph")}
+    outcomes = {"eager": raised("eager", "ValueError"), "function": ok("function"),
+                "graph": ok("graph")}
     assert yardstick(CASE, CASE.points[0].label, outcomes, "2.21.0", "eager") == "eager"
     mode, note = oracle_subject(outcomes, "eager")
-    assert mode == "function" and note == "; checked on function's values, since eager (the yardstick mode) raised ValueError"
+    assert (
+        mode == "function"
+        and note
+        == "; checked on function's values, since eager (the yardstick mode) raised ValueError"
+    )
     assert oracle_subject({"eager": ok("eager")}, "eager") == ("eager", "")
 
 
 def _result(verdict, oracles, disagree):
     # Modes that disagree differ: function's gradient is 3.0 where eager's is 2.0.
     function = weighted_ok("function", grad=3.0) if disagree else ok("function")
-    return Result(case="tests.case", point="x=1.0", order=1, verdict=verdict, reason="why", details=(),
-                  outcomes={"eager": ok("eager"), "function": function}, rerun="rerun", oracles=oracles,
-                  modes_disagree=disagree)
+    return Result(case="tests.case", point="x=1.0", order=1, verdict=verdict, reason="why",
+                  details=(), outcomes={"eager": ok("eager"), "function": function}, rerun="rerun",
+                  oracles=oracles, modes_disagree=disagree)
 
 
 def test_issue_text_says_the_modes_disagree_only_when_they_do():
@@ -118,7 +139,10 @@ def test_issue_text_says_the_modes_disagree_only_when_they_do():
     numeric = {"numeric": OracleOutcome(name="numeric", status="differ", differ=(1,))}
     text = issue.render(_result(Verdict.FAIL, numeric, False), "print(1)", env, "a case", "1\n")
     assert "disagree" not in text and "does not do the same" not in text
-    assert "every mode agrees (eager, function), and the values differ from the numeric derivative" in text
+    assert (
+        "every mode agrees (eager, function), and the values differ from the numeric derivative"
+        in text
+    )
     weighted = {"numeric": OracleOutcome(name="numeric", status="match"),
                 "upstream": OracleOutcome(name="upstream", status="differ", differ=(1,))}
     text = issue.render(_result(Verdict.FAIL, weighted, False), "print(1)", env, "a case", "1\n")
@@ -137,48 +161,58 @@ def weighted_ok(mode, grad=2.0, weighted=-1.25):
 def test_a_declared_plain_deviation_is_not_met_by_a_weighted_difference_alone():
     from harness.case import VALUES_DIFFER, Expectation
 
-    declared = Case(id="tests.case", fn=f, points=[{"x": np.float32(1.0)}], source="tests", description="d",
-                    expectations=[Expectation(modes=["function"], outcome=VALUES_DIFFER, reason="r")])
+    declared = Case(id="tests.case", fn=f, points=[{"x": np.float32(1.0)}], source="tests",
+                    description="d",
+                    expectations=[Expectation(modes=["function"], outcome=VALUES_DIFFER,
+                                              reason="r")])
     outcomes = {"eager": weighted_ok("eager"), "function": weighted_ok("function", weighted=3.0)}
-    r = judge(declared, declared.points[0].label, outcomes, tf_version="2.21.0", reference="eager", rerun="rerun")
+    r = judge(declared, declared.points[0].label, outcomes, tf_version="2.21.0", reference="eager",
+              rerun="rerun")
     assert r.verdict is Verdict.FAIL
     assert r.reason.startswith("order 1 gradient wrt x with upstream weights: function vs eager")
     # Where the declared plain difference happens, the weighted one is part of it.
     outcomes["function"] = weighted_ok("function", grad=5.0, weighted=3.0)
-    r = judge(declared, declared.points[0].label, outcomes, tf_version="2.21.0", reference="eager", rerun="rerun")
+    r = judge(declared, declared.points[0].label, outcomes, tf_version="2.21.0", reference="eager",
+              rerun="rerun")
     assert r.verdict is Verdict.XFAIL
 
 
 def test_the_upstream_headline_blames_a_mode_when_the_reverse_modes_disagree_on_the_weighted_values():
-    line = ("grad_fn mishandles its upstream gradient: at order 1 with upstream weights [-0.625], order 1 gradient "
-            "wrt x: eager=6 numeric=-3.75 abs err 9.75 (1 of 1 elements of x); at the plain contraction (every "
-            "upstream gradient 1) both agree")
+    line = ("grad_fn mishandles its upstream gradient: at order 1 with upstream weights [-0.625], "
+            "order 1 gradient wrt x: eager=6 numeric=-3.75 abs err 9.75 (1 of 1 elements of x); at "
+            "the plain contraction (every upstream gradient 1) both agree")
     upstream_differs = {"numeric": OracleOutcome(name="numeric", status="match", orders=(1,)),
-                        "upstream": OracleOutcome(name="upstream", status="differ", orders=(1,), differ=(1,),
-                                                  details=(line,))}
+                        "upstream": OracleOutcome(name="upstream", status="differ", orders=(1,),
+                                                  differ=(1,), details=(line,))}
     agree = _judge(weighted_ok("eager", weighted=6.0), weighted_ok("graph", weighted=6.0),
                    weighted_ok("forward", weighted=-3.75), oracles=upstream_differs)
     assert agree.reason == line  # forward uses the body's JVP: its difference blames no mode
     split = _judge(weighted_ok("eager", weighted=6.0), weighted_ok("graph", weighted=-3.75),
                    oracles=upstream_differs)
-    assert split.reason.startswith("the values with upstream weights differ from the numeric derivative, and graph "
-                                   "disagree with them, so a mode rather than grad_fn may be at fault")
+    assert split.reason.startswith("the values with upstream weights differ from the numeric "
+                                   "derivative, and graph disagree with them, so a mode rather "
+                                   "than grad_fn may be at fault")
 
 
 def test_the_pass_reason_says_what_was_checked_with_upstream_weights():
-    match = {name: OracleOutcome(name=name, status="match", orders=(1,)) for name in ("numeric", "upstream")}
+    match = {name: OracleOutcome(name=name, status="match", orders=(1,))
+             for name in ("numeric", "upstream")}
     r = _judge(ok("eager"), ok("function"), oracles=match)
-    assert r.reason == "all modes agree, and match the numeric derivative, with and without upstream weights"
+    assert (
+        r.reason
+        == "all modes agree, and match the numeric derivative, with and without upstream weights"
+    )
     match["analytic"] = OracleOutcome(name="analytic", status="match", orders=(1,))
     r = _judge(ok("eager"), ok("function"), oracles=match)
-    assert r.reason == ("all modes agree, and match the numeric derivative (with and without upstream weights) "
-                        "and the analytic values")
+    assert r.reason == ("all modes agree, and match the numeric derivative (with and without "
+                        "upstream weights) and the analytic values")
 
 
 def test_crash_reports_say_what_crashed_not_that_the_modes_agree():
     died = ModeOutcome(mode="graph", status=Status.CRASH,
-                       error=ErrorInfo(type="crash", bases=(), message="killed by SIGABRT", stage="graph"))
-    r = Result(case="tests.case", point="x=1.0", order=1, verdict=Verdict.CRASH, reason="graph mode: killed",
-               details=(), outcomes={"graph": died}, rerun="rerun")
+                       error=ErrorInfo(type="crash", bases=(), message="killed by SIGABRT",
+                                       stage="graph"))
+    r = Result(case="tests.case", point="x=1.0", order=1, verdict=Verdict.CRASH,
+               reason="graph mode: killed", details=(), outcomes={"graph": died}, rerun="rerun")
     text = issue.render(r, "print(1)", {}, "a case", "(the process was killed by signal 6)\n")
     assert "graph crashes" in text and "agree" not in text.split("### Issue type")[0]

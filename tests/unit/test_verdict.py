@@ -23,7 +23,8 @@ def agreeing():
 
 
 # A TensorFlow-like class whose MRO includes TypeError, as OperatorNotAllowedInGraphError's does.
-NOT_ALLOWED_BASES = ("OperatorNotAllowedInGraphError", "TypeError", "Exception", "BaseException", "object")
+NOT_ALLOWED_BASES = ("OperatorNotAllowedInGraphError", "TypeError", "Exception", "BaseException",
+                     "object")
 
 
 # -- pass and fail ---------------------------------------------------------------------
@@ -34,7 +35,9 @@ def test_all_modes_agreeing_pass():
     assert r.verdict is Verdict.PASS
     # No oracle ran here: agreement is all this pass shows, and it says so.
     assert r.unchecked == "no oracle ran"
-    assert r.reason == "all modes agree, but nothing checked that the values are right: no oracle ran"
+    assert (
+        r.reason == "all modes agree, but nothing checked that the values are right: no oracle ran"
+    )
     assert r.case == "tests.case" and r.point == "x=1.0" and r.rerun == RERUN
 
 
@@ -73,22 +76,27 @@ def test_case_tolerance_override_is_used_in_judging():
     outcomes = [ok("eager"), ok("function", grad=2.0001), ok("graph")]
     assert run(make_case(), *outcomes).verdict is Verdict.FAIL
     assert run(make_case(tolerance=Tol(rtol=0.0, atol=1e-3)), *outcomes).verdict is Verdict.PASS
-    assert run(make_case(tolerance={"float32": Tol(rtol=0.0, atol=1e-3)}), *outcomes).verdict is Verdict.PASS
-    assert run(make_case(tolerance={"float64": Tol(rtol=0.0, atol=1e-3)}), *outcomes).verdict is Verdict.FAIL
+    assert run(make_case(tolerance={"float32": Tol(rtol=0.0, atol=1e-3)}),
+               *outcomes).verdict is Verdict.PASS
+    assert run(make_case(tolerance={"float64": Tol(rtol=0.0, atol=1e-3)}),
+               *outcomes).verdict is Verdict.FAIL
 
 
 # -- expectations of an exception ------------------------------------------------------
 
 
 def test_declared_exception_gives_xfail():
-    e = Expectation(modes=["function", "graph"], outcome="InternalError", reason="traced differently")
-    r = run(make_case(e), ok("eager"), raised("function", "InternalError"), raised("graph", "InternalError"))
+    e = Expectation(modes=["function", "graph"], outcome="InternalError",
+                    reason="traced differently")
+    r = run(make_case(e), ok("eager"), raised("function", "InternalError"),
+            raised("graph", "InternalError"))
     assert r.verdict is Verdict.XFAIL
     assert any("traced differently" in d for d in r.details)
 
 
 def test_declared_base_class_matches_a_subclass_via_bases():
-    e = Expectation(modes=["function", "graph"], outcome="TypeError", reason="python if on a tensor")
+    e = Expectation(modes=["function", "graph"], outcome="TypeError",
+                    reason="python if on a tensor")
     outcomes = [ok("eager"),
                 raised("function", "OperatorNotAllowedInGraphError", bases=NOT_ALLOWED_BASES),
                 raised("graph", "OperatorNotAllowedInGraphError", bases=NOT_ALLOWED_BASES)]
@@ -96,7 +104,8 @@ def test_declared_base_class_matches_a_subclass_via_bases():
 
 
 def test_declared_exception_in_every_mode_including_reference_gives_xfail():
-    e = Expectation(modes=list(MODES), outcome="ValueError", reason="the docstring example is wrong")
+    e = Expectation(modes=list(MODES), outcome="ValueError",
+                    reason="the docstring example is wrong")
     r = run(make_case(e), *(raised(m, "ValueError") for m in MODES))
     assert r.verdict is Verdict.XFAIL
 
@@ -116,7 +125,8 @@ def test_strict_xpass_turns_xpass_into_fail():
 
 def test_strict_xpass_leaves_xfail_alone():
     e = Expectation(modes=["function"], outcome="InternalError", reason="r")
-    r = run(make_case(e), ok("eager"), raised("function", "InternalError"), ok("graph"), strict_xpass=True)
+    r = run(make_case(e), ok("eager"), raised("function", "InternalError"), ok("graph"),
+            strict_xpass=True)
     assert r.verdict is Verdict.XFAIL
 
 
@@ -150,13 +160,15 @@ def test_undeclared_mode_failing_beside_a_met_expectation_still_fails():
 
 
 def test_expectation_inside_its_tf_versions_applies():
-    e = Expectation(modes=["function"], outcome="InternalError", reason="r", tf_versions=">=2.16,<2.19")
+    e = Expectation(modes=["function"], outcome="InternalError", reason="r",
+                    tf_versions=">=2.16,<2.19")
     outcomes = [ok("eager"), raised("function", "InternalError"), ok("graph")]
     assert run(make_case(e), *outcomes, tf_version="2.17.1").verdict is Verdict.XFAIL
 
 
 def test_expectation_outside_its_tf_versions_does_not_apply():
-    e = Expectation(modes=["function"], outcome="InternalError", reason="r", tf_versions=">=2.16,<2.19")
+    e = Expectation(modes=["function"], outcome="InternalError", reason="r",
+                    tf_versions=">=2.16,<2.19")
     outcomes = [ok("eager"), raised("function", "InternalError"), ok("graph")]
     # On 2.19.0 the same deviation is undeclared, so it is a plain failure.
     assert run(make_case(e), *outcomes, tf_version="2.19.0").verdict is Verdict.FAIL
@@ -189,7 +201,8 @@ def test_two_expectations_covering_one_mode_give_error():
 
 def test_applicable_maps_each_selected_mode_to_its_expectation():
     a = Expectation(modes=["function"], outcome="InternalError", reason="r", tf_versions="<2.16")
-    b = Expectation(modes=["function", "graph"], outcome="ValueError", reason="s", tf_versions=">=2.16")
+    b = Expectation(modes=["function", "graph"], outcome="ValueError", reason="s",
+                    tf_versions=">=2.16")
     case = make_case(a, b)
     assert applicable(case, case.points[0].label, MODES, "2.15.1") == {"function": a}
     assert applicable(case, case.points[0].label, MODES, "2.16.2") == {"function": b, "graph": b}
@@ -255,13 +268,16 @@ def test_timeout_outcome_gives_timeout():
 
 def test_crash_is_reported_even_when_an_expectation_covers_the_mode():
     e = Expectation(modes=["graph"], outcome="InternalError", reason="r")
-    r = run(make_case(e), ok("eager"), ok("function"), ModeOutcome(mode="graph", status=Status.CRASH))
+    r = run(make_case(e), ok("eager"), ok("function"),
+            ModeOutcome(mode="graph", status=Status.CRASH))
     assert r.verdict is Verdict.CRASH
 
 
-@pytest.mark.parametrize("status,verdict", [(Status.CRASH, Verdict.CRASH), (Status.TIMEOUT, Verdict.TIMEOUT)])
+@pytest.mark.parametrize("status,verdict", [(Status.CRASH, Verdict.CRASH), (Status.TIMEOUT,
+                                                                            Verdict.TIMEOUT)])
 def test_died_process_gives_crash_or_timeout_naming_the_mode(status, verdict):
-    r = died("tests.case", "x=1.0", 2, status, "graph", "killed by SIGABRT", "F0000 check failed\n", RERUN)
+    r = died("tests.case", "x=1.0", 2, status, "graph", "killed by SIGABRT",
+             "F0000 check failed\n", RERUN)
     assert r.verdict is verdict
     assert "graph" in r.reason and "killed by SIGABRT" in r.reason
     assert r.outcomes["graph"].status is status
@@ -273,10 +289,14 @@ def test_a_build_that_raises_in_some_modes_only_is_a_mode_difference():
     r = run(make_case(), ok("eager"), raised("function", "NameError", stage="build"),
             raised("graph", "NameError", stage="build"))
     assert r.verdict is Verdict.FAIL
-    assert r.reason == "the case's build step raises NameError in function, graph but not in eager: it failed", r.reason
+    assert (
+        r.reason
+        == "the case's build step raises NameError in function, graph but not in eager: it failed"
+    ), r.reason
     r = run(make_case(), raised("eager", "NameError", stage="build"), ok("function"), ok("graph"))
-    assert r.verdict is Verdict.FAIL and r.reason.startswith("the case's build step raises NameError in eager but "
-                                                             "not in function, graph"), r.reason
+    assert r.verdict is Verdict.FAIL and r.reason.startswith("the case's build step raises "
+                                                             "NameError in eager but not in "
+                                                             "function, graph"), r.reason
 
 
 def test_builder_error_in_every_mode_gives_error_not_fail():
@@ -318,8 +338,8 @@ def test_is_failure_follows_the_exit_status_rule(verdict, failure):
 
 def test_every_verdict_has_an_exit_status_rule():
     # The table above names all eight verdicts of DESIGN's "Words", and flaky (--repeat).
-    assert {v.value for v in Verdict} == {"pass", "fail", "xfail", "xpass", "error", "crash", "timeout", "skip",
-                                          "flaky"}
+    assert {v.value for v in Verdict} == {"pass", "fail", "xfail", "xpass", "error", "crash",
+                                          "timeout", "skip", "flaky"}
 
 
 # -- a declared deviation in the reference mode itself ----------------------------------
@@ -335,7 +355,8 @@ def test_reference_declared_to_raise_is_compared_by_the_others_agreeing():
 def test_reference_declared_bad_gradient_while_other_modes_are_well_formed_is_xfail():
     # tensorflow#127690's shape: the tape passes a float32 gradient for a float64 input.
     f64 = (Differentiated("x", "float64", ()),)
-    case = make_case(Expectation(modes=["eager"], outcome=BAD_GRADIENT, reason="tape does not check"))
+    case = make_case(Expectation(modes=["eager"], outcome=BAD_GRADIENT,
+                                 reason="tape does not check"))
     r = run(case, ok("eager", sources=f64), ok("function", grad_dtype=np.float64, sources=f64),
             ok("graph", grad_dtype=np.float64, sources=f64))
     assert r.verdict is Verdict.XFAIL, r.reason
@@ -368,8 +389,8 @@ def test_a_drawn_point_with_a_finite_forward_in_one_mode_is_judged():
 
 
 def test_a_given_point_whose_forward_is_nan_is_judged_as_any_other():
-    result = run(make_case(), ok("eager", fwd=np.nan, grad=1.0), ok("function", fwd=np.nan, grad=2.0),
-                 ok("graph", fwd=np.nan, grad=1.0))
+    result = run(make_case(), ok("eager", fwd=np.nan, grad=1.0),
+                 ok("function", fwd=np.nan, grad=2.0), ok("graph", fwd=np.nan, grad=1.0))
     assert result.verdict is Verdict.FAIL
 
 
@@ -377,13 +398,15 @@ def test_a_skip_reason_shared_by_several_modes_is_said_once_naming_them():
     def skip(mode, note):
         return ModeOutcome(mode=mode, status=Status.SKIP, note=note)
 
-    result = run(make_case(), skip("eager", "cannot be replayed: r"), skip("function", "cannot be replayed: r"),
-                 skip("graph", "cannot be replayed: r"))
+    result = run(make_case(), skip("eager", "cannot be replayed: r"),
+                 skip("function", "cannot be replayed: r"), skip("graph", "cannot be replayed: r"))
     assert result.verdict is Verdict.SKIP
     assert result.reason == "eager, function, graph skipped: cannot be replayed: r"
     assert [d for d in result.details if "skipped" in d] == [result.reason]
-    mixed = run(make_case(), ok("eager"), skip("function", "a"), skip("graph", "b"), skip("xla", "a"))
-    assert [d for d in mixed.details if "skipped" in d] == ["function, xla skipped: a", "graph skipped: b"]
+    mixed = run(make_case(), ok("eager"), skip("function", "a"), skip("graph", "b"),
+                skip("xla", "a"))
+    assert [d for d in mixed.details if "skipped" in d] == ["function, xla skipped: a",
+                                                            "graph skipped: b"]
     # and printed once, where the line says it
     from harness.report import text
 
@@ -402,7 +425,8 @@ def test_a_none_set_aside_by_the_numeric_oracle_is_said_and_the_others_judged_on
 
     def two(mode):  # x's gradient and n's None
         return ModeOutcome(mode=mode, status=Status.OK, sources=both,
-                           orders=((Output.of(np.float32(1.0)),), (Output.of(np.float32(2.0)), Output.of(None))))
+                           orders=((Output.of(np.float32(1.0)),), (Output.of(np.float32(2.0)),
+                                                                   Output.of(None))))
 
     by_mode = {m: two(m) for m in MODES}
     for status, others in (("match", "; the other arguments are judged"), ("skip", "")):
@@ -410,8 +434,12 @@ def test_a_none_set_aside_by_the_numeric_oracle_is_said_and_the_others_judged_on
         result = judge(make_case(), "x=1.0", by_mode, tf_version=TF, reference="eager", rerun=RERUN,
                        oracles={"numeric": numeric})
         assert result.verdict is Verdict.PASS
-        assert ("no gradient for n (the function returns None): not judged, the function differentiating "
-                f"only its other arguments (--strict_none judges the None){others}") in result.details
+        assert (
+            "no gradient for n (the function returns None): not judged, the function "
+            "differentiating "
+            f"only its other arguments (--strict_none judges the None){others}"
+            in result.details
+        )
 
 
 def test_a_drawn_point_partly_outside_the_domain_says_how_much_even_on_a_pass():
@@ -424,12 +452,13 @@ def test_a_drawn_point_partly_outside_the_domain_says_how_much_even_on_a_pass():
                                    (Output.of(np.float32(2.0)),)))
 
     case = make_case(drawn=["x=1.0"])
-    result = judge(case, "x=1.0", {m: partly(m) for m in MODES}, tf_version=TF, reference="eager", rerun=RERUN)
-    said = ("drawn values partly outside the function's domain: the forward is NaN or infinite at 2 of 4 "
-            "elements, so only the others can be checked; the drawn values stand in for what the trace did not "
-            "show")
+    result = judge(case, "x=1.0", {m: partly(m) for m in MODES}, tf_version=TF, reference="eager",
+                   rerun=RERUN)
+    said = ("drawn values partly outside the function's domain: the forward is NaN or infinite at "
+            "2 of 4 elements, so only the others can be checked; the drawn values stand in for "
+            "what the trace did not show")
     assert result.verdict is Verdict.PASS and said in result.details
     assert f"    - {said}" in line(result).splitlines()
-    given = judge(make_case(), "x=1.0", {m: partly(m) for m in MODES}, tf_version=TF, reference="eager",
-                  rerun=RERUN)
+    given = judge(make_case(), "x=1.0", {m: partly(m) for m in MODES}, tf_version=TF,
+                  reference="eager", rerun=RERUN)
     assert not any("outside" in d for d in given.details)

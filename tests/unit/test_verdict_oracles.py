@@ -13,8 +13,8 @@ from tests.unit.outcomes import RERUN, TF, make_case, ok, raised
 
 
 def run(case, *outcomes, oracles=None, repeats=None, point=0):
-    return judge(case, case.points[point].label, {o.mode: o for o in outcomes}, tf_version=TF, reference="eager",
-                 rerun=RERUN, oracles=oracles, repeats=repeats)
+    return judge(case, case.points[point].label, {o.mode: o for o in outcomes}, tf_version=TF,
+                 reference="eager", rerun=RERUN, oracles=oracles, repeats=repeats)
 
 
 def agreeing(*modes):
@@ -22,7 +22,8 @@ def agreeing(*modes):
 
 
 SO_NUMERIC = OracleOutcome(name="numeric", status="differ", orders=(1, 2), differ=(2,),
-                           details=("order 2 gradient wrt x: eager=-1.7182817 numeric=0.19661193 ...",))
+                           details=("order 2 gradient wrt x: eager=-1.7182817 numeric=0.19661193 "
+                                    "...",))
 MATCH = OracleOutcome(name="numeric", status="match", orders=(1,))
 
 
@@ -50,7 +51,8 @@ def test_a_pass_an_oracle_checked_is_not_marked_unchecked():
 
 def test_a_pass_at_which_every_oracle_skipped_is_marked_unchecked():
     # A gradient of 1.3e154 at x = 0, by design, which no oracle can judge.
-    skip = {"numeric": OracleOutcome(name="numeric", status="skip", note="not finite within a step of the point"),
+    skip = {"numeric": OracleOutcome(name="numeric", status="skip",
+                                     note="not finite within a step of the point"),
             "upstream": OracleOutcome(name="upstream", status="skip",
                                       note="not checked, for the reason the numeric oracle gives")}
     r = run(make_case(), *agreeing(), oracles=skip)
@@ -95,7 +97,8 @@ def test_declared_oracle_difference_that_does_not_happen_is_xpass():
 def test_an_expectation_on_an_oracle_that_did_not_run_is_not_judged():
     e = Expectation(modes=["numeric"], outcome=VALUES_DIFFER, reason="r")
     assert run(make_case(e), *agreeing()).verdict is Verdict.PASS
-    skipped = OracleOutcome(name="numeric", status="skip", note="declared not checked numerically here")
+    skipped = OracleOutcome(name="numeric", status="skip",
+                            note="declared not checked numerically here")
     r = run(make_case(e), *agreeing(), oracles={"numeric": skipped})
     assert r.verdict is Verdict.PASS
     assert "numeric oracle not checked: declared not checked numerically here" in r.details
@@ -157,7 +160,8 @@ def used(outcome, name="bar"):
 def test_a_silent_fallback_fails_even_when_values_agree():
     r = run(make_case(), unused(ok("eager")), used(ok("function")), used(ok("graph")))
     assert r.verdict is Verdict.FAIL
-    assert r.reason.startswith("eager never called the custom gradient of bar although its forward ran")
+    assert r.reason.startswith("eager never called the custom gradient of bar although its forward "
+                               "ran")
 
 
 def test_a_declared_fallback_is_xfail_and_explains_different_values():
@@ -181,7 +185,8 @@ def test_an_unobservable_mode_says_nothing_about_use():
 
 
 def test_values_that_change_between_runs_are_flaky_not_retried():
-    r = run(make_case(), *agreeing(), repeats={"eager": [ok("eager", grad=2.5)], "function": [ok("function")]})
+    r = run(make_case(), *agreeing(),
+            repeats={"eager": [ok("eager", grad=2.5)], "function": [ok("function")]})
     assert r.verdict is Verdict.FLAKY
     assert r.verdict.is_failure
     assert r.reason.startswith("eager: results change between runs")
@@ -208,20 +213,23 @@ def test_a_run_that_raises_once_is_flaky():
 
 
 def test_the_ladder_names_the_first_step_where_results_part():
-    outcomes = [ok("eager"), ok("no_autograph"), ok("function"), ok("xla", grad=2.5), ok("graph", grad=2.5)]
+    outcomes = [ok("eager"), ok("no_autograph"), ok("function"), ok("xla", grad=2.5),
+                ok("graph", grad=2.5)]
     r = run(make_case(), *outcomes)
     assert r.verdict is Verdict.FAIL
     ladder = [d for d in r.details if d.startswith("along the ladder")]
     assert ladder == [ladder[0]]
     assert ladder[0].startswith("along the ladder eager > no_autograph > function > xla > graph: "
-                                "eager = no_autograph = function agree; the results part between function and xla")
+                                "eager = no_autograph = function agree; the results part between "
+                                "function and xla")
 
 
 def test_the_ladder_skips_modes_with_a_declared_deviation():
     e = Expectation(modes=["function"], outcome="ValueError", reason="r")
     r = run(make_case(e), ok("eager"), raised("function", "ValueError"), ok("graph", grad=3.0))
     assert r.verdict is Verdict.FAIL
-    assert any(d.startswith("along the ladder eager > graph: the results part between eager and graph")
+    assert any(d.startswith("along the ladder eager > graph: the results part between eager and "
+                            "graph")
                for d in r.details)
 
 
@@ -248,7 +256,8 @@ def test_mode_names_all_full_and_lists_keep_the_ladder_order():
     from harness.measure.modes import parse_modes
 
     assert parse_modes("all") == ("eager", "function", "graph")
-    assert parse_modes("full") == ("eager", "no_autograph", "function", "xla", "graph", "forward", "saved_model")
+    assert parse_modes("full") == ("eager", "no_autograph", "function", "xla", "graph", "forward",
+                                   "saved_model")
     assert parse_modes("graph,xla,all") == ("eager", "function", "xla", "graph")
     assert parse_modes("full,saved_model_nocg")[-1] == "saved_model_nocg"
     with pytest.raises(ValueError, match="unknown mode 'jit'"):

@@ -10,7 +10,8 @@ from harness.versions import parse_range, release_tuple
 RANGE = ">=2.16,<2.19"
 
 
-@pytest.mark.parametrize("version", ["2.16.0", "2.18.9", "2.17.0-rc1", "2.16", "2.18.1.dev20250101"])
+@pytest.mark.parametrize("version", ["2.16.0", "2.18.9", "2.17.0-rc1", "2.16",
+                                     "2.18.1.dev20250101"])
 def test_range_contains_versions_inside_it(version):
     assert parse_range(RANGE).contains(version)
 

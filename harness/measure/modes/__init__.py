@@ -27,8 +27,9 @@ from harness.mode_names import (
     reference_of,
 )
 
-__all__ = ["BY_NAME_ONLY", "CORE_MODES", "EXTRA_MODES", "FULL_MODES", "KERAS3_MODES", "KNOWN_MODES", "LADDER",
-           "REFERENCE_MODE", "STEP_MODES", "TRAINING_STEPS", "runner", "parse_modes", "reference_of"]
+__all__ = ["BY_NAME_ONLY", "CORE_MODES", "EXTRA_MODES", "FULL_MODES", "KERAS3_MODES",
+           "KNOWN_MODES", "LADDER", "REFERENCE_MODE", "STEP_MODES", "TRAINING_STEPS", "runner",
+           "parse_modes", "reference_of"]
 
 _MODULES = {name: f"harness.measure.modes.{name}" for name in KNOWN_MODES}
 _MODULES["saved_model_nocg"] = "harness.measure.modes.saved_model"

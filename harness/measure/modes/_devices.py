@@ -1,4 +1,5 @@
-"""Two logical CPU devices for the keras_mirrored mode, made before TensorFlow initialises its devices.
+"""Two logical CPU devices for the keras_mirrored mode, made before TensorFlow initialises its
+devices.
 
 `tf.distribute.MirroredStrategy` needs two devices to split a batch; on a machine with one CPU and
 no accelerator TensorFlow has one. TensorFlow fixes its logical devices once its runtime starts
@@ -21,7 +22,9 @@ def split_cpu() -> bool:
     try:
         if len(tf.config.get_logical_device_configuration(cpus[0]) or ()) >= 2:
             return True
-        tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2
+        )
     except RuntimeError:  # the runtime has started: its devices are fixed
         return False
     return True
@@ -41,6 +44,7 @@ def cpu_names() -> list[str]:
 
 def unsplit_reason(count: int) -> str:
     """Why keras_mirrored does not run in this process, which has `count` logical CPU devices."""
-    return (f"needs two logical CPU devices for MirroredStrategy, and this process has {count}: TensorFlow "
-            "had initialised its devices before the harness could split the CPU (a worker splits it as it "
-            "starts; in-process runs, --inprocess and harness.check keep the process's devices)")
+    return (f"needs two logical CPU devices for MirroredStrategy, and this process has {count}: "
+            "TensorFlow had initialised its devices before the harness could split the CPU (a "
+            "worker splits it as it starts; in-process runs, --inprocess and harness.check keep "
+            "the process's devices)")

@@ -26,7 +26,8 @@ _store: Optional[dict] = None
 
 @contextlib.contextmanager
 def kept(store: dict) -> Iterator[None]:
-    """Within it, `reused` keeps builds in `store` (the caller clears it, `close`-ing what it holds)."""
+    """Within it, `reused` keeps builds in `store` (the caller clears it, `close`-ing what it
+    holds)."""
     global _store
     before, _store = _store, store
     try:
@@ -36,7 +37,8 @@ def kept(store: dict) -> Iterator[None]:
 
 
 def keeping() -> bool:
-    """Whether builds are kept for later jobs (inside `kept`): else the mode closes what it built."""
+    """Whether builds are kept for later jobs (inside `kept`): else the mode closes what it
+    built."""
     return _store is not None
 
 

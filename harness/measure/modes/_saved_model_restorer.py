@@ -18,9 +18,9 @@ ml_dtypes' bfloat16 into raw bytes):
   one reply line per requested point, in order, as soon as it is done:
     {"point": i, "error": null or {"type", "bases", "message", "stage"}}
     with F/result-i.pkl holding {"orders": the orders computed (all of them, or those before
-    the error), "upstream": the weighted chain's orders 1.. (harness.measure.upstream), "upstream_error":
-    null or the error dict of what the weighted chain alone raised}, each order a list of NumPy
-    values or None.
+    the error), "upstream": the weighted chain's orders 1.. (harness.measure.upstream),
+    "upstream_error": null or the error dict of what the weighted chain alone raised}, each order a
+    list of NumPy values or None.
 
 Stages: "load", "forward", "order K".
 
@@ -33,10 +33,9 @@ of none; so each request's registrations are removed when it is done, and
 every case meets the registry of a process that never loaded anything.
 
 Replies go to a private copy of the original stdout; file descriptor 1 then
-points at stderr, so nothing else TensorFlow or Python prints can corrupt them. The process exits at the end of
-stdin, and also, from a watchdog thread, when its parent (the worker) is gone
-while it is busy: a worker killed for a timeout must not leave a restorer
-running a hung function.
+points at stderr, so nothing else TensorFlow or Python prints can corrupt them. The process exits at
+the end of stdin, and also, from a watchdog thread, when its parent (the worker) is gone while it is
+busy: a worker killed for a timeout must not leave a restorer running a hung function.
 """
 
 from __future__ import annotations
@@ -85,7 +84,13 @@ def serve(request: dict) -> Iterator[dict]:
 
 def _run_points(request: dict) -> Iterator[dict]:
     from harness.measure import upstream  # noqa: PLC0415
-    from harness.measure.modes.shared import Steps, portable, restored, tape_chains, tf  # noqa: PLC0415 - loaded in main
+    from harness.measure.modes.shared import (
+        Steps,
+        portable,
+        restored,
+        tape_chains,
+        tf,
+    )  # noqa: PLC0415 - loaded in main
     from harness.records import error_info  # noqa: PLC0415
     from harness.records import RunOptions  # noqa: PLC0415
 
@@ -104,14 +109,20 @@ def _run_points(request: dict) -> Iterator[dict]:
                 loaded = tf.saved_model.load(os.path.join(folder, "model"))
             subject = _Loaded(getattr(loaded, name), request["wrt"], loaded.sources)
             seeds = request.get("upstream")
-            tables = None if seeds is None else tf.constant(upstream.flat_tables(seeds[index], request["order"]))
-            tape_chains(subject, [tf.constant(v) for v in values], request["order"], options, progress, tables)
-        except Exception as e:  # noqa: BLE001 - TensorFlow's and the saved function's errors are results
+            tables = (None if seeds is None
+                      else tf.constant(upstream.flat_tables(seeds[index], request["order"])))
+            tape_chains(subject, [tf.constant(v) for v in values], request["order"], options,
+                        progress, tables)
+        except (
+            Exception
+        ) as e:  # noqa: BLE001 - TensorFlow's and the saved function's errors are results
             error = dataclasses.asdict(error_info(e, progress.stage))
         raised = progress.upstream_error
         with open(os.path.join(folder, f"result-{index}.pkl"), "wb") as f:
-            pickle.dump(portable({"orders": _values(progress.done), "upstream": _values(progress.upstream),
-                                  "upstream_error": None if raised is None else dataclasses.asdict(error_info(*raised))}),
+            pickle.dump(portable({"orders": _values(progress.done),
+                                  "upstream": _values(progress.upstream),
+                                  "upstream_error": None if raised is None
+                                  else dataclasses.asdict(error_info(*raised))}),
                         f)
         yield {"point": index, "error": error}
 

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from harness.case import Case
-from harness.measure.modes.shared import Steps, build_error, build_subject, tape_chains, tf, upstream_tables
+from harness.measure.modes.shared import (
+    Steps,
+    build_error,
+    build_subject,
+    tape_chains,
+    tf,
+    upstream_tables,
+)
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "eager"
@@ -23,7 +30,8 @@ def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
             tables = upstream_tables(case, point, options)
             orders, weighted = tape_chains(subject, xs, case.order, options, progress,
                                            None if tables is None else tf.constant(tables))
-            outcomes.append(subject.ok(NAME, _values(orders), point, _values(weighted), progress.upstream_error))
+            outcomes.append(subject.ok(NAME, _values(orders), point, _values(weighted),
+                                       progress.upstream_error))
         except Exception as e:  # noqa: BLE001
             outcomes.append(subject.error(NAME, e, progress.stage, point, _values(progress.done)))
     return outcomes

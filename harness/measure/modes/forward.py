@@ -34,7 +34,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.case import Case, Point
-from harness.measure.modes.shared import (Steps, Subject, build_error, build_subject, flat_outputs, is_target, tape_chains,
+from harness.measure.modes.shared import (Steps, Subject, build_error, build_subject, flat_outputs,
+                                          is_target, tape_chains,
                                tf, upstream_tables, upstream_weights)
 from harness.records import ModeOutcome, RunOptions, Status
 
@@ -93,12 +94,14 @@ def skip_note(subject: Subject, point: Point) -> Optional[str]:
         # Seen on TF 2.21: for z**2 at 1+2j, the JVP along 1 is 2z = 2+4j where the
         # tape gives conj(2z) = 2-4j, and a real loss of z needs a second tangent, i.
         return (f"forward mode does not apply to complex sources ({', '.join(complex_sources)}): "
-                "ForwardAccumulator watches floating primals only (forwardprop.py, _watch warns so) and "
-                "its JVP along a real tangent is not the reverse-mode conj-convention gradient")
+                "ForwardAccumulator watches floating primals only (forwardprop.py, _watch warns "
+                "so) and its JVP along a real tangent is not the reverse-mode conj-convention "
+                "gradient")
     count = sum(int(np.prod(s.shape, dtype=np.int64)) for s in sources)
     if count > MAX_ELEMENTS:
         sizes = ", ".join(f"{s.name}: {int(np.prod(s.shape, dtype=np.int64))}" for s in sources)
-        return (f"forward mode needs one pass per source element: {count} elements ({sizes}) exceed "
+        return (f"forward mode needs one pass per source element: {count} elements ({sizes}) "
+                "exceed "
                 f"the limit of {MAX_ELEMENTS}")
     return None
 
@@ -119,10 +122,12 @@ def _gradient(subject: Subject, xs: Sequence, source, order: int, options: RunOp
         tangent = np.zeros(size, source.dtype.as_numpy_dtype)
         tangent[j] = 1
         progress = Steps()
-        with tf.autodiff.ForwardAccumulator(primals=source, tangents=tangent.reshape(source.shape)) as acc:
+        with tf.autodiff.ForwardAccumulator(primals=source,
+                                            tangents=tangent.reshape(source.shape)) as acc:
             orders, weighted = tape_chains(subject, xs, order - 1, options, progress,
                                            tables if raised is None else None)
-        plain.append(_sum([_contracted(acc.jvp(t), source.dtype) for t in orders[-1] if is_target(t)]))
+        plain.append(_sum([_contracted(acc.jvp(t), source.dtype) for t in orders[-1]
+                           if is_target(t)]))
         if tables is None or raised is not None:
             continue
         if progress.upstream_error is not None:
@@ -131,11 +136,13 @@ def _gradient(subject: Subject, xs: Sequence, source, order: int, options: RunOp
         below = ([orders[0]] + weighted)[-1]
         targets = [t for t in below if is_target(t)]
         try:
-            chain.append(_sum([_contracted(acc.jvp(t), source.dtype, upstream_weights(tables, order, i, t))
+            chain.append(_sum([_contracted(acc.jvp(t), source.dtype,
+                                           upstream_weights(tables, order, i, t))
                                for i, t in enumerate(targets)]))
         except Exception as e:  # noqa: BLE001 - the weighted chain's alone: the plain values stand
             raised = (e, f"order {order} with upstream weights")
-    weighted_gradient = None if tables is None or raised is not None else _assembled(chain, source, options)
+    weighted_gradient = (None if tables is None
+                         or raised is not None else _assembled(chain, source, options))
     return _assembled(plain, source, options), weighted_gradient, raised
 
 
@@ -152,7 +159,8 @@ def _assembled(elements: Sequence, source, options: RunOptions):
 
 
 def _contracted(jvp, dtype, weights=None):
-    """One target's JVP summed over its elements (times `weights` when given), in the source's dtype.
+    """One target's JVP summed over its elements (times `weights` when given), in the source's
+    dtype.
 
     A complex target of a real source keeps the real part, as reverse mode
     does: the tape's unit cotangent reaches a real input as Re(J) (the

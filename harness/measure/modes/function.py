@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from harness.case import Case
 from harness.measure.modes import _reuse
-from harness.measure.modes.shared import (Steps, Subject, build_error, build_subject, tape_chains, tf, traced_as_is,
+from harness.measure.modes.shared import (Steps, Subject, build_error, build_subject, tape_chains,
+                                          tf, traced_as_is,
                                   upstream_tables)
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "function"
 
 
-def compile_subject(subject: Subject, order: int, options: RunOptions, progress: Steps, weighted: bool = False,
-                    **function_options):
+def compile_subject(subject: Subject, order: int, options: RunOptions, progress: Steps,
+                    weighted: bool = False, **function_options):
     """The tf.function computing every order; `progress` shows the stage while tracing.
 
     With `weighted`, it takes the upstream weight tables as its first input and
@@ -33,14 +34,16 @@ def compile_subject(subject: Subject, order: int, options: RunOptions, progress:
     def all_orders(tables, *xs):
         progress.done = []  # symbolic values of a failed trace are of no use
         progress.upstream, progress.upstream_error = [], None
-        orders, chain = tape_chains(subject, xs, order, options, progress, tables, autograph=autograph)
+        orders, chain = tape_chains(subject, xs, order, options, progress, tables,
+                                    autograph=autograph)
         progress.upstream_errors[_signature(xs)] = progress.upstream_error
         progress.stage = "run"
         return {"orders": orders, "upstream": chain}
 
     if weighted:
         return tf.function(all_orders, **function_options)
-    return tf.function(traced_as_is(lambda *xs: all_orders(None, *xs)["orders"]), **function_options)
+    return tf.function(traced_as_is(lambda *xs: all_orders(None, *xs)["orders"]),
+                       **function_options)
 
 
 def _signature(xs) -> tuple:
@@ -52,7 +55,8 @@ def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
     return run_compiled(NAME, case, options)
 
 
-def run_compiled(name: str, case: Case, options: RunOptions, **function_options) -> list[ModeOutcome]:
+def run_compiled(name: str, case: Case, options: RunOptions,
+                 **function_options) -> list[ModeOutcome]:
     """Runs every point of `case` through one tf.function made with `function_options`.
 
     With the upstream check on, the function computes both chains. Should it
@@ -62,7 +66,8 @@ def run_compiled(name: str, case: Case, options: RunOptions, **function_options)
     """
     key = (name, case.id, options, tuple(sorted(function_options.items())))
     try:
-        built = _reuse.reused(key, lambda: _Built(build_subject(case), case.order, options, function_options))
+        built = _reuse.reused(key, lambda: _Built(build_subject(case), case.order, options,
+                                                  function_options))
     except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
         return build_error(case, name, e, case.points)
     outcomes = [_run_point(name, built, case, point, options) for point in case.points]
@@ -71,19 +76,22 @@ def run_compiled(name: str, case: Case, options: RunOptions, **function_options)
 
 
 class _Built:
-    """A case's tf.function for one mode and set of options; the plain chain's is made only when needed."""
+    """A case's tf.function for one mode and set of options; the plain chain's is made only when
+    needed."""
 
     def __init__(self, subject: Subject, order: int, options: RunOptions, function_options: dict):
-        self.subject, self.order, self.options, self.function_options = subject, order, options, function_options
+        self.subject, self.order, self.options, self.function_options = (subject, order, options,
+                                                                         function_options)
         self.progress = Steps()
-        self.compiled = compile_subject(subject, order, options, self.progress, weighted=options.upstream,
-                                        **function_options)
+        self.compiled = compile_subject(subject, order, options, self.progress,
+                                        weighted=options.upstream, **function_options)
         self.alone = Steps()
         self.plain = None
 
     def plain_chain(self):
         if self.plain is None:
-            self.plain = compile_subject(self.subject, self.order, self.options, self.alone, **self.function_options)
+            self.plain = compile_subject(self.subject, self.order, self.options, self.alone,
+                                         **self.function_options)
         return self.plain
 
 
@@ -99,7 +107,8 @@ def _run_point(name: str, built: _Built, case: Case, point, options: RunOptions)
         raised = progress.upstream_errors.get(_signature(xs))
         if raised is None and len(both["upstream"]) != case.order:
             # Traced under another signature than this call's: what stopped the chain was not kept.
-            raised = (RuntimeError(f"the weighted chain stopped after order {len(both['upstream'])} while "
+            raised = (RuntimeError("the weighted chain stopped after order "
+                                   f"{len(both['upstream'])} while "
                                    "tracing"), "run with upstream weights")
         return subject.ok(name, _values(both["orders"]), point, _values(both["upstream"]), raised)
     except Exception as e:  # noqa: BLE001

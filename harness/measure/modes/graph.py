@@ -12,14 +12,16 @@ from typing import Sequence
 from harness.measure import upstream
 from harness.case import Case, Point
 from harness.measure.modes import _reuse
-from harness.measure.modes.shared import (Steps, Subject, build_error, build_subject, dense, flat_outputs, is_target,
+from harness.measure.modes.shared import (Steps, Subject, build_error, build_subject, dense,
+                                          flat_outputs, is_target,
                                tf, unconnected, upstream_tables, upstream_weights)
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "graph"
 
 
-def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, progress: Steps, tables):
+def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, progress: Steps,
+                     tables):
     """Builds the plain orders into progress.done and, with `tables`, the weighted chain
     (grad_ys: the upstream weights) into progress.upstream."""
     sources = subject.sources(xs)
@@ -32,7 +34,8 @@ def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, prog
         if tables is None or progress.upstream_error is not None:
             continue
         try:
-            weighted = _gradients(weighted, sources, options, lambda i, t: upstream_weights(tables, k, i, t))
+            weighted = _gradients(weighted, sources,
+                                  options, lambda i, t: upstream_weights(tables, k, i, t))
             progress.upstream.append(weighted)
         except Exception as e:  # noqa: BLE001 - the case's grad_fn given a non-unit upstream
             progress.upstream_error = (e, f"order {k} with upstream weights")
@@ -60,12 +63,14 @@ def _fetch(session, orders, feed):
     return [[None if t is None else next(values) for t in o] for o in orders]
 
 
-def _run_point(session, progress: Steps, feed, subject: Subject, point: Point, built_all: bool) -> ModeOutcome:
+def _run_point(session, progress: Steps, feed, subject: Subject, point: Point,
+               built_all: bool) -> ModeOutcome:
     orders, chain = progress.done, progress.upstream
     if built_all:
         try:
             values = _fetch(session, orders + chain, feed)
-            return subject.ok(NAME, values[:len(orders)], point, values[len(orders):], progress.upstream_error)
+            return subject.ok(NAME, values[:len(orders)], point, values[len(orders):],
+                              progress.upstream_error)
         except Exception:  # noqa: BLE001 - found again below, with the order it belongs to
             pass
     # Either building stopped at an order, or running failed somewhere: run order
@@ -99,19 +104,22 @@ class _Built:
         self.error = None
         self.session = None
         with self.graph.as_default():
-            self.placeholders = [tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape, name=n)
+            self.placeholders = [tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape,
+                                                          name=n)
                                  for n, v in zip(point.names, point.values)]
             self.tables = None
             if options.upstream:
                 self.tables = tf.compat.v1.placeholder(
-                    tf.float64, shape=(case.order * upstream.TARGETS * upstream.PERIOD,), name="upstream_weights")
+                    tf.float64, shape=(case.order * upstream.TARGETS * upstream.PERIOD,),
+                    name="upstream_weights")
             try:
                 self.subject = build_subject(case)
             except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
                 self.error = e
                 return
             try:
-                _gradient_orders(self.subject, self.placeholders, case.order, options, self.progress, self.tables)
+                _gradient_orders(self.subject, self.placeholders, case.order, options,
+                                 self.progress, self.tables)
             except Exception as e:  # noqa: BLE001
                 self.progress.error = e
             init = tf.compat.v1.global_variables_initializer()
@@ -143,7 +151,8 @@ def _run_signature(case: Case, points: Sequence[Point], options: RunOptions) -> 
             feed = dict(zip(built.placeholders, p.values))
             if built.tables is not None:
                 feed[built.tables] = upstream_tables(case, p, options)
-            outcomes.append(_run_point(built.session, built.progress, feed, built.subject, p, built.built_all))
+            outcomes.append(_run_point(built.session, built.progress, feed, built.subject, p,
+                                       built.built_all))
         _reuse.observed(built)
         return outcomes
     finally:

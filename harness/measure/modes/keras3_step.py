@@ -1,11 +1,12 @@
 """The Keras 3 training-step modes: one step of a minimal Keras 3 model, as its `fit` takes it.
 
 From TensorFlow 2.16 `import keras` and `tf.keras` are Keras 3, with a trainer, optimizers and
-mixed precision of its own. These modes take a case there exactly as harness.measure.modes.keras_step
-takes it through tf_keras, and share that module's run, step, layer and model: the case's
-differentiated arguments are the weights of a Keras 3 layer, each of two steps (plain and upstream
-weights) is one call of the train function `fit` makes, and the gradient is read from the step,
-where the optimizer's `update_step` records what it applied. What differs is Keras 3's own:
+mixed precision of its own. These modes take a case there exactly as
+harness.measure.modes.keras_step takes it through tf_keras, and share that module's run, step, layer
+and model: the case's differentiated arguments are the weights of a Keras 3 layer, each of two steps
+(plain and upstream weights) is one call of the train function `fit` makes, and the gradient is read
+from the step, where the optimizer's `update_step` records what it applied. What differs is Keras
+3's own:
 
 - keras3_eager: compiled with run_eagerly=True.
 - keras3_fit: compile()'s defaults, whose jit_compile="auto" Keras 3 resolves to XLA on a machine

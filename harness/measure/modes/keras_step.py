@@ -4,30 +4,32 @@ The case's function is the body of a layer, `_CaseLayer`: each differentiated ar
 of its trainable weights (a builder's trainable variables are trained as they are), read into a
 tensor (autocast under a mixed-precision policy) and passed to the function. The layer's output
 per sample is the weighted sum of the function's floating outputs with that sample's weights: the
-upstream weights of order 1 (harness.measure.upstream) for the weighted chain, ones for the plain one.
-The model is compiled with a per-sample loss equal to that output, and plain SGD; one call of
-the train function `fit` makes (`make_train_function`), on an iterator over a distributed dataset
-of batches of two samples, as fit calls it, takes one step. The gradient is read from the step: the optimizer's
-`update_step(gradient, variable)`, the method every tf_keras optimizer implements to apply a
-gradient, records what it is given (after the loss-scale optimizer unscaled it and the strategy
-all-reduced it) in a slot beside each weight. Reading it back from the variable's change would
-lose digits to the update's rounding (w - lr * g in the weight's dtype).
+upstream weights of order 1 (harness.measure.upstream) for the weighted chain, ones for the plain
+one. The model is compiled with a per-sample loss equal to that output, and plain SGD; one call of
+the train function `fit` makes (`make_train_function`), on an iterator over a distributed dataset of
+batches of two samples, as fit calls it, takes one step. The gradient is read from the step: the
+optimizer's `update_step(gradient, variable)`, the method every tf_keras optimizer implements to
+apply a gradient, records what it is given (after the loss-scale optimizer unscaled it and the
+strategy all-reduced it) in a slot beside each weight. Reading it back from the variable's change
+would lose digits to the update's rounding (w - lr * g in the weight's dtype).
 
 - keras_eager: compiled with run_eagerly=True.
 - keras_fit: the default compiled train function.
 - keras_xla: jit_compile=True.
 - keras_mixed: the mixed_float16 policy while the layers and the model are made: the function
   computes in float16 from float32 weights (autocast), the optimizer is wrapped in a
-  LossScaleOptimizer by compile; judged with tolerance.NARROW_TOLERANCES. A step the loss-scale optimizer
-  skips (a non-finite scaled gradient halves the scale) is taken again, as fit's next step would.
+  LossScaleOptimizer by compile; judged with tolerance.NARROW_TOLERANCES. A step the loss-scale
+  optimizer skips (a non-finite scaled gradient halves the scale) is taken again, as fit's next step
+  would.
 - keras_mirrored: under tf.distribute.MirroredStrategy over two logical CPU devices (made by
   `_devices.split_cpu` before TensorFlow initialises): each replica takes one of the two samples,
   Keras divides the loss by the global batch, and the optimizer all-reduces (sums) the gradients.
 
-After the first step of a compiled train function without XLA, harness.measure.modes._step_order checks
-that Grappler's rewrite of it still orders every read of a trained weight that feeds a gradient
-before the weight's update; where it does not, the step is fit's own race, and the mode reports
-UpdateRace (naming the weight and the two ops) instead of values that change from run to run.
+After the first step of a compiled train function without XLA, harness.measure.modes._step_order
+checks that Grappler's rewrite of it still orders every read of a trained weight that feeds a
+gradient before the weight's update; where it does not, the step is fit's own race, and the mode
+reports UpdateRace (naming the weight and the two ops) instead of values that change from run to
+run.
 
 Two steps per point, plain and weighted, each after assigning the point's values (the arguments
 that are not differentiated are non-trainable variables of the layer) and the builder's initial
@@ -47,15 +49,31 @@ import numpy as np
 from harness.measure import upstream
 from harness.case import Case, Point
 from harness.measure.modes import _devices, _reuse, _step_order
-from harness.measure.modes.shared import Subject, build_error, build_subject, flat_outputs, is_target, tf
-from harness.measure.modes.step_rules import BATCH, LEARNING_RATE, MIXED_TRIES, NEEDS_KERAS, WIDTH, weight_row, why_not
+from harness.measure.modes.shared import (
+    Subject,
+    build_error,
+    build_subject,
+    flat_outputs,
+    is_target,
+    tf,
+)
+from harness.measure.modes.step_rules import (
+    BATCH,
+    LEARNING_RATE,
+    MIXED_TRIES,
+    NEEDS_KERAS,
+    WIDTH,
+    weight_row,
+    why_not,
+)
 from harness.records import ModeOutcome, Output, RunOptions, Status, error_info
 
 __all__ = ["Flavour", "KERAS2", "Mode", "keras", "run", "runner_for"]
 
 
 def keras():
-    """The Keras 2 module: tf_keras, or tf.keras before TensorFlow 2.16; None when neither is there."""
+    """The Keras 2 module: tf_keras, or tf.keras before TensorFlow 2.16; None when neither is
+    there."""
     try:
         import tf_keras  # noqa: PLC0415
 
@@ -103,7 +121,8 @@ class Flavour:
 class Mode:
     def __init__(self, name: str, compile_options: dict, mixed: bool = False,
                  mirrored: bool = False, flavour: Optional[Flavour] = None):
-        self.name, self.compile_options, self.mixed, self.mirrored = name, compile_options, mixed, mirrored
+        self.name, self.compile_options, self.mixed, self.mirrored = (name, compile_options, mixed,
+                                                                      mirrored)
         self.flavour = flavour or KERAS2
 
     def run(self, case: Case, options: RunOptions) -> list[ModeOutcome]:
@@ -168,7 +187,8 @@ def _strategy():
 
 @contextlib.contextmanager
 def _policy(module, name: Optional[str]):
-    """The global dtype policy `name` while the layers are made (the builder's too), then the one before."""
+    """The global dtype policy `name` while the layers are made (the builder's too), then the one
+    before."""
     if name is None:
         yield
         return
@@ -198,13 +218,16 @@ class _Step:
                 raise NotApplicable(reason)
             optimizer = mode.flavour.optimizer(module)(learning_rate=LEARNING_RATE)
             self.model.compile(optimizer=optimizer, loss=_per_sample, **mode.compile_options)
-            # What fit does per step: its train function, on an iterator over the distributed dataset
-            # (train_on_batch would make and distribute a dataset at every call). The batch is two dummy
-            # samples; each sample's loss weights are the layer's `row` variable, assigned per step.
+            # What fit does per step: its train function, on an iterator over the distributed
+            # dataset (train_on_batch would make and distribute a dataset at every call). The batch
+            # is two dummy samples; each sample's loss weights are the layer's `row` variable,
+            # assigned per step.
             arrays = (np.zeros((BATCH, 1), np.float32), np.zeros((BATCH,), np.float32))
             mode.flavour.prepare(self.model, arrays)
             batch = tf.data.Dataset.from_tensors(arrays).repeat()
-            self.iterator = iter(self.model.distribute_strategy.experimental_distribute_dataset(batch))
+            self.iterator = iter(
+                self.model.distribute_strategy.experimental_distribute_dataset(batch)
+            )
             # tf_keras returns the train function; Keras 3 keeps it on the model.
             self.train_function = self.model.make_train_function() or self.model.train_function
         self.note = mode.flavour.note(self.model, mode.compile_options)
@@ -254,26 +277,31 @@ class _Step:
             if self.options.upstream:
                 stage = "order 1 with upstream weights"
                 try:
-                    weighted = self._step(point, weight_row(self.case.id, point.label, weighted=True))
+                    weighted = self._step(point,
+                                          weight_row(self.case.id, point.label, weighted=True))
                 except NotApplicable:
                     raise
-                except Exception as e:  # noqa: BLE001 - the weighted step alone failed: the case's grad_fn
-                    return self._outcome(point, sources, plain, None, (e, f"{stage}, training step"))
+                except (
+                    Exception
+                ) as e:  # noqa: BLE001 - the weighted step alone failed: the case's grad_fn
+                    return self._outcome(point, sources, plain,
+                                         None, (e, f"{stage}, training step"))
         except NotApplicable as e:
             return _skip(self.mode.name, str(e))
         except Exception as e:  # noqa: BLE001
             if self.layer.not_applicable:
                 return _skip(self.mode.name, self.layer.not_applicable)
             return ModeOutcome(mode=self.mode.name, status=Status.ERROR, orders=((),),
-                               error=_error_info(e, f"{stage}, training step"), sources=sources, top_order=1,
-                               computed_in="float16" if self.mode.mixed else "")
+                               error=_error_info(e, f"{stage}, training step"), sources=sources,
+                               top_order=1, computed_in="float16" if self.mode.mixed else "")
         return self._outcome(point, sources, plain, weighted, None)
 
     def _outcome(self, point, sources, plain, weighted, raised) -> ModeOutcome:
-        return ModeOutcome(mode=self.mode.name, status=Status.OK, orders=((), _outputs(plain, sources)),
-                           sources=sources, upstream=() if weighted is None else (_outputs(weighted, sources),),
-                           upstream_error=None if raised is None else _error_info(*raised), top_order=1,
-                           note=self.note,
+        return ModeOutcome(mode=self.mode.name, status=Status.OK,
+                           orders=((), _outputs(plain, sources)), sources=sources,
+                           upstream=() if weighted is None else (_outputs(weighted, sources),),
+                           upstream_error=None if raised is None else _error_info(*raised),
+                           top_order=1, note=self.note,
                            computed_in="float16" if self.mode.mixed else "")
 
     def _step(self, point: Point, row: np.ndarray) -> list:
@@ -299,9 +327,10 @@ class _Step:
                 break  # applied (without a loss-scale optimizer nothing skips a step)
         else:
             raise FloatingPointError(
-                f"the loss-scale optimizer skipped all {tries} steps taken (loss scale {first:g} down to "
-                f"{self._loss_scale():g}): a gradient was not finite in float16 at every scale, so no step "
-                "updates the weights")
+                f"the loss-scale optimizer skipped all {tries} steps taken (loss scale {first:g} "
+                "down to "
+                f"{self._loss_scale():g}): a gradient was not finite in float16 at every scale, so "
+                "no step updates the weights")
         found = []
         for variable, (value, seen) in zip(self.trained, records):
             if seen:
@@ -313,17 +342,21 @@ class _Step:
 
 
 def _error_info(exc: BaseException, stage: str):
-    """The exception's record, without the call arguments tf_keras appends to an exception raised in a
-    layer's call ("Call arguments received by layer ...: • samples=..."): its own line comes before them."""
+    """The exception's record, without the call arguments tf_keras appends to an exception raised
+    in a layer's call ("Call arguments received by layer ...: • samples=..."): its own line comes
+    before them."""
     info = error_info(exc, stage)
     message, cut, _ = info.message.partition("Call arguments received by layer")
     if message.startswith("Exception encountered when calling layer"):
-        message = message.partition("\n\n")[2]  # its first paragraph names the layer, the rest is the error
+        message = message.partition("\n\n")[
+            2
+        ]  # its first paragraph names the layer, the rest is the error
     return dataclasses.replace(info, message=message.strip()) if cut else info
 
 
 def _outputs(values, sources) -> tuple[Output, ...]:
-    return tuple(Output.of(None, s.dtype, s.shape) if v is None else Output.of(v) for v, s in zip(values, sources))
+    return tuple(Output.of(None, s.dtype, s.shape) if v is None else Output.of(v)
+                 for v, s in zip(values, sources))
 
 
 def _per_sample(y_true, y_pred):
@@ -348,17 +381,19 @@ def _case_layer(module):
             self._case = case
             self._count = len(point.values)
             # The arguments not differentiated: assigned at every point, never trained.
-            self.constants = {str(i): tf.Variable(point.values[i], trainable=False, name=f"argument{i}")
+            self.constants = {str(i): tf.Variable(point.values[i], trainable=False,
+                                                  name=f"argument{i}")
                               for i in range(len(point.values)) if i not in case.wrt_indices}
             self.case_arguments = [self.add_weight(name=name, shape=point.values[i].shape,
-                                              dtype=tf.as_dtype(point.values[i].dtype), initializer="zeros",
-                                              trainable=True)
+                                              dtype=tf.as_dtype(point.values[i].dtype),
+                                              initializer="zeros", trainable=True)
                               for name, i in zip(case.wrt, case.wrt_indices)]
             # Tracked, so the model trains them: the builder's trainable variables (a Keras model it
             # returned is tracked as the function itself).
             self.case_variables = list(subject.variables)
             # Each sample's loss weights (step_rules.weight_row), assigned before each step.
-            self.row = tf.Variable(np.zeros(WIDTH, np.float32), trainable=False, name="loss_weights")
+            self.row = tf.Variable(np.zeros(WIDTH, np.float32), trainable=False,
+                                   name="loss_weights")
             self.not_applicable = ""
 
         def call(self, samples):
@@ -379,13 +414,15 @@ def _case_layer(module):
             targets = [t for t in outputs if is_target(t)]
             complex_ = [t for t in targets if t.dtype.is_complex]
             if not targets or complex_:
-                self.not_applicable = ("the function has a complex output: a training loss is real" if complex_
+                self.not_applicable = ("the function has a complex output: a training loss is real"
+                                       if complex_
                                        else "the function has no floating output to train on")
                 raise NotApplicable(self.not_applicable)
-            # The gradient of this linear loss needs nothing of the forward's values, so without this
-            # control dependency TensorFlow may run a weight's update before a forward read of that
-            # weight which the backward still uses (seen: x's update before grad_fn's read of x). The
-            # gradient of a loss that depends on the outputs waits for them anyway; so do these weights.
+            # The gradient of this linear loss needs nothing of the forward's values, so without
+            # this control dependency TensorFlow may run a weight's update before a forward read of
+            # that weight which the backward still uses (seen: x's update before grad_fn's read of
+            # x). The gradient of a loss that depends on the outputs waits for them anyway; so do
+            # these weights.
             with tf.control_dependencies(targets):
                 rows = tf.identity(rows)
             total = tf.zeros(tf.shape(rows)[:1], tf.float32)
@@ -401,7 +438,8 @@ def _weighted_sum(rows, index: int, target):
     """Per sample, sum(w * target) with that sample's weights for target `index` (as
     shared.upstream_weights picks them at order 1), in the target's dtype, then as float32."""
     flat = tf.reshape(target, [-1])
-    picked = (index % upstream.TARGETS) * upstream.PERIOD + tf.range(tf.size(flat)) % upstream.PERIOD
+    picked = (index
+              % upstream.TARGETS) * upstream.PERIOD + tf.range(tf.size(flat)) % upstream.PERIOD
     weights = tf.cast(tf.gather(rows, picked, axis=1), target.dtype)
     return tf.reduce_sum(tf.cast(weights * flat[tf.newaxis, :], tf.float32), axis=1)
 
@@ -453,7 +491,8 @@ def _recording_sgd(module):
         return _CLASSES["sgd"]
 
     class _RecordingSGD(RecordsApplied, module.optimizers.SGD):
-        """Plain SGD that keeps, in a slot beside each weight, the gradient `update_step` applied."""
+        """Plain SGD that keeps, in a slot beside each weight, the gradient `update_step`
+        applied."""
 
         def build(self, var_list):
             super().build(var_list)
@@ -462,11 +501,14 @@ def _recording_sgd(module):
             self._records = {}
             for variable in var_list:
                 key = self._var_key(variable)
-                self._records[key] = (self.add_variable_from_reference(variable, "applied_gradient"),
-                                      self.add_variable_from_reference(variable, "applied", shape=[]))
+                self._records[key] = (self.add_variable_from_reference(variable,
+                                                                       "applied_gradient"),
+                                      self.add_variable_from_reference(variable, "applied",
+                                                                       shape=[]))
 
         def update_step(self, gradient, variable):
-            # SGD's own update first: a gradient it cannot apply (a malformed shape) fails as in fit.
+            # SGD's own update first: a gradient it cannot apply (a malformed shape) fails as in
+            # fit.
             applied = super().update_step(gradient, variable)
             self._note_applied(gradient, variable)
             return applied

@@ -44,7 +44,8 @@ from typing import Optional, Sequence
 
 from harness.measure import upstream
 from harness.case import Case, Point
-from harness.measure.modes.shared import (Subject, build_error, build_subject, flat_outputs, forward, portable, restored, tf,
+from harness.measure.modes.shared import (Subject, build_error, build_subject, flat_outputs,
+                                          forward, portable, restored, tf,
                                   traced_as_is)
 from harness.records import ErrorInfo, ModeOutcome, RunOptions, Status
 
@@ -73,9 +74,9 @@ class _Restorer:
         self.errors = tempfile.TemporaryFile()
         path = os.environ.get("PYTHONPATH")
         env = dict(os.environ, PYTHONPATH=_ROOT + (os.pathsep + path if path else ""))
-        self.process = subprocess.Popen([sys.executable, "-m", _RESTORER_MODULE], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=self.errors, env=env,
-                                        encoding="utf-8")
+        self.process = subprocess.Popen([sys.executable, "-m", _RESTORER_MODULE],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.errors, env=env, encoding="utf-8")
         atexit.register(self.close)
 
     @property
@@ -134,7 +135,8 @@ class _Mode:
         self.custom_gradients = custom_gradients
 
     def run(self, case: Case, options: RunOptions) -> list[ModeOutcome]:
-        """Runs every point of `case`: builds and saves here, loads and differentiates in the restorer."""
+        """Runs every point of `case`: builds and saves here, loads and differentiates in the
+        restorer."""
         _running_restorer()  # starts importing TensorFlow while this process traces and saves
         try:
             subject = build_subject(case)
@@ -143,8 +145,11 @@ class _Mode:
         folder = tempfile.mkdtemp(prefix=f"harness-{self.NAME}-")
         try:
             try:
-                names = _save(subject, case.points, os.path.join(folder, "model"), self.custom_gradients)
-            except Exception as e:  # noqa: BLE001 - tracing runs the case's code; saving may refuse it
+                names = _save(subject, case.points, os.path.join(folder, "model"),
+                              self.custom_gradients)
+            except (
+                Exception
+            ) as e:  # noqa: BLE001 - tracing runs the case's code; saving may refuse it
                 return [subject.error(self.NAME, e, "save", p) for p in case.points]
             with open(os.path.join(folder, "points.pkl"), "wb") as f:
                 pickle.dump(portable([(n, list(p.values)) for n, p in zip(names, case.points)]), f)
@@ -152,7 +157,8 @@ class _Mode:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _load_and_run(self, subject: Subject, case: Case, folder: str, options: RunOptions) -> list[ModeOutcome]:
+    def _load_and_run(self, subject: Subject, case: Case, folder: str,
+                      options: RunOptions) -> list[ModeOutcome]:
         """Every point's outcome from the restorer; a point that kills it is a crash, and a
         new restorer takes the points after it."""
         outcomes: list[ModeOutcome] = []
@@ -161,12 +167,14 @@ class _Mode:
             request = {"folder": folder, "points": list(range(len(outcomes), len(case.points))),
                        "order": case.order, "wrt": list(case.wrt_indices),
                        "unconnected_zero": options.unconnected_zero,
-                       "upstream": [upstream.seed(case.id, p.label) for p in case.points] if options.upstream else None}
+                       "upstream": [upstream.seed(case.id, p.label) for p in case.points]
+                       if options.upstream else None}
             sent = restorer.send(request)
             for index in request["points"]:
                 reply = restorer.receive() if sent else None
                 if reply is None:
-                    outcomes.append(_crash(self.NAME, subject, case.points[index], restorer.death()))
+                    outcomes.append(_crash(self.NAME, subject, case.points[index],
+                                           restorer.death()))
                     break
                 outcomes.append(self._outcome(subject, case.points[index], folder, reply))
         return outcomes
@@ -179,7 +187,8 @@ class _Mode:
             outcome = dataclasses.replace(outcome, upstream_error=_error(found["upstream_error"]))
         if reply["error"] is None:
             return outcome
-        return dataclasses.replace(outcome, status=Status.ERROR, upstream=(), error=_error(reply["error"]))
+        return dataclasses.replace(outcome, status=Status.ERROR, upstream=(),
+                                   error=_error(reply["error"]))
 
 
 def _error(error: dict) -> ErrorInfo:
@@ -209,10 +218,12 @@ def _running_restorer() -> _Restorer:
 def _crash(mode: str, subject: Subject, point: Point, message: str) -> ModeOutcome:
     # Which order it was computing died with it: "run", as for a compiled function.
     return ModeOutcome(mode=mode, status=Status.CRASH, sources=subject.records(point),
-                       error=ErrorInfo(type=Status.CRASH.value, bases=(), message=message, stage="run"))
+                       error=ErrorInfo(type=Status.CRASH.value, bases=(), message=message,
+                                       stage="run"))
 
 
-def _save(subject: Subject, points: Sequence[Point], path: str, custom_gradients: bool) -> list[str]:
+def _save(subject: Subject, points: Sequence[Point], path: str,
+          custom_gradients: bool) -> list[str]:
     """Saves one tf.function per input signature at `path`; returns each point's function name.
 
     The module tracks every variable the builder created, not only the
@@ -235,8 +246,12 @@ def _save(subject: Subject, points: Sequence[Point], path: str, custom_gradients
             setattr(module, name, tf.function(call, input_signature=spec))
             by_signature[point.signature] = name
     # No serving signature: it would only add a second entry point to the same function.
-    tf.saved_model.save(module, path, signatures={},
-                        options=tf.saved_model.SaveOptions(experimental_custom_gradients=custom_gradients))
+    tf.saved_model.save(
+        module,
+        path,
+        signatures={},
+        options=tf.saved_model.SaveOptions(experimental_custom_gradients=custom_gradients),
+    )
     return [by_signature[p.signature] for p in points]
 
 

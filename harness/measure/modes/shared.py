@@ -11,7 +11,8 @@ is reported at order 0 and not differentiated.
 What belongs here is code more than one mode runs, in the worker (or the SavedModel
 restorer process), with TensorFlow imported. Code the main process runs, or that needs
 no TensorFlow, belongs elsewhere: records and their rules in harness.records, comparison
-in harness.judge.compare, judging in harness.judge.verdict. Importing this module imports TensorFlow.
+in harness.judge.compare, judging in harness.judge.verdict. Importing this module imports
+TensorFlow.
 """
 
 from __future__ import annotations
@@ -26,11 +27,19 @@ from tensorflow.python.autograph.impl import api as _autograph
 from harness.measure import probe
 from harness.measure import upstream
 from harness.case import Case, Point
-from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, RunOptions, Status, error_info
+from harness.records import (
+    Differentiated,
+    ErrorInfo,
+    ModeOutcome,
+    Output,
+    RunOptions,
+    Status,
+    error_info,
+)
 
-__all__ = ["tf", "Steps", "Subject", "build_subject", "build_error", "portable", "restored", "unconnected",
-           "is_target", "flat_outputs", "tape_orders", "tape_chains", "upstream_weights", "upstream_tables",
-           "order_stage", "dense", "traced_as_is", "forward"]
+__all__ = ["tf", "Steps", "Subject", "build_subject", "build_error", "portable", "restored",
+           "unconnected", "is_target", "flat_outputs", "tape_orders", "tape_chains",
+           "upstream_weights", "upstream_tables", "order_stage", "dense", "traced_as_is", "forward"]
 
 
 class Steps:
@@ -79,7 +88,8 @@ def restored(obj: Any) -> Any:
 
 
 def unconnected(options: RunOptions):
-    return tf.UnconnectedGradients.ZERO if options.unconnected_zero else tf.UnconnectedGradients.NONE
+    return (tf.UnconnectedGradients.ZERO if options.unconnected_zero
+            else tf.UnconnectedGradients.NONE)
 
 
 def is_target(t) -> bool:
@@ -100,7 +110,8 @@ def flat_outputs(result: Any) -> list:
     outputs = [tf.convert_to_tensor(t) for t in tf.nest.flatten(result)]
     for t in outputs:
         if not _numeric(t.dtype):
-            raise TypeError(f"the function returned a tf.{t.dtype.name} output; return numbers or tensors")
+            raise TypeError(f"the function returned a tf.{t.dtype.name} output; return numbers or "
+                            "tensors")
     return outputs
 
 
@@ -120,7 +131,8 @@ def upstream_weights(tables, order: int, index: int, target):
     make it; the cast is exact, every weight being a multiple of 1/8."""
     offset = ((order - 1) * upstream.TARGETS + index % upstream.TARGETS) * upstream.PERIOD
     if target.shape.is_fully_defined():
-        picked = tf.gather(tables, offset + np.arange(target.shape.num_elements()) % upstream.PERIOD)
+        picked = tf.gather(tables,
+                           offset + np.arange(target.shape.num_elements()) % upstream.PERIOD)
         return tf.reshape(tf.cast(picked, target.dtype), target.shape.as_list())
     picked = tf.gather(tables, offset + tf.range(tf.size(target)) % upstream.PERIOD)
     return tf.reshape(tf.cast(picked, target.dtype), tf.shape(target))
@@ -191,7 +203,8 @@ def _nest(subject: "Subject", xs: Sequence, order: int, options: RunOptions, pro
         else:
             keywords = {"unconnected_gradients": unconnected(options)}
             if tables is not None:
-                keywords["output_gradients"] = [upstream_weights(tables, k, i, t) for i, t in enumerate(targets)]
+                keywords["output_gradients"] = [upstream_weights(tables, k, i, t)
+                                                for i, t in enumerate(targets)]
             grads = _tape_gradient(tape, targets, sources, keywords, autograph)
         orders.append([dense(g) for g in grads])
         progress.done.append(orders[-1])
@@ -213,7 +226,8 @@ def _nest(subject: "Subject", xs: Sequence, order: int, options: RunOptions, pro
 # code:", a class with an unusual constructor becoming StagingError).
 # What tf.function passes (autograph_handler in eager/polymorphic_function/autograph_util.py, with
 # its default experimental_autograph_options=None: no optional features, so no name scopes).
-_CONVERTED = _autograph_converter.ConversionOptions(recursive=True, user_requested=True, optional_features=None)
+_CONVERTED = _autograph_converter.ConversionOptions(recursive=True, user_requested=True,
+                                                    optional_features=None)
 
 
 def traced_as_is(fn: Callable) -> Callable:
@@ -273,18 +287,21 @@ class Subject:
         return [xs[i] for i in self.case.wrt_indices] + self.variables
 
     def records(self, point: Point) -> tuple[Differentiated, ...]:
-        args = [Differentiated(name=n, dtype=point.values[i].dtype.name, shape=tuple(point.values[i].shape))
+        args = [Differentiated(name=n, dtype=point.values[i].dtype.name,
+                               shape=tuple(point.values[i].shape))
                 for n, i in zip(self.case.wrt, self.case.wrt_indices)]
         return tuple(args) + tuple(Differentiated(name=f"var{i}", dtype=v.dtype.base_dtype.name,
                                           shape=tuple(v.shape.as_list()))
                                    for i, v in enumerate(self.variables))
 
-    def ok(self, mode: str, orders: Sequence[Sequence], point: Point, weighted: Sequence[Sequence] = (),
+    def ok(self, mode: str, orders: Sequence[Sequence], point: Point,
+           weighted: Sequence[Sequence] = (),
            weighted_error: Optional[tuple[BaseException, str]] = None) -> ModeOutcome:
         """An OK outcome from NumPy values (or None) per order, and the weighted chain's."""
         sources = self.records(point)
-        return ModeOutcome(mode=mode, status=Status.OK, orders=_records(orders, sources), sources=sources,
-                           upstream=_records_from(weighted, sources), upstream_error=_error_of(weighted_error))
+        return ModeOutcome(mode=mode, status=Status.OK, orders=_records(orders, sources),
+                           sources=sources, upstream=_records_from(weighted, sources),
+                           upstream_error=_error_of(weighted_error))
 
     def error(self, mode: str, exc: BaseException, stage: str, point: Point,
               partial: Sequence[Sequence] = ()) -> ModeOutcome:
@@ -295,8 +312,10 @@ class Subject:
 
 
 def upstream_tables(case: Case, point: Point, options: RunOptions) -> Optional[np.ndarray]:
-    """The weighted chain's tables at `point`, flat float64, or None when the upstream check is off."""
-    return upstream.flat_tables(upstream.seed(case.id, point.label), case.order) if options.upstream else None
+    """The weighted chain's tables at `point`, flat float64, or None when the upstream check is
+    off."""
+    return (upstream.flat_tables(upstream.seed(case.id, point.label), case.order)
+            if options.upstream else None)
 
 
 def _error_of(raised: Optional[tuple[BaseException, str]]) -> Optional[ErrorInfo]:
@@ -322,17 +341,19 @@ def build_subject(case: Case) -> Subject:
     with tf.variable_creator_scope(record), probe.paused():
         fn = case.build()
     if not callable(fn):
-        raise TypeError(f"build() returned {type(fn).__name__}, not a callable; return the function under test")
+        raise TypeError(f"build() returned {type(fn).__name__}, not a callable; return the "
+                        "function under test")
     # Only floating and complex variables have gradients: tf-keras models also create
     # int64 step counters, trainable by tf.Variable's default, in eager mode only.
     variables = [v for v in created if v.trainable and is_target(v)] if case.wrt_variables else []
     if case.wrt_variables and not variables:
-        raise ValueError("wrt_variables is set but build() created no trainable variable; create the "
-                         "variables (or build the Keras layers) inside build()")
+        raise ValueError("wrt_variables is set but build() created no trainable variable; create "
+                         "the variables (or build the Keras layers) inside build()")
     return Subject(case, fn, variables, created)
 
 
-def build_error(case: Case, mode: str, exc: BaseException, points: Sequence[Point]) -> list[ModeOutcome]:
+def build_error(case: Case, mode: str, exc: BaseException,
+                points: Sequence[Point]) -> list[ModeOutcome]:
     """Every point's outcome when the builder itself raised."""
     return [Subject(case, None, []).error(mode, exc, "build", p) for p in points]
 
@@ -348,10 +369,12 @@ def _to_outputs(values: Sequence, like: Optional[Sequence[Differentiated]]) -> t
     return tuple(outs)
 
 
-def _records(orders: Sequence[Sequence], sources: Sequence[Differentiated]) -> tuple[tuple[Output, ...], ...]:
+def _records(orders: Sequence[Sequence],
+             sources: Sequence[Differentiated]) -> tuple[tuple[Output, ...], ...]:
     return tuple(_to_outputs(o, None if k == 0 else sources) for k, o in enumerate(orders))
 
 
-def _records_from(weighted: Sequence[Sequence], sources: Sequence[Differentiated]) -> tuple[tuple[Output, ...], ...]:
+def _records_from(weighted: Sequence[Sequence],
+                  sources: Sequence[Differentiated]) -> tuple[tuple[Output, ...], ...]:
     """Orders 1.. of the weighted chain: every one is a gradient per source."""
     return tuple(_to_outputs(o, sources) for o in weighted)

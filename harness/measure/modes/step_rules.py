@@ -5,8 +5,8 @@ A step trains the case's differentiated arguments as Keras weights, so each must
 floating tensor, and under the mixed_float16 policy a float32 one (the policy's variable dtype).
 Its loss is, per sample, the weighted sum of the function's floating outputs: target i (the i-th
 floating output) takes row[(i % TARGETS) * PERIOD + j % PERIOD] for its j-th element, the layout
-of harness.measure.upstream's order 1 tables, so the weighted step's loss is the weighted chain's order 1
-target, and the plain step's (a row of ones) is the plain contraction's.
+of harness.measure.upstream's order 1 tables, so the weighted step's loss is the weighted chain's
+order 1 target, and the plain step's (a row of ones) is the plain contraction's.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import numpy as np
 from harness.measure import upstream
 from harness.case import Case, Point
 
-__all__ = ["BATCH", "LEARNING_RATE", "MIXED", "MIXED_TRIES", "NEEDS_KERAS", "WIDTH", "weight_row", "why_not"]
+__all__ = ["BATCH", "LEARNING_RATE", "MIXED", "MIXED_TRIES", "NEEDS_KERAS", "WIDTH", "weight_row",
+           "why_not"]
 
 # Plain SGD's learning rate: a power of two (the step reads the gradient, not the update, anyway).
 LEARNING_RATE = 0.5
@@ -33,8 +34,8 @@ WIDTH = upstream.TARGETS * upstream.PERIOD
 MIXED = "keras_mixed"
 MIXED_MODES = (MIXED, "keras3_mixed")
 
-NEEDS_KERAS = ("needs tf_keras (pip install '.[keras]' in the harness checkout): from TensorFlow 2.16 tf.keras is Keras 3, "
-               "whose training loop these modes do not drive")
+NEEDS_KERAS = ("needs tf_keras (pip install '.[keras]' in the harness checkout): from TensorFlow "
+               "2.16 tf.keras is Keras 3, whose training loop these modes do not drive")
 
 
 def why_not(mode: str, case: Case, point: Point) -> Optional[str]:
@@ -42,11 +43,11 @@ def why_not(mode: str, case: Case, point: Point) -> Optional[str]:
     for name, i in zip(case.wrt, case.wrt_indices):
         dtype = np.asarray(point.values[i]).dtype
         if dtype.kind == "c":
-            return (f"{name} is {dtype.name}: a training step trains real floating weights on a real loss, "
-                    "so complex inputs are not trained")
+            return (f"{name} is {dtype.name}: a training step trains real floating weights on a "
+                    "real loss, so complex inputs are not trained")
         if mode in MIXED_MODES and dtype.name != "float32":
-            return (f"{name} is {dtype.name}: the mixed_float16 policy trains float32 weights and computes in "
-                    "float16, so only float32 inputs are trained under it")
+            return (f"{name} is {dtype.name}: the mixed_float16 policy trains float32 weights and "
+                    "computes in float16, so only float32 inputs are trained under it")
     return None
 
 

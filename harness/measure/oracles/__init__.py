@@ -73,16 +73,21 @@ def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
                 found["numeric"] = numeric
                 if weighted is not None:
                     found["upstream"] = weighted
-            elif name == "upstream":  # the numeric oracle is off: only what the chain raised is seen
+            elif (
+                name == "upstream"
+            ):  # the numeric oracle is off: only what the chain raised is seen
                 found[name] = _upstream_without_numeric(agreed)
             elif name == "reference":
                 found[name] = _with_note(_reference(case, point, agreed, options), note)
             else:
                 found[name] = _with_note(_analytic(case, point, agreed), note)
-        except Exception as e:  # noqa: BLE001 - a fault in the oracle's own code must not pass quietly
+        except (
+            Exception
+        ) as e:  # noqa: BLE001 - a fault in the oracle's own code must not pass quietly
             error = OracleOutcome(name=name, status="error",
-                                  note=f"the {name} oracle itself raised {type(e).__name__}: {e} (a fault in the "
-                                       "harness's oracle code, not a verdict on the case)")
+                                  note=f"the {name} oracle itself raised {type(e).__name__}: {e} "
+                                       "(a fault in the harness's oracle code, not a verdict on "
+                                       "the case)")
             found[name] = error
             if name == "numeric" and "upstream" in wanted:
                 found["upstream"] = dataclasses.replace(error, name="upstream")
@@ -90,7 +95,9 @@ def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
 
 
 def _upstream_without_numeric(agreed: ModeOutcome) -> OracleOutcome:
-    return upstream_failed(agreed, "the numeric oracle is off (--nonumeric): the weighted chain is only compared "
+    return upstream_failed(agreed,
+                           "the numeric oracle is off (--nonumeric): the weighted chain is only "
+                           "compared "
                                     "across modes")
 
 
@@ -99,44 +106,49 @@ def _with_note(outcome: OracleOutcome, note: str) -> OracleOutcome:
     return dataclasses.replace(outcome, note=outcome.note + note) if note else outcome
 
 
-
 # -- analytic -------------------------------------------------------------------------------
 
 def _analytic(case: Case, point: Point, agreed: ModeOutcome) -> OracleOutcome:
     try:
         expected = case.analytic(*[np.array(v) for v in point.values])
     except Exception as e:  # noqa: BLE001 - the case's own code
-        return OracleOutcome(name="analytic", status="error", note=f"analytic raises {type(e).__name__}: {e}")
+        return OracleOutcome(name="analytic", status="error",
+                             note=f"analytic raises {type(e).__name__}: {e}")
     if not isinstance(expected, dict) or not all(isinstance(k, int) for k in expected):
         return OracleOutcome(name="analytic", status="error",
-                             note="analytic must return a dict {order: values}, e.g. {1: np.float64(...)}")
+                             note="analytic must return a dict {order: values}, e.g. {1: "
+                                  "np.float64(...)}")
     names = [s.name for s in agreed.sources]
     lines: list[tuple[int, str]] = []
     for order in sorted(expected):
         if not 0 <= order < len(agreed.orders):
             return OracleOutcome(name="analytic", status="error",
-                                 note=f"analytic gives order {order}; the case computes orders 0 to {case.order}")
+                                 note=f"analytic gives order {order}; the case computes orders 0 "
+                                      f"to {case.order}")
         values = expected[order]
         values = list(values) if isinstance(values, (list, tuple)) else [values]
         outputs = agreed.orders[order]
         if len(values) != len(outputs):
             return OracleOutcome(name="analytic", status="error",
-                                 note=f"analytic gives {len(values)} values at order {order}; the case has "
+                                 note=f"analytic gives {len(values)} values at order {order}; the "
+                                      "case has "
                                       f"{len(outputs)} {'outputs' if order == 0 else 'sources'}")
         for index, (value, got) in enumerate(zip(values, outputs)):
             at = where(order, index, names)
             if value is None or got.value is None:
                 if (value is None) != (got.value is None):
                     side = "analytic" if value is None else agreed.mode
-                    lines.append((order, f"{at}: {side} gives None (unconnected), the other a value"))
+                    lines.append((order,
+                                  f"{at}: {side} gives None (unconnected), the other a value"))
                 continue
             if np.shape(value) != got.shape:
-                lines.append((order, f"{at}: analytic gives shape {list(np.shape(value))}, {agreed.mode} "
+                lines.append((order,
+                              f"{at}: analytic gives shape {list(np.shape(value))}, {agreed.mode} "
                                      f"{list(got.shape)}"))
                 continue
             want = Output.of(np.asarray(value).astype(got.value.dtype))
-            m = compare_outputs(want, got, tolerance_for(got.dtype, case.tolerance), ref_mode="analytic",
-                                mode=agreed.mode, at=at)
+            m = compare_outputs(want, got, tolerance_for(got.dtype, case.tolerance),
+                                ref_mode="analytic", mode=agreed.mode, at=at)
             if m:
                 lines.append((order, m.message))
     return oracle_outcome("analytic", sorted(expected), lines, "closed form written in the case")
@@ -148,15 +160,16 @@ def _reference(case: Case, point: Point, agreed: ModeOutcome, options: RunOption
     from harness.measure.modes import eager
 
     plain = dataclasses.replace(
-        case, points=[point], expectations=(), kinks={}, skip_modes={}, reference=None, analytic=None,
-        fn=case.reference if case.fn is not None else None,
+        case, points=[point], expectations=(), kinks={}, skip_modes={}, reference=None,
+        analytic=None, fn=case.reference if case.fn is not None else None,
         build=case.reference if case.build is not None else None)
     outcome = dataclasses.replace(eager.run(plain, options)[0], mode="reference")
     if outcome.status is not Status.OK:
         e = outcome.error
         return OracleOutcome(name="reference", status="error",
-                             note=f"the reference implementation raises {e.type} at {e.stage}: {e.first_line}")
+                             note=f"the reference implementation raises {e.type} at {e.stage}: "
+                                  f"{e.first_line}")
     found = compare_outcomes(outcome, agreed, tolerance=case.tolerance)
-    return oracle_outcome("reference", range(len(agreed.orders)), [(m.order or 0, m.message) for m in found],
+    return oracle_outcome("reference",
+                          range(len(agreed.orders)), [(m.order or 0, m.message) for m in found],
                     "ordinary autodiff of the reference implementation, eager")
-

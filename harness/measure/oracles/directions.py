@@ -19,7 +19,8 @@ DIRECTIONS = 2
 
 
 def seed(case: Case, point: Point) -> int:
-    return int.from_bytes(hashlib.sha256(f"{case.id}[{point.label}]".encode()).digest()[:4], "little")
+    return int.from_bytes(hashlib.sha256(f"{case.id}[{point.label}]".encode()).digest()[:4],
+                          "little")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +39,8 @@ class Direction:
     picks: Optional[np.ndarray] = None
 
 
-def choose(bases: Sequence[np.ndarray], full: bool, seed: int, symmetric: Sequence[bool]) -> list[Direction]:
+def choose(bases: Sequence[np.ndarray], full: bool, seed: int,
+           symmetric: Sequence[bool]) -> list[Direction]:
     """One-hot elements (with `full`, or when there are no more elements than directions),
     else DIRECTIONS seeded random unit vectors. A symmetric source is moved along
     symmetric directions only: its element pairs, or a symmetrised random part."""
@@ -50,7 +52,8 @@ def choose(bases: Sequence[np.ndarray], full: bool, seed: int, symmetric: Sequen
         parts = [rng.standard_normal(b.shape) for b in bases]
         parts = [(p + np.swapaxes(p, -1, -2)) / 2 if sym else p for p, sym in zip(parts, symmetric)]
         norm = np.sqrt(sum(np.sum(p * p) for p in parts))
-        found.append(Direction([p / norm for p in parts], label=f"random direction {d + 1} of {DIRECTIONS}"))
+        found.append(Direction([p / norm for p in parts],
+                               label=f"random direction {d + 1} of {DIRECTIONS}"))
     return found
 
 
@@ -102,7 +105,8 @@ def scale(grads: Sequence[Optional[np.ndarray]], direction: Direction) -> float:
 
 
 
-def directional(grads: Sequence[Optional[np.ndarray]], direction: Direction) -> tuple[Optional[float], list[int]]:
+def directional(grads: Sequence[Optional[np.ndarray]],
+                direction: Direction) -> tuple[Optional[float], list[int]]:
     """The gradients' derivative along `direction`: None when every gradient it moves is
     None (unconnected), and the slots of the None gradients counted as 0."""
     moved = [i for i, u in enumerate(direction.unit) if np.any(u)]
@@ -110,7 +114,8 @@ def directional(grads: Sequence[Optional[np.ndarray]], direction: Direction) -> 
     if len(unconnected) == len(moved):
         return None, unconnected
     # Only the elements the direction moves: a NaN gradient elsewhere is not this direction's.
-    return float(sum(np.sum(g[u != 0] * u[u != 0]) for g, u in zip(grads, direction.unit) if g is not None)), \
+    return float(sum(np.sum(g[u != 0] * u[u != 0]) for g, u in zip(grads, direction.unit)
+                     if g is not None)), \
         unconnected
 
 

@@ -1,5 +1,7 @@
 """What the numeric oracle found, as plain data: a finding per direction, a check per chain and
-order. harness.measure.oracles.numeric makes them; harness.measure.oracles.words puts them into sentences."""
+order. harness.measure.oracles.numeric makes them; harness.measure.oracles.words puts them into
+sentences.
+"""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ Order k is the gradient of the sum of the order k-1 values, so each element of i
 against central differences of that sum, computed with the case's own order k-1: element by
 element, or, where the order k-1 values are elementwise in a source (a diagonal Jacobian, which a
 probe shows), every element of that source from one shift of all of them. The weighted chain
-(harness.measure.upstream) is checked the same way with its upstream weights. This module evaluates and
-judges; what it finds is plain data (harness.measure.oracles.findings), put into words by
+(harness.measure.upstream) is checked the same way with its upstream weights. This module evaluates
+and judges; what it finds is plain data (harness.measure.oracles.findings), put into words by
 harness.measure.oracles.words.
 """
 
@@ -298,7 +298,8 @@ def _none_by_design(case: Case, agreed: ModeOutcome, options: RunOptions) -> tup
 
 def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
                  options: RunOptions, symmetric: Sequence[bool],
-                 point_seed: int, aside: Sequence[int] = ()) -> tuple[OrderFindings, Optional[OrderFindings]]:
+                 point_seed: int,
+                 aside: Sequence[int] = ()) -> tuple[OrderFindings, Optional[OrderFindings]]:
     """Both chains at `order`, along every element's direction (or random ones)."""
     plain_grads = gradients(agreed.orders[order])
     weighted_grads = None

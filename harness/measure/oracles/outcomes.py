@@ -14,17 +14,20 @@ def upstream_failed(agreed: ModeOutcome, note: str) -> OracleOutcome:
     e = agreed.upstream_error
     if e.stage.startswith("forward"):
         # The weighted chain runs the function again: the second run raised, not a grad_fn.
-        line = (f"the function raises {e.type} when {agreed.mode} runs it a second time (for the weighted chain): "
-                f"{e.first_line}; its first run computed its values, so it is not a pure function of its inputs")
+        line = (f"the function raises {e.type} when {agreed.mode} runs it a second time (for the "
+                "weighted chain): "
+                f"{e.first_line}; its first run computed its values, so it is not a pure function "
+                "of its inputs")
     else:
-        line = (f"grad_fn fails when its upstream gradient is not all ones: {agreed.mode} raises {e.type} at "
-                f"{e.stage}: {e.first_line}; at the plain contraction (every upstream gradient 1) it computes "
-                "its values")
+        line = (f"grad_fn fails when its upstream gradient is not all ones: {agreed.mode} raises "
+                f"{e.type} at {e.stage}: {e.first_line}; at the plain contraction (every upstream "
+                "gradient 1) it computes its values")
     return OracleOutcome(name="upstream", status="differ", orders=(), differ=(e.order or 0,),
                          details=(line,), note=note)
 
 
-def oracle_outcome(name: str, checked: Sequence[int], lines: Sequence[tuple[int, str]], note: str) -> OracleOutcome:
+def oracle_outcome(name: str, checked: Sequence[int], lines: Sequence[tuple[int, str]],
+                   note: str) -> OracleOutcome:
     differ = tuple(sorted({order for order, _ in lines}))
-    return OracleOutcome(name=name, status="differ" if differ else "match", orders=tuple(checked), differ=differ,
-                         details=tuple(line for _, line in lines), note=note)
+    return OracleOutcome(name=name, status="differ" if differ else "match", orders=tuple(checked),
+                         differ=differ, details=tuple(line for _, line in lines), note=note)

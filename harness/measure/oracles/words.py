@@ -159,8 +159,8 @@ def _at(finding: Finding, order: int, names: Sequence[str], shapes: Sequence[tup
     return where(order, slot, names) + element_label(tuple(shapes[slot]), flat, d.mirror)
 
 
-def line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator", symmetric: Sequence[bool],
-         extra: bool = True) -> str:
+def line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator",
+         symmetric: Sequence[bool], extra: bool = True) -> str:
     """The worst difference, the counts (of its source, when checked by element) and, with
     `extra`, what the pattern of differences means."""
     worst = checked.worst
@@ -226,7 +226,8 @@ def unchecked(checked: OrderFindings, names: Sequence[str], shapes: Sequence[tup
     if not checked.unresolved:
         return ""
     kind = "elements" if checked.by_element else "directions"
-    parts = [f"order {checked.order}: {len(checked.compared)} of {len(checked.findings)} {kind} checked"]
+    parts = [f"order {checked.order}: {len(checked.compared)} of {len(checked.findings)} {kind} "
+             "checked"]
     for why, found in _reasons(checked.findings, checked.order).items():
         parts.append(f"{len(found)} not checked{_named(found, names, shapes)}: {why}")
     return "; ".join(parts)
@@ -288,8 +289,8 @@ def cannot_tell(orders: Sequence[int], untrue: bool) -> str:
     return f"not checked at {at}: the plain values already differ from the numeric derivative there"
 
 
-def upstream_line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator", plain: OrderFindings,
-                  symmetric: Sequence[bool]) -> str:
+def upstream_line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator",
+                  plain: OrderFindings, symmetric: Sequence[bool]) -> str:
     """A difference of the weighted chain where the plain contraction has none."""
     order = checked.order
     text = line(checked, agreed, evaluator, symmetric, extra=False)

@@ -1,5 +1,5 @@
-"""Started by `python -m harness record DIR -- CMD`: records this Python process (harness.record.hook),
-then runs the sitecustomize this one stands in front of, if there is one.
+"""Started by `python -m harness record DIR -- CMD`: records this Python process
+(harness.record.hook), then runs the sitecustomize this one stands in front of, if there is one.
 
 Only this folder is on PYTHONPATH: the harness is found through $HARNESS_RECORD_PATH, appended
 to sys.path where the process's own packages do not already hold it, so the command's own
