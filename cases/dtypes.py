@@ -15,9 +15,8 @@ from harness.cases import FORWARD_USES_THE_BODY, SAVED_MODEL_DROPS_INNER
 from harness.cases.patterns import fused_tanh, safe_norm, softplus
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
-_BF16 = (
-    tf.bfloat16.as_numpy_dtype
-)  # ml_dtypes' type, or TensorFlow's own where it has no ml_dtypes (2.13)
+# ml_dtypes' type, or TensorFlow's own where it has no ml_dtypes (2.13)
+_BF16 = tf.bfloat16.as_numpy_dtype
 
 
 @tf.custom_gradient

@@ -177,8 +177,7 @@ CASES = [
         ),
         description=(
             "a functional model whose shared head sees the features directly and through a "
-            "gradient reversal layer (factor 0.5): the feature weights get 1 - 0.5 of the "
-            "gradient"
+            "gradient reversal layer (factor 0.5): the feature weights get 1 - 0.5 of the gradient"
         ),
         expectations=[
             Expectation(
@@ -208,9 +207,8 @@ CASES = [
             f"{_DOCS} (a layer whose custom gradient covers its own weights through `variables`)"
         ),
         description=(
-            "a layer computing softplus(x W + b) with grad_fn(dy, variables) giving the "
-            "kernel and bias gradients, then Dense: orders 1 and 2 w.r.t. inputs and "
-            "weights"
+            "a layer computing softplus(x W + b) with grad_fn(dy, variables) giving the kernel "
+            "and bias gradients, then Dense: orders 1 and 2 w.r.t. inputs and weights"
         ),
         expectations=[
             Expectation(

@@ -367,8 +367,7 @@ CASES = [
         points=[{"x": np.array([0.5, -1.0, 2.0], np.float32)}],
         skip_modes=_SKIPS,
         source="https://keras.io/api/mixed_precision/policy/ (mixed_float16: float32 variables "
-               "read "
-               f"as float16 in a layer's call); {_AUTOCAST}; the training theme's "
+               f"read as float16 in a layer's call); {_AUTOCAST}; the training theme's "
                "training.grad_fn_reads_weight_without_autocast in Keras 3",
         description="scale * tanh(x) whose grad_fn reads the layer's float32 scale weight (a "
                     "keras.Variable) in the backward pass, where Keras 3 does not autocast it",

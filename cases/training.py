@@ -19,7 +19,8 @@ from harness.cases.keras import Layer as _Layer
 from harness.cases.keras import tf_keras
 
 _COMPILED_STEPS = ["keras_fit", "keras_xla", "keras_mixed", "keras_mirrored"]
-_AUTOCAST = "https://github.com/keras-team/tf-keras/blob/v2.21.0/tf_keras/src/mixed_precision/autocast_variable.py"
+_AUTOCAST = ("https://github.com/keras-team/tf-keras/blob/v2.21.0/"
+             "tf_keras/src/mixed_precision/autocast_variable.py")
 
 
 class ScaledTanh(_Layer):
@@ -91,9 +92,8 @@ class ClippedVariableGradient(_Layer):
     def call(self, x):
         @tf.custom_gradient
         def scaled(v):
-            w = tf.convert_to_tensor(
-                self.w
-            )  # read once, in the forward (autocast under the policy)
+            # read once, in the forward (autocast under the policy)
+            w = tf.convert_to_tensor(self.w)
 
             def grad(dy, variables=None):
                 clipped = tf.clip_by_norm(tf.cast(dy * v, variables[0].dtype), 1.0)
@@ -141,10 +141,9 @@ CASES = [
         points=[{"x": np.array([0.5, -1.0, 2.0], np.float32)}],
         skip_modes=_SKIP,
         source="https://www.tensorflow.org/api_docs/python/tf/keras/mixed_precision/Policy "
-               "(mixed_float16: float32 "
-               f"variables read as float16 in a layer's call); {_AUTOCAST} (AutoCastVariable casts "
-               "a read only inside enable_auto_cast_variables, which Layer.__call__ enters around "
-               "call; grad_fn runs later)",
+               f"(mixed_float16: float32 variables read as float16 in a layer's call); {_AUTOCAST} "
+               "(AutoCastVariable casts a read only inside enable_auto_cast_variables, which "
+               "Layer.__call__ enters around call; grad_fn runs later)",
         description="scale * tanh(x) whose grad_fn reads the layer's float32 scale weight: under "
                     "mixed_float16 dy arrives in float16 and meets the uncast float32 weight",
         expectations=[

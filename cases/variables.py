@@ -166,8 +166,7 @@ CASES = [
             Expectation(
                 modes=RACING_STEPS, outcome="UpdateRace",
                 reason="grad_fn reads w for x's gradient (matvec(w, dz)), which Grappler merges "
-                       "with "
-                       f"the forward's read: {UPDATE_RACE}",
+                       f"with the forward's read: {UPDATE_RACE}",
             ),_PLAIN_VARIABLE_UNDER_MIXED],
     ),
     Case(

@@ -62,7 +62,8 @@ def _numpy_dtype(dtype: str):
         if tf is not None:
             return tf.bfloat16.as_numpy_dtype
         try:
-            import ml_dtypes  # noqa: PLC0415 - comes with most TensorFlow releases; only needed for bfloat16
+            # ml_dtypes comes with most TensorFlow releases, and is only needed for bfloat16.
+            import ml_dtypes  # noqa: PLC0415
         except ImportError:
             return np.dtype("float32")  # the literal's syntax is all the main process checks
         return ml_dtypes.bfloat16
@@ -126,10 +127,9 @@ def _cast(text: str, arg, array: np.ndarray, dtype: str) -> np.ndarray:
             value = complex(wide[bad].flat[0])
             shown = f"{value.real:g}" if value.imag == 0 else f"{value:g}"
             info = np.finfo(_numpy_dtype(dtype))
-            raise InputError(f"--inputs {text!r}: {shown} does not fit "
-                             f"--dtype={dtype} (magnitudes from {info.smallest_subnormal:g} to "
-                             f"{info.max:g}): it would become {what}; give a value in that range "
-                             "or a wider --dtype")
+            raise InputError(f"--inputs {text!r}: {shown} does not fit --dtype={dtype} (magnitudes "
+                             f"from {info.smallest_subnormal:g} to {info.max:g}): it would become "
+                             f"{what}; give a value in that range or a wider --dtype")
     return cast
 
 
@@ -168,12 +168,10 @@ def parse_expect(text: str) -> tuple[tuple[str, ...], str, str]:
     outcome = parts[1]
     if outcome not in _OUTCOMES and not outcome.isidentifier():
         raise InputError(f"--expect {text!r}: {outcome!r} is neither an exception class name nor "
-                         "one of "
-                         f"{', '.join(repr(o) for o in _OUTCOMES)}")
+                         f"one of {', '.join(repr(o) for o in _OUTCOMES)}")
     if outcome == "values differ" and "all" in names:
-        modes = [
-            m for m in modes if m != mode_names.REFERENCE_MODE
-        ]  # every mode but the one compared with
+        # every mode but the one compared with
+        modes = [m for m in modes if m != mode_names.REFERENCE_MODE]
     reason = (parts[2] if len(parts) > 2
               and parts[2] else "declared on the command line with --expect")
     return tuple(modes), outcome, reason

@@ -80,8 +80,7 @@ class Domain:
             side = "above zero (positive) and " if self.positive and not self.symmetric else ""
             return (f"no number is {side}between {self.low:g} and {self.high:g} "
                     f"({'open' if open_low else 'closed'} below, "
-                    f"{'open' if open_high else 'closed'} above); "
-                    "give low < high")
+                    f"{'open' if open_high else 'closed'} above); give low < high")
         if self.near < 0:
             return f"near={self.near!r} is negative"
         for value in self.exclude:

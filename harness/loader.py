@@ -121,9 +121,8 @@ def load_module(path: str) -> ModuleType:
         raise LoadError(f"{path}:{e.lineno}: syntax error: {e.msg}; fix the file") from None
     name = _module_name(file)
     if str(file.parent) not in sys.path:
-        sys.path.insert(
-            0, str(file.parent)
-        )  # so the file can import its neighbours, as under python FILE
+        # so the file can import its neighbours, as under python FILE
+        sys.path.insert(0, str(file.parent))
     module = ModuleType(name)
     module.__file__ = str(file)
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
@@ -244,8 +243,7 @@ def select(catalogue: Sequence[CaseInfo], patterns: Iterable[str] | None) -> lis
         named = next((c for c in catalogue if bracket and c.id == case_id), None)
         if not found and named is not None:
             raise LoadError(f"--cases pattern {pattern!r}: case {case_id} has no point {label!r}; "
-                            "its points: "
-                            f"{', '.join(named.points)}")
+                            f"its points: {', '.join(named.points)}")
         if not found:
             near = difflib.get_close_matches(pattern.split("[")[0], candidates, n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(near)}?" if near else "; see the ids with --list"

@@ -53,9 +53,8 @@ def parse_modes(text: str) -> tuple[str, ...]:
     """
     names = [n.strip() for n in text.split(",") if n.strip()]
     known = ("'all' (the three core modes), 'full' (all but saved_model_nocg and the "
-             "training-step modes), "
-             f"'keras' (the tf_keras training-step modes), 'keras3' (the Keras 3 ones) or a comma "
-             f"list of {', '.join(KNOWN_MODES)}")
+             "training-step modes), 'keras' (the tf_keras training-step modes), 'keras3' (the "
+             f"Keras 3 ones) or a comma list of {', '.join(KNOWN_MODES)}")
     if not names:
         raise ValueError(f"no mode given: use {known}")
     selected: set[str] = set()

@@ -39,11 +39,8 @@ def _case(i: int) -> tuple[str, str, str, list[str]]:
     scale = SCALES[(i // len(OPS)) % len(SCALES)]
     u = f"{scale} * x"
     name = f"c{i:04d}_{op}"
-    source = (f"@tf.custom_gradient\n"
-              f"def {name}(x):\n"
-              f"    def grad(dy):\n"
-              f"        return dy * {scale} * ({derivative.format(u=u)})\n"
-              f"    return {forward.format(u=u)}, grad\n")
+    source = (f"@tf.custom_gradient\ndef {name}(x):\n    def grad(dy):\n        return dy * "
+              f"{scale} * ({derivative.format(u=u)})\n    return {forward.format(u=u)}, grad\n")
     rng = np.random.default_rng(i)
     shape = (4,) if i % 3 == 0 else ()
     points = []
@@ -95,7 +92,8 @@ def eager(name, fn, points):
 
 
 def function(name, fn, points):
-    compiled = tf.function(lambda *xs: tape_orders(fn, xs, 2))  # traced once: one signature per case
+    # Traced once: one signature per case.
+    compiled = tf.function(lambda *xs: tape_orders(fn, xs, 2))
     for point in points:
         print("function", name, to_numpy(compiled(*[tf.constant(v) for v in point])))
 

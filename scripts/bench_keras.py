@@ -189,9 +189,8 @@ def main() -> int:
     commands = {n: [args.python, "-m", "harness", f"--jobs={args.jobs}", *flags]
                 for n, flags in variants.items()}
     print(f"tensorflow {tensorflow_version(args.python)}, jobs {args.jobs}, runs {args.runs}")
-    timed(
-        "warm-up", commands["startup"], env
-    )  # the first load of TensorFlow's libraries reads the disk
+    # the first load of TensorFlow's libraries reads the disk
+    timed("warm-up", commands["startup"], env)
     wall: dict[str, list[float]] = {n: [] for n in VARIANTS}
     cpu: dict[str, list[float]] = {n: [] for n in VARIANTS}
     for i in range(args.runs):
@@ -206,9 +205,8 @@ def main() -> int:
         print(f"{name:<10} {statistics.median(wall[name]):9.2f} s "
               f"{statistics.median(cpu[name]):7.2f}s")
     print(f"\nthe five step modes add {both - base:.2f} s: {(both - base) / (base - fixed):.2f} x "
-          "the cases' own time "
-          f"in --mode all; all+keras / all = {both / base:.2f} (all+keras: --mode "
-          f"{' '.join(variants['all+keras'][1:])})")
+          f"the cases' own time in --mode all; all+keras / all = {both / base:.2f} (all+keras: "
+          f"--mode {' '.join(variants['all+keras'][1:])})")
     if args.breakdown:
         breakdown(args.runs, own=base - fixed, which=args.keras)
     return 0

@@ -57,8 +57,7 @@ def main() -> int:
             walls.append(wall)
             print(f"run {run + 1}: {wall:.1f} s wall, {cpu:.1f} s CPU for the command; minimiser "
                   f"{seconds} s, {candidates} candidates ({candidates / max(seconds, 1):.1f} a "
-                  "second); "
-                  f"repro.py {before} -> {after} lines", flush=True)
+                  f"second); repro.py {before} -> {after} lines", flush=True)
     print(f"median wall: {statistics.median(walls):.1f} s over {len(walls)} runs")
     return 0
 

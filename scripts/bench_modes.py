@@ -143,9 +143,8 @@ def main() -> int:
     commands = {n: [args.python, "-m", "harness", f"--jobs={args.jobs}", *VARIANTS[n]]
                 for n in names}
     print(f"tensorflow {tensorflow_version(args.python)}, jobs {args.jobs}, runs {args.runs}")
-    timed(
-        "warm-up", commands["baseline"], env
-    )  # the first load of TensorFlow's libraries reads the disk
+    # the first load of TensorFlow's libraries reads the disk
+    timed("warm-up", commands["baseline"], env)
 
     wall: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}

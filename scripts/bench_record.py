@@ -108,8 +108,7 @@ def bench_recording(args, work: Path, env: dict) -> None:
     plain = medians(base, cwd, env, args.runs, ok)
     recording = medians(base + [f"--harness-record={work / 'rec-bench'}"], cwd, env, args.runs, ok)
     print(f"recording: session without {plain[0]:.2f} s wall ({plain[1]:.2f} s CPU), with "
-          "--harness-record "
-          f"{recording[0]:.2f} s wall ({recording[1]:.2f} s CPU): ratio "
+          f"--harness-record {recording[0]:.2f} s wall ({recording[1]:.2f} s CPU): ratio "
           f"{recording[0] / plain[0]:.3f} wall, {recording[1] / plain[1]:.3f} CPU (target <= "
           f"{RECORD_TARGET})")
     if args.eager:
@@ -117,8 +116,7 @@ def bench_recording(args, work: Path, env: dict) -> None:
                         + [f"--harness-record={work / 'rec-eager'}", "--harness-record-eager"], cwd,
                         env, args.runs, ok)
         print(f"recording with --harness-record-eager: {eager[0]:.2f} s wall ({eager[1]:.2f} s "
-              "CPU): ratio "
-              f"{eager[0] / plain[0]:.3f} wall to the session without recording; "
+              f"CPU): ratio {eager[0] / plain[0]:.3f} wall to the session without recording; "
               f"{_drawn(work / 'rec-bench')} drawn points without it, {_drawn(work / 'rec-eager')} "
               "with it")
 

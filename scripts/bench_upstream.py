@@ -85,8 +85,7 @@ def main() -> None:
             ratio = wall["on"] / wall["off"]
             print(f"{name}: with the check {wall['on']:.1f} s, without {wall['off']:.1f} s: ratio "
                   f"{ratio:.2f} (target <= {TARGET}); CPU {cpu['on']:.1f} s vs {cpu['off']:.1f} s: "
-                  "ratio "
-                  f"{cpu['on'] / cpu['off']:.2f}")
+                  f"ratio {cpu['on'] / cpu['off']:.2f}")
         print(f"load average after: {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -76,9 +76,8 @@ def render(cases: Sequence, results: Sequence, modes: Sequence[str],
     for case in cases:
         themes.setdefault(case.id.split(".")[0], []).append(case)
 
-    from harness.matrix import (
-        pins,
-    )  # noqa: PLC0415 - the checkout's, as generate() puts it first on the path
+    # the checkout's, as generate() puts it first on the path
+    from harness.matrix import pins  # noqa: PLC0415
 
     lines = [
         "# The case library",

@@ -100,9 +100,8 @@ def _stamp(markdown: Path, argv: list[str]) -> None:
     """Says under the Markdown's heading which command made it, as docs/matrix.md must."""
     lines = markdown.read_text(encoding="utf-8").splitlines(keepends=True)
     shown, skip = [], False
-    for (
-        a
-    ) in argv:  # where environments are cached and which installer made them do not change results
+    # where environments are cached and which installer made them do not change results
+    for a in argv:
         if skip:
             skip = False
         elif a in ("--cache_dir", "--python", "--installer"):
@@ -146,9 +145,8 @@ def main(argv: list[str]) -> int:
             failed[version] = e.reason
             continue
         if report.is_file():
-            reports.append(
-                str(report)
-            )  # exit status 1 is a failing verdict: a result, not a broken run
+            # exit status 1 is a failing verdict: a result, not a broken run
+            reports.append(str(report))
         else:
             failed[version] = ("installed, but the harness run wrote no report (exit status "
                                f"{status}); see {args.out_dir / f'{version}.log'}")

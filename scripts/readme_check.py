@@ -113,8 +113,7 @@ def collected(output: str) -> dict[str, int]:
     match = re.search(r"^(\d+)(?:/(\d+))? tests? collected.*$", output, re.MULTILINE)
     if not match or "error" in match[0]:
         raise SystemExit("readme_check: pytest's collection did not end in a count without "
-                         "errors:\n"
-                         f"{output[-2000:]}")
+                         f"errors:\n{output[-2000:]}")
     return {"selected": int(match[1]), "collected": int(match[2] or match[1])}
 
 

@@ -96,11 +96,9 @@ def run(case, modes=CORE_MODES, **options):
 
 # A sitecustomize that records each Python process as its interpreter starts: "pid command line",
 # one line each.
-_PROCESS_RECORDER = ("import os\n"
-                     "with open(os.environ['HARNESS_TEST_PROCESSES'], 'a') as f:\n"
-                     "    f.write(f\"{os.getpid()} "
-                     "{open('/proc/self/cmdline').read().replace(chr(0), ' ').replace(chr(10), ' "
-                     "')}\\n\")\n")
+_PROCESS_RECORDER = ("import os\nwith open(os.environ['HARNESS_TEST_PROCESSES'], 'a') as f:\n    "
+                     "f.write(f\"{os.getpid()} {open('/proc/self/cmdline').read().replace(chr(0), "
+                     "' ').replace(chr(10), ' ')}\\n\")\n")
 
 
 def record_processes(env, folder, extra=""):

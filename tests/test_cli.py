@@ -258,8 +258,10 @@ def scale(x):
     return 2.0 * x, lambda dy: 3.0 * dy  # the derivative is 2
 
 CASES = [
-    Case(id="mine.mul", fn=mul, source="test", description="a wrong y gradient at two scalar inputs",
-         points=[{"x": np.float32(2.0), "y": np.float32(3.0)}, {"x": np.float32(5.0), "y": np.float32(7.0)}]),
+    Case(id="mine.mul", fn=mul, source="test",
+         description="a wrong y gradient at two scalar inputs",
+         points=[{"x": np.float32(2.0), "y": np.float32(3.0)},
+                 {"x": np.float32(5.0), "y": np.float32(7.0)}]),
     Case(id="mine.scale", fn=scale, source="test", description="a wrong gradient of a matrix input",
          points=[{"x": np.ones((8, 64), np.float32)}, {"x": np.ones((2, 3), np.float32)}]),
 ]
@@ -276,9 +278,8 @@ def test_printed_rerun_commands_with_commas_in_the_point_run_that_point_alone(ca
     labels = ["mine.mul[x=2.0,y=3.0]", "mine.mul[x=5.0,y=7.0]", "mine.scale[x=float32[8,64]]",
               "mine.scale[x=float32[2,3]]"]
     assert [r.split("--cases=", 1)[1].split("'")[0].split()[0] for r in reruns] == labels, reruns
-    for rerun, label in zip(
-        reruns[1:3], labels[1:3]
-    ):  # one with a comma between arguments, one inside a shape
+    # one with a comma between arguments, one inside a shape
+    for rerun, label in zip(reruns[1:3], labels[1:3]):
         argv = shlex.split(rerun)
         again = harness(*argv[3:], cwd=str(tmp_path))
         assert again.returncode == 1, again.stdout + again.stderr
@@ -292,7 +293,8 @@ from harness import Case
 
 def build():
     def f(*xs):
-        raise ValueError("cannot open caf\\udce9.txt")  # a file name that is not UTF-8, as os.listdir gives it
+        # a file name that is not UTF-8, as os.listdir gives it
+        raise ValueError("cannot open caf\\udce9.txt")
     return f
 
 def build_scaled():
@@ -301,7 +303,8 @@ def build_scaled():
 CASES = [
     Case(id="odd.surrogate", build=build, source="test", description="raises with a lone surrogate",
          points=[{"x": np.float32(1.0)}]),
-    Case(id="odd.label", build=build_scaled, source="test", description="a control character in a name",
+    Case(id="odd.label", build=build_scaled, source="test",
+         description="a control character in a name",
          points=[{"x\\x1b[2K\\rPASS     fake\\x00": np.float32(1.0)}]),
 ]
 """
@@ -337,17 +340,12 @@ def test_a_signal_while_the_reports_are_written_still_writes_them_and_exits_130(
     # The signal is sent from inside the first report write, so it arrives then, every time.
     path = case_file(COMMA_POINTS)
     json_out, junit_out = tmp_path / "r.json", tmp_path / "r.xml"
-    code = (f"import os, signal, runpy, sys\n"
-            f"import harness.report as r\n"
-            f"write = r.write\n"
-            f"def signalled(path, text):\n"
-            f"    if path.endswith('r.json'):\n"
-            f"        os.kill(os.getpid(), signal.{signum})\n"
-            f"    write(path, text)\n"
-            f"r.write = signalled\n"
-            f"sys.argv = ['harness', '--case_file={path}', '--cases=mine.mul', "
-            f"'--json_out={json_out}', '--junit_out={junit_out}']\n"
-            f"runpy.run_module('harness', run_name='__main__')\n")
+    code = ("import os, signal, runpy, sys\nimport harness.report as r\nwrite = r.write\ndef "
+            "signalled(path, text):\n    if path.endswith('r.json'):\n        "
+            f"os.kill(os.getpid(), signal.{signum})\n    write(path, text)\nr.write = "
+            f"signalled\nsys.argv = ['harness', '--case_file={path}', '--cases=mine.mul', "
+            f"'--json_out={json_out}', '--junit_out={junit_out}']\nrunpy.run_module('harness', "
+            "run_name='__main__')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           timeout=300)
     assert proc.returncode == 130, proc.stdout + proc.stderr

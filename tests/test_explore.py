@@ -33,9 +33,8 @@ def harness(cwd, *args, timeout=300):
 
 
 def test_hypothesis_missing_is_one_line_saying_how_to_install_it(tmp_path):
-    code = ("import sys; sys.modules['hypothesis'] = None\n"
-            "sys.argv = ['harness', 'explore', 'f.py:f', '--domain', 'x=[0, 1]']\n"
-            "from harness import cli; cli.entry()")
+    code = ("import sys; sys.modules['hypothesis'] = None\nsys.argv = ['harness', 'explore', "
+            "'f.py:f', '--domain', 'x=[0, 1]']\nfrom harness import cli; cli.entry()")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=tmp_path, timeout=60, env=dict(os.environ, PYTHONPATH=REPO))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr

@@ -108,9 +108,8 @@ def test_colliding_paths_are_a_usage_error(tmp_path, args, message):
     (tmp_path / "sub").mkdir()
     for name in ("a.json", "b.json"):
         (tmp_path / name).write_text("{}")
-    select = (
-        [] if args[0] == "merge" else ["--cases=nothing.x"]
-    )  # selects nothing if it ever got that far
+    # selects nothing if it ever got that far
+    select = [] if args[0] == "merge" else ["--cases=nothing.x"]
     assert_usage_error(harness(*args, *select, cwd=str(tmp_path)), message)
     assert (tmp_path / "b.json").read_text() == "{}"
 
@@ -325,9 +324,8 @@ def test_jobs_beyond_the_selection_starts_one_worker_per_case(tmp_path, monkeypa
     (tmp_path / "cases.py").write_text(CASE_FILE)
     status = run_here(f"--case_file={tmp_path / 'cases.py'}", "--cases=small.square", "--jobs=6",
                       "--mode=eager", "--nonumeric", "--noupstream")
-    assert (
-        status == 0 and len(started) == 1
-    ), started  # the worker that loaded the cases runs the one case
+    # the worker that loaded the cases runs the one case
+    assert status == 0 and len(started) == 1, started
 
 
 def test_jobs_beyond_four_per_cpu_is_a_usage_error_saying_the_limit():
@@ -465,7 +463,8 @@ def busy(x):
     return x
 
 
-CASES = [Case(id="busy.sleeper", points=[{"x": np.float32(1.0)}], fn=busy, description="sleeps in its case",
+CASES = [Case(id="busy.sleeper", points=[{"x": np.float32(1.0)}], fn=busy,
+              description="sleeps in its case",
               source="test_hardening")]
 """
 
@@ -513,7 +512,8 @@ FOLDER = os.environ["PIDS"]
 def spawns(x):
     child = subprocess.Popen(["sleep", "600"])
     # A grandchild whose parent exits at once: init adopts it, and only its process group knows it.
-    orphan = subprocess.run(["sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!"], capture_output=True,
+    orphan = subprocess.run(["sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!"],
+                            capture_output=True,
                             text=True).stdout.strip()
     with open(os.path.join(FOLDER, "started"), "w") as f:
         f.write(f"{child.pid} {orphan}")
@@ -535,7 +535,8 @@ def looks(x):
     return x
 
 
-CASES = [Case(id="spawn.a", points=[{"x": np.float32(1.0)}], fn=spawns, description="starts processes",
+CASES = [Case(id="spawn.a", points=[{"x": np.float32(1.0)}], fn=spawns,
+              description="starts processes",
               source="test_hardening"),
          Case(id="spawn.b", points=[{"x": np.float32(1.0)}], fn=looks, description="looks for them",
               source="test_hardening")]
@@ -602,7 +603,8 @@ def wrong_square(x):
 
 
 CASES = [Case(id="tamper.square", points=[{{"x": np.float32(3.0)}}], fn=wrong_square,
-              description="a wrong gradient in a case file that tampers with the harness", source="test_hardening")]
+              description="a wrong gradient in a case file that tampers with the harness",
+              source="test_hardening")]
 """
 
 
@@ -667,9 +669,8 @@ def test_measurements_travel_as_portable_values_and_a_lost_one_is_each_points_er
     out = ModeOutcome(mode="eager", status=Status.OK,
                       orders=((Output.of(value),),)).portable().orders[0][0]
     assert out.dtype == "bfloat16" and out.value.dtype == np.float32
-    np.testing.assert_array_equal(
-        out.value, value.astype(np.float64)
-    )  # exact: every bfloat16 is a float32
+    # exact: every bfloat16 is a float32
+    np.testing.assert_array_equal(out.value, value.astype(np.float64))
     case = info(Case(id="t.sq", fn=lambda x: x * x, points=[{"x": np.float32(1.0)}],
                      description="d", source="s"))
     lost = (

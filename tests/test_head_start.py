@@ -42,11 +42,14 @@ def _running(pid):
     except OSError:
         return False
 
-_workers = [int(line.split(" ", 1)[0]) for line in Path(os.environ["HARNESS_TEST_PROCESSES"]).read_text().splitlines()
+_listed = Path(os.environ["HARNESS_TEST_PROCESSES"]).read_text().splitlines()
+_workers = [int(line.split(" ", 1)[0]) for line in _listed
             if "spawn_main" in line and "resource_tracker" not in line]
-Path(os.environ["HARNESS_TEST_SEEN"]).write_text(f"{len(_workers)} {sum(_running(p) for p in _workers)}")
+_seen = f"{len(_workers)} {sum(_running(p) for p in _workers)}"
+Path(os.environ["HARNESS_TEST_SEEN"]).write_text(_seen)
 
-CASES = [Case(id="t.square", fn=lambda x: x * x, points=[{"x": np.float32(3.0)}], order=1, source="test",
+CASES = [Case(id="t.square", fn=lambda x: x * x, points=[{"x": np.float32(3.0)}], order=1,
+              source="test",
               description="x**2")]
 """
 

@@ -436,9 +436,8 @@ def test_127690_silu_beta_gradient_is_a_scalar_on_the_tape_and_rejected_by_tf_gr
     s = _sigmoid(beta * features)
     # d/d beta_j of sum_i x_ij sigmoid(beta_j x_ij) = sum_i x_ij^2 s (1 - s), per column.
     per_column = (features ** 2 * s * (1 - s)).sum(axis=0)
-    np.testing.assert_allclose(
-        per_column, [0.6032018708, 0.0760146276], rtol=1e-9
-    )  # the values
+    # the values
+    np.testing.assert_allclose(per_column, [0.6032018708, 0.0760146276], rtol=1e-9)
     for mode in ("eager", "function"):
         beta_grad = _value(result, mode, 1, 1)
         assert beta_grad.shape == ()

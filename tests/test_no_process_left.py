@@ -24,9 +24,8 @@ import uuid
 
 import pytest
 
-_CHECKOUT = os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__))
-)  # whose harness `-m harness` runs
+# whose harness `-m harness` runs
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEED_RUN = ("-m", "harness", "--mode", "all", "--cases", "seeds.*")
 SCENARIOS = {
     "to the end": ((), None),
@@ -59,9 +58,8 @@ def _processes():
         if not name.isdigit():
             continue
         stat = _read(f"/proc/{name}/stat").decode("ascii", "replace")
-        fields = stat[
-            stat.rfind(")") + 2 :
-        ].split()  # state ppid ...; the name before may hold spaces
+        # state ppid ...; the name before may hold spaces
+        fields = stat[stat.rfind(")") + 2 :].split()
         if len(fields) < 2:  # gone
             continue
         command = _read(f"/proc/{name}/cmdline").replace(b"\0", b" ").decode("utf-8",
@@ -191,8 +189,7 @@ def test_a_run_leaves_no_process_behind(scenario):
     else:
         assert left["returncode"] == 130 and "harness: interrupted;" in output, output
     assert left["adopted"] == {}, ("not reaped by their parent before the run ended (state, "
-                                   "command): "
-                                   f"{left['adopted']}\n{output}")
+                                   f"command): {left['adopted']}\n{output}")
     assert (
         left["alive"] == {}
     ), f"still running {_EXITING_S:g} s after the run ended: {left['alive']}\n{output}"

@@ -88,9 +88,8 @@ def sqrt_doubled_gradient(x):
 
 
 def test_at_a_point_smaller_than_the_step_a_wrong_gradient_fails_and_a_right_one_passes():
-    point = [
-        {"x": np.float64(1e-6)}
-    ]  # the starting step 7.6e-6 reaches below 0, outside sqrt's domain
+    # the starting step 7.6e-6 reaches below 0, outside sqrt's domain
+    point = [{"x": np.float64(1e-6)}]
     assert run(make_case(sqrt_with_gradient, points=point))[0].verdict is Verdict.PASS
     [r] = run(make_case(sqrt_doubled_gradient, points=point))
     assert r.verdict is Verdict.FAIL and "numeric=500" in r.reason, r.reason
@@ -165,9 +164,8 @@ def test_the_nan_count_counts_the_nan_gradients():
 
 @tf.custom_gradient
 def clamp_passing_inside(x):
-    return tf.minimum(x, 1.0), lambda dy: dy * tf.cast(
-        x <= 1.0, x.dtype
-    )  # the inside side at the bound
+    # the inside side at the bound
+    return tf.minimum(x, 1.0), lambda dy: dy * tf.cast(x <= 1.0, x.dtype)
 
 
 def test_at_a_clamps_bound_a_one_sided_gradient_passes_and_the_note_names_the_kink():

@@ -119,9 +119,8 @@ def test_the_tests_outcomes_and_output_are_the_same_with_recording_on(plain, rec
     def said(proc):
         lines = [line for line in proc.stdout.splitlines()
                  if not line.startswith("harness record:")]
-        return [
-            line.split(" in ")[0] for line in lines
-        ]  # the last line ends with the session's time
+        # the last line ends with the session's time
+        return [line.split(" in ")[0] for line in lines]
 
     assert plain.returncode == recorded[0].returncode == 0
     assert said(plain) == said(recorded[0]) and "6 passed" in said(plain)[-1]
@@ -154,9 +153,8 @@ def test_replay_finds_the_two_bugs_and_names_the_test_that_called_each(replayed,
 def test_a_function_that_cannot_be_replayed_is_skipped_with_the_reason(replayed):
     _, results, _ = replayed
     [times] = by_case(results)["recorded.test_ops.test_scaled_by_an_object.times"]
-    assert (
-        times["point"] == "x=1.0"
-    )  # named as the function names it, though it cannot be made again
+    # named as the function names it, though it cannot be made again
+    assert times["point"] == "x=1.0"
     assert "cannot be replayed: it cannot be imported by name" in times["reason"]
     assert (
         "its closure variable 'scale' holds a Scale object, which is not plain data" in times[
@@ -299,7 +297,7 @@ def test_a_recorder_failure_in_a_test_is_one_warning_line_and_the_tests_pass(pro
                         "fault); the tests went on, and what was recorded before is kept"]
 
 
-def test_a_script_s_functions_are_replayed_with_their_arguments_as_called_and_the_variable_one_reads(
+def test_a_script_s_functions_replay_with_their_arguments_as_called_and_the_variable_read(
     tmp_path,
 ):
     """`record` on a script: its functions live in __main__ (copied, over the script's globals made
@@ -380,7 +378,8 @@ def test_a_point_over_the_byte_limit_keeps_its_signature_and_the_drop_is_said(pr
 
         def test_small_then_big():
             ops.square(tf.constant([1.0, 2.0]))           # 8 bytes: kept
-            ops.square(tf.constant(np.ones(16, np.float32)))  # 64 more bytes: over the 16 of a function
+            # 64 more bytes: over the 16 of a function
+            ops.square(tf.constant(np.ones(16, np.float32)))
     """))
     rec = tmp_path / "rec"
     proc = user_pytest(folder, f"--harness-record={rec}")

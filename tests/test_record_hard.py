@@ -293,10 +293,9 @@ def test_under_xdist_every_worker_s_recording_is_kept_and_the_controller_sums_th
                                 "softsign", "test_scaled_by_an_object.<locals>.times"])
     summary = [line for line in proc.stdout.splitlines() if line.startswith("harness record:")]
     assert summary == ["harness record: 7 custom-gradient functions called, 7 points kept (1 "
-                       "without values, to be "
-                       f"replayed at drawn values) in {data['folder']}; nothing dropped; 1 closure "
-                       "could not be copied (replay skips it, saying why) (2 processes wrote their "
-                       "files)"]
+                       f"without values, to be replayed at drawn values) in {data['folder']}; "
+                       "nothing dropped; 1 closure could not be copied (replay skips it, saying "
+                       "why) (2 processes wrote their files)"]
 
 
 def test_a_write_that_fails_is_in_the_last_line_with_what_it_cost(tmp_path):

@@ -108,7 +108,8 @@ BROKEN = """
         return x * x * (2.0 if tf.executing_eagerly() else 2.5)
 
 
-    CASES = [Case(id="mine.doubled", fn=doubled, points=[{"x": np.float32(4.0)}, {"x": np.float32(0.0)}],
+    CASES = [Case(id="mine.doubled", fn=doubled, points=[{"x": np.float32(4.0)},
+                                                         {"x": np.float32(0.0)}],
                   source="test", description="traced modes use another constant")]
 """
 
@@ -187,13 +188,15 @@ KERAS_OPS = """
         def grad(*args, upstream=None):
             if upstream is None:
                 (upstream,) = args
-            return keras.ops.multiply(upstream, 2.0 - 2.0 / keras.ops.add(1.0, e))  # twice the derivative
+            # twice the derivative
+            return keras.ops.multiply(upstream, 2.0 - 2.0 / keras.ops.add(1.0, e))
 
         return keras.ops.log(1.0 + e), grad
 
 
     CASES = [Case(id="mine.log1pexp", fn=log1pexp, points=[{"x": np.float32(0.5)}],
-                  source="test", description="keras.ops.custom_gradient, its grad twice the derivative")]
+                  source="test",
+                  description="keras.ops.custom_gradient, its grad twice the derivative")]
 """
 
 

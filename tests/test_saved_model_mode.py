@@ -102,9 +102,8 @@ def build_with_variables():
     @tf.custom_gradient
     def scaled(x):
         def grad(dy, variables):
-            return dy * w * scale, [
-                dy * x * 10.0
-            ]  # d/dw is x * scale = 3x; 10x shows it is the custom one
+            # d/dw is x * scale = 3x; 10x shows it is the custom one
+            return dy * w * scale, [dy * x * 10.0]
 
         return w * x * scale, grad
 
@@ -191,7 +190,8 @@ def test_the_restorer_exits_when_its_worker_is_killed():
         from harness import Case
         from harness.measure.modes import runner, saved_model
         from harness.records import RunOptions
-        case = Case(id="t.case", fn=lambda x: x * 2.0, points=[{"x": np.float32(1.0)}], source="test",
+        case = Case(id="t.case", fn=lambda x: x * 2.0, points=[{"x": np.float32(1.0)}],
+                    source="test",
                     description="test case")
         runner("saved_model").run(case, RunOptions())
         print(saved_model._restorer.process.pid, flush=True)

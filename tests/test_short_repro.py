@@ -102,15 +102,19 @@ CASES = """
 
 
     CASES = [
-        Case(id="mine.square_wrong", fn=square_wrong, points=[{"x": np.float32(2.0)}], source="test",
-             description="grad 3x for x**2"),
-        Case(id="mine.only_under_the_harness", fn=only_under_the_harness, points=[{"x": np.float32(1.0)}],
+        Case(id="mine.square_wrong", fn=square_wrong, points=[{"x": np.float32(2.0)}],
+             source="test", description="grad 3x for x**2"),
+        Case(id="mine.only_under_the_harness", fn=only_under_the_harness,
+             points=[{"x": np.float32(1.0)}],
              source="test", description="a difference the harness's process causes"),
-        Case(id="mine.product_wrong", fn=product_wrong, points=[{"x": np.float32(2.0), "y": np.float32(3.0)}],
+        Case(id="mine.product_wrong", fn=product_wrong,
+             points=[{"x": np.float32(2.0), "y": np.float32(3.0)}],
              source="test", description="grad 2x where x is due, of two scalar inputs"),
-        Case(id="mine.square_wrong_vector", fn=square_wrong, points=[{"x": np.array([1.0, 2.0], np.float32)}],
+        Case(id="mine.square_wrong_vector", fn=square_wrong,
+             points=[{"x": np.array([1.0, 2.0], np.float32)}],
              source="test", description="grad 3x for x**2, of a vector"),
-        Case(id="mine.square_wrong_long", fn=square_wrong, points=[{"x": np.arange(1, 66, dtype=np.float32) / 8}],
+        Case(id="mine.square_wrong_long", fn=square_wrong,
+             points=[{"x": np.arange(1, 66, dtype=np.float32) / 8}],
              source="test", description="grad 3x for x**2, of 65 elements"),
     ]
 """
@@ -144,7 +148,7 @@ def test_a_wrong_gradient_gets_a_script_that_computes_the_numeric_derivative(rep
 
 
 @pytest.mark.slow
-def test_a_numeric_deviation_of_several_scalar_inputs_gets_a_script_that_prints_the_numeric_derivative(
+def test_a_numeric_deviation_at_several_scalar_inputs_gets_a_script_printing_the_numeric_derivative(
     repro_dir_run, tmp_path
 ):
     proc, root = repro_dir_run

@@ -37,9 +37,8 @@ def test_grad_fn_reading_a_weight_outside_autocast_fails_only_under_mixed_precis
     cases, library_results
 ):
     case_id = "training.grad_fn_reads_weight_without_autocast"
-    assert _core_verdicts(library_results, case_id) == {
-        "pass"
-    }  # invisible to eager, function and graph
+    # invisible to eager, function and graph
+    assert _core_verdicts(library_results, case_id) == {"pass"}
     result, = helpers.run(cases[case_id], ("eager", "keras_fit", "keras_mixed"))
     assert result.verdict.value == "xfail", result.reason
     mixed = result.outcomes["keras_mixed"]
@@ -55,9 +54,8 @@ def test_python_side_effect_in_grad_fn_runs_once_per_trace_in_the_compiled_train
     cases, library_results
 ):
     case_id = "training.python_side_effect_in_grad_fn"
-    assert _core_verdicts(library_results, case_id) == {
-        "xfail"
-    }  # the numeric oracle only: a reversal
+    # the numeric oracle only: a reversal
+    assert _core_verdicts(library_results, case_id) == {"xfail"}
     case = cases[case_id]
     result, = helpers.run(case, ("eager", "keras_eager", "keras_fit"))
     assert result.verdict.value == "xfail"
@@ -91,9 +89,8 @@ def test_a_grad_fn_clipping_dy_clips_the_loss_scaled_gradient_under_mixed_precis
 def test_a_variable_gradient_clipped_in_grad_fn_is_rescaled_by_the_loss_scale(cases,
                                                                               library_results):
     case_id = "training.grad_fn_clips_variable_gradient"
-    assert _core_verdicts(library_results, case_id) == {
-        "xfail"
-    }  # the numeric oracle only: clipping
+    # the numeric oracle only: clipping
+    assert _core_verdicts(library_results, case_id) == {"xfail"}
     result, = helpers.run(cases[case_id], ("eager", "keras_eager", "keras_fit", "keras_xla",
                                            "keras_mixed"))
     assert result.verdict.value == "xfail"

@@ -247,7 +247,8 @@ def test_a_none_gradient_is_printed_as_none_and_nan_is_said_in_words():
 def _sign_ste():
     from harness.measure import probe
 
-    probe.install()  # as in a worker: the decorator below is then observed, so the case has a custom gradient
+    # as in a worker: the decorator below is then observed, so the case has a custom gradient
+    probe.install()
 
     @tf.custom_gradient
     def sign_ste(x):
@@ -407,7 +408,8 @@ def sign_ste(x):
 @tf.custom_gradient
 def logdet(a):
     chol = tf.linalg.cholesky(a)
-    return 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol))), lambda dy: dy * tf.linalg.inv(a)
+    logdet = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol)))
+    return logdet, lambda dy: dy * tf.linalg.inv(a)
 
 
 def refuses(x):

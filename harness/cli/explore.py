@@ -104,14 +104,7 @@ def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: in
                         or ("Hypothesis drew no example" if not search.tried else ""))
     command, why = explore_rerun(info, search.values, s, check)
     if s.repro_dir:
-        done = run_at(search.values, repro=True)
-        r = done.results[0]
-        try:
-            folder = repro_folder(s.repro_dir, r.case, r.point)
-        except ValueError as e:
-            say(f"no reproduction for {r.name}: {e}; remove the link")
-        else:
-            write_repro(folder, r, done.scripts, environment, info, s)
+        _write_repro(run_at(search.values, repro=True), environment, info, s)
     if check is None and not why:
         why = ("the check command calls the function alone: the case's tolerance, expectations and "
                "oracles are not in it")
@@ -122,6 +115,17 @@ def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: in
                     seconds=seconds, seed=s.seed, found=search.result,
                     inputs=explore.inputs_literal(search.values), check=command_kept,
                     note="; ".join(n for n in (search.note, why) if n), shrinking=search.shrinking)
+
+
+def _write_repro(done, environment: dict, info: CaseInfo, s: Settings) -> None:
+    """The reproduction of the failing example `done` measured, in --repro_dir."""
+    r = done.results[0]
+    try:
+        folder = repro_folder(s.repro_dir, r.case, r.point)
+    except ValueError as e:
+        say(f"no reproduction for {r.name}: {e}; remove the link")
+    else:
+        write_repro(folder, r, done.scripts, environment, info, s)
 
 
 def explore_rerun(info: CaseInfo, values, s: Settings, check) -> tuple[str, str]:
@@ -142,8 +146,7 @@ def explore_rerun(info: CaseInfo, values, s: Settings, check) -> tuple[str, str]
                        + ([f"--seed={s.seed}"] if s.seed is not None else []))
     if not info.target or len(dtypes) != 1 or not dtypes <= {"float16", "float32", "float64"}:
         return again, (f"{info.id}'s function cannot be named to check (a builder, or arguments of "
-                       "several "
-                       f"dtypes); rerun the search: {again}")
+                       f"several dtypes); rerun the search: {again}")
     spec = CheckSpec(target=info.target, inputs=(literal,), dtype=dtypes.pop(), order=info.order)
     name = info.target.rsplit(":", 1)[1]
     command = rerun_command(f"check.{name}", label, s, spec)

@@ -88,9 +88,8 @@ COMMANDS = {
             "point of a run, stops at the first failing verdict and shrinks it to the simplest "
             "input that fails with the same cause; prints it as an input literal with a check "
             "command that reruns it. A CASE_ID explores the domains its case declares. The "
-            "example database is .harness/explore-db in the working directory, so a failure "
-            "found is tried first next time. Needs Hypothesis: pip install '.[explore]' in the "
-            "checkout."
+            "example database is .harness/explore-db in the working directory, so a failure found "
+            "is tried first next time. Needs Hypothesis: pip install '.[explore]' in the checkout."
         ),
         ("python -m harness explore cases/seeds.py:custom_square --domain 'x=[-10, 10]' --seed=0",),
         (
@@ -104,10 +103,9 @@ COMMANDS = {
         "run every custom gradient a recorded test session called, as cases",
         (
             "Runs every function a recording kept (python -m pytest --harness-record=DIR, or "
-            "python -m harness record DIR -- CMD) as the case recorded.MODULE.QUALNAME, one "
-            "point per recorded call, judged as any case; each point names the test that made "
-            "the call. --order and --expect apply to every replayed case (narrow them with "
-            "--cases)."
+            "python -m harness record DIR -- CMD) as the case recorded.MODULE.QUALNAME, one point "
+            "per recorded call, judged as any case; each point names the test that made the call. "
+            "--order and --expect apply to every replayed case (narrow them with --cases)."
         ),
         ("python -m harness replay .harness/recorded --mode all --json_out r.json",),
         VERDICT_EXIT,

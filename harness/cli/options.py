@@ -142,10 +142,9 @@ NUMERIC = flags.DEFINE_bool(
 
 STRICT_NONE = flags.DEFINE_bool(
     "strict_none", False,
-    "Numeric oracle: judge every None gradient. Without it, a None that every mode "
-    "returns for an argument the case did not name in wrt (a replayed recording, a case "
-    "differentiating all its arguments) is the function saying it has no gradient there: said, not "
-    "judged.")
+    "Numeric oracle: judge every None gradient. Without it, a None that every mode returns for an "
+    "argument the case did not name in wrt (a replayed recording, a case differentiating all its "
+    "arguments) is the function saying it has no gradient there: said, not judged.")
 
 NUMERIC_FULL = flags.DEFINE_bool(
     "numeric_full", False,

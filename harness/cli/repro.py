@@ -101,9 +101,8 @@ def write_repro(folder: Path, result, scripts: dict, environment: dict, info: Ca
     stop = stop or threading.Event()
     if stop.is_set():
         return Stopped(folder, "")
-    ok, parts = scripts.get(result.point, (False,
-                                           "the worker died before it could send the script's "
-                                           "source"))
+    missing = (False, "the worker died before it could send the script's source")
+    ok, parts = scripts.get(result.point, missing)
     if not ok:
         say(f"no reproduction for {result.name}: {parts}")
         return True
@@ -117,19 +116,7 @@ def write_repro(folder: Path, result, scripts: dict, environment: dict, info: Ca
         say(f"repro.py for {result.name} is not minimised: {note}")
     elif s.minimize:
         text, note, made = _minimized(result, text, expected, s, parts, info.tolerance, stop)
-    there = [name for name in ("repro.py", "ISSUE.md") if (folder / name).exists()]
-    if there:
-        them = "them" if len(there) > 1 else "it"
-        say(f"{folder} already holds {' and '.join(there)}, from before: replacing {them}")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        # An ISSUE.md from before describes another script: it goes, whatever this one's check says.
-        (folder / "ISSUE.md").unlink(missing_ok=True)
-    except OSError as e:
-        sys.stderr.write(f"harness: cannot write {folder}: {e.strerror or e}; choose another "
-                         "directory\n")
-        return False
-    if not write_outputs([(str(folder / "repro.py"), text)]):
+    if not _prepared(folder) or not write_outputs([(str(folder / "repro.py"), text)]):
         return False
     if stop.is_set():
         return Stopped(folder, _unchecked(made))
@@ -153,6 +140,24 @@ def write_repro(folder: Path, result, scripts: dict, environment: dict, info: Ca
                                          origin=parts.origin, library=parts.library))])
 
 
+def _prepared(folder: Path) -> bool:
+    """Makes `folder`, saying what it replaces, and removes an ISSUE.md from before; False (said
+    on stderr) when it cannot be written."""
+    there = [name for name in ("repro.py", "ISSUE.md") if (folder / name).exists()]
+    if there:
+        them = "them" if len(there) > 1 else "it"
+        say(f"{folder} already holds {' and '.join(there)}, from before: replacing {them}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        # An ISSUE.md from before describes another script: it goes, whatever this one's check says.
+        (folder / "ISSUE.md").unlink(missing_ok=True)
+    except OSError as e:
+        sys.stderr.write(f"harness: cannot write {folder}: {e.strerror or e}; choose another "
+                         "directory\n")
+        return False
+    return True
+
+
 def _unchecked(made) -> str:
     """What repro.py holds when a stop came before its check, in words."""
     if made is None:
@@ -160,8 +165,7 @@ def _unchecked(made) -> str:
     if not made.shrunk:
         return "the script as written, unminimised"
     return (f"the smallest script the minimiser found so far ({made.after_lines} lines, from "
-            f"{made.before_lines}; "
-            "each candidate kept showed the deviation in its runner)")
+            f"{made.before_lines}; each candidate kept showed the deviation in its runner)")
 
 
 def _minimized(result, text: str, expected, s: Settings, parts, tolerance, stop: threading.Event):
@@ -181,8 +185,7 @@ def _minimized(result, text: str, expected, s: Settings, parts, tolerance, stop:
 
     docstring = '"""' + textwrap.fill(
         f"Minimised from the harness case {result.case} at {result.point}: {expected.what}. Needs "
-        "only "
-        f"TensorFlow and NumPy; "
+        "only TensorFlow and NumPy; "
         + ("the process dies while that shows." if expected.exit is None else
                                      f"exits {expected.exit} while that shows."),
                                       width=WIDTH - 3) + '"""\n'

@@ -72,9 +72,8 @@ class Run:
         self.s = s
         self.start = time.monotonic()
         self.environment: dict = {}
-        self.infos: dict[str, CaseInfo] = (
-            {}
-        )  # every loaded case's, by id: what its results are judged by
+        # every loaded case's, by id: what its results are judged by
+        self.infos: dict[str, CaseInfo] = {}
         self.selected: list[CaseInfo] = []
         self.finished: dict[int, object] = {}
         self.explored: list = []
@@ -94,9 +93,8 @@ class Run:
         if self.signals.caught is not None:
             return self.summary(report)
         written = self.write_reproductions(report)
-        if isinstance(
-            written, str
-        ):  # Ctrl-C or SIGTERM while writing them: exits as an interrupted run
+        # Ctrl-C or SIGTERM while writing them: exits as an interrupted run
+        if isinstance(written, str):
             self.summary(report)
             sys.stderr.write(written + "\n")
             return 130
@@ -132,7 +130,8 @@ class Run:
                 runner.kill()
         finally:
             if runner is not None:
-                with self.signals.deferred():  # every case has run or been stopped: let the workers go
+                # every case has run or been stopped: let the workers go
+                with self.signals.deferred():
                     runner.close()
             if self.jsonl:
                 with contextlib.suppress(OSError):  # a full disk: what was flushed stays
@@ -177,8 +176,7 @@ class Run:
             os.close(fd)
             flag = "--jsonl_out" if self.s.jsonl_named else "--json_out (its .jsonl stream)"
             raise UsageError(f"another harness run is writing {path}; give this run another "
-                             f"{flag}, or wait "
-                             "for that run to end") from None
+                             f"{flag}, or wait for that run to end") from None
         os.ftruncate(fd, 0)
         self.jsonl = os.fdopen(fd, "w", encoding="utf-8")
         self.jsonl_opened = True
@@ -242,9 +240,8 @@ class Run:
         from harness.report import json_report, junit  # noqa: PLC0415
 
         ordered = [self.finished[i] for i in sorted(self.finished)]
-        seconds = (
-            time.monotonic() - self.start
-        )  # the start's wall-clock time from it, so both agree
+        # the start's wall-clock time from it, so both agree
+        seconds = time.monotonic() - self.start
         report = Report(environment=self.environment, modes=self.s.modes,
                         results=tuple(r for done in ordered for r in done.results),
                         started=time.time() - seconds, seconds=seconds,

@@ -134,9 +134,8 @@ class Settings:
     full: bool
     minimize: bool
     minimize_seconds: float
-    matrix: Optional[dict] = dataclasses.field(
-        default=None, compare=False
-    )  # --matrix_json's contents
+    # --matrix_json's contents
+    matrix: Optional[dict] = dataclasses.field(default=None, compare=False)
     explore: int = 0  # --explore N
     examples: int = 0  # explore --examples
     seed: Optional[int] = None
@@ -249,9 +248,8 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
 
 def recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
     """replay's DIR (or repro's --recorded), checked to hold a recording, before any case runs."""
-    folder = (
-        args[0] if command == REPLAY_CMD else RECORDED.value
-    )  # --recorded: a run (the matrix's), or repro
+    # --recorded: a run (the matrix's), or repro
+    folder = args[0] if command == REPLAY_CMD else RECORDED.value
     if not folder:
         return None
     from harness.checking import InputError, parse_expect  # noqa: PLC0415
@@ -381,8 +379,7 @@ def refuse_other_flags(command: str, args: Sequence[str]) -> None:
         return
     one = sum(len(given) for given in belong.values()) == 1
     parts = [f"{', '.join(given)} {'is a flag' if len(given) == 1 else 'are flags'} of python -m "
-             "harness "
-             f"{and_list(commands)}" for commands, given in belong.items()]
+             f"harness {and_list(commands)}" for commands, given in belong.items()]
     here = "a plain run" if command == RUN_CMD else command
     raise UsageError(f"{'; '.join(parts)}, not of {here}; give the command "
                      f"{'it belongs' if one else 'they belong'} to, or drop "
@@ -449,7 +446,8 @@ def runner_for(s: Settings):
     from harness.process import pool  # noqa: PLC0415 - no TensorFlow unless in-process
 
     if s.inprocess:
-        head_start.discard()  # a --flagfile said --inprocess: the worker started ahead is not needed
+        # a --flagfile said --inprocess: the worker started ahead is not needed
+        head_start.discard()
         return pool.InProcess(s.origins)
     return pool.WorkerPool(s.timeout, s.origins)
 
@@ -480,9 +478,8 @@ def shard() -> tuple[int, int]:
         raise UsageError(f"shard index {index} is not below the number of shards {count}; "
                          "give --shard_index from 0 to --num_shards - 1")
     if os.environ.get("TEST_SHARD_STATUS_FILE") and count > 1:
-        Path(
-            os.environ["TEST_SHARD_STATUS_FILE"]
-        ).touch()  # tells the test runner sharding is supported
+        # tells the test runner sharding is supported
+        Path(os.environ["TEST_SHARD_STATUS_FILE"]).touch()
     return index, count
 
 

@@ -191,10 +191,9 @@ def _pieces(domain: Domain, dtype: str, what: str) -> list[tuple[float, float, b
             subnormal = True
     if not drawn and subnormal:
         raise ExploreError(f"{what}: no {dtype} number in {domain.describe()} can be drawn: "
-                           "explore draws no "
-                           "subnormal numbers (TensorFlow flushes them to zero in some kernels), "
-                           f"and {dtype}'s normal numbers start at {tiny:.3g}; widen the domain, "
-                           "or draw in a wider dtype")
+                           "explore draws no subnormal numbers (TensorFlow flushes them to zero "
+                           f"in some kernels), and {dtype}'s normal numbers start at {tiny:.3g}; "
+                           "widen the domain, or draw in a wider dtype")
     if not drawn:
         raise ExploreError(f"{what}: no {dtype} number lies in {domain.describe()}; widen it, or "
                            "draw in a wider dtype")
@@ -242,12 +241,10 @@ def points(info: CaseInfo, domains: Sequence[tuple[str, Domain]]):
     unknown = [n for n in by_name if n not in names]
     if unknown:
         raise ExploreError(f"--domain names {unknown[0]!r}, which is not an argument of {info.id}; "
-                           "its arguments: "
-                           f"{', '.join(names)}")
+                           f"its arguments: {', '.join(names)}")
     if not by_name:
         raise ExploreError(f"{info.id} declares no domains; give --domain NAME=[LOW, HIGH] for an "
-                           "argument "
-                           f"({', '.join(names)})")
+                           f"argument ({', '.join(names)})")
     parts, sizes = [], []
     for i, (name, dtype, shape) in enumerate(info.arguments):
         what = f"{info.id} argument {name!r}"

@@ -324,9 +324,8 @@ class _Judge:
         if self.noise and self.noise / step > abs(g):
             # The gradient is smaller than what the noise alone moves a difference by: no evidence.
             return self.judged("unresolved", NOISE, numeric=numeric, **numbers)
-        nearest = min(
-            max(g, min(left, right)), max(left, right)
-        )  # g itself when it lies between the sides
+        # g itself when it lies between the sides
+        nearest = min(max(g, min(left, right)), max(left, right))
         if kind == KINK:
             numeric = nearest
         miss = abs(g - nearest)

@@ -181,9 +181,8 @@ def hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutco
         got = (f" (it returned {counts.group(2)} for {wanted} input{'s' if wanted != 1 else ''})"
                if counts else "")
         hints.append("hint: grad_fn must return one gradient per input of the function, in "
-                     f"order{got}; a function "
-                     "that uses variables returns a pair: the input gradients, and a list with one "
-                     "per variable")
+                     f"order{got}; a function that uses variables returns a pair: the input "
+                     "gradients, and a list with one per variable")
     upstream = oracles.get("upstream")
     if (upstream is not None and upstream.status == "differ"
         and any(line.startswith(MISHANDLES) for line in lines)):
@@ -193,9 +192,8 @@ def hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutco
                        None)
     if unconnected and custom:
         hints.append(f"hint: grad_fn returned None for {unconnected}, whose derivative is not zero "
-                     "here: None tells "
-                     f"TensorFlow that {unconnected} does not affect the output; return its "
-                     "gradient")
+                     f"here: None tells TensorFlow that {unconnected} does not affect the output; "
+                     "return its gradient")
     elif unconnected:
         hints.append(f"hint: the gradient of {unconnected} is None (unconnected), though its "
                      "derivative is not zero here: an op on its path has no gradient, or "

@@ -315,9 +315,8 @@ def _compare_modes(case: Rules, active: Mapping[str, ModeOutcome], reference: st
             found.weighted_only += [(mode if not plain else "", m.message) for m in disagreements
                                     if m.upstream]
             continue
-        if (
-            e.outcome == GRADIENT_UNUSED
-        ):  # the fallback explains every difference, weighted ones too
+        # the fallback explains every difference, weighted ones too
+        if e.outcome == GRADIENT_UNUSED:
             happened = _met(e, outcome, disagreements, malformed)
         else:
             # A declared deviation is met at the plain contraction; a weighted difference where the
@@ -496,9 +495,8 @@ def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequ
                for r in results]
     if changed:
         reason = ("the case left process-wide state changed, which later cases in its process "
-                  "would inherit: "
-                  f"{'; '.join(changed)}; undo each change, and join each thread it starts, before "
-                  "it returns")
+                  f"would inherit: {'; '.join(changed)}; undo each change, and join each thread it "
+                  "starts, before it returns")
         results = [dataclasses.replace(r, verdict=Verdict.ERROR, reason=reason,
                                        details=(f"verdict before the check: {r.verdict.value}",)
                                        + r.details)
@@ -512,8 +510,7 @@ def _malformed(m: Optional[Measured], modes: Sequence[str], wanted: Sequence[str
         return "the worker sent no measurement for this point"
     if set(m.outcomes) != set(modes):
         return (f"the worker sent outcomes for {', '.join(m.outcomes) or 'no mode'} where the "
-                "modes run were "
-                f"{', '.join(modes)}")
+                f"modes run were {', '.join(modes)}")
     ran = any(o.status is not Status.SKIP for o in m.outcomes.values())
     absent = [name for name in wanted if name not in m.oracles] if ran else []
     if absent:

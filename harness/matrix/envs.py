@@ -111,8 +111,7 @@ def _python_version(python: str) -> str:
                           capture_output=True, text=True, env=_clean_environ())
     if done.returncode != 0:
         raise ValueError(f"cannot run the Python interpreter {python!r}: "
-                         f"{_last_error_line(done.stderr)}; "
-                         "give another with --python")
+                         f"{_last_error_line(done.stderr)}; give another with --python")
     return done.stdout.strip()
 
 
@@ -188,7 +187,8 @@ def _create(env: Path, version: str, python: str, installer: str, repo: Path, lo
 def _runs_checkout(env: Path, repo: Path) -> bool:
     """Whether `import harness` in the environment finds this checkout (asked without importing
     it)."""
-    with tempfile.TemporaryDirectory() as neutral:  # not the checkout: the cwd comes first on sys.path
+    # not the checkout: the cwd comes first on sys.path
+    with tempfile.TemporaryDirectory() as neutral:
         done = subprocess.run([str(env / "bin" / "python"), "-c",
                                "import importlib.util as u; s = u.find_spec('harness'); "
                                "print(s.origin if s else '')"],

@@ -211,7 +211,8 @@ class Step:
         rest = max(groups, key=lambda after: len(groups[after])) if len(groups) > 1 else None
         if (rest is not None
             and (not self.every_mode or len(groups[rest]) < (2 if rest == NOT_RUN else 3))):
-            rest = None  # naming two modes is as short as "the others", unless they only stopped running
+            # naming two modes is as short as "the others", unless they only stopped running
+            rest = None
         parts = []
         # Stable: in mode order, but what stopped running and "the others" last.
         for after, members in sorted(groups.items(),
@@ -304,9 +305,8 @@ class Matrix:
         """One per case and point, the modes folded in: those that changed first, then by case
         id."""
         grouped: dict[tuple[str, str], list[Row]] = {}
-        for (
-            row
-        ) in self.rows:  # changed rows first, each group by case: first seen is the order wanted
+        # changed rows first, each group by case: first seen is the order wanted
+        for row in self.rows:
             grouped.setdefault((row.case, row.point), []).append(row)
         order = {mode: i for i, mode in enumerate(self.modes)}
         points = []
@@ -442,9 +442,8 @@ def merge(reports: Mapping[str, dict], failed: Optional[Mapping[str, str]] = Non
     versions = sorted([*by_version, *failed], key=_version_key)
     columns, results, order, modes = _columns(versions, by_version, failed)
     rows = _rows(columns, results, order, modes)
-    rows.sort(
-        key=lambda row: not row.changed
-    )  # stable: changed rows first, each group in its order
+    # stable: changed rows first, each group in its order
+    rows.sort(key=lambda row: not row.changed)
     return Matrix(columns=tuple(columns), modes=tuple(modes), rows=tuple(rows))
 
 
@@ -463,8 +462,7 @@ def _by_version(reports: Mapping[str, dict], failed: Mapping[str, str]) -> dict[
         if version in by_version:
             names = ", ".join(name for name, _ in by_version[version])
             raise MergeError(f"TensorFlow {version} is listed as not installed ({reason}) but has "
-                             "reports "
-                             f"({names}); drop one of the two")
+                             f"reports ({names}); drop one of the two")
     return by_version
 
 

@@ -113,9 +113,8 @@ def _md_cell(point: Point, index: int) -> str:
     if missing and missing >= {m for m in point.modes if m in KERAS3_MODES}:  # said without marks
         groups[NO_KERAS3] = []
     quiet = (NOT_RUN, "skip")
-    if all(
-        status in quiet for status in groups
-    ):  # nothing ran (a skipped point), or everything was ok
+    # nothing ran (a skipped point), or everything was ok
+    if all(status in quiet for status in groups):
         return first.word
     # Stable: what ran first, then a missing Keras 3, then what did not run.
     ordered = sorted(groups.items(),
@@ -182,7 +181,8 @@ def markdown(matrix: Matrix) -> str:
 # column is at most 22em of 12px, and a cell is about 92px: four 19px marks a line.
 _CSS = """
 * { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1em 1.2em; color: #1f2328; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1em 1.2em;
+       color: #1f2328; }
 h1 { font-size: 1.4em; margin: 0 0 .3em; }
 p.meta { margin: .2em 0; color: #444c56; }
 .legend { display: flex; flex-wrap: wrap; gap: .3em 1.1em; margin: .6em 0; padding: .5em .8em;
@@ -197,51 +197,65 @@ p.meta { margin: .2em 0; color: #444c56; }
 .controls label { cursor: pointer; }
 .controls input[type=search] { width: 16em; }
 #shown { color: #57606a; font-size: 12.5px; }
-.wrap { overflow: auto; max-height: calc(100vh - 1em); border: 1px solid #d0d7de; border-radius: 4px; }
+.wrap { overflow: auto; max-height: calc(100vh - 1em); border: 1px solid #d0d7de;
+        border-radius: 4px; }
 table { border-collapse: separate; border-spacing: 0; }
 th, td { border: 0 solid #d0d7de; border-width: 0 1px 1px 0; padding: 3px 4px; text-align: left;
          vertical-align: top; }
 thead th { position: sticky; top: 0; background: #f6f8fa; z-index: 2; font-size: 12.5px; }
 thead th.version { width: 92px; min-width: 92px; }
-thead th small { display: block; font-weight: normal; color: #57606a; font-size: 10.5px; line-height: 1.25; }
-th.name, td.name { position: sticky; left: 0; background: #fff; z-index: 1; width: 22em; min-width: 18em;
+thead th small { display: block; font-weight: normal; color: #57606a; font-size: 10.5px;
+                 line-height: 1.25; }
+th.name, td.name { position: sticky; left: 0; background: #fff; z-index: 1; width: 22em;
+                   min-width: 18em;
                    max-width: 22em; font-size: 12px; }
 thead th.name { z-index: 3; background: #f6f8fa; }
-td.name code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; overflow-wrap: break-word; }
-td.name .change { display: block; color: #9a3412; font-size: 11px; line-height: 1.3; overflow-wrap: anywhere; }
-td.c { cursor: pointer; width: 92px; min-width: 92px; max-width: 92px; font-size: 11px; line-height: 1.2; }
+td.name code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
+               overflow-wrap: break-word; }
+td.name .change { display: block; color: #9a3412; font-size: 11px; line-height: 1.3;
+                  overflow-wrap: anywhere; }
+td.c { cursor: pointer; width: 92px; min-width: 92px; max-width: 92px; font-size: 11px;
+       line-height: 1.2; }
 td.c:hover, td.c:focus { outline: 2px solid #0969da; outline-offset: -2px; }
 td.c.selected { outline: 3px solid #0969da; outline-offset: -3px; }
 td.c.differs { box-shadow: inset 4px 0 0 #d4380d; }
 td.c.differs .v { font-weight: 700; }
-td.c .v { display: block; margin: 0 0 2px 1px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+td.c .v { display: block; margin: 0 0 2px 1px; overflow: hidden; text-overflow: ellipsis;
+          white-space: nowrap; }
 td.c.differs .v { padding-left: 3px; }
 .marks { display: flex; flex-wrap: wrap; gap: 2px; }
-.mk { display: inline-block; width: 19px; height: 15px; line-height: 13px; font-size: 10px; font-weight: 600;
-      text-align: center; border: 1px solid; border-radius: 3px; font-family: ui-monospace, SFMono-Regular, Menlo,
+.mk { display: inline-block; width: 19px; height: 15px; line-height: 13px; font-size: 10px;
+      font-weight: 600;
+      text-align: center; border: 1px solid; border-radius: 3px;
+      font-family: ui-monospace, SFMono-Regular, Menlo,
       monospace; }
 .mk.m-ok { background: #ffffff; color: #1a7f37; border-color: #8ccf9f; }
 .mk.m-exc { background: #cf222e; color: #ffffff; border-color: #a40e26; }
 .mk.m-crash { background: #000000; color: #ffffff; border-color: #000000; }
 .mk.m-timeout { background: #bc4c00; color: #ffffff; border-color: #8a3600; }
-.mk.m-none { background: rgba(255,255,255,.6); color: #57606a; border: 1px dashed #57606a; font-weight: 400; }
+.mk.m-none { background: rgba(255,255,255,.6); color: #57606a; border: 1px dashed #57606a;
+             font-weight: 400; }
 .mk.moved { box-shadow: 0 0 0 2px #d4380d; }
 tr.group th { background: #fff; text-align: left; padding-top: .8em; font-size: 13px; }
 tr.group th span { position: sticky; left: .4em; }
 td.absent .v { font-style: italic; }
-td.noinst, span.noinst { background: repeating-linear-gradient(45deg, #eeeeee 0 6px, #e0e0e0 6px 12px); }
+td.noinst, span.noinst { background: repeating-linear-gradient(45deg, #eeeeee 0 6px,
+                         #e0e0e0 6px 12px); }
 td.noinst .v { white-space: normal; }
 #panel { position: fixed; right: 1.2em; bottom: 1.2em; width: 36em; max-width: calc(100vw - 2.4em);
-         max-height: 55vh; overflow: auto; background: #fff; border: 1px solid #8c959f; border-radius: 6px;
+         max-height: 55vh; overflow: auto; background: #fff; border: 1px solid #8c959f;
+         border-radius: 6px;
          box-shadow: 0 4px 16px rgba(0,0,0,.18); padding: .7em .9em; z-index: 4; }
 #panel[hidden] { display: none; }
-#panel h2 { font-size: 1em; margin: 0 1.8em .4em 0; font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
+#panel h2 { font-size: 1em; margin: 0 1.8em .4em 0;
+            font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
             overflow-wrap: anywhere; }
 #panel dl { margin: 0; display: grid; grid-template-columns: max-content 1fr; gap: .15em .8em; }
 #panel dt { color: #57606a; }
 #panel dd { margin: 0; white-space: pre-wrap; word-break: break-word; }
 #panel dd.code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
-#panel button { position: absolute; top: .35em; right: .5em; border: 0; background: none; font-size: 1.3em;
+#panel button { position: absolute; top: .35em; right: .5em; border: 0; background: none;
+                font-size: 1.3em;
                 cursor: pointer; color: #57606a; }
 """
 
@@ -292,9 +306,12 @@ _JS = """
       if (keep) shown++;
     });
     groups.forEach(function (g) {
-      g.hidden = !rows.some(function (tr) { return !tr.hidden && tr.classList.contains(g.dataset.kind); });
+      g.hidden = !rows.some(function (tr) {
+        return !tr.hidden && tr.classList.contains(g.dataset.kind);
+      });
     });
-    document.getElementById('shown').textContent = shown + ' of ' + rows.length + ' case points shown';
+    document.getElementById('shown').textContent =
+      shown + ' of ' + rows.length + ' case points shown';
   }
   [only, theme].forEach(function (el) { el.addEventListener('change', filter); });
   search.addEventListener('input', filter);
@@ -433,12 +450,13 @@ def html(matrix: Matrix) -> str:
 <body>
 <h1>TensorFlow version matrix</h1>
 <p class="meta">TensorFlow {_e(versions)}</p>
-<p class="meta">{_e(_summary(matrix, points))} Hover over a cell or a mark for its explanation; click a cell for the
-details.</p>
+<p class="meta">{_e(_summary(matrix, points))}
+Hover over a cell or a mark for its explanation; click a cell for the details.</p>
 {_html_legend(matrix)}
 <div class="controls">
 <label><input type="checkbox" id="only-changed"> only rows that changed</label>
-<label>theme <select id="theme"><option value="">all ({len(points)})</option>{options}</select></label>
+<label>theme <select id="theme"><option value="">all ({len(points)})</option>{options}
+</select></label>
 <label>search <input type="search" id="search" placeholder="case[point]"></label>
 <span id="shown"></span>
 </div>

@@ -123,9 +123,8 @@ def end_strays(keep: Collection[int] = ()) -> list[int]:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     for pid in strays:
-        with contextlib.suppress(
-            ChildProcessError, OSError
-        ):  # not our child: its own parent or init reaps it
+        # not our child: its own parent or init reaps it
+        with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, 0)
     return strays
 
@@ -237,7 +236,8 @@ def held_signals() -> Iterator[None]:
         return
     from multiprocessing import resource_tracker  # noqa: PLC0415
 
-    resource_tracker.ensure_running()  # as it starts the tracker it lets both signals go: first, then
+    # Starting the tracker lets both signals go: so it is started first, and they are held after.
+    resource_tracker.ensure_running()
     before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
         yield

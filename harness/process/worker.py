@@ -219,17 +219,8 @@ def _closed(folder: str, parent: Optional[int]) -> None:
     _exit_now()
 
 
-def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
-    """The worker process's main loop.
-
-    Imports TensorFlow first (`prepare`), then waits for ("load", Origins): a worker may be
-    started before the command line is read (harness.process.head_start). Sends ("ready",
-    environment, catalogue) or ("load_error", message); then for each ("run", job) sends
-    what `run_job` notifies, then ("done", measured, changed, lost), `lost` saying why
-    nothing measured could be sent ("" when it was). Exits on ("stop",), when the
-    supervisor closes the pipe or is gone (`parent`: its process id), or after a case that
-    changed global state or left a thread running.
-    """
+def _settle(output_path: str, parent: Optional[int]) -> str:
+    """The worker's process set up before TensorFlow comes in; returns its folder of files."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
     # What a case starts stays in this process's group, to be ended after the case; and when the
     # supervisor is gone (even killed with SIGKILL), this process ends what it started, removes the
@@ -247,6 +238,21 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
         os._exit(1)
     lifetime.exit_with_parent(lambda: (shutil.rmtree(folder, ignore_errors=True),
                                        lifetime.end_strays()), parent)
+    return folder
+
+
+def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
+    """The worker process's main loop.
+
+    Imports TensorFlow first (`prepare`), then waits for ("load", Origins): a worker may be
+    started before the command line is read (harness.process.head_start). Sends ("ready",
+    environment, catalogue) or ("load_error", message); then for each ("run", job) sends
+    what `run_job` notifies, then ("done", measured, changed, lost), `lost` saying why
+    nothing measured could be sent ("" when it was). Exits on ("stop",), when the
+    supervisor closes the pipe or is gone (`parent`: its process id), or after a case that
+    changed global state or left a thread running.
+    """
+    folder = _settle(output_path, parent)
     prepare()
     from harness import loader  # noqa: PLC0415
 
@@ -272,9 +278,8 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
         _end_strays()
         try:
             conn.send(("done", [m.portable() for m in measured], changed, ""))
-        except (
-            Exception
-        ) as e:  # noqa: BLE001 - pickling fails before anything is written: say so instead
+        # Pickling fails before anything is written: say so instead.
+        except Exception as e:  # noqa: BLE001
             conn.send(("done", [], changed,
                        f"the worker could not send what it measured: {type(e).__name__}: {e}"))
         if changed:

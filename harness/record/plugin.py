@@ -44,9 +44,8 @@ class _Recording:
 
     def pytest_runtest_protocol(self, item, nextitem):
         node = item.nodeid
-        if node.startswith(
-            "::"
-        ):  # a test module outside the rootdir (--pyargs): name it by its module
+        # a test module outside the rootdir (--pyargs): name it by its module
+        if node.startswith("::"):
             module = getattr(getattr(item, "module", None), "__name__", None)
             node = f"{module or item.path}{node}"
         self.session.node = node
@@ -70,9 +69,8 @@ class _Recording:
         if session.stopped:
             terminalreporter.write_line(session.stopped_line())
         if _is_controller(terminalreporter.config):
-            from harness.record import (
-                recorder,
-            )  # noqa: PLC0415 - loaded already: the session is its
+            # loaded already: the session is its
+            from harness.record import recorder  # noqa: PLC0415
 
             terminalreporter.write_line(recorder.folder_summary(session.folder, session))
         else:

@@ -459,9 +459,8 @@ def _describe(value: Any) -> tuple[dict, Optional[np.ndarray]]:
                          "shape": None if shape is None or shape.rank is None else list(shape)}}
         return spec, array
     dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
-    if (
-        hasattr(dtype, "as_numpy_dtype") and shape is not None
-    ):  # a graph tensor: no value while tracing
+    # a graph tensor: no value while tracing
+    if hasattr(dtype, "as_numpy_dtype") and shape is not None:
         return {"spec": {"dtype": dtype.name,
                          "shape": None if shape.rank is None else shape.as_list()}}, None
     return {"unsupported": f"a {name} object"}, None
@@ -488,9 +487,8 @@ def _variable(v, store_array, over: bool) -> dict:
 
 def _watcher():
     try:
-        from tensorflow.python.eager import (
-            record,
-        )  # noqa: PLC0415 - what custom_gradient itself uses
+        # what custom_gradient itself uses
+        from tensorflow.python.eager import record  # noqa: PLC0415
 
         return record.VariableWatcher()
     except Exception:  # noqa: BLE001 - another TensorFlow: variables are not recorded

@@ -88,9 +88,8 @@ def _known(record: dict, loader: "_Loader", index: int, point: dict) -> _Known:
 def _numpy_dtype(name: str):
     try:
         return np.dtype(name)
-    except (
-        TypeError
-    ):  # bfloat16 and the like: NumPy's through ml_dtypes, which comes with TensorFlow
+    # Bfloat16 and the like: NumPy's through ml_dtypes, which comes with TensorFlow.
+    except TypeError:
         import ml_dtypes  # noqa: PLC0415
 
         return np.dtype(getattr(ml_dtypes, name))
@@ -222,8 +221,7 @@ def _function(record: dict, copy: Optional[dict], loader: _Loader,
     if copy is None or "problem" in copy:
         why = copy["problem"] if copy else "no copy of it was kept"
         return None, ("it cannot be imported by name (defined inside a function: a closure, a "
-                      "factory's, or a "
-                      f"test's own) and could not be copied: {why}")
+                      f"factory's, or a test's own) and could not be copied: {why}")
     return _from_copy(record, copy["copy"], module, loader, variables)
 
 
@@ -443,9 +441,8 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
     tensor_names, values, shown_names, shown_values, drawn = [], [], [], [], []
     problem = ""
     for i, (name, entry) in enumerate(zip(names, point["args"])):
-        if (
-            "unsupported" in entry
-        ):  # a method's self, a layer: named in the reason, not in the label
+        # a method's self, a layer: named in the reason, not in the label
+        if "unsupported" in entry:
             problem = problem or f"its argument {name} was {entry['unsupported']}, not a value"
             continue
         value, how = _value(entry, loader, seed + i, lambda i=i: _known(record, loader, i, point))
@@ -470,8 +467,7 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
         )
     if drawn:
         note += (f"; it had no values then, so they are drawn ({'; '.join(drawn)}; seeded, open "
-                 "dimensions "
-                 f"{_OPEN_DIMENSION}): stand-ins for values the trace did not show")
+                 f"dimensions {_OPEN_DIMENSION}): stand-ins for values the trace did not show")
         if point.get("note"):
             note += f"; {point['note']}"
     built = Point(names=tuple(tensor_names), values=tuple(np.asarray(v) for v in values),

@@ -209,10 +209,8 @@ def load_function(entry: dict, load_array: Callable[[dict], np.ndarray],
     """
     if entry.get("python") != python_version():
         raise Unserialisable(f"its code was recorded under Python {entry.get('python')} and this "
-                             "is Python "
-                             f"{python_version()}; Python's code format differs between them: "
-                             "replay it under "
-                             f"Python {entry.get('python')}")
+                             f"is Python {python_version()}; Python's code format differs between "
+                             f"them: replay it under Python {entry.get('python')}")
     code = marshal.loads(base64.b64decode(entry["code"]))
     closure = tuple(types.CellType() if "empty" in c
                     else types.CellType(load_value(c, load_array, module_globals))

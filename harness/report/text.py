@@ -83,8 +83,7 @@ def _explored(e: Explored) -> str:
         said = (f"no example was judged over {over} in {e.seconds:.1f} s{seed}, so nothing passed"
                 if not e.tried else
                 f"none of {e.tried} examples failed over {over} in {e.seconds:.1f} s{seed}, but "
-                "Hypothesis ended "
-                f"the search before the {e.limit} asked for, so it is no pass")
+                f"Hypothesis ended the search before the {e.limit} asked for, so it is no pass")
         text = f"EXPLORE {_WORD[Verdict.ERROR]}  {e.case}: {said}"
         return "\n".join([text]
                          + [f"    {what}: {why}"

@@ -214,7 +214,13 @@ _BODY = textwrap.dedent('''
 
 
     def dense(gradient):
-        return tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices) else gradient
+        if isinstance(gradient, tf.IndexedSlices):
+            return tf.convert_to_tensor(gradient)
+        return gradient
+
+
+    def as_numpy(orders):
+        return values([[None if t is None else t.numpy() for t in o] for o in orders])
 
 
     def targets(tensors):
@@ -237,7 +243,8 @@ _BODY = textwrap.dedent('''
                                            else f", while recording for orders {k + 1} to {order}")
             stage[0] = f"order {k}{above}"
             ys = targets(orders[-1])
-            grads = tape.gradient(ys, sources, unconnected_gradients=UNCONNECTED) if ys else [None] * len(sources)
+            grads = (tape.gradient(ys, sources, unconnected_gradients=UNCONNECTED) if ys
+                     else [None] * len(sources))
             return orders + [[dense(g) for g in grads]]
 
         return upto(order)
@@ -257,8 +264,8 @@ _BODY = textwrap.dedent('''
         try:
             fn, variables = make_function()
             xs = [tf.constant(v) for v in INPUTS]
-            return {"status": "ok", "orders": values([[None if t is None else t.numpy() for t in o]
-                                                      for o in tape_orders(fn, variables, xs, stage)])}
+            orders = tape_orders(fn, variables, xs, stage)
+            return {"status": "ok", "orders": as_numpy(orders)}
         except Exception as e:
             return failure(e, stage[0])
 
@@ -275,7 +282,7 @@ _BODY = textwrap.dedent('''
                 return orders
 
             orders = all_orders(*[tf.constant(v) for v in INPUTS])
-            return {"status": "ok", "orders": values([[None if t is None else t.numpy() for t in o] for o in orders])}
+            return {"status": "ok", "orders": as_numpy(orders)}
         except Exception as e:
             return failure(e, stage[0])
 
@@ -294,9 +301,11 @@ _BODY = textwrap.dedent('''
                 for k in range(1, ORDER + 1):
                     stage[0] = f"order {k}"
                     ys = targets(orders[-1])
-                    # A complex output has no default upstream gradient in tf.gradients: ones, as a tape.
+                    # A complex output has no default upstream gradient in tf.gradients: ones, as
+                    # a tape gives.
                     grad_ys = [tf.ones_like(y) if y.dtype.is_complex else None for y in ys]
-                    grads = (tf.gradients(ys, sources, grad_ys=grad_ys, unconnected_gradients=UNCONNECTED)
+                    grads = (tf.gradients(ys, sources, grad_ys=grad_ys,
+                                          unconnected_gradients=UNCONNECTED)
                              if ys else [None] * len(sources))
                     orders.append([dense(g) for g in grads])
                 init = tf.compat.v1.global_variables_initializer()
@@ -334,7 +343,8 @@ _BODY = textwrap.dedent('''
                 for k, order in enumerate(got["orders"][1:], start=1):
                     for i, (g, (dtype, shape)) in enumerate(zip(order, specs)):
                         if g is not None and (g.dtype.name != dtype or g.shape != tuple(shape)):
-                            found.append(f"{mode}: order {k} gradient {i} is {g.dtype.name}{list(g.shape)}, "
+                            found.append(f"{mode}: order {k} gradient {i} is "
+                                         f"{g.dtype.name}{list(g.shape)}, "
                                          f"its source is {dtype}{list(shape)}")
             if got is ref:
                 continue
@@ -349,13 +359,15 @@ _BODY = textwrap.dedent('''
                     if (a is None) != (b is None):
                         found.append(f"{where}: None vs a value")
                     elif a is not None and (a.dtype != b.dtype or a.shape != b.shape):
-                        found.append(f"{where}: {a.dtype.name}{list(a.shape)} vs {b.dtype.name}{list(b.shape)}")
+                        found.append(f"{where}: {a.dtype.name}{list(a.shape)} "
+                                     f"vs {b.dtype.name}{list(b.shape)}")
                     elif a is not None:
                         rtol, atol = TOLERANCE.get(a.dtype.name, (0.0, 0.0))
                         wa, wb = a.astype(np.complex128), b.astype(np.complex128)
                         same_nan = (np.isnan(wa) == np.isnan(wb)).all()
                         finite = np.isfinite(wa) & np.isfinite(wb)
-                        same_inf = (wa[~finite & ~np.isnan(wa)] == wb[~finite & ~np.isnan(wa)]).all()
+                        infinite = ~finite & ~np.isnan(wa)
+                        same_inf = (wa[infinite] == wb[infinite]).all()
                         close = (np.abs(wa - wb)[finite] <= atol + rtol * np.abs(wb)[finite]).all()
                         if not (same_nan and same_inf and close):
                             found.append(f"{where}: {a.tolist()} vs {b.tolist()}")
@@ -373,7 +385,8 @@ _BODY = textwrap.dedent('''
         fn, variables = make_function()
 
         def below(xs):
-            orders = tape_orders(fn, variables, [tf.constant(v) for v in xs], ["forward"], order=k - 1)
+            orders = tape_orders(fn, variables, [tf.constant(v) for v in xs], ["forward"],
+                                 order=k - 1)
             return sum(np.sum(t.numpy()) for t in targets(orders[-1]))
 
         base = [v.astype(NUMERIC["dtype"]) if v.dtype.kind == "f" else v for v in INPUTS]
@@ -387,10 +400,11 @@ _BODY = textwrap.dedent('''
                 down[i][at] -= h
                 numeric[at] = (below(up) - below(down)) / (2 * h)
             gradient = got["orders"][k][j]
-            if gradient is None or not np.allclose(gradient, numeric, rtol=NUMERIC["rtol"], atol=NUMERIC["atol"],
-                                                   equal_nan=True):
+            if gradient is None or not np.allclose(gradient, numeric, rtol=NUMERIC["rtol"],
+                                                   atol=NUMERIC["atol"], equal_nan=True):
                 found.append(f"order {k} gradient wrt {NAMES[i]}: {NUMERIC['mode']} "
-                             f"{None if gradient is None else gradient.tolist()} vs the numeric {numeric.tolist()}")
+                             f"{None if gradient is None else gradient.tolist()} "
+                             f"vs the numeric {numeric.tolist()}")
         return found
 
 
@@ -423,8 +437,8 @@ _BODY = textwrap.dedent('''
         if "--json" in sys.argv:
             encoded = {m: dict(r, orders=[[encode(v) for v in o] for o in r.get("orders", [])])
                        for m, r in results.items()}
-            print(json.dumps({"environment": environment, "modes": encoded, "disagreements": problems,
-                              "numeric": numeric}))
+            print(json.dumps({"environment": environment, "modes": encoded,
+                              "disagreements": problems, "numeric": numeric}))
         else:
             print(", ".join(f"{k} {v}" for k, v in environment.items()))
             for mode, r in results.items():
@@ -433,13 +447,15 @@ _BODY = textwrap.dedent('''
                     for k, order in enumerate(r["orders"]):
                         print(f"  order {k}: {[None if v is None else v.tolist() for v in order]}")
                 else:
-                    lines = [line.strip() for line in r["error_message"].splitlines() if line.strip()] or [""]
+                    lines = [line.strip() for line in r["error_message"].splitlines()
+                             if line.strip()] or [""]
                     # tf.function puts "in user code:" and a traceback before the error's own line.
                     first = lines[-1] if lines[0] == "in user code:" else lines[0]
                     print(f"{mode}: {r['error_type']} at {r['stage']}: {first}")
             print("\\n".join(["DISAGREE:"] + [f"  {p}" for p in problems]) if problems else "AGREE")
             if numeric:
-                print("\\n".join(["WRONG: the numeric derivative differs"] + [f"  {p}" for p in numeric]))
+                print("\\n".join(["WRONG: the numeric derivative differs"]
+                                 + [f"  {p}" for p in numeric]))
         return 1 if problems or numeric else 0
 
 

@@ -236,8 +236,7 @@ def _docstring(parts: ScriptParts, dev: _Deviation) -> str:
             "exits 0 while they agree, 1 when they do not")
     head = parts.description.rstrip(".")
     body = (f"Harness case {parts.case} at {parts.point}, order {parts.order}: {shows}. Needs only "
-            "TensorFlow "
-            f"and NumPy; {ends}.")
+            f"TensorFlow and NumPy; {ends}.")
     return "\n".join(['"""' + textwrap.fill(head + ".", width=97), "",
                       textwrap.fill(body, width=100), '"""'])
 
@@ -254,6 +253,14 @@ def _top_names(parts: ScriptParts) -> set[str]:
         (a.asname or a.name).split(".")[0] for n in tree.body
         if isinstance(n, (ast.Import, ast.ImportFrom))
         for a in n.names}
+
+
+def _run_pair(mode: str) -> str:
+    """The (name, function) pair the short script runs `mode` with."""
+    if mode == "eager":
+        return f"({mode!r}, gradients)"
+    options = _FUNCTION_OPTIONS[mode]
+    return f"({mode!r}, tf.function(gradients{', ' + options if options else ''}))"
 
 
 def render(parts: ScriptParts, result: Result, tolerance: ToleranceOverride = None) -> Short:
@@ -290,17 +297,7 @@ def render(parts: ScriptParts, result: Result, tolerance: ToleranceOverride = No
     lines += [f"print('TensorFlow', tf.version.VERSION{flush})", "found = {}"]
     keep = dev.kind != "errors" and dev.kind != "crash"  # the values are compared
     if tape_modes:
-        runs = ", ".join(
-            (
-                f"({m!r}, gradients)"
-                if m == "eager"
-                else (
-                    f"({m!r},"
-                    f" tf.function(gradients{', ' + _FUNCTION_OPTIONS[m] if _FUNCTION_OPTIONS[m] else ''}))"
-                )
-            )
-            for m in tape_modes
-        )
+        runs = ", ".join(_run_pair(m) for m in tape_modes)
         call = ", ".join(f"tf.constant({c})" for c in constants)
         lines += [f"for mode, run in [{runs}]:"]
         lines += ["    print(mode + ': running', flush=True)"] if dev.kind == "crash" else []
@@ -353,10 +350,9 @@ def _verdict_code(dev: _Deviation, parts: ScriptParts, ref: ModeOutcome, constan
                 f"    a.shape == b.shape and np.allclose(a, b, rtol={tol.rtol:g}, "
                 f"atol={tol.atol:g}, equal_nan=True)",
                 f"    for a, b in zip(found[m], found[{y!r}]))]",
-                "print('DIFFERS: ' + ', '.join(m if kind[m] == 'ok' else f'{m} ({kind[m]})' for m "
-                "in differs) + "
-                f"' differ from {y}' if differs else 'SAME: every mode within the {dtype} "
-                f"tolerance of {y}')",
+                f"print('DIFFERS: ' + ', '.join(m if kind[m] == 'ok' else f'{{m}} ({{kind[m]}})' "
+                f"for m in differs) + ' differ from {y}' if differs else 'SAME: every mode within "
+                f"the {dtype} tolerance of {y}')",
                 "raise SystemExit(1 if differs else 0)"]
     outputs = len(ref.orders[0])
     if dev.kind == "gradient":
@@ -401,8 +397,7 @@ def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str],
     elements = sum(math.prod(parts.shapes[i]) for i in parts.wrt)
     if elements > _NUMERIC_ELEMENTS:
         raise NotShort("the numeric derivative differs, and the short script writes it out for "
-                       "inputs of at most "
-                       f"{_NUMERIC_ELEMENTS} elements in all, not {elements}")
+                       f"inputs of at most {_NUMERIC_ELEMENTS} elements in all, not {elements}")
     if ref.status is not Status.OK:
         raise NotShort("the numeric oracle differs, with no order saying where")
     k, dtype, step, tol = numeric_check(result, parts, tolerance)
@@ -427,8 +422,7 @@ def _numeric_code(parts: ScriptParts, ref: ModeOutcome, constants: list[str],
             "None",
             f"print('numeric: order {k}', numeric)",
             f"differs = got is None or not np.allclose(got, numeric, rtol={tol.rtol:g}, "
-            f"atol={tol.atol:g}, "
-            "equal_nan=True)",
+            f"atol={tol.atol:g}, equal_nan=True)",
             f"print('DIFFERS:' if differs else 'SAME:', 'order {k}', got, 'vs the numeric', "
             "numeric)",
             "raise SystemExit(1 if differs else 0)"]
@@ -463,8 +457,7 @@ def _numeric_code_of_each(parts: ScriptParts, ref: ModeOutcome, constants: list[
             f"for name, value in zip({names!r}, numeric):",
             f"    print(f'numeric: order {k} wrt {{name}}', value)",
             f"differs = got is None or not all(np.allclose(g, v, rtol={tol.rtol:g}, "
-            f"atol={tol.atol:g}, equal_nan=True) "
-            "for g, v in zip(got, numeric))",
+            f"atol={tol.atol:g}, equal_nan=True) for g, v in zip(got, numeric))",
             f"print('DIFFERS:' if differs else 'SAME:', 'order {k}', *(got or ['none']), 'vs the "
             "numeric', *numeric)",
             "raise SystemExit(1 if differs else 0)"]

@@ -69,8 +69,7 @@ def pytest_terminal_summary(terminalreporter, config):
     failed = getattr(config, "_no_tf_failed", None)
     if failed:
         terminalreporter.write_line("FAILED: the fast tier imported (or tried to import) "
-                                    f"{', '.join(failed)}; "
-                                    "it must import no TensorFlow", red=True)
+                                    f"{', '.join(failed)}; it must import no TensorFlow", red=True)
 
 
 def pytest_unconfigure(config):

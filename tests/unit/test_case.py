@@ -252,8 +252,7 @@ def test_case_runs_only_inside_its_tf_versions():
 
 
 def test_pure_modules_import_without_tensorflow():
-    code = ("import sys\n"
-            "import harness, harness.case, harness.records, harness.judge.tolerance, "
+    code = ("import sys\nimport harness, harness.case, harness.records, harness.judge.tolerance, "
             "harness.versions\nimport harness.judge.compare, harness.judge.verdict, "
             "harness.report\nimport harness.report.json_report, harness.report.junit, "
             "harness.report.text\nassert 'tensorflow' not in sys.modules, 'tensorflow was "

@@ -122,9 +122,8 @@ def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command):
         ) == bool(shared)
     said = text[:text.index("\nExample:\n")].replace("python -m harness --help", "")
     for name, (_, commands) in cli_options.FLAG_TABLE.items():
-        if (
-            command not in commands
-        ):  # another command's flag is not shown (the example may give a run's)
+        # another command's flag is not shown (the example may give a run's)
+        if command not in commands:
             assert f"--{name}" not in said and cli_help.written_as(flags.FLAGS[name]) not in said, (
                 command,
                 name,
@@ -186,9 +185,8 @@ def test_each_example_passes_the_command_line_checks_and_names_what_exists(comma
         with flagsaver.flagsaver():
             rest = flags.FLAGS(["harness", *argv[3:]])
             name, args = cli_settings.split_command(rest)
-            cli_settings.refuse_other_flags(
-                name, args
-            )  # raises UsageError for a flag of another command
+            # raises UsageError for a flag of another command
+            cli_settings.refuse_other_flags(name, args)
             if name == "check":
                 cli_settings.check_spec(args[0])
                 assert target_exists(args[0]), args[0]

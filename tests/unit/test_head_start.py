@@ -113,9 +113,8 @@ def test_a_supervisor_killed_before_its_worker_starts_serving_leaves_no_worker_o
 
     env, record, temporary = recorded
     record_processes(env, tmp_path, extra=(
-        "import time\n"
-        "if 'spawn_main' in open('/proc/self/cmdline').read():\n"
-        "    time.sleep(1.5)\n"))
+        "import time\nif 'spawn_main' in open('/proc/self/cmdline').read():\n    "
+        "time.sleep(1.5)\n"))
     command = subprocess.Popen([sys.executable, "-m", "harness", "--cases", "seeds.*"], env=env,
                                cwd=str(tmp_path), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)

@@ -146,9 +146,8 @@ def test_a_circle_is_named_from_its_first_module_back_to_it():
 
 def test_the_graph_sees_lazy_imports_and_every_form_of_import():
     graph = import_graph()
-    assert (
-        "harness.measure.execute" in graph["harness.process.worker"]
-    )  # imported inside prepare() and run_job()
+    # imported inside prepare() and run_job()
+    assert "harness.measure.execute" in graph["harness.process.worker"]
     assert (
         "harness.measure.modes._devices" in graph["harness.process.worker"]
     )  # from harness.measure.modes import _devices

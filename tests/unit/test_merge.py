@@ -425,9 +425,8 @@ class _Page(html.parser.HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.stack, self.tags, self.titles, self.data, self.text = [], [], [], [], []
-        self.rows = (
-            []
-        )  # per <tr class="p">: (its attributes, [(cell attrs, [(mark attrs, mark text)], cell text)])
+        # per <tr class="p">: (its attributes, [(cell attrs, [(mark attrs, mark text)], cell text)])
+        self.rows = []
         self._in = None  # what the next text belongs to
 
     def handle_starttag(self, tag, attrs):

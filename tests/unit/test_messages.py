@@ -130,8 +130,7 @@ def test_a_verdicts_block_shows_a_few_detail_lines_its_hints_and_says_where_the_
                             details=r.details[:1] + tuple(f"detail {i}" for i in range(12))
                             + r.details[1:])
     lines = text.line(r).splitlines()
-    assert (
-        len(lines) <= 1 + 1 + text.MAX_DETAILS + 1 + 1
-    ), lines  # head, reason, details, hint, rerun
+    # head, reason, details, hint, rerun
+    assert len(lines) <= 1 + 1 + text.MAX_DETAILS + 1 + 1, lines
     assert any("more detail lines: the JSON report (--json_out) holds them all" in l for l in lines)
     assert lines[-2].startswith("    - hint: ") and lines[-1].startswith("    rerun: ")

@@ -48,7 +48,7 @@ class _Clock:
         return self.now
 
 
-def test_off_a_terminal_a_long_run_says_how_far_it_is_every_30_seconds_and_a_short_one_says_nothing():
+def test_off_a_terminal_a_long_run_says_how_far_it_is_every_30_s_and_a_short_one_says_nothing():
     out, log, clock = io.StringIO(), io.StringIO(), _Clock()
     progress = Progress(total=4, stream=out, live=False, log=log, clock=clock)
     clock.now += 40  # the workers start: no case has started yet

@@ -90,9 +90,8 @@ def test_without_the_flag_the_plugin_imports_neither_the_recorder_nor_tensorflow
     import harness.record
 
     for name in ("plugin", "recorder", "store"):
-        monkeypatch.delattr(
-            harness.record, name, raising=False
-        )  # else `from harness.record import` finds it
+        # else `from harness.record import` finds it
+        monkeypatch.delattr(harness.record, name, raising=False)
         monkeypatch.delitem(sys.modules, f"harness.record.{name}", raising=False)
     loaded, finders = set(sys.modules), list(sys.meta_path)
     plugin = importlib.import_module("harness.record.plugin")
@@ -226,9 +225,8 @@ def test_values_round_trip_through_the_folder_with_their_dtype_and_shape(tmp_pat
 def test_writing_again_adds_only_new_values_and_replaces_the_file_whole(tmp_path):
     writer = store.Writer(str(tmp_path))
     writer.write({"functions": []}, {"1-0.npy": np.zeros(2)})
-    (tmp_path / "values" / "1-0.npy").write_bytes(
-        b"left alone"
-    )  # a value already written is not rewritten
+    # a value already written is not rewritten
+    (tmp_path / "values" / "1-0.npy").write_bytes(b"left alone")
     writer.write({"functions": [], "ended": "finished"}, {"1-0.npy": np.zeros(2),
                                                           "1-1.npy": np.ones(3)})
     assert (tmp_path / "values" / "1-0.npy").read_bytes() == b"left alone"
@@ -393,7 +391,8 @@ def test_record_runs_the_command_with_the_recorder_in_its_environment_and_return
     script.write_text(textwrap.dedent("""
         import os, sys
         from harness.record import recorder
-        print(os.environ["HARNESS_RECORD"], os.environ["HARNESS_RECORD_POINTS"], recorder.installed_session() is not None)
+        print(os.environ["HARNESS_RECORD"], os.environ["HARNESS_RECORD_POINTS"],
+              recorder.installed_session() is not None)
         sys.exit(3)
     """))
     # The command is a process of its own, started with this one's environment and what record adds.

@@ -150,9 +150,8 @@ def test_timed_spreads_evenly_and_an_empty_job_is_fine():
             for r in judging._timed([result("a"), result("b"), result("c"), result("d")],
                                     1.0)] == [0.25] * 4
     assert judging._timed([], 3.0) == []
-    assert [r.seconds for r in judging._timed([result("a")], -0.5)] == [
-        0.0
-    ]  # a clock never runs backwards here
+    # a clock never runs backwards here
+    assert [r.seconds for r in judging._timed([result("a")], -0.5)] == [0.0]
 
 
 # -- JSON --------------------------------------------------------------------------------------

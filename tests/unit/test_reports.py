@@ -392,9 +392,8 @@ def test_a_label_with_control_characters_cannot_paint_a_line_on_the_terminal():
     assert not any(c in out for c in "\x1b\r\x00"), repr(out)
     lines = out.splitlines()
     assert lines[0].startswith("FAIL ") and "x\\x1b[2K\\rPASS     t.fake\\x00\\nPASS" in lines[0]
-    assert not any(
-        line.startswith(("PASS", "FAIL")) for line in lines[1:]
-    ), lines  # nothing at column 0
+    # nothing at column 0
+    assert not any(line.startswith(("PASS", "FAIL")) for line in lines[1:]), lines
     assert lines[1] == "    ValueError: caf\\udce9" and lines[2] == "    second line\\rPASS"
     out.encode("utf-8")  # no lone surrogate left to fail the terminal's encoder
 

@@ -196,9 +196,8 @@ def test_the_complete_script_checks_the_numeric_derivative_where_the_oracle_diff
     result = _result([_ok("eager", [1.0], [2.0]), _ok("function", [1.0], [2.0])],
                      oracles={"numeric": OracleOutcome(name="numeric", status="differ",
                                                        differ=(1,))})
-    assert (
-        short.full_expected(result).exit == 0
-    )  # the modes agree: all the script shows without NUMERIC
+    # the modes agree: all the script shows without NUMERIC
+    assert short.full_expected(result).exit == 0
     assert short.full_expected(result, numeric=True) == short.Expected(
         exit=1, outcomes={"eager": "ok", "function": "ok"},
         what="the values differ from the numeric derivative")

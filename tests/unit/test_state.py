@@ -15,7 +15,7 @@ from tests.unit.outcomes import TF, make_case, ok
 CHECK_NUMERICS = "check numerics (tf.debugging.enable_check_numerics)"
 
 
-def test_changes_name_each_setting_with_its_old_and_new_value_and_unset_where_one_snapshot_lacks_it():
+def test_changes_name_each_setting_with_its_old_and_new_value_and_unset_where_one_lacks_it():
     option = (
         "grappler option auto_mixed_precision_onednn_bfloat16"
         " (tf.config.optimizer.set_experimental_options)"
@@ -73,7 +73,8 @@ def test_a_daemon_thread_says_so_and_a_thread_subclass_is_named_by_its_run():
         release.set()
     assert line.startswith(
         "left a thread running: subclassed (daemon, target"
-        " test_a_daemon_thread_says_so_and_a_thread_subclass_is_named_by_its_run.<locals>.Worker.run,"
+        " test_a_daemon_thread_says_so_and_a_thread_subclass_is_named_by_its_run"
+        ".<locals>.Worker.run,"
         " test_state.py line "
     ), line
 

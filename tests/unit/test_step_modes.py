@@ -119,9 +119,8 @@ def test_float16_computed_values_get_the_narrow_tolerance_and_no_more():
     ref = tape("eager", [f32(1.0, 2.0)], [f32(0.5, -1.0)])
     near = step("keras_mixed", f32(0.5 * (1 + 4e-3), -1.0), computed_in="float16")
     assert compare_outcomes(ref, near) == []
-    assert compare_outcomes(
-        ref, step("keras_fit", f32(0.5 * (1 + 4e-3), -1.0))
-    )  # same dtype: too far
+    # same dtype: too far
+    assert compare_outcomes(ref, step("keras_fit", f32(0.5 * (1 + 4e-3), -1.0)))
     far = step("keras_mixed", f32(0.5 * (1 + 3e-2), -1.0), computed_in="float16")
     assert "rtol 0.01" in compare_outcomes(ref, far)[0].message
 

@@ -177,7 +177,7 @@ def test_a_declared_plain_deviation_is_not_met_by_a_weighted_difference_alone():
     assert r.verdict is Verdict.XFAIL
 
 
-def test_the_upstream_headline_blames_a_mode_when_the_reverse_modes_disagree_on_the_weighted_values():
+def test_the_upstream_headline_blames_a_mode_when_reverse_modes_disagree_on_weighted_values():
     line = ("grad_fn mishandles its upstream gradient: at order 1 with upstream weights [-0.625], "
             "order 1 gradient wrt x: eager=6 numeric=-3.75 abs err 9.75 (1 of 1 elements of x); at "
             "the plain contraction (every upstream gradient 1) both agree")

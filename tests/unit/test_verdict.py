@@ -372,7 +372,7 @@ def test_non_reference_modes_must_still_agree_when_the_reference_is_declared():
 # -- a drawn point outside the function's domain -----------------------------------------
 
 
-def test_a_drawn_point_whose_forward_is_nan_everywhere_in_every_mode_is_skipped_as_outside_the_domain():
+def test_a_drawn_point_whose_forward_is_nan_everywhere_in_every_mode_is_outside_the_domain():
     case = make_case(drawn=["x=1.0"])
     # The modes even disagree on the gradient: at a point outside the domain nothing is judged.
     result = run(case, ok("eager", fwd=np.nan, grad=1.0), ok("function", fwd=np.inf, grad=2.0),
@@ -416,7 +416,7 @@ def test_a_skip_reason_shared_by_several_modes_is_said_once_naming_them():
         "    eager, graph skipped: a", "    - function skipped: b"]
 
 
-def test_a_none_set_aside_by_the_numeric_oracle_is_said_and_the_others_judged_only_where_there_are_some():
+def test_a_none_the_numeric_oracle_sets_aside_is_said_and_the_others_judged_where_there_are_some():
     from harness.records import OracleOutcome
 
     from harness.records import Differentiated, Output
@@ -436,8 +436,7 @@ def test_a_none_set_aside_by_the_numeric_oracle_is_said_and_the_others_judged_on
         assert result.verdict is Verdict.PASS
         assert (
             "no gradient for n (the function returns None): not judged, the function "
-            "differentiating "
-            f"only its other arguments (--strict_none judges the None){others}"
+            f"differentiating only its other arguments (--strict_none judges the None){others}"
             in result.details
         )
 

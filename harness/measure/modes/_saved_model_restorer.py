@@ -113,9 +113,8 @@ def _run_points(request: dict) -> Iterator[dict]:
                       else tf.constant(upstream.flat_tables(seeds[index], request["order"])))
             tape_chains(subject, [tf.constant(v) for v in values], request["order"], options,
                         progress, tables)
-        except (
-            Exception
-        ) as e:  # noqa: BLE001 - TensorFlow's and the saved function's errors are results
+        # TensorFlow's and the saved function's errors are results.
+        except Exception as e:  # noqa: BLE001
             error = dataclasses.asdict(error_info(e, progress.stage))
         raised = progress.upstream_error
         with open(os.path.join(folder, f"result-{index}.pkl"), "wb") as f:
@@ -135,7 +134,8 @@ def main() -> None:
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import harness.measure.modes.shared  # noqa: F401, PLC0415 - TensorFlow comes in here, before the first request
+    # TensorFlow comes in here, before the first request.
+    import harness.measure.modes.shared  # noqa: F401, PLC0415
     from harness.process import lifetime  # noqa: PLC0415
 
     lifetime.exit_with_parent()

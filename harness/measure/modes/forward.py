@@ -101,8 +101,7 @@ def skip_note(subject: Subject, point: Point) -> Optional[str]:
     if count > MAX_ELEMENTS:
         sizes = ", ".join(f"{s.name}: {int(np.prod(s.shape, dtype=np.int64))}" for s in sources)
         return (f"forward mode needs one pass per source element: {count} elements ({sizes}) "
-                "exceed "
-                f"the limit of {MAX_ELEMENTS}")
+                f"exceed the limit of {MAX_ELEMENTS}")
     return None
 
 

@@ -281,9 +281,8 @@ class _Step:
                                           weight_row(self.case.id, point.label, weighted=True))
                 except NotApplicable:
                     raise
-                except (
-                    Exception
-                ) as e:  # noqa: BLE001 - the weighted step alone failed: the case's grad_fn
+                # The weighted step alone failed: the case's grad_fn.
+                except Exception as e:  # noqa: BLE001
                     return self._outcome(point, sources, plain,
                                          None, (e, f"{stage}, training step"))
         except NotApplicable as e:
@@ -328,9 +327,8 @@ class _Step:
         else:
             raise FloatingPointError(
                 f"the loss-scale optimizer skipped all {tries} steps taken (loss scale {first:g} "
-                "down to "
-                f"{self._loss_scale():g}): a gradient was not finite in float16 at every scale, so "
-                "no step updates the weights")
+                f"down to {self._loss_scale():g}): a gradient was not finite in float16 at every "
+                "scale, so no step updates the weights")
         found = []
         for variable, (value, seen) in zip(self.trained, records):
             if seen:
@@ -348,9 +346,8 @@ def _error_info(exc: BaseException, stage: str):
     info = error_info(exc, stage)
     message, cut, _ = info.message.partition("Call arguments received by layer")
     if message.startswith("Exception encountered when calling layer"):
-        message = message.partition("\n\n")[
-            2
-        ]  # its first paragraph names the layer, the rest is the error
+        # its first paragraph names the layer, the rest is the error
+        message = message.partition("\n\n")[2]
     return dataclasses.replace(info, message=message.strip()) if cut else info
 
 
@@ -385,9 +382,9 @@ def _case_layer(module):
                                                   name=f"argument{i}")
                               for i in range(len(point.values)) if i not in case.wrt_indices}
             self.case_arguments = [self.add_weight(name=name, shape=point.values[i].shape,
-                                              dtype=tf.as_dtype(point.values[i].dtype),
-                                              initializer="zeros", trainable=True)
-                              for name, i in zip(case.wrt, case.wrt_indices)]
+                                                   dtype=tf.as_dtype(point.values[i].dtype),
+                                                   initializer="zeros", trainable=True)
+                                   for name, i in zip(case.wrt, case.wrt_indices)]
             # Tracked, so the model trains them: the builder's trainable variables (a Keras model it
             # returned is tracked as the function itself).
             self.case_variables = list(subject.variables)
@@ -398,19 +395,7 @@ def _case_layer(module):
 
         def call(self, samples):
             rows = tf.broadcast_to(self.row, [tf.shape(samples)[0], WIDTH])  # one row per sample
-            args = []
-            weights = iter(self.case_arguments)
-            for i in range(self._count):
-                if str(i) in self.constants:
-                    value = tf.convert_to_tensor(self.constants[str(i)])
-                    compute = tf.as_dtype(self.compute_dtype)
-                    autocast = getattr(self, "_autocast", True)
-                    if value.dtype.is_floating and compute != value.dtype and autocast:
-                        value = tf.cast(value, compute)  # as Keras casts a layer's inputs
-                    args.append(value)
-                else:
-                    args.append(tf.convert_to_tensor(next(weights)))  # autocast under the policy
-            outputs = flat_outputs(self._fn(*args))
+            outputs = flat_outputs(self._fn(*_layer_arguments(self)))
             targets = [t for t in outputs if is_target(t)]
             complex_ = [t for t in targets if t.dtype.is_complex]
             if not targets or complex_:
@@ -432,6 +417,23 @@ def _case_layer(module):
 
     _CLASSES[module.__name__, "layer"] = _CaseLayer
     return _CaseLayer
+
+
+def _layer_arguments(layer) -> list:
+    """The case's arguments as a _CaseLayer's call passes them to the function."""
+    args = []
+    weights = iter(layer.case_arguments)
+    compute = tf.as_dtype(layer.compute_dtype)
+    autocast = getattr(layer, "_autocast", True)
+    for i in range(layer._count):
+        if str(i) in layer.constants:
+            value = tf.convert_to_tensor(layer.constants[str(i)])
+            if value.dtype.is_floating and compute != value.dtype and autocast:
+                value = tf.cast(value, compute)  # as Keras casts a layer's inputs
+            args.append(value)
+        else:
+            args.append(tf.convert_to_tensor(next(weights)))  # autocast under the policy
+    return args
 
 
 def _weighted_sum(rows, index: int, target):

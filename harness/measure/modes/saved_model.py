@@ -147,9 +147,8 @@ class _Mode:
             try:
                 names = _save(subject, case.points, os.path.join(folder, "model"),
                               self.custom_gradients)
-            except (
-                Exception
-            ) as e:  # noqa: BLE001 - tracing runs the case's code; saving may refuse it
+            # Tracing runs the case's code; saving may refuse it.
+            except Exception as e:  # noqa: BLE001
                 return [subject.error(self.NAME, e, "save", p) for p in case.points]
             with open(os.path.join(folder, "points.pkl"), "wb") as f:
                 pickle.dump(portable([(n, list(p.values)) for n, p in zip(names, case.points)]), f)

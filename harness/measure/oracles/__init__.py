@@ -73,17 +73,15 @@ def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
                 found["numeric"] = numeric
                 if weighted is not None:
                     found["upstream"] = weighted
-            elif (
-                name == "upstream"
-            ):  # the numeric oracle is off: only what the chain raised is seen
+            # the numeric oracle is off: only what the chain raised is seen
+            elif name == "upstream":
                 found[name] = _upstream_without_numeric(agreed)
             elif name == "reference":
                 found[name] = _with_note(_reference(case, point, agreed, options), note)
             else:
                 found[name] = _with_note(_analytic(case, point, agreed), note)
-        except (
-            Exception
-        ) as e:  # noqa: BLE001 - a fault in the oracle's own code must not pass quietly
+        # A fault in the oracle's own code must not pass quietly.
+        except Exception as e:  # noqa: BLE001
             error = OracleOutcome(name=name, status="error",
                                   note=f"the {name} oracle itself raised {type(e).__name__}: {e} "
                                        "(a fault in the harness's oracle code, not a verdict on "

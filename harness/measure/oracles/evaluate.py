@@ -245,9 +245,8 @@ class Evaluator:
         """Order `order`'s tf.function, used from here on where its values at the point are
         `expected` (the eager evaluation's, or the agreed mode's) to `rtol`: those values, or
         None."""
-        from harness.measure.modes.function import (
-            compile_subject,
-        )  # the function mode's own tracing
+        # the function mode's own tracing
+        from harness.measure.modes.function import compile_subject
 
         # One function per case, order and signature serves every point of it, as in the function
         # mode: a case's points share their trace.

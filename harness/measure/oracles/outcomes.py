@@ -15,9 +15,8 @@ def upstream_failed(agreed: ModeOutcome, note: str) -> OracleOutcome:
     if e.stage.startswith("forward"):
         # The weighted chain runs the function again: the second run raised, not a grad_fn.
         line = (f"the function raises {e.type} when {agreed.mode} runs it a second time (for the "
-                "weighted chain): "
-                f"{e.first_line}; its first run computed its values, so it is not a pure function "
-                "of its inputs")
+                f"weighted chain): {e.first_line}; its first run computed its values, so it is not "
+                "a pure function of its inputs")
     else:
         line = (f"grad_fn fails when its upstream gradient is not all ones: {agreed.mode} raises "
                 f"{e.type} at {e.stage}: {e.first_line}; at the plain contraction (every upstream "
