@@ -90,7 +90,10 @@ TEST_COUNTS = (
     ("the tests the README's test command runs",
      r"runs every test but those marked `slow` \((\d+) of \d+\)", (), "selected"),
     ("every test", r"runs every test but those marked `slow` \(\d+ of (\d+)\)", (), "collected"),
-    ("the fast tier", r"The fast tier, `tests/unit` \((\d+) tests\)", ("tests/unit",), "selected"),
+    ("the fast tier", r"The fast tier, `tests/unit` \((\d+) of its \d+ tests\)",
+     ("tests/unit", "-m", "not subprocess"), "selected"),
+    ("tests/unit", r"The fast tier, `tests/unit` \(\d+ of its (\d+) tests\)",
+     ("tests/unit", "-m", "not subprocess"), "collected"),
 )
 
 

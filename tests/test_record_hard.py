@@ -237,8 +237,7 @@ def test_a_closure_over_a_variable_is_replayed_with_the_variable_made_again_and_
     assert "wrt var0: eager=-2 numeric=2" in scaled["reason"], scaled["reason"]
 
 
-# -- the session's file survives what happens to its process
-# ----------------------------------------
+# -- the session's file survives what happens to its process ---------------------------------------
 
 def small_project(tmp_path, tests, conftest=""):
     folder = tmp_path / "small"

@@ -86,8 +86,7 @@ def _mode_line(mode: str, cell: Cell) -> str:
     return f"{mode}: {cell.status}{where}{error}"
 
 
-# --- Markdown
-# --------------------------------------------------------------------------------------
+# --- Markdown -------------------------------------------------------------------------------------
 
 def _md(text: str) -> str:
     text = printable(" ".join(str(text).split()))
@@ -174,8 +173,7 @@ def markdown(matrix: Matrix) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- HTML
-# ------------------------------------------------------------------------------------------
+# --- HTML -----------------------------------------------------------------------------------------
 
 # Sizes are in px where they decide whether ten release columns fit in a 1400-pixel window: the case
 # column is at most 22em of 12px, and a cell is about 92px: four 19px marks a line.
@@ -516,8 +514,7 @@ def _html_versions(matrix: Matrix) -> str:
     return versions
 
 
-# --- JSON
-# ------------------------------------------------------------------------------------------
+# --- JSON -----------------------------------------------------------------------------------------
 
 def json_text(matrix: Matrix) -> str:
     """The merged data as strict JSON, schema "harness.matrix/1".

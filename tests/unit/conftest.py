@@ -83,3 +83,27 @@ def pytest_unconfigure(config):
     else:
         os.environ["PYTHONPATH"] = before
     shutil.rmtree(guard, ignore_errors=True)
+
+
+class _ProcessStarted(Exception):
+    """A fast-tier test not marked `subprocess` tried to start a process."""
+
+
+@pytest.fixture(autouse=True)
+def _no_process_unless_marked(request, monkeypatch):
+    """A test that starts a process (the command line, a worker, a script) is marked `subprocess`,
+    which the fast tier's command leaves out; an unmarked one that starts one fails, saying so."""
+    if request.node.get_closest_marker("subprocess") is not None:
+        yield
+        return
+    import multiprocessing.process  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    def refuse(*args, **kwargs):
+        raise _ProcessStarted(f"{request.node.nodeid} starts a process: mark it "
+                              "@pytest.mark.subprocess (the fast tier runs in this process)")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    monkeypatch.setattr(os, "fork", refuse, raising=False)
+    yield

@@ -251,6 +251,7 @@ def test_case_runs_only_inside_its_tf_versions():
     assert make().runs_on("2.12.1")
 
 
+@pytest.mark.subprocess
 def test_pure_modules_import_without_tensorflow():
     code = ("import sys\nimport harness, harness.case, harness.records, harness.judge.tolerance, "
             "harness.versions\nimport harness.judge.compare, harness.judge.verdict, "

@@ -198,6 +198,7 @@ def test_each_example_passes_the_command_line_checks_and_names_what_exists(comma
                 assert args == [shlex.split(cli_help.COMMANDS[command][3][0])[-1].split("=")[-1]]
 
 
+@pytest.mark.subprocess
 def test_help_from_the_real_entry_point_exits_0_and_imports_no_tensorflow():
     # The one test here that starts `python -m harness`: the entry point's own wiring (the worker
     # started ahead, absl's app.run with the harness's parser) and a fresh process's imports.
@@ -288,8 +289,7 @@ def test_flags_of_two_other_commands_are_named_in_one_line():
             cli_settings.refuse_other_flags("merge", ["a.json"])
 
 
-# -- run is the plain run
-# ---------------------------------------------------------------------------
+# -- run is the plain run --------------------------------------------------------------------------
 
 def test_run_is_the_plain_run():
     assert (

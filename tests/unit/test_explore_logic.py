@@ -321,13 +321,12 @@ def test_the_largest_example_explore_accepts_is_drawn_every_time(domain):
         seen.append(values[0][1])
         return _result(values, Verdict.PASS)
 
-    found = explore.search(info, [("x", domain)], measure, examples=5, seed=0, key="t6",
+    found = explore.search(info, [("x", domain)], measure, examples=3, seed=0, key="t6",
                            database=None)
-    assert found.tried == len(seen) == 5 and all(v.shape == (explore.MAX_ELEMENTS,) for v in seen)
+    assert found.tried == len(seen) == 3 and all(v.shape == (explore.MAX_ELEMENTS,) for v in seen)
 
 
-# -- how many examples were searched and how many shrinking
-# ------------------------------------------
+# -- how many examples were searched and how many shrinking ----------------------------------------
 
 def test_the_search_counts_the_examples_searched_apart_from_those_tried_while_shrinking(tmp_path):
     calls = []

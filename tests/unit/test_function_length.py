@@ -8,6 +8,7 @@ around them too.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,6 +21,7 @@ LIMIT = 60
 ALLOWED: dict[str, int] = {}
 
 
+@functools.lru_cache(maxsize=None)
 def functions_over(limit: int) -> dict[str, int]:
     """Each function of harness/ (not the case library harness/cases links to) longer than `limit`
     lines, by "path:name", with its length."""

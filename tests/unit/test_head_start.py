@@ -60,6 +60,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.subprocess
 def test_a_usage_error_ends_the_worker_started_ahead_and_removes_its_folder(recorded, tmp_path):
     # The worker is still importing "TensorFlow" when the error is found: the command ends it
     # before it exits (its own watch for a parent that is gone looks only four times a second).
@@ -74,6 +75,7 @@ def test_a_usage_error_ends_the_worker_started_ahead_and_removes_its_folder(reco
 
 # Which words start none is the test above; these see it of the whole command, whose help and
 # merge must not start a worker later either.
+@pytest.mark.subprocess
 @pytest.mark.parametrize("args", [("--help",), ("merge", "missing.json")])
 def test_help_and_merge_start_no_worker(recorded, tmp_path, args):
     env, record, temporary = recorded
@@ -93,6 +95,7 @@ print(json.dumps({"started": head_start._started is not None,
 """
 
 
+@pytest.mark.subprocess
 def test_starting_ahead_imports_none_of_numpy_absl_or_tensorflow(recorded, tmp_path):
     env, record, temporary = recorded
     done = subprocess.run([sys.executable, "-c", _STARTS], capture_output=True, text=True,
@@ -102,6 +105,7 @@ def test_starting_ahead_imports_none_of_numpy_absl_or_tensorflow(recorded, tmp_p
     assert list(temporary.iterdir()) == []  # ended at exit, its folder with it
 
 
+@pytest.mark.subprocess
 def test_a_supervisor_killed_before_its_worker_starts_serving_leaves_no_worker_or_folder(recorded,
                                                                                          tmp_path):
     # The worker is held in its interpreter's start-up for a second, before any harness code

@@ -8,6 +8,7 @@ later one. `from P import name` depends on the module P.name when there is one, 
 from __future__ import annotations
 
 import ast
+import functools
 import os
 from typing import Optional
 
@@ -60,6 +61,7 @@ def imports_of(module: str, path: str, modules) -> set[str]:
     return found
 
 
+@functools.lru_cache(maxsize=None)
 def import_graph() -> dict[str, set[str]]:
     modules = module_files()
     return {name: imports_of(name, path, modules) for name, path in modules.items()}

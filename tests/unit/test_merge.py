@@ -57,8 +57,7 @@ def row(matrix, name, mode):
     return found
 
 
-# --- reading reports
-# -------------------------------------------------------------------------------
+# --- reading reports ------------------------------------------------------------------------------
 
 def test_load_report_reads_a_harness_report(tmp_path):
     data = report("2.21.0", result("seeds.a"))
@@ -119,8 +118,7 @@ def test_load_report_points_from_the_jsonl_stream_to_the_report(tmp_path):
         merge.load_report(path)
 
 
-# --- merging
-# ---------------------------------------------------------------------------------------
+# --- merging --------------------------------------------------------------------------------------
 
 def test_columns_are_sorted_by_numeric_release_not_text():
     matrix = merged(report("2.9.1", result("a")), report("2.16.2", result("a")),
@@ -341,8 +339,7 @@ def test_merge_checks_dicts_it_is_given_directly():
         merge.merge({"x.json": {"results": []}})
 
 
-# --- main: what `python -m harness merge` calls
-# ----------------------------------------------------
+# --- main: what `python -m harness merge` calls ---------------------------------------------------
 
 def test_main_writes_every_output(tmp_path):
     paths = [write(tmp_path, "report-2.16.2.json", report("2.16.2", result("a"))),
@@ -377,8 +374,7 @@ def test_main_passes_on_a_bad_report_as_merge_error_and_writes_nothing(tmp_path)
     assert not (tmp_path / "m.md").exists()
 
 
-# --- renderers
-# -------------------------------------------------------------------------------------
+# --- renderers ------------------------------------------------------------------------------------
 
 HOSTILE = 'x <script>alert("1")</script> & \'quote\' | pipe'
 

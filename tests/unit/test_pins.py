@@ -127,6 +127,7 @@ def test_every_release_in_facts_has_a_pin():
                 assert pins.PINS[v].tf_keras == expected, v
 
 
+@pytest.mark.subprocess
 def test_pins_runs_as_a_script_with_the_standard_library_only():
     # -S -I: no site-packages, no user paths: what CI has before anything is installed.
     done = subprocess.run([sys.executable, "-S", "-I",
@@ -141,8 +142,7 @@ def test_pins_runs_as_a_script_with_the_standard_library_only():
     assert refused.returncode != 0 and "no pins for TensorFlow '9.9'" in refused.stderr
 
 
-# --- the CI workflow
-# -------------------------------------------------------------------------------
+# --- the CI workflow ------------------------------------------------------------------------------
 
 def workflow_text():
     return WORKFLOW.read_text(encoding="utf-8")
@@ -184,6 +184,7 @@ def test_workflow_parses_as_yaml_with_the_expected_jobs():
     assert set(triggers) == {"workflow_dispatch", "schedule"}, "weekly and by hand"
 
 
+@pytest.mark.subprocess
 def test_pins_list_is_every_release_as_json():
     done = subprocess.run([sys.executable, "-S", "-I",
                            str(ROOT / "harness" / "matrix" / "pins.py"), "--list"],

@@ -117,6 +117,7 @@ def test_without_the_flag_the_plugin_imports_neither_the_recorder_nor_tensorflow
     assert sys.meta_path == finders
 
 
+@pytest.mark.subprocess
 def test_with_the_flag_the_recorder_is_installed_before_the_first_conftest_is_imported(
     tmp_path, no_tensorflow
 ):
@@ -379,11 +380,13 @@ def test_record_without_a_command_is_a_usage_error(tmp_path):
     helpers.assert_usage_error(proc, "record takes a folder and the command to run")
 
 
+@pytest.mark.subprocess
 def test_record_of_a_command_that_does_not_exist_is_a_usage_error(tmp_path):
     proc = in_process.harness("record", str(tmp_path / "rec"), "--", "no-such-command-here")
     helpers.assert_usage_error(proc, "cannot run no-such-command-here")
 
 
+@pytest.mark.subprocess
 def test_record_runs_the_command_with_the_recorder_in_its_environment_and_returns_its_status(
     no_tensorflow, tmp_path, monkeypatch, capfd
 ):

@@ -437,6 +437,7 @@ def test_a_stop_ends_the_minimiser_with_the_smallest_script_so_far(monkeypatch):
     assert made.after_lines < made.before_lines
 
 
+@pytest.mark.subprocess
 def test_a_stop_ends_a_repro_check_and_its_process_at_once():
     stop = threading.Event()
     threading.Timer(0.5, stop.set).start()
