@@ -78,10 +78,12 @@ class _Recording:
 
 
 def _is_controller(config) -> bool:
-    """Whether this is pytest-xdist's controller, whose workers ran the tests."""
+    """Whether this is pytest-xdist's controller, whose workers ran the tests. A worker is told by
+    the `workerinput` xdist gives its config, not by PYTEST_XDIST_WORKER: a pytest started from
+    inside another run's xdist worker inherits that variable, controller or not."""
     return bool(getattr(config.option, "numprocesses", None)
                 or getattr(config.option, "dist", "no") != "no") \
-        and not os.environ.get("PYTEST_XDIST_WORKER")
+        and not hasattr(config, "workerinput")
 
 
 def pytest_load_initial_conftests(early_config, parser, args) -> None:
