@@ -6,7 +6,7 @@ and upstream), through the same worker pool and judging as `python -m harness
 explore`. No example fails, so the search draws every one of --examples. The figure
 is the rate over the examples after the first --warmup (the first traces the
 tf.function and builds the graph; later ones of that signature only call and feed).
-The target is at least 20 examples a second. The load average is printed beside it:
+The target is at least 50 examples a second. The load average is printed beside it:
 on a shared machine the figure is pessimistic.
 
 Usage (from the repository root):
@@ -33,7 +33,7 @@ from harness.measure.modes import CORE_MODES  # noqa: E402
 from harness.records import RunOptions  # noqa: E402
 from harness.process.worker import Job, Origins  # noqa: E402
 
-TARGET = 20.0
+TARGET = 50.0
 
 
 def main() -> int:

@@ -260,3 +260,35 @@ def test_a_forward_that_cannot_be_traced_is_evaluated_eagerly(monkeypatch):
     [r] = run(make_case(eager_only, points=[{"x": np.array([0.5, 1.0])}]), modes=("eager",))
     assert r.verdict is Verdict.PASS, r.reason
     assert "tf.function" not in r.oracles["numeric"].note
+
+
+@tf.custom_gradient
+def cube(x):
+    return x * x * x, lambda dy: dy * 3.0 * x * x
+
+
+@tf.custom_gradient
+def cube_two_thirds(x):
+    return x * x * x, lambda dy: dy * 2.0 * x * x  # two thirds of the derivative
+
+
+def test_a_case_seen_at_many_points_is_traced_from_then_on_and_judged_as_before(monkeypatch):
+    # As explore does: one signature at point after point. The evaluations are fast, so only the
+    # number of points seen makes the oracle trace.
+    import collections
+
+    from harness.measure.oracles import evaluate
+
+    monkeypatch.setattr(evaluate, "TRACE_AFTER_S", float("inf"))
+    monkeypatch.setattr(evaluate, "TRACE_AFTER_POINTS", 2)
+    monkeypatch.setattr(evaluate, "_EAGER_POINTS", collections.Counter())
+    points = [{"x": np.float32(v)} for v in (0.5, 1.0, 1.5, 2.0)]
+    right = run(make_case(cube, points=points, order=2), modes=("eager",))
+    assert [r.verdict for r in right] == [Verdict.PASS] * 4, [r.reason for r in right]
+    traced = ["evaluated through a tf.function" in r.oracles["numeric"].note for r in right]
+    assert traced == [False, False, True, True]
+    wrong = run(make_case(cube_two_thirds, points=points), modes=("eager",))
+    assert [r.verdict for r in wrong] == [Verdict.FAIL] * 4
+    # At x = 2 the gradient is 8 against the derivative 12, traced or not.
+    assert "order 1 gradient wrt x: eager=8 numeric=12" in wrong[3].reason, wrong[3].reason
+    assert "evaluated through a tf.function" in wrong[3].oracles["numeric"].note

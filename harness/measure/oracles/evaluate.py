@@ -10,6 +10,7 @@ values at the point are the eager evaluation's, or the agreed mode's.
 
 from __future__ import annotations
 
+import collections
 import time
 from typing import Optional, Sequence
 
@@ -44,9 +45,17 @@ _PROBE_SMALL = 2.0 ** -30
 _PROBE_LARGE = 2.0 ** -14
 
 
-# The traced functions kept for the next points of their case (the oldest go first).
+# A case evaluated eagerly at this many points of one signature is traced from the next point on,
+# however fast each evaluation is: explore draws hundreds of points of one signature, where a
+# trace soon costs less than the tens of eager evaluations each point takes. No case of the
+# library has that many points.
+TRACE_AFTER_POINTS = 16
+
+# The traced functions kept for the next points of their case (the oldest go first), and how many
+# points of each case, order and signature were evaluated eagerly.
 _TRACED: dict = {}
 _TRACED_KEPT = 8
+_EAGER_POINTS: collections.Counter = collections.Counter()
 
 
 class NotWide(Exception):
@@ -114,13 +123,14 @@ class Evaluator:
         # A builder's function (with its variables) is evaluated eagerly: its variables are moved
         # by assignment, and a trace of one build would serve the next point's build.
         traceable = self.case.fn is not None
-        if self.slow and traceable:
+        if (self.slow or self._often(order)) and traceable:
             found = self._trace(order, *self._agreed_values(order))
             if found is not None:
                 self._base[order] = found
                 return found
         started = time.perf_counter()
         found = self._eager(order, self._shifted([np.zeros(b.shape) for b in self.bases]))
+        _EAGER_POINTS[self._key(order)] += 1
         if time.perf_counter() - started > TRACE_AFTER_S and traceable:
             self.slow = True
             found = self._trace(order, found[0], TRACE_AGREEMENT) or found
@@ -179,7 +189,9 @@ class Evaluator:
         """The case's own order `order` gradients at the unshifted point, per source, in this
         evaluator's dtype (None: unconnected): the plain chain's and the weighted chain's (or
         None)."""
-        if order not in self._gradients:
+        if order not in self._gradients and self._often(order, "gradients"):
+            self._gradients[order] = self._traced_gradients(order)
+        if self._gradients.get(order) is None:
             xs = [tf.constant(x) for x in self.args]
             for slot, i in enumerate(self.case.wrt_indices):
                 xs[i] = tf.constant(self.bases[slot])
@@ -194,7 +206,46 @@ class Evaluator:
             if len(chain) >= order and progress.upstream_error is None:
                 weighted = arrays(chain[order - 1])
             self._gradients[order] = (arrays(orders[order]), weighted)
+            _EAGER_POINTS[self._key(order) + ("gradients",)] += 1
         return self._gradients[order]
+
+    def _often(self, order: int, what: str = "values") -> bool:
+        """Whether this case's `what` at `order` was evaluated eagerly at TRACE_AFTER_POINTS
+        points of this signature already (a builder's function is never traced)."""
+        key = self._key(order) + ((what,) if what != "values" else ())
+        return self.case.fn is not None and _EAGER_POINTS[key] >= TRACE_AFTER_POINTS
+
+    def _compiled(self, order: int):
+        """Order `order`'s tf.function: one per case, order and signature serves every point of
+        it, as in the function mode, where a case's points share their trace."""
+        # the function mode's own tracing
+        from harness.measure.modes.function import compile_subject
+
+        key = self._key(order)
+        if key not in _TRACED:
+            options = RunOptions(upstream=self.tables is not None)
+            _TRACED[key] = compile_subject(self.subject, order, options, Steps(), weighted=True)
+            while len(_TRACED) > _TRACED_KEPT:
+                del _TRACED[next(iter(_TRACED))]
+        return _TRACED[key]
+
+    def _traced_gradients(self, order: int) -> Optional[tuple[list, Optional[list]]]:
+        """`gradients(order)` through the traced function, where its plain values at the point
+        are the agreed mode's (None: they are not, or it cannot be traced)."""
+        expected, rtol = self._agreed_values(order)
+        xs, _ = self._shifted([np.zeros(b.shape) for b in self.bases])
+        try:
+            result = self._compiled(order)(self.tables, *[tf.constant(x) for x in xs])
+            plain = arrays(result["orders"][order])
+        except Exception:  # noqa: BLE001 - evaluated eagerly instead, as before a trace
+            return None
+        found = np.concatenate([[]] + [np.ravel(g) for g in plain if g is not None])
+        if expected is None or not _agree(found, expected, rtol):
+            return None
+        chain = result["upstream"]
+        weighted = arrays(chain[order - 1]) if self.tables is not None and len(chain) >= order \
+            else None
+        return plain, weighted
 
     def _shifted(self, shifts: Sequence[np.ndarray]) -> list:
         xs = list(self.args)
@@ -245,19 +296,7 @@ class Evaluator:
         """Order `order`'s tf.function, used from here on where its values at the point are
         `expected` (the eager evaluation's, or the agreed mode's) to `rtol`: those values, or
         None."""
-        # the function mode's own tracing
-        from harness.measure.modes.function import compile_subject
-
-        # One function per case, order and signature serves every point of it, as in the function
-        # mode: a case's points share their trace.
-        signature = tuple((np.asarray(x).dtype.name, np.shape(x)) for x in self.args)
-        key = (id(self.case), self.case.id, order, self.wide, self.tables is not None, signature)
-        if key not in _TRACED:
-            options = RunOptions(upstream=self.tables is not None)
-            _TRACED[key] = compile_subject(self.subject, order, options, Steps(), weighted=True)
-            while len(_TRACED) > _TRACED_KEPT:
-                del _TRACED[next(iter(_TRACED))]
-        self._traced[order] = _TRACED[key]
+        self._traced[order] = self._compiled(order)
         try:
             found = self._from_traced(order, self._shifted([np.zeros(b.shape) for b in self.bases]))
         except Exception:  # noqa: BLE001 - a function that cannot be traced is evaluated eagerly
@@ -267,6 +306,13 @@ class Evaluator:
             return None
         self.traced_orders.add(order)
         return found
+
+    def _key(self, order: int) -> tuple:
+        """What a trace of this evaluator's function at `order` serves: its case's function (the
+        same object in every point's copy of the case), id, dtype, chains and signature."""
+        signature = tuple((np.asarray(x).dtype.name, np.shape(x)) for x in self.args)
+        return (id(self.case.fn), self.case.id, order, self.wide, self.tables is not None,
+                signature)
 
     def _from_traced(self, order: int, shifted: list) -> Values:
         xs, _ = shifted
