@@ -130,6 +130,11 @@ def upstream_weights(tables, order: int, index: int, target):
     flattened). A target of unknown shape is served from its dynamic size, so any mode can
     make it; the cast is exact, every weight being a multiple of 1/8."""
     offset = ((order - 1) * upstream.TARGETS + index % upstream.TARGETS) * upstream.PERIOD
+    if target.shape.is_fully_defined() and tf.executing_eagerly():
+        # The same picks and cast in NumPy, one constant where eager ops would be three each time.
+        size, shape = target.shape.num_elements(), target.shape.as_list()
+        picked = np.asarray(tables)[offset + np.arange(size) % upstream.PERIOD]
+        return tf.constant(picked.astype(target.dtype.as_numpy_dtype).reshape(shape))
     if target.shape.is_fully_defined():
         picked = tf.gather(tables,
                            offset + np.arange(target.shape.num_elements()) % upstream.PERIOD)
