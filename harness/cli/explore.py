@@ -32,7 +32,7 @@ def explore_command(s: Settings, target: str) -> int:
     explore = explore_module()
     pattern = s.patterns[0]
     start = time.monotonic()
-    runner = runner_for(s)
+    runner = runner_for(s, at_once=1)  # one case, one point at a time: one worker
     try:
         environment, catalogue = runner.start()
         selected = loader.select(catalogue, [pattern])

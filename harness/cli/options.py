@@ -81,8 +81,10 @@ JSONL_OUT = flags.DEFINE_string(
 
 JOBS = flags.DEFINE_integer(
     "jobs", 0, "Worker processes running cases in parallel. With 0: one, plus one more per "
-    f"{8} selected cases up to the number of cores (each worker costs a TensorFlow import). Never "
-    "more workers than selected cases; more than 4 per CPU is refused as a usage error.",
+    f"{8} selected cases up to the number of cores (each worker costs a TensorFlow import); "
+    "with two cores or more, two start at once and import TensorFlow side by side while the "
+    "cases load, and both run cases. Never more workers than selected cases (one started "
+    "ahead is ended); more than 4 per CPU is refused as a usage error.",
     lower_bound=0)
 
 TIMEOUT = flags.DEFINE_float("timeout", 300.0,
@@ -244,6 +246,9 @@ RECORD_EAGER = flags.DEFINE_boolean(
 OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 
 CASES_PER_EXTRA_WORKER = 8
+
+# Workers started before the cases are known (where there are cores for them and --jobs allows).
+WORKERS_AT_ONCE = 2
 
 _JOBS_PER_CPU = 4
 

@@ -191,7 +191,7 @@ class Run:
         progress = Progress(total=sum(len(c.points) for c in self.selected))
         try:
             carried = runner.run(jobs, lambda job: progress.started(job.case_id),
-                                 pool_size(len(jobs), self.s.jobs))
+                                 pool_size(len(jobs), self.s.jobs, runner.at_once))
             for done in each_judged(carried, self.infos, self.environment):
                 self.finished[done.index] = done
                 for result in done.results:

@@ -72,6 +72,7 @@ from harness.cli.options import (
     TIMEOUT,
     UNCONNECTED,
     UPSTREAM,
+    WORKERS_AT_ONCE,
     WRT,
     UsageError,
 )
@@ -441,7 +442,9 @@ def themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
     return tuple(sorted(themes))
 
 
-def runner_for(s: Settings):
+def runner_for(s: Settings, at_once: Optional[int] = None):
+    """The runner of `s`'s cases: the worker pool, starting `at_once` workers (by default
+    `workers_at_once(s.jobs)`) before the cases are known; or this process, with --inprocess."""
     from harness.process import head_start  # noqa: PLC0415 - no TensorFlow unless in-process
     from harness.process import pool  # noqa: PLC0415 - no TensorFlow unless in-process
 
@@ -449,13 +452,24 @@ def runner_for(s: Settings):
         # a --flagfile said --inprocess: the worker started ahead is not needed
         head_start.discard()
         return pool.InProcess(s.origins)
-    return pool.WorkerPool(s.timeout, s.origins)
+    return pool.WorkerPool(s.timeout, s.origins,
+                           workers_at_once(s.jobs) if at_once is None else at_once)
 
 
-def pool_size(cases: int, jobs: int) -> int:
+def workers_at_once(jobs: int) -> int:
+    """How many workers start before the cases are known: the first loads them, and with two
+    cores or more a second imports TensorFlow beside it instead of after it (WORKERS_AT_ONCE; no
+    more than --jobs asks for)."""
+    return max(1, min(os.cpu_count() or 1, WORKERS_AT_ONCE, jobs or WORKERS_AT_ONCE))
+
+
+def pool_size(cases: int, jobs: int, started: int = 1) -> int:
+    """The workers that run `cases` cases: --jobs, else one more per CASES_PER_EXTRA_WORKER
+    cases up to the cores, and never fewer than the `started` ones, whose TensorFlow import is
+    already paid (the pool ends any beyond the number of cases)."""
     if jobs:
         return jobs
-    return max(1, min(os.cpu_count() or 1, 1 + (cases - 1) // CASES_PER_EXTRA_WORKER))
+    return max(started, min(os.cpu_count() or 1, 1 + (cases - 1) // CASES_PER_EXTRA_WORKER))
 
 
 def shard() -> tuple[int, int]:

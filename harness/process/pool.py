@@ -164,10 +164,12 @@ class WorkerPool:
 
     One starts at once, to load the cases, unless one was started before the
     command line was read (harness.process.head_start): the pool takes that one over.
-    `run` starts the others, never more than it has jobs.
+    `at_once` workers in all start now, each importing TensorFlow on a core of its own while the
+    first loads the cases; `run` starts the others it needs, and ends those it has more than
+    jobs for.
     """
 
-    def __init__(self, timeout: float, origins: worker.Origins):
+    def __init__(self, timeout: float, origins: worker.Origins, at_once: int = 1):
         self._context = multiprocessing.get_context("spawn")
         self._origins = origins
         lifetime.end_at_exit()  # a worker this pool loses track of, and the resource tracker
@@ -183,8 +185,9 @@ class WorkerPool:
         if early:
             self._count = 1
             self._workers.append(_Worker(early.process, early.conn, early.output, origins))
-        else:
+        while len(self._workers) < max(1, at_once):
             self._spawn()
+        self.at_once = len(self._workers)  # started before the cases were known
 
     def _spawn(self) -> _Worker:
         self._count += 1
@@ -328,6 +331,8 @@ class InProcess:
     cases after it run under the changed state, beside that thread, and
     each of their results says so.
     """
+
+    at_once = 1
 
     def __init__(self, origins: worker.Origins):
         self._loaded = worker.load(origins)

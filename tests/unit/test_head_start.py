@@ -133,3 +133,34 @@ def test_a_supervisor_killed_before_its_worker_starts_serving_leaves_no_worker_o
         time.sleep(0.1)
     assert not _alive(worker)
     assert list(temporary.iterdir()) == []
+
+
+@pytest.mark.parametrize("cores, jobs, at_once", [
+    (1, 0, 1),  # one core: the second would only slow the first's import
+    (2, 0, 2),
+    (16, 0, 2),  # two at once, the others once the cases say they are needed
+    (16, 1, 1),  # --jobs 1: never a second
+    (16, 3, 2),
+])
+def test_two_workers_start_at_once_where_there_are_cores_and_jobs_for_them(monkeypatch, cores,
+                                                                            jobs, at_once):
+    from harness.cli import settings
+
+    monkeypatch.setattr(settings.os, "cpu_count", lambda: cores)
+    assert settings.workers_at_once(jobs) == at_once
+
+
+@pytest.mark.parametrize("cases, jobs, started, size", [
+    (1, 0, 2, 2),  # the pool ends the one it has no case for (WorkerPool.run)
+    (6, 0, 2, 2),  # both imported TensorFlow already: both run cases
+    (6, 0, 1, 1),
+    (79, 0, 2, 10),  # one more per 8 cases, up to the 16 cores
+    (200, 0, 2, 16),
+    (200, 3, 2, 3),  # --jobs decides
+])
+def test_a_run_uses_the_workers_started_at_once_and_more_for_many_cases(monkeypatch, cases, jobs,
+                                                                        started, size):
+    from harness.cli import settings
+
+    monkeypatch.setattr(settings.os, "cpu_count", lambda: 16)
+    assert settings.pool_size(cases, jobs, started) == size
