@@ -192,22 +192,35 @@ class Evaluator:
         if order not in self._gradients and self._often(order, "gradients"):
             self._gradients[order] = self._traced_gradients(order)
         if self._gradients.get(order) is None:
-            xs = [tf.constant(x) for x in self.args]
-            for slot, i in enumerate(self.case.wrt_indices):
-                xs[i] = tf.constant(self.bases[slot])
-            progress = Steps()
-            try:
-                orders, chain = tape_chains(self.subject, xs, order,
-                                            RunOptions(upstream=self.tables is not None), progress,
-                                            self.tables)
-            except Exception as e:  # noqa: BLE001 - the case's own code
-                raise CaseRaised(e) from e
-            weighted = None
-            if len(chain) >= order and progress.upstream_error is None:
-                weighted = arrays(chain[order - 1])
-            self._gradients[order] = (arrays(orders[order]), weighted)
+            # Every order up to the case's from one evaluation, where it runs: the orders below
+            # are computed on the way (the order-k nest computes orders 0 to k).
+            for highest in dict.fromkeys((self.case.order, order)):
+                try:
+                    self._eager_gradients(highest)
+                    break
+                except CaseRaised:
+                    if highest == order:
+                        raise
             _EAGER_POINTS[self._key(order) + ("gradients",)] += 1
         return self._gradients[order]
+
+    def _eager_gradients(self, highest: int) -> None:
+        """Keeps `gradients(k)` for every order k from 1 to `highest`, from one eager evaluation
+        of the nest up to `highest` at the unshifted point."""
+        xs = [tf.constant(x) for x in self.args]
+        for slot, i in enumerate(self.case.wrt_indices):
+            xs[i] = tf.constant(self.bases[slot])
+        progress = Steps()
+        try:
+            orders, chain = tape_chains(self.subject, xs, highest,
+                                        RunOptions(upstream=self.tables is not None), progress,
+                                        self.tables)
+        except Exception as e:  # noqa: BLE001 - the case's own code
+            raise CaseRaised(e) from e
+        for k in range(1, highest + 1):
+            if self._gradients.get(k) is None:  # chain: the weighted orders that finished
+                weighted = arrays(chain[k - 1]) if len(chain) >= k else None
+                self._gradients[k] = (arrays(orders[k]), weighted)
 
     def _often(self, order: int, what: str = "values") -> bool:
         """Whether this case's `what` at `order` was evaluated eagerly at TRACE_AFTER_POINTS
