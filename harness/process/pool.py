@@ -226,6 +226,9 @@ class WorkerPool:
             self._dispatch(on_start)
             self._receive(self._wait())
             self._expire()
+            # A worker that finished takes its next job before the caller judges what it sent,
+            # so it never waits for that.
+            self._dispatch(on_start)
             while self._finished:
                 yield self._finished.pop(0)
 
