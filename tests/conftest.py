@@ -35,6 +35,12 @@ from tests import helpers
 
 CORE_MODES = ("eager", "function", "graph")
 
+# Every harness run a test starts (and its workers) starts one worker before the cases are known,
+# not two (harness.cli.settings.workers_at_once): the suite runs the harness hundreds of times,
+# two tests at a time, where a second worker started ahead for a run of a few cases only takes a
+# core from the other test. tests/test_no_process_left.py runs the default.
+os.environ.setdefault("HARNESS_WORKERS_AT_ONCE", "1")
+
 # tests/data holds case files and a user project with tests of its own (the recording tests run
 # them on purpose); pytest does not collect them as the harness's tests.
 collect_ignore = ["data"]

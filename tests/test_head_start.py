@@ -13,15 +13,15 @@ from tests.helpers import REPO, harness, record_processes, recorded_workers
 SEED_RUN_ARGS = ["--mode=all", "--cases=seeds.*"]  # what the seed_run fixture runs, reports aside
 
 
-def test_the_seed_run_took_over_the_worker_started_ahead(seed_run):
-    # The command line starts a worker ahead (head_start.wanted), and the pool starts a second
-    # beside it where there are two cores (settings.workers_at_once); had the pool not taken
-    # the first over, there would be one more, ended at exit.
+def test_the_seed_run_had_one_worker_the_one_started_ahead(seed_run):
+    # The command line starts a worker ahead (head_start.wanted), and the suite starts no second
+    # one beside it (tests/conftest.py: HARNESS_WORKERS_AT_ONCE), so six cases need only that one;
+    # had the pool not taken it over, there would be two, the first ended at exit.
     proc, json_path, _ = seed_run
     assert proc.returncode == 0, proc.stderr
     assert head_start.wanted(SEED_RUN_ARGS)
-    at_once = min(2, os.cpu_count() or 1)
-    assert len(recorded_workers(json_path.parent / "processes.txt")) == at_once
+    assert os.environ["HARNESS_WORKERS_AT_ONCE"] == "1"
+    assert len(recorded_workers(json_path.parent / "processes.txt")) == 1
     # It loaded the cases the pool sent: the seeds' 8 points (cases/seeds.py).
     assert len(json.loads(json_path.read_text())["results"]) == 8
     assert list((json_path.parent / "tmp").iterdir()) == []  # and its folder is gone

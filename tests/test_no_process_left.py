@@ -145,8 +145,10 @@ def watch(scenario: str) -> dict:
         return {"error": f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno())}"}
     args, how = SCENARIOS[scenario]
     marker = uuid.uuid4().hex.encode()
+    # The default's workers: two at once where there are two cores (the suite's conftest sets one).
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_WORKERS_AT_ONCE"}
     run = subprocess.Popen([sys.executable, *SEED_RUN, *args],
-                           env=dict(os.environ, HARNESS_TEST_MARKER=marker.decode()),
+                           env=dict(env, HARNESS_TEST_MARKER=marker.decode()),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines, seen, first = _follow(run, marker)
     if how:

@@ -459,8 +459,12 @@ def runner_for(s: Settings, at_once: Optional[int] = None):
 def workers_at_once(jobs: int) -> int:
     """How many workers start before the cases are known: the first loads them, and with two
     cores or more a second imports TensorFlow beside it instead of after it (WORKERS_AT_ONCE; no
-    more than --jobs asks for)."""
-    return max(1, min(os.cpu_count() or 1, WORKERS_AT_ONCE, jobs or WORKERS_AT_ONCE))
+    more than --jobs asks for). The variable HARNESS_WORKERS_AT_ONCE sets another most: a test
+    suite that runs the harness hundreds of times beside its other tests sets 1, since there a
+    worker started for a run that needs one only takes a core from another test."""
+    text = os.environ.get("HARNESS_WORKERS_AT_ONCE", "")
+    most = int(text) if text.isdigit() and int(text) > 0 else WORKERS_AT_ONCE
+    return max(1, min(os.cpu_count() or 1, most, jobs or most))
 
 
 def pool_size(cases: int, jobs: int, started: int = 1) -> int:

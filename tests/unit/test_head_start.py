@@ -135,18 +135,27 @@ def test_a_supervisor_killed_before_its_worker_starts_serving_leaves_no_worker_o
     assert list(temporary.iterdir()) == []
 
 
-@pytest.mark.parametrize("cores, jobs, at_once", [
-    (1, 0, 1),  # one core: the second would only slow the first's import
-    (2, 0, 2),
-    (16, 0, 2),  # two at once, the others once the cases say they are needed
-    (16, 1, 1),  # --jobs 1: never a second
-    (16, 3, 2),
+@pytest.mark.parametrize("cores, jobs, variable, at_once", [
+    (1, 0, None, 1),  # one core: the second would only slow the first's import
+    (2, 0, None, 2),
+    (16, 0, None, 2),  # two at once, the others once the cases say they are needed
+    (16, 1, None, 1),  # --jobs 1: never a second
+    (16, 3, None, 2),
+    (16, 0, "1", 1),  # HARNESS_WORKERS_AT_ONCE lowers it
+    (16, 3, "3", 3),
+    (16, 0, "0", 2),  # not a count of workers: the default
+    (16, 0, "two", 2),
 ])
 def test_two_workers_start_at_once_where_there_are_cores_and_jobs_for_them(monkeypatch, cores,
-                                                                            jobs, at_once):
+                                                                            jobs, variable,
+                                                                            at_once):
     from harness.cli import settings
 
     monkeypatch.setattr(settings.os, "cpu_count", lambda: cores)
+    if variable is None:
+        monkeypatch.delenv("HARNESS_WORKERS_AT_ONCE", raising=False)
+    else:
+        monkeypatch.setenv("HARNESS_WORKERS_AT_ONCE", variable)
     assert settings.workers_at_once(jobs) == at_once
 
 
