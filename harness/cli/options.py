@@ -82,8 +82,9 @@ JSONL_OUT = flags.DEFINE_string(
 JOBS = flags.DEFINE_integer(
     "jobs", 0, "Worker processes running cases in parallel. With 0: one, plus one more per "
     f"{8} selected cases up to the number of cores (each worker costs a TensorFlow import); "
-    "with two cores or more, two start at once and import TensorFlow side by side while the "
-    "cases load, and both run cases. Never more workers than selected cases (one started "
+    "with two cores or more, two start at once (the variable HARNESS_WORKERS_AT_ONCE sets "
+    "another number) and import TensorFlow side by side while the cases load, and both run "
+    "cases. Never more workers than selected cases (one started "
     "ahead is ended); more than 4 per CPU is refused as a usage error.",
     lower_bound=0)
 
