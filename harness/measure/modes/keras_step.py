@@ -185,6 +185,23 @@ def _strategy():
     return _CLASSES["strategy"]
 
 
+def _samples() -> tuple:
+    """One batch: BATCH dummy samples (inputs and targets, which the loss ignores: each sample's
+    loss weights are the layer's `row` variable, assigned per step)."""
+    return np.zeros((BATCH, 1), np.float32), np.zeros((BATCH,), np.float32)
+
+
+def _batches(strategy):
+    """The process's iterator over the batch, distributed by `strategy` as fit distributes its
+    dataset, that every model of that strategy steps on: the batch never changes, and making a
+    distributed iterator costs a MirroredStrategy step's model more than its compiled steps do."""
+    key = ("batches", id(strategy))
+    if key not in _CLASSES:
+        batch = tf.data.Dataset.from_tensors(_samples()).repeat()
+        _CLASSES[key] = (strategy, iter(strategy.experimental_distribute_dataset(batch)))
+    return _CLASSES[key][1]
+
+
 @contextlib.contextmanager
 def _policy(module, name: Optional[str]):
     """The global dtype policy `name` while the layers are made (the builder's too), then the one
@@ -219,15 +236,9 @@ class _Step:
             optimizer = mode.flavour.optimizer(module)(learning_rate=LEARNING_RATE)
             self.model.compile(optimizer=optimizer, loss=_per_sample, **mode.compile_options)
             # What fit does per step: its train function, on an iterator over the distributed
-            # dataset (train_on_batch would make and distribute a dataset at every call). The batch
-            # is two dummy samples; each sample's loss weights are the layer's `row` variable,
-            # assigned per step.
-            arrays = (np.zeros((BATCH, 1), np.float32), np.zeros((BATCH,), np.float32))
-            mode.flavour.prepare(self.model, arrays)
-            batch = tf.data.Dataset.from_tensors(arrays).repeat()
-            self.iterator = iter(
-                self.model.distribute_strategy.experimental_distribute_dataset(batch)
-            )
+            # dataset (train_on_batch would make and distribute a dataset at every call).
+            mode.flavour.prepare(self.model, _samples())
+            self.iterator = _batches(self.model.distribute_strategy)
             # tf_keras returns the train function; Keras 3 keeps it on the model.
             self.train_function = self.model.make_train_function() or self.model.train_function
         self.note = mode.flavour.note(self.model, mode.compile_options)
@@ -252,7 +263,10 @@ class _Step:
         Such a step is what fit runs, and its values depend on the executor's scheduling: the race
         is reported in every run instead of values that change between runs."""
         if self.races is None:
-            concrete = self.train_function.get_concrete_function(self.iterator)
+            # In the scope the step ran in: the traced function found in tf.function's cache, the
+            # graph that runs. Outside it the lookup misses and traces the step again.
+            with self.model.distribute_strategy.scope():
+                concrete = self.train_function.get_concrete_function(self.iterator)
             names = [source.name for source in self.subject.records(self.case.points[0])]
             self.races = _step_order.unordered_reads(concrete, zip(self.trained, names))
         if self.races:
@@ -394,7 +408,6 @@ def _case_layer(module):
             self.not_applicable = ""
 
         def call(self, samples):
-            rows = tf.broadcast_to(self.row, [tf.shape(samples)[0], WIDTH])  # one row per sample
             outputs = flat_outputs(self._fn(*_layer_arguments(self)))
             targets = [t for t in outputs if is_target(t)]
             complex_ = [t for t in targets if t.dtype.is_complex]
@@ -409,11 +422,12 @@ def _case_layer(module):
             # x). The gradient of a loss that depends on the outputs waits for them anyway; so do
             # these weights.
             with tf.control_dependencies(targets):
-                rows = tf.identity(rows)
-            total = tf.zeros(tf.shape(rows)[:1], tf.float32)
-            for index, t in enumerate(targets):
-                total += _weighted_sum(rows, index, t)
-            return total
+                row = tf.identity(self.row)
+            total = _weighted_sum(row, 0, targets[0])
+            for index, t in enumerate(targets[1:], 1):
+                total += _weighted_sum(row, index, t)
+            # Every sample's loss is the same sum.
+            return tf.fill(_batch_size(samples), total)
 
     _CLASSES[module.__name__, "layer"] = _CaseLayer
     return _CaseLayer
@@ -436,14 +450,23 @@ def _layer_arguments(layer) -> list:
     return args
 
 
-def _weighted_sum(rows, index: int, target):
-    """Per sample, sum(w * target) with that sample's weights for target `index` (as
-    shared.upstream_weights picks them at order 1), in the target's dtype, then as float32."""
+def _weighted_sum(row, index: int, target):
+    """sum(w * target) with the weights for target `index` (as shared.upstream_weights picks them
+    at order 1), in the target's dtype, then summed as float32."""
     flat = tf.reshape(target, [-1])
-    picked = (index
-              % upstream.TARGETS) * upstream.PERIOD + tf.range(tf.size(flat)) % upstream.PERIOD
-    weights = tf.cast(tf.gather(rows, picked, axis=1), target.dtype)
-    return tf.reduce_sum(tf.cast(weights * flat[tf.newaxis, :], tf.float32), axis=1)
+    start = (index % upstream.TARGETS) * upstream.PERIOD
+    size = flat.shape[0]
+    # Picked in NumPy where the size is known when tracing: one constant, not four ops.
+    picked = (start + np.arange(size, dtype=np.int32) % upstream.PERIOD if size is not None
+              else start + tf.range(tf.size(flat)) % upstream.PERIOD)
+    weights = tf.cast(tf.gather(row, picked), target.dtype)
+    return tf.reduce_sum(tf.cast(weights * flat, tf.float32))
+
+
+def _batch_size(samples) -> list:
+    """[the number of samples], as a constant where it is known when tracing."""
+    size = samples.shape[0]
+    return [size] if size is not None else tf.shape(samples)[:1]
 
 
 def _model(module):
@@ -468,9 +491,12 @@ class RecordsApplied:
 
     def _note_applied(self, gradient, variable) -> None:
         record, seen = self._records[self._var_key(variable)]
-        # What the update applied to each element: SGD broadcasts a gradient of another shape that
-        # broadcasts (a scalar for a vector weight).
-        record.assign(tf.broadcast_to(tf.cast(gradient, record.dtype), tf.shape(record)))
+        applied = tf.cast(tf.convert_to_tensor(gradient), record.dtype)  # IndexedSlices made dense
+        if not (applied.shape.is_fully_defined() and applied.shape == record.shape):
+            # What the update applied to each element: SGD broadcasts a gradient of another shape
+            # that broadcasts (a scalar for a vector weight).
+            applied = tf.broadcast_to(applied, tf.shape(record))
+        record.assign(applied)
         seen.assign(tf.ones([], seen.dtype))
 
     def reset_records(self):
