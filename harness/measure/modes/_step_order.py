@@ -67,6 +67,8 @@ def _reads_and_updates(graph, handles: dict) -> list[tuple[str, str, str]]:
     """Each (weight, read, update) pair of the traced graph in which the read comes first."""
     reads, updates = collections.defaultdict(list), collections.defaultdict(list)
     for op in graph.get_operations():
+        if not any(t.dtype == tf.resource for t in op.inputs):
+            continue  # reads and writes no variable
         read, written = auto_control_deps_utils.get_read_write_resource_inputs(op)
         for tensor in written:
             if tensor.ref() in handles:
