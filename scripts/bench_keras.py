@@ -89,8 +89,10 @@ def breakdown(runs: int, own: float, which: str) -> None:
             parts.setdefault(name, []).append(seconds)
     print_breakdown(parts, len(cases), runs, modes.CORE_MODES, {"step modes": step_modes(which)})
     core = sum(statistics.median(parts[m][1:]) for m in modes.CORE_MODES)
+    steps = sum(statistics.median(parts[m][1:]) for m in step_modes(which))
     per_pass = {name: count // (runs + 1) for name, count in built.items()}
-    print_floor(per_pass, core, own, runs, which)
+    floor = print_floor(per_pass, core, own, runs, which)
+    print(f"the step modes take {steps:.2f} s: {steps / floor:.2f} x Keras's own floor")
 
 
 def count_models(keras_step) -> dict[str, int]:
@@ -153,8 +155,8 @@ def floor_seconds(mode_name: str, repeats: int, which: str) -> float:
     return statistics.median(one() for _ in range(repeats))
 
 
-def print_floor(built: dict[str, int], core: float, own: float, runs: int, which: str) -> None:
-    """Keras's own floor per step mode, and its sum over the models the library needs."""
+def print_floor(built: dict[str, int], core: float, own: float, runs: int, which: str) -> float:
+    """Keras's own floor per step mode, and its sum over the models the library needs (returned)."""
     print(f"\nKeras {which}'s own floor: a one-weight model per case and signature ({max(runs, 5)} "
           "models each, medians):")
     print(f"{'mode':<16} {'per model':>9} {'models':>7} {'floor':>8} {'vs the 3 core modes':>20}")
@@ -168,6 +170,7 @@ def print_floor(built: dict[str, int], core: float, own: float, runs: int, which
         )
     print(f"{'step modes':<16} {'':>9} {'':>7} {total:7.2f}s {total / core:20.2f}")
     print(f"the floor is {total / own:.2f} x the cases' own time in --mode all ({own:.2f} s)")
+    return total
 
 
 def main() -> int:
