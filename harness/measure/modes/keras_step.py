@@ -2,12 +2,13 @@
 
 The case's function is the body of a layer, `_CaseLayer`: each differentiated argument is one
 of its trainable weights (a builder's trainable variables are trained as they are), read into a
-tensor (autocast under a mixed-precision policy) and passed to the function. The layer's output
-per sample is the weighted sum of the function's floating outputs with that sample's weights: the
-upstream weights of order 1 (harness.measure.upstream) for the weighted chain, ones for the plain
-one. The model is compiled with a per-sample loss equal to that output, and plain SGD; one call of
-the train function `fit` makes (`make_train_function`), on an iterator over a distributed dataset of
-batches of two samples, as fit calls it, takes one step. The gradient is read from the step: the
+tensor (autocast under a mixed-precision policy) and passed to the function. The layer's output,
+the same for every sample, is the weighted sum of the function's floating outputs with the step's
+weights: the upstream weights of order 1 (harness.measure.upstream) for the weighted chain, ones
+for the plain one. The model is compiled with a per-sample loss equal to that output, and plain
+SGD; one call of the train function `fit` makes (`make_train_function`), on an iterator over a
+distributed dataset of batches of two samples (one iterator per strategy, which every model
+steps on), as fit calls it, takes one step. The gradient is read from the step: the
 optimizer's `update_step(gradient, variable)`, the method every tf_keras optimizer implements to
 apply a gradient, records what it is given (after the loss-scale optimizer unscaled it and the
 strategy all-reduced it) in a slot beside each weight. Reading it back from the variable's change
