@@ -464,8 +464,9 @@ def _weighted_sum(row, index: int, target):
     return tf.reduce_sum(tf.cast(weights * flat, tf.float32))
 
 
-def _batch_size(samples) -> list:
-    """[the number of samples], as a constant where it is known when tracing."""
+def _batch_size(samples):
+    """The shape [number of samples]: a list where the number is known when tracing, else a
+    tensor."""
     size = samples.shape[0]
     return [size] if size is not None else tf.shape(samples)[:1]
 
