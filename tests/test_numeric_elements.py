@@ -73,6 +73,48 @@ def test_an_elementwise_function_is_read_from_one_shift_and_costs_no_more_evalua
     assert len(calls) == 12, calls
 
 
+_CUBE_OFF = np.array([1.0, 1.0, 1.0, 1.01, 1.0])  # element 3 of the gradient is 1% too large
+
+
+@tf.custom_gradient
+def cube_one_wrong(x):
+    """x**3 elementwise, its gradient 3 x**2 but 1% too large at x[3]."""
+    return x ** 3, lambda dy: dy * 3.0 * x * x * _CUBE_OFF
+
+
+_CUBE_POINT = {"x": np.array([0.5, -1.0, 1.5, 2.0, 0.25])}
+
+
+def test_one_source_reads_its_differences_from_its_probe_both_ways(monkeypatch):
+    from harness.measure.oracles import evaluate
+
+    calls = []
+    values = evaluate.Evaluator.values
+    def counted(self, order, shifts):
+        calls.append([float(np.sign(v)) for v in shifts[0] if v])
+        return values(self, order, shifts)
+
+    monkeypatch.setattr(evaluate.Evaluator, "values", counted)
+    [r] = run(make_case(lambda x: x ** 3, points=[_CUBE_POINT]), modes=("eager",), upstream=False)
+    assert r.verdict is Verdict.PASS, r.reason
+    note = r.oracles["numeric"].note
+    assert "x read element by element from one shift of all its elements" in note, note
+    # 2 shifts for Evaluator.narrower_inside, then 2 for each of the 3 bits of the probe, bits 0
+    # and 2 upward and bit 1 downward: every element was moved both ways, which is all the
+    # differences at the first step need (every element matches there). Shifting all elements at
+    # once both ways took 2 more.
+    assert len(calls) == 8, calls
+    assert calls[2:] == [[1.0] * 2, [1.0] * 3, [-1.0] * 2, [-1.0] * 3, [1.0] * 1, [1.0] * 4], calls
+
+
+def test_an_element_read_from_the_probe_is_judged_as_one_moved_with_all():
+    [r] = run(make_case(cube_one_wrong, points=[_CUBE_POINT]), modes=("eager",), upstream=False)
+    assert r.verdict is Verdict.FAIL, r.reason
+    # d/dx x**3 at x[3] = 2: 12 (the closed form); the gradient says 12.12.
+    assert "order 1 gradient wrt x[3]: eager=12.12 numeric=12 " in r.reason, r.reason
+    assert "(1 of 5 elements of x differ)" in r.reason, r.reason
+
+
 @tf.custom_gradient
 def scaled_by_a_sum(a, x):
     """x * sum(a): elementwise in x, not in a; d/da[j] = sum(x), wrong in a[1] by 1e-3."""

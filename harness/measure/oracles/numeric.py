@@ -214,10 +214,11 @@ def gradients(outputs: Sequence[Output]) -> list[Optional[np.ndarray]]:
 
 def _directions(evaluator: Evaluator, order: int, options: RunOptions, symmetric: Sequence[bool],
                 point_seed: int,
-                aside: Sequence[int] = ()) -> tuple[list[Direction], tuple[int, ...]]:
+                aside: Sequence[int] = ()) -> tuple[list[Direction], tuple[int, ...], dict]:
     """Every element's direction and the slots read from one shift of all their elements; or
     random directions, for a point too large for that whose function is not elementwise. The
-    sources `aside` are never moved."""
+    sources `aside` are never moved. Also what the probes of single sources already read of
+    those shifts: {slot: {tau: values}} (`_elementwise`)."""
     bases = evaluator.bases
     kept = [slot for slot in range(len(bases)) if slot not in aside]
     shapes = evaluator.shapes[order - 1]
@@ -225,16 +226,23 @@ def _directions(evaluator: Evaluator, order: int, options: RunOptions, symmetric
     # elementwise in each (a * x, say) is so in all at once; one by one where that fails.
     like = [slot for slot in kept if not symmetric[slot] and bases[slot].size > 1 and shapes
             and all(shape == bases[slot].shape for shape in shapes)]
-    flat = tuple(like) if len(like) > 1 and _elementwise(evaluator, order, like) else tuple(
-        slot for slot in like if _elementwise(evaluator, order, [slot]))
+    read: dict[int, dict] = {}
+    if len(like) > 1 and _elementwise(evaluator, order, like) is not None:
+        flat = tuple(like)
+    else:
+        read = {slot: _elementwise(evaluator, order, [slot]) for slot in like}
+        flat = tuple(slot for slot in like if read[slot] is not None)
     rest = [slot for slot in kept if slot not in flat]
     if not options.numeric_full and sum(bases[slot].size for slot in rest) > ELEMENT_LIMIT:
-        return _still(choose(bases, False, point_seed, symmetric), aside), ()
+        return _still(choose(bases, False, point_seed, symmetric), aside), (), {}
     # An elementwise source's element reads its own values, also when moved alone (numeric_full):
     # one of them not finite is then that element's, not every element's.
     outputs = len(evaluator.shapes[order - 1])
     found = [d for slot in flat for d in swept(bases, slot, outputs)]
-    return found + elements(bases, symmetric, rest), () if options.numeric_full else flat
+    if options.numeric_full:
+        return found + elements(bases, symmetric, rest), (), {}
+    return found + elements(bases, symmetric, rest), flat, {slot: read[slot] for slot in read
+                                                           if slot in flat}
 
 
 def _still(directions: list[Direction], aside: Sequence[int]) -> list[Direction]:
@@ -249,30 +257,62 @@ def _still(directions: list[Direction], aside: Sequence[int]) -> list[Direction]
     return [d for d in kept if d.element is None or d.element[0] not in aside]
 
 
-def _elementwise(evaluator: Evaluator, order: int, slots: Sequence[int]) -> bool:
+def _elementwise(evaluator: Evaluator, order: int, slots: Sequence[int]) -> Optional[dict]:
     """Whether each element of the order k-1 values depends on the same element of the sources
     `slots` only (a diagonal Jacobian in each), all shaped like every value: for each bit of the
-    flat index, moving the elements with that bit set (or clear) leaves every value element with
-    it clear (or set) exactly as it was. That is 2 ceil(log2 n) evaluations for n elements."""
+    flat index, moving the elements with that bit set (or clear) by their step leaves every value
+    element with it clear (or set) exactly as it was. That is 2 ceil(log2 n) evaluations for n
+    elements. None when it does not; else, for one source, the values of a shift of all its
+    elements by +- its step (tau = +-1, as _Along keys them), put together from these
+    evaluations, where each element moved alone reads what it would read moved with the others:
+    the bits alternate the sign of their shifts, so that with two bits or more every element was
+    moved both ways (a downward shift that raises or moves another element is tried upward)."""
     base = evaluator.base(order - 1)
-    shape = evaluator.bases[slots[0]].shape
     size = evaluator.bases[slots[0]].size
     index = np.arange(size)
+    outputs = len(evaluator.shapes[order - 1])
+    read: dict[float, list] = {}
+    covered: dict[float, np.ndarray] = {}
     for bit in range(int(np.ceil(np.log2(size)))):
         has = (index >> bit) & 1 == 1
         for moved in (has, ~has):
-            shifts = [np.zeros(b.shape) for b in evaluator.bases]
-            for slot in slots:
-                steps = element_steps(evaluator.bases[slot], NUMERIC_STEPS[evaluator.dtype()])
-                shifts[slot] = steps * moved.reshape(shape)
-            try:
-                now = evaluator.values(order - 1, shifts)
-            except CaseRaised:
-                return False
-            still = np.tile(~moved, len(evaluator.shapes[order - 1]))
-            if not all(_unmoved(after, before, still) for after, before in zip(now, base)):
-                return False
-    return True
+            sign = -1.0 if bit % 2 else 1.0
+            now = _moved_alone(evaluator, order, slots, moved, sign, base)
+            if now is None and sign < 0:
+                sign = 1.0
+                now = _moved_alone(evaluator, order, slots, moved, sign, base)
+            if now is None:
+                return None
+            where = np.tile(moved, outputs)
+            kept = read.setdefault(sign, [None if v is None else np.full(v.shape, np.nan)
+                                          for v in now])
+            for into, v in zip(kept, now):
+                if into is not None:
+                    into[where] = v[where]
+            covered[sign] = covered.get(sign, np.zeros(size, bool)) | moved
+    if len(slots) != 1:
+        return {}
+    return {sign: tuple(values) for sign, values in read.items() if covered[sign].all()}
+
+
+def _moved_alone(evaluator: Evaluator, order: int, slots: Sequence[int], moved: np.ndarray,
+                 sign: float, base) -> Optional[tuple]:
+    """The order k-1 values with the `moved` elements of the sources `slots` shifted by `sign`
+    times their step, where every other value element is exactly as it was at the point; else
+    None (and None where the function raises there)."""
+    shape = evaluator.bases[slots[0]].shape
+    shifts = [np.zeros(b.shape) for b in evaluator.bases]
+    for slot in slots:
+        steps = element_steps(evaluator.bases[slot], NUMERIC_STEPS[evaluator.dtype()])
+        shifts[slot] = sign * steps * moved.reshape(shape)
+    try:
+        now = evaluator.values(order - 1, shifts)
+    except CaseRaised:
+        return None
+    still = np.tile(~moved, len(evaluator.shapes[order - 1]))
+    if not all(_unmoved(after, before, still) for after, before in zip(now, base)):
+        return None
+    return now
 
 
 def _unmoved(after: Optional[np.ndarray], before: Optional[np.ndarray], still: np.ndarray) -> bool:
@@ -306,12 +346,13 @@ def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: i
     if order - 1 < len(agreed.upstream) and evaluator.tables is not None:
         weighted_grads = gradients(agreed.upstream[order - 1])
     evaluator.base(order - 1)  # the unshifted point: what the agreed mode computed, so it must run
-    directions, flat = _directions(evaluator, order, options, symmetric, point_seed, aside)
+    directions, flat, read = _directions(evaluator, order, options, symmetric, point_seed, aside)
     step = NUMERIC_STEPS[evaluator.dtype()]
-    # Every element of a swept source is read from the same shifts of all its elements at once.
+    # Every element of a swept source is read from the same shifts of all its elements at once,
+    # starting from those its probe read.
     sweeps = {slot: _Along(evaluator, order - 1,
                            [element_steps(b, step) if i == slot else np.zeros(b.shape)
-                            for i, b in enumerate(evaluator.bases)])
+                            for i, b in enumerate(evaluator.bases)], read.get(slot))
               for slot in flat}
     found: list[list[Finding]] = [[], []]
     for direction in directions:
@@ -394,9 +435,10 @@ class _Along:
     the differences ask for share the evaluations, and every element of a swept source shares
     those of one shift of all its elements (tau being a multiple of each element's own step)."""
 
-    def __init__(self, evaluator: Evaluator, order: int, shift: list):
+    def __init__(self, evaluator: Evaluator, order: int, shift: list,
+                 found: Optional[dict] = None):
         self.evaluator, self.order, self.shift = evaluator, order, shift
-        self.found: dict = {}
+        self.found: dict = dict(found or {})  # tau: values, read already
         self.raised = ""  # what a shifted point raised, if one did
 
     def __call__(self, tau: float) -> tuple:
