@@ -130,15 +130,17 @@ def upstream_weights(tables, order: int, index: int, target):
     flattened). A target of unknown shape is served from its dynamic size, so any mode can
     make it; the cast is exact, every weight being a multiple of 1/8."""
     offset = ((order - 1) * upstream.TARGETS + index % upstream.TARGETS) * upstream.PERIOD
-    if target.shape.is_fully_defined() and tf.executing_eagerly():
-        # The same picks and cast in NumPy, one constant where eager ops would be three each time.
-        size, shape = target.shape.num_elements(), target.shape.as_list()
-        picked = np.asarray(tables)[offset + np.arange(size) % upstream.PERIOD]
-        return tf.constant(picked.astype(target.dtype.as_numpy_dtype).reshape(shape))
     if target.shape.is_fully_defined():
-        picked = tf.gather(tables,
-                           offset + np.arange(target.shape.num_elements()) % upstream.PERIOD)
-        return tf.reshape(tf.cast(picked, target.dtype), target.shape.as_list())
+        # Indices shaped like the target, so that what they pick has its shape.
+        picks = (offset + np.arange(target.shape.num_elements()) % upstream.PERIOD).reshape(
+            target.shape.as_list())
+        if tf.executing_eagerly():
+            # The same picks and cast in NumPy: one constant where eager ops would be two.
+            return tf.constant(np.asarray(tables)[picks].astype(target.dtype.as_numpy_dtype))
+        # Two raw ops: each op a trace builds costs Python time, tf.gather's and tf.cast's
+        # wrappers more (they were a twentieth of a small case's run, with a reshape).
+        return tf.raw_ops.Cast(x=tf.raw_ops.GatherV2(params=tables, indices=picks, axis=0),
+                               DstT=target.dtype)
     picked = tf.gather(tables, offset + tf.range(tf.size(target)) % upstream.PERIOD)
     return tf.reshape(tf.cast(picked, target.dtype), tf.shape(target))
 
