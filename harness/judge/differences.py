@@ -131,7 +131,8 @@ class Judged:
 
 
 def assess(g: float, phi: Callable[[float], Optional[float]], h: float, *, eps: float, rtol: float,
-           atol: float = 0.0, scale: float = 0.0) -> Judged:
+           atol: float = 0.0, scale: float = 0.0,
+           wider: Optional[Callable[[], float]] = None) -> Judged:
     """Judges the directional derivative `g` against differences of `phi`.
 
     Args:
@@ -144,6 +145,10 @@ def assess(g: float, phi: Callable[[float], Optional[float]], h: float, *, eps: 
       atol: an absolute tolerance the case asked for (none by default: the scale sets it).
       scale: the size the gradient's rounding is relative to (for a random direction, the sum of
         |gradient element x direction element|); |g| and |numeric| count too.
+      wider: the atol to judge with instead, computed only where the first step does not match
+        with `atol`: one that costs work a match does not need. A match at the first step with
+        `atol` is one with any wider atol too (what is allowed only grows with it), so the verdict
+        is the wider atol's; only such a match's `allowed` is the narrower one's.
     """
     judge = _Judge(g, phi, eps, rtol, atol, scale)
     base, plus, minus = (_clean(phi(t)) for t in (0.0, h, -h))
@@ -151,15 +156,11 @@ def assess(g: float, phi: Callable[[float], Optional[float]], h: float, *, eps: 
     if base is None:
         return judge.judged("unresolved", NONFINITE, step=h)
     judge.base = base
-    if plus is not None and minus is not None and math.isfinite(g):
-        level = _Level(h, plus, minus)
-        numeric = level.central()
-        rounding = judge.rounding(level)
-        allowed = judge.allowed(numeric, rounding)
-        if abs(g - numeric) <= allowed and _resolved(g, numeric, rounding):
-            return judge.judged("match", SMOOTH, numeric=numeric, left=numeric, right=numeric,
-                                allowed=allowed, step=h)
-    return judge.refined(h)
+    screened = judge.screen(h, plus, minus)
+    if screened is None and wider is not None:
+        judge.atol = wider()
+        screened = judge.screen(h, plus, minus)
+    return screened or judge.refined(h)
 
 
 def _clean(v: Optional[float]) -> Optional[float]:
@@ -196,6 +197,20 @@ class _Judge:
 
     def size(self, numeric: float) -> float:
         return max(abs(self.g) if math.isfinite(self.g) else 0.0, abs(numeric), self.scale)
+
+    def screen(self, h: float, plus: Optional[float], minus: Optional[float]) -> Optional[Judged]:
+        """A match at the starting step, where the central difference there shows one; else
+        None."""
+        if plus is None or minus is None or not math.isfinite(self.g):
+            return None
+        level = _Level(h, plus, minus)
+        numeric = level.central()
+        rounding = self.rounding(level)
+        allowed = self.allowed(numeric, rounding)
+        if abs(self.g - numeric) <= allowed and _resolved(self.g, numeric, rounding):
+            return self.judged("match", SMOOTH, numeric=numeric, left=numeric, right=numeric,
+                               allowed=allowed, step=h)
+        return None
 
     def rounding(self, level: _Level) -> float:
         return _ULPS * self.eps * max(abs(level.plus), abs(level.minus), abs(self.base)) / level.h

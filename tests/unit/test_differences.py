@@ -182,3 +182,25 @@ def test_a_locally_constant_function_is_no_noise_and_a_nonzero_gradient_differs(
 def test_a_smooth_function_near_its_singularity_shows_no_noise():
     found = judge(math.sqrt, 1e-6, 0.5 / math.sqrt(1e-6))
     assert found.outcome == "match" and found.noise == 0.0, found
+
+
+def test_a_wider_atol_is_worked_out_only_where_the_first_step_does_not_match():
+    asked = []
+
+    def wider():
+        asked.append(True)
+        return 1e-3
+
+    # 3 x^2 at x = 2: the derivative is 12 (float64 differences, float64 tolerance 1e-7 relative).
+    right = judge(lambda x: 3.0 * x * x, 2.0, 12.0, wider=wider)
+    assert right.outcome == "match" and asked == []
+    # 12 + 5e-4 is wrong by far more than the relative tolerance, within the wider atol: judged
+    # with it, and matched, as a judgement with that atol from the start is.
+    near = judge(lambda x: 3.0 * x * x, 2.0, 12.0 + 5e-4, wider=wider)
+    assert asked == [True]
+    assert near.outcome == "match"
+    assert near.outcome == judge(lambda x: 3.0 * x * x, 2.0, 12.0 + 5e-4, atol=1e-3).outcome
+    assert judge(lambda x: 3.0 * x * x, 2.0, 12.0 + 5e-4).outcome == "differ"
+    # Beyond it, it still differs, and what was allowed says the wider atol.
+    far = judge(lambda x: 3.0 * x * x, 2.0, 12.01, wider=wider)
+    assert far.outcome == "differ" and far.allowed >= 1e-3

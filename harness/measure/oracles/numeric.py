@@ -397,14 +397,17 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
     # a gradient that cancels to about 0 (a Hessian times ones) does not show, but the weighted
     # chain's gradient of the same order, computed with other upstream weights, does.
     terms = max(scale(g, direction) for g in both if g is not None)
-    floor = max(GRADIENT_ULPS * differences.epsilon(tol_dtype) * terms,
-                _own_rounding(agreed, evaluator, order, chain, direction, analytic, tol_dtype),
-                differences.tiny(tol_dtype))
+    floor = max(GRADIENT_ULPS * differences.epsilon(tol_dtype) * terms, differences.tiny(tol_dtype))
     picks, left_out = _picks(direction, along(0.0)[chain])
+    # The gradient's own rounding takes an evaluation of the case's gradients in float64: asked
+    # for only where the first step does not match without it.
     judged = differences.assess(0.0 if analytic is None else analytic,
                                 lambda t: _readout(along(t / h)[chain], picks), h,
                                 eps=differences.epsilon(evaluator.dtype()), rtol=tol.rtol,
-                                atol=tol.atol + floor, scale=scale(grads, direction))
+                                atol=tol.atol + floor, scale=scale(grads, direction),
+                                wider=lambda: tol.atol + max(floor, _own_rounding(
+                                    agreed, evaluator, order, chain, direction, analytic,
+                                    tol_dtype)))
     if judged.outcome == "differ" and left_out and direction.picks is None:
         judged = dataclasses.replace(judged, outcome="unresolved", kind=PARTIAL)
     raised = along.raised if chain == 0 else evaluator.weighted_error
