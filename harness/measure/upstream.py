@@ -73,9 +73,13 @@ def tables(seed_value: int, order: int) -> np.ndarray:
                      for k in range(1, order + 1)])
 
 
+@functools.lru_cache(maxsize=64)
 def flat_tables(seed_value: int, order: int) -> np.ndarray:
-    """upstream.tables flattened: what a mode's upstream_weights indexes."""
-    return tables(seed_value, order).reshape(-1)
+    """upstream.tables flattened: what a mode's upstream_weights indexes (read-only, kept for the
+    other modes and the oracle of the same point, which ask for the same)."""
+    flat = tables(seed_value, order).reshape(-1)
+    flat.flags.writeable = False
+    return flat
 
 
 def weights(seed_value: int, order: int, target: int, shape: Sequence[int]) -> np.ndarray:
