@@ -40,6 +40,7 @@ PERIOD = 61
 TARGETS = 8
 
 _MAGNITUDES = np.array([m / 8 for m in range(4, 16) if m != 8])
+_SIGNS = np.array([-1.0, 1.0])
 
 
 def seed(case_id: str, point_label: str) -> int:
@@ -51,8 +52,10 @@ def seed(case_id: str, point_label: str) -> int:
 @functools.lru_cache(maxsize=4096)
 def _table(seed_value: int, order: int, target: int) -> np.ndarray:
     rng = np.random.default_rng([seed_value, order, target])
-    magnitudes = rng.choice(_MAGNITUDES, size=PERIOD)
-    signs = rng.choice([-1.0, 1.0], size=PERIOD)
+    # What rng.choice(_MAGNITUDES, size=PERIOD) and rng.choice([-1.0, 1.0], size=PERIOD) draw
+    # (NumPy 1.24 to 2.4 give the same numbers), at half the cost: explore's every point makes 16.
+    magnitudes = _MAGNITUDES[rng.integers(0, len(_MAGNITUDES), size=PERIOD)]
+    signs = _SIGNS[rng.integers(0, len(_SIGNS), size=PERIOD)]
     signs[0], signs[1] = -1.0, 1.0
     values = signs * magnitudes
     values.flags.writeable = False

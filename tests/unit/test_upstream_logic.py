@@ -49,6 +49,22 @@ def test_weights_are_deterministic_nonzero_not_unit_of_both_signs_and_exact_in_b
     assert upstream.describe(np.array([-0.625, 1.375])) == "[-0.625, 1.375]"
 
 
+def test_the_weights_are_the_seeded_choices_they_were_defined_as():
+    # Each table is PERIOD draws of a magnitude, then PERIOD of a sign, with rng.choice from a
+    # generator seeded by (seed, order, target), its first two signs set to -1 and +1: reports
+    # and repro scripts of earlier runs carry these numbers.
+    magnitudes = np.array([m / 8 for m in range(4, 16) if m != 8])
+    for label in ("x=1.0", "x=[0.5,2.0]", "a=3.0,x=-1.0"):
+        seed = upstream.seed("tests.case", label)
+        for order in (1, 2, 3):
+            for target in range(upstream.TARGETS):
+                rng = np.random.default_rng([seed, order, target])
+                chosen = rng.choice(magnitudes, size=upstream.PERIOD)
+                signs = rng.choice([-1.0, 1.0], size=upstream.PERIOD)
+                signs[0], signs[1] = -1.0, 1.0
+                np.testing.assert_array_equal(upstream.table(seed, order, target), signs * chosen)
+
+
 def test_expect_reads_modes_outcome_and_reason():
     assert parse_expect("numeric:values differ:a straight-through estimator") == (
         ("numeric",), "values differ", "a straight-through estimator")
