@@ -101,8 +101,8 @@ def test_one_source_reads_its_differences_from_its_probe_both_ways(monkeypatch):
     assert "x read element by element from one shift of all its elements" in note, note
     # 2 shifts for Evaluator.narrower_inside, then 2 for each of the 3 bits of the probe, bits 0
     # and 2 upward and bit 1 downward: every element was moved both ways, which is all the
-    # differences at the first step need (every element matches there). Shifting all elements at
-    # once both ways took 2 more.
+    # differences at the first step need (every element matches there), where shifting all
+    # elements at once both ways would take 2 more.
     assert len(calls) == 8, calls
     assert calls[2:] == [[1.0] * 2, [1.0] * 3, [-1.0] * 2, [-1.0] * 3, [1.0] * 1, [1.0] * 4], calls
 

@@ -137,8 +137,8 @@ def upstream_weights(tables, order: int, index: int, target):
         if tf.executing_eagerly():
             # The same picks and cast in NumPy: one constant where eager ops would be two.
             return tf.constant(np.asarray(tables)[picks].astype(target.dtype.as_numpy_dtype))
-        # Two raw ops: each op a trace builds costs Python time, tf.gather's and tf.cast's
-        # wrappers more (they were a twentieth of a small case's run, with a reshape).
+        # Two raw ops: each op a trace builds costs Python time, and tf.gather's and tf.cast's
+        # wrappers more; indices shaped like the target need no reshape.
         return tf.raw_ops.Cast(x=tf.raw_ops.GatherV2(params=tables, indices=picks, axis=0),
                                DstT=target.dtype)
     picked = tf.gather(tables, offset + tf.range(tf.size(target)) % upstream.PERIOD)
