@@ -191,10 +191,11 @@ def test_a_wider_atol_is_worked_out_only_where_the_first_step_does_not_match():
         asked.append(True)
         return 1e-3
 
-    # 3 x^2 at x = 2: the derivative is 12 (float64 differences, float64 tolerance 1e-7 relative).
+    # 3 x^2 at x = 2: the derivative is 12 (float64 differences; the float64 gradient tolerance is
+    # 1e-5 relative, 1.2e-4 here).
     right = judge(lambda x: 3.0 * x * x, 2.0, 12.0, wider=wider)
     assert right.outcome == "match" and asked == []
-    # 12 + 5e-4 is wrong by far more than the relative tolerance, within the wider atol: judged
+    # 12 + 5e-4 is wrong by 4 times the relative tolerance, within the wider atol: judged
     # with it, and matched, as a judgement with that atol from the start is.
     near = judge(lambda x: 3.0 * x * x, 2.0, 12.0 + 5e-4, wider=wider)
     assert asked == [True]

@@ -271,6 +271,7 @@ def _elementwise(evaluator: Evaluator, order: int, slots: Sequence[int]) -> Opti
     size = evaluator.bases[slots[0]].size
     index = np.arange(size)
     outputs = len(evaluator.shapes[order - 1])
+    alone = len(slots) == 1  # shifts of several sources together read none of them alone
     read: dict[float, list] = {}
     covered: dict[float, np.ndarray] = {}
     for bit in range(int(np.ceil(np.log2(size)))):
@@ -283,6 +284,8 @@ def _elementwise(evaluator: Evaluator, order: int, slots: Sequence[int]) -> Opti
                 now = _moved_alone(evaluator, order, slots, moved, sign, base)
             if now is None:
                 return None
+            if not alone:
+                continue
             where = np.tile(moved, outputs)
             kept = read.setdefault(sign, [None if v is None else np.full(v.shape, np.nan)
                                           for v in now])
@@ -290,8 +293,6 @@ def _elementwise(evaluator: Evaluator, order: int, slots: Sequence[int]) -> Opti
                 if into is not None:
                     into[where] = v[where]
             covered[sign] = covered.get(sign, np.zeros(size, bool)) | moved
-    if len(slots) != 1:
-        return {}
     return {sign: tuple(values) for sign, values in read.items() if covered[sign].all()}
 
 
