@@ -342,10 +342,27 @@ def test_a_function_computing_in_float32_inside_is_differenced_in_float32_and_sa
     note = r.oracles["numeric"].note
     assert note.startswith("central differences in float32 "), note
     assert ("not in float64: float64 inputs moved by 9.3e-10 of their size leave 3 of 3 forward "
-            "values exactly as they were, where a float64 computation would move them (a cast to a "
-            "narrower dtype inside)") in note, note
+            "values exactly as they were, where a float64 computation would move them, and 3 of "
+            "them are its float32 values to 64 of their ulps (a cast to a narrower dtype inside)"
+            ) in note, note
     # The same function computing in float64 is differenced in float64, saying nothing of it.
     [r] = run(make_case(_tanh_through(tf.float64), points=point))
     assert r.verdict is Verdict.PASS, r.reason
     assert r.oracles["numeric"].note.startswith("central differences in float64 "), r.oracles
     assert "not in float64" not in r.oracles["numeric"].note
+
+
+def _naive_softplus(x):
+    return tf.math.log(1 + tf.exp(x))
+
+
+def test_a_float64_sum_that_absorbs_the_small_move_is_still_differenced_in_float64():
+    # log(1 + e^x) at x = -19 adds 5.6e-9 to 1, and the small probe's move of that term (about
+    # 1e-16) is below 1's half-ulp: the value stays, as a cast to float32 inside would leave it.
+    # In float32 the value is log(1) = 0, which the float64 one is not, so float64 differences it,
+    # and autodiff's gradient, sigmoid(-19) = 5.6028e-9, passes.
+    [r] = run(make_case(_naive_softplus, points=[{"x": np.float32(-19.0)}]))
+    assert r.verdict is Verdict.PASS, r.reason
+    note = r.oracles["numeric"].note
+    assert note.startswith("central differences in float64 "), note
+    assert "not in float64" not in note, note

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -39,8 +39,9 @@ _ULPS = 64.0
 # float64 inputs to float32 inside (a Keras 3 layer casts its inputs to its compute dtype): the
 # small one is below half of float32's resolution (2**-25), so cast to float32 the moved inputs
 # are the same numbers and the values do not move at all, while a float64 computation moves them
-# by many of its ulps, cancellation inside it (log(1 + e^x) at x = -14) included; the large one
-# says how far a float64 computation would move them.
+# by many of its ulps, cancellation inside it (log(1 + e^x) at x = -14) included (where a larger
+# term inside absorbs the move, at x = -19, the values differ from the own dtype's, which
+# `narrower_inside` compares); the large one says how far a float64 computation would move them.
 _PROBE_SMALL = 2.0 ** -30
 _PROBE_LARGE = 2.0 ** -14
 
@@ -151,13 +152,19 @@ class Evaluator:
         flat = np.concatenate([[]] + [np.ravel(np.asarray(o.value, np.float64)) for o in outputs])
         return flat, rtol
 
-    def narrower_inside(self) -> str:
+    def narrower_inside(self, own: Callable[[], Optional[tuple[np.ndarray, str]]]) -> str:
         """Why the forward's float64 values do not follow the float64 inputs (empty: they do, or
         nothing says otherwise): moved by a relative shift of every source element below half of
         float32's resolution, most of the values that a float64 computation would move by many of
-        its ulps stay exactly where they were. A float64 output computed from the inputs cast to
-        float32 inside looks like float64, and its differences at a float64 step are float32
-        rounding (zero, or noise)."""
+        its ulps stay exactly where they were, and are what the function gives in its own dtype.
+        A float64 output computed from the inputs cast to float32 inside looks like float64, and
+        its differences at a float64 step are float32 rounding (zero, or noise).
+
+        `own` gives the forward's values in the sources' own dtype and that dtype's name (None:
+        it raised); it runs only where values stay. A larger term inside a float64 computation
+        absorbs a small move too (log(1 + e^x) at x = -19 adds 5.6e-9 to 1, and the move to 1e-16,
+        below 1's half-ulp): such values are not the own dtype's (0 in float32, where 1 + 5.6e-9
+        is 1), and float64 is the better of the two to difference."""
         base = self.base(0)[0]
         small = self.values(0, [_PROBE_SMALL * b for b in self.bases])[0]
         large = self.values(0, [_PROBE_LARGE * b for b in self.bases])[0]
@@ -172,10 +179,21 @@ class Evaluator:
             still = moved & (small == base)
         if not moved.any() or np.count_nonzero(still) * 2 <= np.count_nonzero(moved):
             return ""
-        return (f"float64 inputs moved by {_PROBE_SMALL:.2g} of their size leave "
-                f"{np.count_nonzero(still)} of {np.count_nonzero(moved)} forward values exactly as "
-                "they were, where a float64 computation would move them (a cast to a narrower "
-                "dtype inside)")
+        kept, alike = np.count_nonzero(still), ""
+        found = own()
+        if found is not None and np.shape(found[0]) == np.shape(base):
+            narrow, dtype = found
+            with np.errstate(invalid="ignore", over="ignore"):
+                size = np.maximum(np.abs(base), np.abs(narrow))
+                near = _ULPS * differences.epsilon(dtype) * size + differences.tiny(dtype)
+                same = still & (np.abs(base - narrow) <= near)
+            if np.count_nonzero(same) * 2 <= np.count_nonzero(moved):
+                return ""
+            alike = (f", and {np.count_nonzero(same)} of them are its {dtype} values to "
+                     f"{_ULPS:g} of their ulps")
+        return (f"float64 inputs moved by {_PROBE_SMALL:.2g} of their size leave {kept} of "
+                f"{np.count_nonzero(moved)} forward values exactly as they were, where a float64 "
+                f"computation would move them{alike} (a cast to a narrower dtype inside)")
 
     def values(self, order: int, shifts: Sequence[np.ndarray]) -> Values:
         """The order `order` values, element by element in float64, with every source moved by its

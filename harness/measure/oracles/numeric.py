@@ -11,6 +11,7 @@ harness.measure.oracles.words.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Optional, Sequence
 
@@ -171,12 +172,26 @@ def _evaluator(case: Case, point: Point, agreed: ModeOutcome,
     """The evaluator in float64 where the function allows it, else in its own dtype; it keeps
     why float64 was not used, for the note."""
     why = []
+    made: dict[bool, Evaluator] = {}
+
+    def evaluator(wide: bool) -> Evaluator:
+        if wide not in made:
+            made[wide] = Evaluator(case, point, wide, with_upstream, agreed.orders)
+        return made[wide]
+
+    def own() -> Optional[tuple[np.ndarray, str]]:
+        """The forward's values in the sources' own dtype (None: it raises there)."""
+        with contextlib.suppress(CaseRaised, NotWide):
+            narrow = evaluator(False)
+            return narrow.base(0)[0], narrow.dtype()
+        return None
+
     for wide in (True, False):
         try:
-            candidate = Evaluator(case, point, wide, with_upstream, agreed.orders)
+            candidate = evaluator(wide)
             # The forward first: how long it takes says whether to trace the orders above.
             candidate.base(0)
-            narrower = candidate.narrower_inside() if wide else ""
+            narrower = candidate.narrower_inside(own) if wide else ""
             if narrower:
                 why.append(narrower)
                 continue
