@@ -71,6 +71,8 @@ def seed_run(tmp_path_factory):
     json_path, junit_path = folder / "r.json", folder / "r.xml"
     (folder / "tmp").mkdir()
     env = dict(os.environ, TMPDIR=str(folder / "tmp"))
+    # As a user's shell has it: Python writes bytecode, which the run must not leave in TMPDIR.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     helpers.record_processes(env, folder)
     proc = helpers.harness("--mode=all", "--cases=seeds.*", f"--json_out={json_path}",
                            f"--junit_out={junit_path}", cwd=str(folder), env=env)
