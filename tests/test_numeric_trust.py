@@ -366,3 +366,16 @@ def test_a_float64_sum_that_absorbs_the_small_move_is_still_differenced_in_float
     note = r.oracles["numeric"].note
     assert note.startswith("central differences in float64 "), note
     assert "not in float64" not in note, note
+
+
+@pytest.mark.parametrize("x", [-26.0, -50.0])
+def test_a_gradient_whose_move_a_larger_term_absorbs_is_unchecked_and_says_why(x):
+    # log(1 + e^x) at x = -50 is log(1) = 0 in float64 at every step, and at x = -26 at short ones;
+    # its gradient, sigmoid(x) (2e-22, 5.1e-12), is right, and no difference can show it.
+    [r] = run(make_case(_naive_softplus, points=[{"x": np.float32(x)}]))
+    assert r.verdict is Verdict.PASS, r.reason
+    assert r.unchecked, r.unchecked
+    note = r.oracles["numeric"].note
+    assert ("the function's value stays exactly where it was at steps up to "
+            in note and "(a larger term inside may have absorbed the move), so its numeric "
+            "derivative of 0 is no evidence" in note), note

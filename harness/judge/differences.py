@@ -41,7 +41,7 @@ import math
 from typing import Callable, Optional
 
 __all__ = ["Judged", "assess", "epsilon", "tiny", "LEVELS", "SMOOTH", "KINK", "JUMP", "NOISY",
-           "NONFINITE", "COARSE", "NOISE"]
+           "NONFINITE", "COARSE", "NOISE", "FLAT"]
 
 # How many times the step may shrink (by 4 each) after the screen: 4 ** 6 = 4096, from the float64
 # step of 7.6e-6 down to 1.9e-9, within which a point 1e-5 from a domain edge is well inside.
@@ -93,6 +93,9 @@ NOISY = "noisy"  # the steps disagree: the forward is too noisy at this step
 NONFINITE = "nonfinite"  # no step gave finite values (or every shifted point raised)
 COARSE = "coarse"  # the dtype's rounding at this step could hide a wrong sign or factor of 2
 NOISE = "noise"  # the forward's measured noise, divided by the step, is larger than the gradient
+# The value stays exactly where it was at the steps judged, where the gradient moves it by less
+# than a computation at the point's size rounds: a larger term inside absorbed the move.
+FLAT = "flat"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +104,8 @@ class Judged:
 
     Attributes:
       outcome: "match", "differ" or "unresolved".
-      kind: SMOOTH, KINK, JUMP, NOISY, NONFINITE or COARSE: what the differences showed.
+      kind: SMOOTH, KINK, JUMP, NOISY, NONFINITE, COARSE, NOISE or FLAT: what the differences
+        showed.
       numeric: the numeric derivative (the Richardson estimate; at a kink, the side nearer `g`).
       left, right: the one-sided derivatives (equal to `numeric` where smooth).
       error: the estimated error of `numeric` (the two steps' disagreement; 0 from the screen).
@@ -132,7 +136,7 @@ class Judged:
 
 def assess(g: float, phi: Callable[[float], Optional[float]], h: float, *, eps: float, rtol: float,
            atol: float = 0.0, scale: float = 0.0,
-           wider: Optional[Callable[[], float]] = None) -> Judged:
+           wider: Optional[Callable[[], float]] = None, least: float = 0.0) -> Judged:
     """Judges the directional derivative `g` against differences of `phi`.
 
     Args:
@@ -149,8 +153,14 @@ def assess(g: float, phi: Callable[[float], Optional[float]], h: float, *, eps: 
         with `atol`: one that costs work a match does not need. A match at the first step with
         `atol` is one with any wider atol too (what is allowed only grows with it), so the verdict
         is the wider atol's; only such a match's `allowed` is the narrower one's.
+      least: the smallest change of phi that a computation at the point's size shows (eps times
+        that size; 0: none assumed). Where phi stays exactly at its value at both steps the
+        estimate comes from, and the gradient moves it by less than this over the longer one,
+        the numeric derivative of 0 says nothing of the gradient: log(1 + e^x) at x = -50 is
+        log(1) in float64, and its derivative is 2e-22.
     """
     judge = _Judge(g, phi, eps, rtol, atol, scale)
+    judge.least = least
     base, plus, minus = (_clean(phi(t)) for t in (0.0, h, -h))
     judge.samples = dict(plus=plus, minus=minus, base=base)
     if base is None:
@@ -194,6 +204,7 @@ class _Judge:
         self.samples: dict = {}
         self.base = 0.0
         self.noise = 0.0  # measured once the screen has not settled it
+        self.least = 0.0  # the smallest change a computation at the point's size shows
 
     def size(self, numeric: float) -> float:
         return max(abs(self.g) if math.isfinite(self.g) else 0.0, abs(numeric), self.scale)
@@ -293,14 +304,30 @@ class _Judge:
             if not levels:
                 return self.judged("unresolved", NONFINITE, step=h)
             only = levels[0]  # one usable step only: judged alone, with no estimate of its error
+            unseen = self.unseen(only)
+            if unseen is not None:
+                return unseen
             rounding = self.rounding(only)
             numeric = only.central()
             return self.verdict(numeric, numeric, numeric, self.noise_error(only.h), rounding,
                                 only.h, SMOOTH)
         return self.estimated(*best)
 
+    def unseen(self, *levels: _Level) -> Optional[Judged]:
+        """No evidence where phi stays exactly at its value at `levels`, which the gradient moves
+        by less than `least` over the longest of them; else None."""
+        longest = max(level.h for level in levels)
+        flat = all(level.plus == level.minus == self.base for level in levels)
+        if not (flat and math.isfinite(self.g) and abs(self.g) * longest < self.least):
+            return None
+        return self.judged("unresolved", FLAT, numeric=0.0, left=0.0, right=0.0,
+                           allowed=self.allowed(0.0, 0.0), step=longest, noise=self.noise)
+
     def estimated(self, error: float, coarse: _Level, fine: _Level) -> Judged:
         """The verdict from the Richardson estimate of the best pair of steps, and its sides."""
+        unseen = self.unseen(coarse, fine)
+        if unseen is not None:
+            return unseen
         if self.noise and math.isfinite(self.g) and self.noise / fine.h > abs(self.g):
             # What the noise alone moves a difference by hides the gradient: no evidence, even of
             # a jump (a noisy value's sides keep their size as the step shrinks).

@@ -136,6 +136,34 @@ def test_a_locally_constant_function_has_derivative_zero_and_flat_samples():
     assert judge(lambda x: 3.0, 1.0, 0.0).outcome == "match"
 
 
+def _naive_softplus(x):
+    return math.log(1.0 + math.exp(x))
+
+
+@pytest.mark.parametrize("x", [-26.0, -30.0, -50.0])
+def test_a_move_absorbed_by_a_larger_term_inside_is_no_evidence_against_the_gradient(x):
+    # log(1 + e^x) in float64: 1 + e^x rounds e^x to 1's ulps (2.2e-16), so at these x the value
+    # does not move at short steps, and at x = -50 at any step; its derivative is e^x / (1 + e^x).
+    least = differences.epsilon("float64") * abs(x)
+    right = math.exp(x) / (1.0 + math.exp(x))
+    found = judge(_naive_softplus, x, right, least=least)
+    assert found.outcome != "differ", found
+    # Without the point's size to go by, the flat steps are taken for a derivative of 0.
+    assert judge(_naive_softplus, x, right).outcome == "differ"
+    # A gradient that would move the value by far more than its rounding still differs.
+    assert judge(_naive_softplus, x, 1e-3, least=least).outcome == "differ"
+
+
+def test_a_flat_function_whose_gradient_moves_it_beyond_its_rounding_still_differs():
+    least = differences.epsilon("float64")
+    assert judge(lambda x: 3.0, 1.0, 1.0, least=least).outcome == "differ"
+    found = judge(lambda x: float(round(x)), 0.3, 1.0, least=least)  # a straight-through estimator
+    assert found.outcome == "differ" and found.numeric == 0.0, found
+    # One that would move it by less is no evidence: flat, and of kind FLAT.
+    found = judge(lambda x: 3.0, 1.0, 1e-20, least=least)
+    assert (found.outcome, found.kind) == ("unresolved", differences.FLAT), found
+
+
 def test_an_absolute_tolerance_a_case_asks_for_is_honoured():
     assert judge(lambda x: 1e-4 * x, 1.0, 0.0).outcome == "differ"
     assert judge(lambda x: 1e-4 * x, 1.0, 0.0, atol=1e-3).outcome == "match"

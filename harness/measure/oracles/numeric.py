@@ -423,7 +423,9 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
                                 atol=tol.atol + floor, scale=scale(grads, direction),
                                 wider=lambda: tol.atol + max(floor, _own_rounding(
                                     agreed, evaluator, order, chain, direction, analytic,
-                                    tol_dtype)))
+                                    tol_dtype)),
+                                least=differences.epsilon(evaluator.dtype()) * h
+                                / NUMERIC_STEPS[evaluator.dtype()])
     if judged.outcome == "differ" and left_out and direction.picks is None:
         judged = dataclasses.replace(judged, outcome="unresolved", kind=PARTIAL)
     raised = along.raised if chain == 0 else evaluator.weighted_error

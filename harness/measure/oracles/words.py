@@ -66,6 +66,11 @@ def unresolved(judged: differences.Judged, order: int, raised: str) -> str:
         values = "the function's values" if order == 1 else f"the order {order - 1} values"
         return (f"some of {values} are not finite at the point and were left out, and the "
                 "gradient may hold their derivative")
+    if judged.kind == differences.FLAT:
+        return (f"{what} stays exactly where it was at steps up to {judged.step:.2g}, where the "
+                "gradient would move it by less than a value of the point's size is rounded to (a "
+                "larger term inside may have absorbed the move), so its numeric derivative of 0 "
+                "is no evidence")
     if judged.kind == differences.COARSE:
         return (f"the rounding of {what} at this step could hide a wrong sign of a derivative "
                 "this small")
