@@ -186,8 +186,10 @@ def hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutco
     upstream = oracles.get("upstream")
     if (upstream is not None and upstream.status == "differ"
         and any(line.startswith(MISHANDLES) for line in lines)):
-        hints.append("hint: multiply the gradient by dy: grad_fn must return the upstream gradient "
-                     "dy times the derivative, not the derivative alone nor a sum over dy")
+        hints.append("hint: grad_fn must return the upstream gradient dy times the derivative, "
+                     "linear in dy as the chain rule is: one that returns the derivative alone, "
+                     "sums over dy, or clips or rescales dy departs from it where a loss passes "
+                     "a dy other than ones")
     unconnected = next((m.group(1) for m in (_NONE_GRADIENT.search(line) for line in lines) if m),
                        None)
     if unconnected and custom:

@@ -87,7 +87,7 @@ def test_a_wrong_number_of_gradients_gets_the_one_per_input_hint():
     assert "one gradient per input of the function, in order (it returned 2 for 1 input)" in hint
 
 
-def test_grad_fn_ignoring_dy_gets_the_multiply_by_dy_hint_and_nothing_else_does():
+def test_grad_fn_mishandling_dy_gets_the_linear_in_dy_hint_and_nothing_else_does():
     line = ("grad_fn mishandles its upstream gradient: at order 1 with upstream weights [-0.75] "
             "(the dy passed to grad_fn in place of ones, as a loss other than a plain sum passes), "
             "order 1 gradient wrt x: ...")
@@ -98,8 +98,9 @@ def test_grad_fn_ignoring_dy_gets_the_multiply_by_dy_hint_and_nothing_else_does(
                oracles={"numeric": numeric, "upstream": upstream})
     assert r.verdict is Verdict.FAIL and r.reason == line
     assert [d for d in r.details if d.startswith("hint: ")] == [
-        "hint: multiply the gradient by dy: grad_fn must return the upstream gradient dy times the "
-        "derivative, not the derivative alone nor a sum over dy"]
+        "hint: grad_fn must return the upstream gradient dy times the derivative, linear in dy as "
+        "the chain rule is: one that returns the derivative alone, sums over dy, or clips or "
+        "rescales dy departs from it where a loss passes a dy other than ones"]
     wrong = OracleOutcome(name="numeric", status="differ", orders=(0, 1), differ=(1,),
                           details=("order 1 gradient wrt x: eager=3 numeric=2 abs err 1",))
     r = judged(*[ok(m) for m in ("eager", "function", "graph")], oracles={"numeric": wrong})
