@@ -379,3 +379,19 @@ def test_a_gradient_whose_move_a_larger_term_absorbs_is_unchecked_and_says_why(x
     assert ("the function's value stays exactly where it was at steps up to "
             in note and "(a larger term inside may have absorbed the move), so its numeric "
             "derivative of 0 is no evidence" in note), note
+
+
+def _expm1(x):
+    return tf.math.expm1(x)
+
+
+def test_an_infinite_gradient_where_the_derivative_is_beyond_the_dtypes_range_is_its_rounding():
+    # e^89 = 4.49e38 is beyond float32's largest value, 3.40e38: rounded to float32, the derivative
+    # of expm1 at 89 is inf, and so is the value; both are right, and checked.
+    [r] = run(make_case(_expm1, points=[{"x": np.float32(89.0)}]))
+    assert r.verdict is Verdict.PASS and r.unchecked == "", (r.reason, r.unchecked)
+    assert r.oracles["numeric"].status == "match", r.oracles
+    # Where the derivative is within range (log(1 + e^x) at 89 is 89, its derivative 1), an
+    # infinite or NaN gradient is still wrong.
+    [r] = run(make_case(_naive_softplus, points=[{"x": np.float32(89.0)}]))
+    assert r.verdict is Verdict.FAIL, r.reason

@@ -35,6 +35,7 @@ from harness.measure.oracles.findings import PARTIAL, OrderFindings, Finding
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions
 from harness.judge.tolerance import NUMERIC_STEPS, numeric_tolerance_for
+from harness.measure.modes.shared import tf
 
 __all__ = ["ELEMENT_LIMIT", "run"]
 
@@ -428,8 +429,23 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
                                 / NUMERIC_STEPS[evaluator.dtype()])
     if judged.outcome == "differ" and left_out and direction.picks is None:
         judged = dataclasses.replace(judged, outcome="unresolved", kind=PARTIAL)
+    if judged.outcome == "differ" and _rounds_to_infinity(analytic, judged.numeric, tol_dtype,
+                                                         tol.rtol, direction):
+        judged = dataclasses.replace(judged, outcome="match")
     raised = along.raised if chain == 0 else evaluator.weighted_error
     return Finding(direction, analytic, judged, tol, tuple(unconnected), raised, left_out)
+
+
+def _rounds_to_infinity(analytic: Optional[float], numeric: float, dtype: str, rtol: float,
+                        direction: Direction) -> bool:
+    """Whether one element's infinite gradient is its derivative rounded to its dtype: a derivative
+    beyond the dtype's largest value (to the tolerance), of the same sign, rounds to infinity
+    (e^89 in float32)."""
+    if direction.element is None or analytic is None or not np.isinf(analytic):
+        return False
+    if not np.isfinite(numeric) or np.sign(numeric) != np.sign(analytic):
+        return False
+    return abs(numeric) * (1.0 + rtol) >= float(tf.as_dtype(dtype).max)
 
 
 def _picks(direction: Direction, base: Optional[np.ndarray]) -> tuple[Optional[np.ndarray], int]:
