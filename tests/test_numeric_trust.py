@@ -257,6 +257,21 @@ def test_float32_rounding_in_the_gradients_own_formula_is_not_called_wrong():
     assert r.verdict is Verdict.PASS, r.reason
 
 
+def _softmax_loss(x):
+    return -tf.math.log(tf.nn.softmax(x)[0])
+
+
+def test_float32_rounding_of_a_term_near_1_under_a_small_loss_is_not_called_wrong():
+    # -log softmax(x)[0] at x = (0, -10, -12, -12): the loss is 5.8e-5, and its derivative in
+    # x[0], softmax(x)[0] - 1 = -5.7685e-5, comes from softmax(x)[0] = 0.99994, whose float32
+    # rounding (6e-8) is 0.1 % of 1 minus it: float32's gradient is 0.22 % off, as float32 computes.
+    x = np.array([0.0, -10.0, -12.0, -12.0], np.float32)
+    e = np.exp(x.astype(np.float64))
+    assert e[0] / e.sum() - 1.0 == pytest.approx(-5.7685e-5, rel=1e-4)
+    [r] = run(make_case(_softmax_loss, points=[{"x": x}]))
+    assert r.verdict is Verdict.PASS, r.reason
+
+
 def test_a_gradient_below_float32s_normal_range_is_not_called_wrong():
     # sigmoid(-88) = 6.05e-39 is subnormal in float32, and TensorFlow's CPU kernels flush it to 0.
     assert float(tf.sigmoid(tf.constant(-88.0))) == 0.0

@@ -416,6 +416,7 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
     terms = max(scale(g, direction) for g in both if g is not None)
     floor = max(GRADIENT_ULPS * differences.epsilon(tol_dtype) * terms, differences.tiny(tol_dtype))
     picks, left_out = _picks(direction, along(0.0)[chain])
+    size = h / NUMERIC_STEPS[evaluator.dtype()]  # the point's size along the direction, at least 1
     # The gradient's own rounding takes an evaluation of the case's gradients in float64: asked
     # for only where the first step does not match without it.
     judged = differences.assess(0.0 if analytic is None else analytic,
@@ -424,9 +425,8 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
                                 atol=tol.atol + floor, scale=scale(grads, direction),
                                 wider=lambda: tol.atol + max(floor, _own_rounding(
                                     agreed, evaluator, order, chain, direction, analytic,
-                                    tol_dtype)),
-                                least=differences.epsilon(evaluator.dtype()) * h
-                                / NUMERIC_STEPS[evaluator.dtype()])
+                                    tol_dtype, size)),
+                                least=differences.epsilon(evaluator.dtype()) * size)
     if judged.outcome == "differ" and left_out and direction.picks is None:
         judged = dataclasses.replace(judged, outcome="unresolved", kind=PARTIAL)
     if judged.outcome == "differ" and _rounds_to_infinity(analytic, judged.numeric, tol_dtype,
@@ -492,12 +492,14 @@ class _Along:
 
 
 def _own_rounding(agreed: ModeOutcome, evaluator: Evaluator, order: int, chain: int,
-                  direction: Direction, analytic: Optional[float], dtype: str) -> float:
+                  direction: Direction, analytic: Optional[float], dtype: str,
+                  size: float) -> float:
     """How far the gradient's own computation in its dtype strays from the same code's gradient
     in float64 at this point: the dtype's rounding of what the gradient is computed from (1 - s
     with s near 1, say), which the gradient's own size does not show. Capped by the rounding of
-    the order below's values, so that a gradient wrong only in the narrow dtype is still called
-    wrong."""
+    the order below's values, or of a value of the point's `size` where that is larger (softmax's
+    s near 1 beside a loss -log s near 0), so that a gradient wrong only in the narrow dtype is
+    still called wrong."""
     if not evaluator.wide or analytic is None or dtype == "float64":
         return 0.0
     try:
@@ -515,5 +517,5 @@ def _own_rounding(agreed: ModeOutcome, evaluator: Evaluator, order: int, chain: 
                              and np.all(np.isfinite(o.value))])
     else:
         below = scale(gradients(agreed.orders[order - 1]), direction)
-    cap = GRADIENT_ULPS * differences.epsilon(dtype) * below
+    cap = GRADIENT_ULPS * differences.epsilon(dtype) * max(below, size)
     return min(2.0 * abs(analytic - value), cap)
