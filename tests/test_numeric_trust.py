@@ -279,6 +279,24 @@ def test_a_gradient_below_float32s_normal_range_is_not_called_wrong():
     assert r.verdict is Verdict.PASS, r.reason
 
 
+def _mish(x):
+    return x * tf.math.tanh(tf.math.softplus(x))
+
+
+def test_a_gradient_flushed_to_0_through_a_subnormal_term_is_not_called_wrong():
+    # mish at -88: softplus(-88) = e^-88 = 6.05e-39 is subnormal in float32 and flushed to 0, so
+    # float32's gradient is 0, where the derivative, about (1 + x) e^x, is -87 e^-88 = -5.27e-37:
+    # the same code's float64 gradient, and the float32 rounding of a value of the point's size
+    # (88), allow it.
+    x = tf.constant(-88.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = _mish(x)
+    assert float(tape.gradient(y, x)) == 0.0
+    [r] = run(make_case(_mish, points=[{"x": np.float32(-88.0)}]))
+    assert r.verdict is Verdict.PASS, r.reason
+
+
 @tf.custom_gradient
 def wrong_in_float32_only(x):
     def grad(dy):
