@@ -94,7 +94,7 @@ NONFINITE = "nonfinite"  # no step gave finite values (or every shifted point ra
 COARSE = "coarse"  # the dtype's rounding at this step could hide a wrong sign or factor of 2
 NOISE = "noise"  # the forward's measured noise, divided by the step, is larger than the gradient
 # The value stays exactly where it was at the steps judged, where the gradient moves it by less
-# than a computation at the point's size rounds: a larger term inside absorbed the move.
+# than a computation at the point's size rounds: a larger term inside may have absorbed the move.
 FLAT = "flat"
 
 
