@@ -268,7 +268,8 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
     # AutoGraph imports each function it converts from a file in the temporary folder, where
     # Python would write its bytecode into a __pycache__ that outlives the run. TensorFlow and the
     # cases are imported by now, their bytecode written where it was missing; a module first
-    # imported later (tf_keras, by the step modes) is read from the bytecode its install compiled.
+    # imported later (tf_keras, by the step modes) is read from the bytecode its install compiled
+    # (pip compiles; an install that did not is compiled again by each worker that imports it).
     sys.dont_write_bytecode = True
     conn.send(("ready", loaded.environment, [loader.info(c) for c in loaded.cases.values()]))
     while True:
