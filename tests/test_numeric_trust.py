@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness.measure import probe
+from harness.measure import probe, upstream
 from harness.records import Verdict
 from tests.helpers import make_case, run
 
@@ -428,3 +428,24 @@ def test_an_infinite_gradient_where_the_derivative_is_beyond_the_dtypes_range_is
     # infinite or NaN gradient is still wrong.
     [r] = run(make_case(_naive_softplus, points=[{"x": np.float32(89.0)}]))
     assert r.verdict is Verdict.FAIL, r.reason
+
+
+def test_a_weighted_gradient_infinite_where_the_plain_one_is_too_is_not_blamed_on_grad_fn():
+    # expm1 just above float32's range: its gradient is inf (the derivative's rounding), and so is
+    # the weighted one, inf times the weight, where the weighted derivative may be in range (a
+    # weight below 0.76 in size). That is the overflow, not grad_fn mishandling dy. A point is
+    # picked where the case's seeded weight (harness.measure.upstream) is such a weight.
+    largest = float(np.finfo(np.float32).max)
+    for x in np.arange(88.73, 89.0, 0.01, dtype=np.float32):
+        case = make_case(_expm1, points=[{"x": x}])
+        [w] = upstream.weights(upstream.seed(case.id, case.points[0].label), 1, 0, (1,))
+        if np.exp(np.float64(x)) > largest > 1.01 * np.exp(np.float64(x)) * abs(w):
+            break
+    else:
+        pytest.fail("no point in [88.73, 89) with a weight below 0.76 in size")
+    [r] = run(case)
+    assert r.verdict is Verdict.PASS, r.reason
+    note = r.oracles["upstream"].note
+    assert ("1 not checked (x): the gradient without upstream weights is already infinite here, "
+            "its derivative beyond the dtype's range, so the weighted gradient's infinity says "
+            "nothing of how grad_fn handles its upstream gradient") in note, note

@@ -12,12 +12,16 @@ from harness.judge import differences
 from harness.measure.oracles.directions import Direction
 from harness.judge.tolerance import Tol
 
-__all__ = ["PARTIAL", "OrderFindings", "Finding"]
+__all__ = ["OVERFLOW", "PARTIAL", "OrderFindings", "Finding"]
 
 # A finding the differences would call a difference, where the readout had to leave out order
 # k-1 values that are not finite at the point and the function is not known to be elementwise:
 # the gradient may hold their derivative.
 PARTIAL = "partial"
+# A weighted gradient's infinity where the element's plain gradient is an infinity that matched (e^x
+# beyond float32's range, times an upstream weight below 1): it says nothing of how grad_fn handles
+# dy.
+OVERFLOW = "overflow"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,7 @@ from harness.measure.oracles.directions import (
     swept,
 )
 from harness.measure.oracles.evaluate import CaseRaised, Evaluator, NotWide
-from harness.measure.oracles.findings import PARTIAL, OrderFindings, Finding
+from harness.measure.oracles.findings import OVERFLOW, PARTIAL, OrderFindings, Finding
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions
 from harness.judge.tolerance import NUMERIC_STEPS, numeric_tolerance_for
@@ -381,6 +381,8 @@ def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: i
             if grads is not None:
                 found[chain].append(_finding(case, agreed, evaluator, order, direction, chain,
                                              along, (plain_grads, weighted_grads)))
+        if weighted_grads is not None:
+            found[1][-1] = _overflowed(found[0][-1], found[1][-1])
     by_element = directions[0].element is not None
     plain = OrderFindings(order, tuple(found[0]), by_element, flat)
     if weighted_grads is None:
@@ -446,6 +448,19 @@ def _rounds_to_infinity(analytic: Optional[float], numeric: float, dtype: str, r
     if not np.isfinite(numeric) or np.sign(numeric) != np.sign(analytic):
         return False
     return abs(numeric) * (1.0 + rtol) >= float(tf.as_dtype(dtype).max)
+
+
+def _overflowed(plain: Finding, weighted: Finding) -> Finding:
+    """`weighted`, unresolved where an element's plain gradient is an infinity that matched (its
+    derivative beyond the dtype's range) and its weighted gradient, infinite too, differs: the
+    weighted derivative may be in range, and the infinity is the same overflow, whatever grad_fn
+    does with dy."""
+    infinite = [f.analytic is not None and np.isinf(f.analytic) for f in (plain, weighted)]
+    if (weighted.judged.outcome == "differ" and plain.judged.outcome == "match" and all(infinite)
+            and weighted.direction.element is not None):
+        return dataclasses.replace(weighted, judged=dataclasses.replace(
+            weighted.judged, outcome="unresolved", kind=OVERFLOW))
+    return weighted
 
 
 def _picks(direction: Direction, base: Optional[np.ndarray]) -> tuple[Optional[np.ndarray], int]:

@@ -12,7 +12,7 @@ from harness.judge import differences
 from harness.measure import upstream
 from harness.judge.compare import where
 from harness.measure.oracles.directions import element_label
-from harness.measure.oracles.findings import PARTIAL, OrderFindings, Finding
+from harness.measure.oracles.findings import OVERFLOW, PARTIAL, OrderFindings, Finding
 from harness.records import ModeOutcome
 
 if TYPE_CHECKING:
@@ -62,6 +62,10 @@ def unresolved(judged: differences.Judged, order: int, raised: str) -> str:
         measured = f", with a measured noise of {judged.noise:.1g}," if judged.noise else ""
         return (f"{what} is too noisy at this step{measured}: central differences at two steps "
                 "disagree by more than the gradient differs from them")
+    if judged.kind == OVERFLOW:
+        return ("the gradient without upstream weights is already infinite here, its derivative "
+                "beyond the dtype's range, so the weighted gradient's infinity says nothing of how "
+                "grad_fn handles its upstream gradient")
     if judged.kind == PARTIAL:
         values = "the function's values" if order == 1 else f"the order {order - 1} values"
         return (f"some of {values} are not finite at the point and were left out, and the "
