@@ -159,8 +159,7 @@ def assess(g: float, phi: Callable[[float], Optional[float]], h: float, *, eps: 
         the numeric derivative of 0 says nothing of the gradient: log(1 + e^x) at x = -50 is
         log(1) in float64, and its derivative is 2e-22.
     """
-    judge = _Judge(g, phi, eps, rtol, atol, scale)
-    judge.least = least
+    judge = _Judge(g, phi, eps, rtol, atol, scale, least)
     base, plus, minus = (_clean(phi(t)) for t in (0.0, h, -h))
     judge.samples = dict(plus=plus, minus=minus, base=base)
     if base is None:
@@ -198,13 +197,13 @@ class _Level:
 class _Judge:
     """One direction's differences, from the screen on."""
 
-    def __init__(self, g, phi, eps, rtol, atol, scale):
+    def __init__(self, g, phi, eps, rtol, atol, scale, least):
         self.g, self.phi, self.eps, self.rtol, self.atol, self.scale = (g, phi, eps, rtol, atol,
                                                                         scale)
+        self.least = least  # the smallest change a computation at the point's size shows
         self.samples: dict = {}
         self.base = 0.0
         self.noise = 0.0  # measured once the screen has not settled it
-        self.least = 0.0  # the smallest change a computation at the point's size shows
 
     def size(self, numeric: float) -> float:
         return max(abs(self.g) if math.isfinite(self.g) else 0.0, abs(numeric), self.scale)
