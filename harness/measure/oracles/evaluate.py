@@ -255,7 +255,8 @@ class Evaluator:
         key = self._key(order)
         if key not in _TRACED:
             options = RunOptions(upstream=self.tables is not None)
-            _TRACED[key] = compile_subject(self.subject, order, options, Steps(), weighted=True)
+            _TRACED[key] = _Concrete(compile_subject(self.subject, order, options, Steps(),
+                                                     weighted=True))
             while len(_TRACED) > _TRACED_KEPT:
                 del _TRACED[next(iter(_TRACED))]
         return _TRACED[key]
@@ -356,6 +357,22 @@ class Evaluator:
         if self.tables is not None and len(chain) >= order:
             below = ([orders[0]] + list(chain))[order]
         return self._flat(order, orders[order], below)
+
+
+class _Concrete:
+    """A tf.function called through its concrete function for the one signature it is called
+    with (the key of `_TRACED` holds the signature): the oracle calls it tens of times per point,
+    and the concrete function skips matching the arguments to a trace, half the time of a call
+    of a small function. The first call traces, raising what tracing raises, as a call would."""
+
+    def __init__(self, function):
+        self.function = function
+        self.concrete = None
+
+    def __call__(self, *args):
+        if self.concrete is None:
+            self.concrete = self.function.get_concrete_function(*args)
+        return self.concrete(*args)
 
 
 def _agree(a: np.ndarray, b: np.ndarray, rtol: float) -> bool:
