@@ -272,6 +272,27 @@ def test_float32_rounding_of_a_term_near_1_under_a_small_loss_is_not_called_wron
     assert r.verdict is Verdict.PASS, r.reason
 
 
+def _sum_of_squared_shares(x):
+    return tf.reduce_sum(tf.nn.softmax(x) ** 2)
+
+
+def test_a_weighted_gradient_whose_differences_a_share_near_1_rounds_is_not_blamed_on_grad_fn():
+    # At x = (0, 0, 23) two shares of softmax(x) are 1.0e-10 and the third is 1 - 2e-10. The
+    # weighted order 1 values differentiated at order 2 come from terms of size 1 (that share, and
+    # the sum of squares), whose float64 rounding moves them by 2e-16 at each step, as much as the
+    # order 2 gradient (about 1e-10) moves them over the short steps: differences there are off by
+    # a factor of 2. A function without a grad_fn was blamed for mishandling its upstream
+    # gradient. The weights are the ones seeded by this id and point that showed it.
+    x = np.array([0.0, 0.0, 23.0], np.float32)
+    assert np.exp(-23.0) == pytest.approx(1.026e-10, rel=1e-3)
+    [r] = run(make_case(_sum_of_squared_shares, points=[{"x": x}], order=2,
+                        id="check.sq_softmax"))
+    assert r.verdict is Verdict.PASS, r.reason
+    note = r.oracles["upstream"].note
+    assert "rounding a value of the point's size" in note, note
+    assert "mishandles" not in r.reason + "".join(r.oracles["upstream"].details)
+
+
 def test_a_gradient_below_float32s_normal_range_is_not_called_wrong():
     # sigmoid(-88) = 6.05e-39 is subnormal in float32, and TensorFlow's CPU kernels flush it to 0.
     assert float(tf.sigmoid(tf.constant(-88.0))) == 0.0

@@ -408,7 +408,8 @@ _LINE_KINDS = (
 # What an oracle's note says of the point: why some directions could not be judged there.
 _NOTE_KINDS = (("jump", "jumps within a step"), ("noisy", "too noisy at this step"),
                ("kink", "has a kink at the point"), ("coarse", "could hide a wrong sign"),
-               ("flat", "may have absorbed the move"))
+               ("flat", "may have absorbed the move"),
+               ("rounded", "rounding a value of the point's size"))
 
 
 def _oracle_cause(o) -> tuple:

@@ -29,6 +29,11 @@ computed to a tolerance). So the answer here is never one quotient against a fix
    (a forward rounded to its precision, not a locally constant function). Where that noise divided
    by the step is larger than the gradient, the direction is NOISE: no evidence either way. The
    noise also bounds how closely the estimate can be trusted.
+5. Nor is anything called wrong within the rounding of a value of the point's size, where the
+   caller gives that size (`least`): a small value computed from terms of the point's size (1 - s
+   with s near 1) carries their rounding, not its own. Values that stay exactly where they were
+   (FLAT), or whose differences miss the gradient by no more than that rounding explains
+   (ROUNDED), are no evidence either way.
 
 `assess` returns a `Judged`: "match", "differ", or one of the unresolved kinds, each with the
 numbers its message needs.
@@ -41,7 +46,7 @@ import math
 from typing import Callable, Optional
 
 __all__ = ["Judged", "assess", "epsilon", "tiny", "LEVELS", "SMOOTH", "KINK", "JUMP", "NOISY",
-           "NONFINITE", "COARSE", "NOISE", "FLAT"]
+           "NONFINITE", "COARSE", "NOISE", "FLAT", "ROUNDED"]
 
 # How many times the step may shrink (by 4 each) after the screen: 4 ** 6 = 4096, from the float64
 # step of 7.6e-6 down to 1.9e-9, within which a point 1e-5 from a domain edge is well inside.
@@ -96,6 +101,10 @@ NOISE = "noise"  # the forward's measured noise, divided by the step, is larger 
 # The value stays exactly where it was at the steps judged, where the gradient moves it by less
 # than a computation at the point's size rounds: a larger term inside may have absorbed the move.
 FLAT = "flat"
+# The value moves, but the gradient differs from its differences by less than rounding a value of
+# the point's size could move them at the step: a larger term inside may have rounded away part
+# of the change (softmax's largest share near 1 beside shares of 1e-10).
+ROUNDED = "rounded"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,8 +113,8 @@ class Judged:
 
     Attributes:
       outcome: "match", "differ" or "unresolved".
-      kind: SMOOTH, KINK, JUMP, NOISY, NONFINITE, COARSE, NOISE or FLAT: what the differences
-        showed.
+      kind: SMOOTH, KINK, JUMP, NOISY, NONFINITE, COARSE, NOISE, FLAT or ROUNDED: what the
+        differences showed.
       numeric: the numeric derivative (the Richardson estimate; at a kink, the side nearer `g`).
       left, right: the one-sided derivatives (equal to `numeric` where smooth).
       error: the estimated error of `numeric` (the two steps' disagreement; 0 from the screen).
@@ -157,7 +166,10 @@ def assess(g: float, phi: Callable[[float], Optional[float]], h: float, *, eps: 
         that size; 0: none assumed). Where phi stays exactly at its value at both steps the
         estimate comes from, and the gradient moves it by less than this over the longer one,
         the numeric derivative of 0 says nothing of the gradient: log(1 + e^x) at x = -50 is
-        log(1) in float64, and its derivative is 2e-22.
+        log(1) in float64, and its derivative is 2e-22 (FLAT). Where phi moves, a gradient that
+        differs from its differences by no more than rounding of this size at the step could
+        explain is not called wrong either (ROUNDED): the sum of the squared shares of softmax(x)
+        at (0, 0, 23) adds shares of 1e-10 to one near 1, which rounds away part of their change.
     """
     judge = _Judge(g, phi, eps, rtol, atol, scale, least)
     base, plus, minus = (_clean(phi(t)) for t in (0.0, h, -h))
@@ -377,6 +389,11 @@ class _Judge:
             # evidence either way.
             return self.judged("unresolved", NOISY if error > rounding else COARSE,
                                numeric=numeric, **numbers)
+        # phi's rounding above is of its own size; terms inside it may be of the point's size,
+        # where rounding moves phi by `least` at each step, however small phi is.
+        inside = _ULPS * self.least / step
+        if inside > rounding and miss <= self.allowed(numeric, inside) + 3 * error:
+            return self.judged("unresolved", ROUNDED, numeric=numeric, **numbers)
         return self.judged("differ", kind, numeric=numeric, excess=miss - allowed - 3 * error,
                            **numbers)
 

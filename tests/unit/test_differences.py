@@ -164,6 +164,33 @@ def test_a_flat_function_whose_gradient_moves_it_beyond_its_rounding_still_diffe
     assert (found.outcome, found.kind) == ("unresolved", differences.FLAT), found
 
 
+def _partly_rounded(x):
+    """Two equal shares of a change of slope 1.2e-10 each: one added to 1 first, so its change is
+    rounded to 1's ulps (2.2e-16), as softmax's largest share near 1 rounds the change of a share
+    of 1e-10 beside it; the other kept in full. Its derivative is 2.4e-10; within 2e-6 of 0 the
+    first share moves by one ulp or none, so differences there are off by percents."""
+    return ((1.0 + 1.2e-10 * x) - 1.0) + 1.2e-10 * x
+
+
+def test_a_change_a_larger_term_partly_rounds_away_is_no_evidence_against_the_gradient():
+    least = differences.epsilon("float64")  # the point's size is 1
+    found = judge(_partly_rounded, 0.0, 2.4e-10, least=least)
+    assert (found.outcome, found.kind) == ("unresolved", differences.ROUNDED), found
+    # Without the point's size to go by, the right gradient is called wrong: the differences'
+    # rounding is taken to be that of the values themselves, about 1e-15 in size.
+    found = judge(_partly_rounded, 0.0, 2.4e-10)
+    assert found.outcome == "differ", found
+    # A gradient beyond what rounding at the point's size explains at those steps still differs.
+    assert judge(_partly_rounded, 0.0, 1e-6, least=least).outcome == "differ"
+    assert judge(_partly_rounded, 0.0, -1e-6, least=least).outcome == "differ"
+
+
+def test_the_rounding_of_a_value_of_the_points_size_leaves_a_large_functions_verdicts_alone():
+    # A value as large as the point is rounded as such already: least changes nothing.
+    for g, outcome in ((3.0, "match"), (-3.0, "differ"), (3.3, "differ")):
+        assert judge(lambda x: 3.0 * x, 2.0, g, least=2.0 * 2.0 ** -52).outcome == outcome
+
+
 def test_an_absolute_tolerance_a_case_asks_for_is_honoured():
     assert judge(lambda x: 1e-4 * x, 1.0, 0.0).outcome == "differ"
     assert judge(lambda x: 1e-4 * x, 1.0, 0.0, atol=1e-3).outcome == "match"

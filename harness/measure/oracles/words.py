@@ -75,6 +75,10 @@ def unresolved(judged: differences.Judged, order: int, raised: str) -> str:
                 "gradient would move it by less than a value of the point's size is rounded to (a "
                 "larger term inside may have absorbed the move), so its numeric derivative of 0 "
                 "is no evidence")
+    if judged.kind == differences.ROUNDED:
+        return (f"at this step ({judged.step:.2g}), rounding a value of the point's size (a larger "
+                f"term inside may be one) could move the numeric derivative of {what} by more "
+                "than the gradient differs from it, so the difference is no evidence")
     if judged.kind == differences.COARSE:
         return (f"the rounding of {what} at this step could hide a wrong sign of a derivative "
                 "this small")
