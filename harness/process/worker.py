@@ -294,5 +294,5 @@ def serve(conn, output_path: str, parent: Optional[int] = None) -> None:
             _exit_now()
         # After sending, while the supervisor judges, and before the next message is read: a
         # process the case started never sees the next case, and the scan of the process table
-        # (a millisecond per hundred processes) is not part of the job's time.
+        # (a read of every process's status) is not part of the job's time.
         _end_strays()
