@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from harness.judge import explain
 from harness.measure import probe, upstream
 from harness.records import Verdict
 from tests.helpers import make_case, run
@@ -144,6 +145,31 @@ def test_no_upstream_guess_is_printed_for_a_function_without_a_custom_gradient()
     text = " ".join((r.reason,) + r.details)
     assert "cannot tell whether grad_fn handles its upstream gradient" not in text
     assert "surrogate" not in text
+
+
+def _sinh(x):
+    return tf.math.sinh(x)
+
+
+def test_an_ops_gradient_that_ignores_dy_is_not_blamed_on_a_grad_fn_the_function_has_not():
+    # TensorFlow's own gradient for Sinh, swapped in this process for one that returns cosh(x)
+    # whatever dy is: right at the plain contraction (dy of ones), wrong with other weights. The
+    # function has no custom gradient, so no grad_fn is named, nor given a hint.
+    from tensorflow.python.framework import ops  # noqa: PLC0415 - the gradient registry
+
+    registry = ops._gradient_registry._registry  # noqa: SLF001 - no public way to swap one
+    kept = registry["Sinh"]
+    registry["Sinh"] = dict(kept, type=lambda op, dy: tf.math.cosh(op.inputs[0]))
+    try:
+        [r] = run(make_case(_sinh, points=[{"x": np.array([0.5, -1.0], np.float32)}]))
+    finally:
+        registry["Sinh"] = kept
+    assert r.verdict is Verdict.FAIL, r.reason
+    assert r.oracles["numeric"].status == "match", r.oracles["numeric"]
+    assert r.reason.startswith(explain.REGISTERED + "at order 1 with upstream weights "), r.reason
+    text = " ".join((r.reason,) + r.details)
+    assert "grad_fn" not in text, text
+    assert "the dy passed to the op's gradient in place of ones" in text, text
 
 
 @tf.custom_gradient

@@ -15,9 +15,9 @@ from harness.judge.compare import Mismatch, compare_outcomes
 from harness.mode_names import LADDER
 from harness.records import ModeOutcome, OracleOutcome, Status
 
-__all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "PARTLY_OUTSIDE", "partly_outside_line",
-           "deviation_lines", "distinct", "fallback", "hints", "ladder", "modes_of",
-           "no_gradient_line", "oracle_line", "said_once", "unchecked"]
+__all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "PARTLY_OUTSIDE", "REGISTERED",
+           "partly_outside_line", "deviation_lines", "distinct", "fallback", "hints", "ladder",
+           "modes_of", "no_gradient_line", "oracle_line", "said_once", "unchecked"]
 
 
 def fallback(outcome: ModeOutcome, order: int) -> Optional[str]:
@@ -86,6 +86,9 @@ ORACLE_WORDS = {"numeric": "the numeric derivative",
 
 
 MISHANDLES = "grad_fn mishandles its upstream gradient: "
+# The same finding where no custom gradient was seen to run (harness.measure.oracles.words).
+REGISTERED = ("a gradient TensorFlow registers for an op mishandles its upstream gradient (no "
+              "custom gradient was seen to run): ")
 
 
 def oracle_line(o: OracleOutcome, weighted_disagree: Sequence[str] = ()) -> str:
@@ -94,10 +97,11 @@ def oracle_line(o: OracleOutcome, weighted_disagree: Sequence[str] = ()) -> str:
     it has one, so it may well differ); otherwise a mode may be at fault, and it says so."""
     if o.name == "upstream" and o.details:
         line = o.details[0]
-        if weighted_disagree and line.startswith(MISHANDLES):
-            line = ("the values with upstream weights differ from the numeric derivative, and "
-                    f"{', '.join(dict.fromkeys(weighted_disagree))} disagree with them, so a mode "
-                    "rather than grad_fn may be at fault: " + line[len(MISHANDLES):])
+        for prefix, blamed in ((MISHANDLES, "grad_fn"), (REGISTERED, "the op's gradient")):
+            if weighted_disagree and line.startswith(prefix):
+                line = ("the values with upstream weights differ from the numeric derivative, and "
+                        f"{', '.join(dict.fromkeys(weighted_disagree))} disagree with them, so a "
+                        f"mode rather than {blamed} may be at fault: " + line[len(prefix):])
         return line
     orders = ", ".join(map(str, o.differ))
     first = f": {o.details[0]}" if o.details else ""

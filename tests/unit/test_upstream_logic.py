@@ -210,6 +210,26 @@ def test_the_upstream_headline_blames_a_mode_when_reverse_modes_disagree_on_weig
                                    "than grad_fn may be at fault")
 
 
+def test_an_ops_gradient_is_blamed_in_place_of_grad_fn_and_a_mode_may_be_instead():
+    from harness.judge import explain  # noqa: PLC0415
+
+    line = (explain.REGISTERED + "at order 1 with upstream weights [-0.625], order 1 gradient "
+            "wrt x: eager=6 numeric=-3.75 abs err 9.75 (1 of 1 elements of x); at the plain "
+            "contraction (every upstream gradient 1) both agree")
+    upstream_differs = {"numeric": OracleOutcome(name="numeric", status="match", orders=(1,)),
+                        "upstream": OracleOutcome(name="upstream", status="differ", orders=(1,),
+                                                  differ=(1,), details=(line,))}
+    agree = _judge(weighted_ok("eager", weighted=6.0), weighted_ok("graph", weighted=6.0),
+                   oracles=upstream_differs)
+    assert agree.reason == line
+    assert not [d for d in agree.details if d.startswith("hint: ")]  # its hint is grad_fn's
+    split = _judge(weighted_ok("eager", weighted=6.0), weighted_ok("graph", weighted=-3.75),
+                   oracles=upstream_differs)
+    assert split.reason.startswith(
+        "the values with upstream weights differ from the numeric derivative, and graph disagree "
+        "with them, so a mode rather than the op's gradient may be at fault: at order 1"), split
+
+
 def test_the_pass_reason_says_what_was_checked_with_upstream_weights():
     match = {name: OracleOutcome(name=name, status="match", orders=(1,))
              for name in ("numeric", "upstream")}

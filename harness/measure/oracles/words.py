@@ -319,6 +319,11 @@ def upstream_line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evalu
              for i, o in enumerate(floating)]
     weights = upstream.describe(np.concatenate(parts)) if parts else "[]"
     compared = "both agree" if plain.compared else "nothing could be compared at this order"
-    return (f"grad_fn mishandles its upstream gradient: at order {order} with upstream weights "
-            f"{weights} (the dy passed to grad_fn in place of ones, as a loss other than a plain "
-            f"sum passes), {text}; at the plain contraction (every upstream gradient 1) {compared}")
+    if has_custom_gradient(agreed):
+        who, taker = "grad_fn mishandles its upstream gradient", "grad_fn"
+    else:
+        who, taker = ("a gradient TensorFlow registers for an op mishandles its upstream gradient "
+                      "(no custom gradient was seen to run)", "the op's gradient")
+    return (f"{who}: at order {order} with upstream weights {weights} (the dy passed to {taker} in "
+            f"place of ones, as a loss other than a plain sum passes), {text}; at the plain "
+            f"contraction (every upstream gradient 1) {compared}")
