@@ -18,6 +18,7 @@ from harness.records import (
     Verdict,
 )
 from harness.repro import issue
+from harness.judge import explain
 from harness.judge.rules import oracle_subject, yardstick
 from harness.judge.verdict import judge
 
@@ -193,13 +194,20 @@ def test_a_declared_plain_deviation_is_not_met_by_a_weighted_difference_alone():
     assert r.verdict is Verdict.XFAIL
 
 
+def _weighted_difference(blamed: str) -> tuple[str, dict]:
+    """The upstream oracle's line for a weighted difference at order 1 whose plain contraction
+    agrees, headed by `blamed` (explain.MISHANDLES or explain.REGISTERED), and the oracles."""
+    line = (blamed + "at order 1 with upstream weights [-0.625], order 1 gradient wrt x: eager=6 "
+            "numeric=-3.75 abs err 9.75 (1 of 1 elements of x); at the plain contraction (every "
+            "upstream gradient 1) both agree")
+    return line, {"numeric": OracleOutcome(name="numeric", status="match", orders=(1,)),
+                  "upstream": OracleOutcome(name="upstream", status="differ", orders=(1,),
+                                            differ=(1,), details=(line,))}
+
+
 def test_the_upstream_headline_blames_a_mode_when_reverse_modes_disagree_on_weighted_values():
-    line = ("grad_fn mishandles its upstream gradient: at order 1 with upstream weights [-0.625], "
-            "order 1 gradient wrt x: eager=6 numeric=-3.75 abs err 9.75 (1 of 1 elements of x); at "
-            "the plain contraction (every upstream gradient 1) both agree")
-    upstream_differs = {"numeric": OracleOutcome(name="numeric", status="match", orders=(1,)),
-                        "upstream": OracleOutcome(name="upstream", status="differ", orders=(1,),
-                                                  differ=(1,), details=(line,))}
+    line, upstream_differs = _weighted_difference(explain.MISHANDLES)
+    assert line.startswith("grad_fn mishandles its upstream gradient: at order 1")
     agree = _judge(weighted_ok("eager", weighted=6.0), weighted_ok("graph", weighted=6.0),
                    weighted_ok("forward", weighted=-3.75), oracles=upstream_differs)
     assert agree.reason == line  # forward uses the body's JVP: its difference blames no mode
@@ -211,14 +219,7 @@ def test_the_upstream_headline_blames_a_mode_when_reverse_modes_disagree_on_weig
 
 
 def test_an_ops_gradient_is_blamed_in_place_of_grad_fn_and_a_mode_may_be_instead():
-    from harness.judge import explain  # noqa: PLC0415
-
-    line = (explain.REGISTERED + "at order 1 with upstream weights [-0.625], order 1 gradient "
-            "wrt x: eager=6 numeric=-3.75 abs err 9.75 (1 of 1 elements of x); at the plain "
-            "contraction (every upstream gradient 1) both agree")
-    upstream_differs = {"numeric": OracleOutcome(name="numeric", status="match", orders=(1,)),
-                        "upstream": OracleOutcome(name="upstream", status="differ", orders=(1,),
-                                                  differ=(1,), details=(line,))}
+    line, upstream_differs = _weighted_difference(explain.REGISTERED)
     agree = _judge(weighted_ok("eager", weighted=6.0), weighted_ok("graph", weighted=6.0),
                    oracles=upstream_differs)
     assert agree.reason == line
