@@ -77,8 +77,8 @@ def unresolved(judged: differences.Judged, order: int, raised: str) -> str:
                 "is no evidence")
     if judged.kind == differences.ROUNDED:
         return (f"at this step ({judged.step:.2g}), rounding a value of the point's size (a larger "
-                f"term inside may be one) could move the numeric derivative of {what} by more "
-                "than the gradient differs from it, so the difference is no evidence")
+                f"term inside may be one) could account for how far the gradient is from the "
+                f"numeric derivative of {what}, so the difference is no evidence")
     if judged.kind == differences.COARSE:
         return (f"the rounding of {what} at this step could hide a wrong sign of a derivative "
                 "this small")
