@@ -63,7 +63,7 @@ def _format_value(value: np.ndarray) -> str:
     if value.ndim == 0:
         return str(value[()])
     if value.size <= 4:
-        return "[" + ",".join(_format_value(v) for v in value) + "]"
+        return "[" + ",".join(_format_value(np.asarray(v)) for v in value) + "]"
     return f"{value.dtype.name}[{','.join(map(str, value.shape))}]"
 
 

@@ -46,7 +46,10 @@ class Identity:
       module, qualname, file, line: where the user defined it.
       captured: the closure's values as short texts, by variable name (plain values only).
       fingerprint: a digest of every captured value (functions by their own identity), so that
-        closures over different values are different functions.
+        closures over different values are different functions; for a function whose globals are
+        not its module's (made by exec), the globals it reads count as captured values.
+      site: the column its code starts at and a digest of that code, so that two functions of one
+        line (two lambdas) or of one name and line with other code (exec'd sources) stay apart.
       function: the Python function to copy and replay: the user's source function, never
         AutoGraph's conversion of it.
       code: the code object of `function`.
@@ -60,13 +63,15 @@ class Identity:
     line: int
     captured: tuple = ()
     fingerprint: str = ""
+    site: str = ""
     function: Optional[Callable] = dataclasses.field(default=None, compare=False, hash=False)
     via: str = dataclasses.field(default="", compare=False, hash=False)
     user: Optional[Callable] = dataclasses.field(default=None, compare=False, hash=False)
+    from_stack: bool = dataclasses.field(default=False, compare=False, hash=False)
 
     @property
     def key(self) -> tuple:
-        return (self.module, self.qualname, self.file, self.line, self.fingerprint)
+        return (self.module, self.qualname, self.file, self.line, self.fingerprint, self.site)
 
     @property
     def internal(self) -> bool:
@@ -109,12 +114,14 @@ def _cells(f: types.FunctionType) -> dict:
     return found
 
 
-def _wrapped_in_closure(f: types.FunctionType) -> Optional[tuple[str, types.FunctionType]]:
-    """The user's function a library decorator's inner function closes over, or None.
+def _wrapped_in_closure(f: types.FunctionType) -> Optional[tuple[str, types.FunctionType, bool]]:
+    """(closure name, the user's function a library decorator's inner function stands for, whether
+    the call stack told it), or None.
 
     Only for a function defined inside another (a decorator's per-call inner function), whose
     closure holds a function defined elsewhere: the one named like a wrapped function, else the
-    only one."""
+    only one; else, where the function that defined it carries `functools.wraps`, the function it
+    wraps; else the nearest caller of the closure's functions' module."""
     if "<locals>" not in f.__qualname__:
         return None
     outer = f.__qualname__.rsplit(".<locals>.", 1)[0]
@@ -125,10 +132,70 @@ def _wrapped_in_closure(f: types.FunctionType) -> Optional[tuple[str, types.Func
             candidates[name] = value
     for name in _WRAPPED_NAMES:
         if name in candidates:
-            return name, candidates[name]
+            return name, candidates[name], False
     if len(candidates) == 1:
-        return next(iter(candidates.items()))
-    return _caller_in(candidates)
+        return (*next(iter(candidates.items())), False)
+    if not candidates:
+        return None
+    found = _wrapped_by_definer(f, outer) or _caller_in(candidates)
+    return (*found, True) if found else None
+
+
+def _wrapped_by_definer(f: types.FunctionType,
+                        outer: str) -> Optional[tuple[str, types.FunctionType]]:
+    """The function that the running function which defined `f` wraps (its `__wrapped__`, which
+    `functools.wraps` sets), found on the call stack: a decorator's per-call wrapper that defines
+    the custom-gradient function over a forward and a backward, not over the decorated function."""
+    frame, depth = sys._getframe(2), 0
+    while frame is not None and depth < 40:
+        code = frame.f_code
+        if code.co_filename == f.__code__.co_filename and \
+                getattr(code, "co_qualname", code.co_name) == outer:
+            running = _running_function(frame)
+            wrapped = getattr(running, "__wrapped__", None)
+            plain = _plain(wrapped) if callable(wrapped) else None
+            if isinstance(plain, types.FunctionType):
+                return "__wrapped__", plain
+            return None
+        frame, depth = frame.f_back, depth + 1
+    return None
+
+
+def _running_function(frame) -> Optional[types.FunctionType]:
+    """The function object a frame runs, where its module's globals hold it: its code, and a
+    closure holding what the frame's free variables hold. A decorator's wrappers share one code
+    and may close over the same values (a forward and a backward, not the decorated function):
+    then the name the calling line loaded says which one was called, and where nothing does, None
+    (a wrong name would check one function under another's)."""
+    code = frame.f_code
+    matches = {}
+    for name, value in list(frame.f_globals.items()):
+        if not isinstance(value, types.FunctionType) or value.__code__ is not code:
+            continue
+        cells = _cells(value)
+        if all(name in frame.f_locals and frame.f_locals[name] is cells.get(name, frame)
+               for name in code.co_freevars):
+            matches[name] = value
+    if len({id(v) for v in matches.values()}) == 1:
+        return next(iter(matches.values()))
+    return _called_by_name(frame.f_back, matches) if matches else None
+
+
+_LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_METHOD", "LOAD_FAST", "LOAD_DEREF")
+
+
+def _called_by_name(caller, named: dict) -> Optional[types.FunctionType]:
+    """Of functions by global name, the one the caller's line loaded last before its call."""
+    if caller is None:
+        return None
+    import dis  # noqa: PLC0415 - only for wrappers that nothing else tells apart
+
+    loads = [i for i in dis.get_instructions(caller.f_code)
+             if i.offset <= caller.f_lasti and i.opname in _LOADS]
+    for instruction in reversed(loads[-8:]):
+        if instruction.argval in named:
+            return named[instruction.argval]
+    return None
 
 
 def _caller_in(candidates: dict) -> Optional[tuple[str, types.FunctionType]]:
@@ -205,7 +272,7 @@ def _digest(cells: dict) -> tuple[str, tuple]:
         part, text = _fingerprint_part(name, cells[name])
         parts.append(f"{name}={part}")
         if text is not None:
-            shown.append((name.removeprefix("<wrapper>"), text))
+            shown.append((name.removeprefix("<wrapper>").removeprefix("<global>"), text))
     if not parts:
         return "", ()
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:12], tuple(shown)
@@ -281,8 +348,8 @@ def _cache_key(f: Any) -> Optional[tuple]:
     return (f.__code__,
             tuple(id(c) if isinstance(c, (types.FunctionType, types.ModuleType, type))
                   else (type(c), c)
-                              for c in contents), id(getattr(f, "__wrapped__", None)),
-            f.__module__, f.__qualname__)
+                  for c in contents), id(getattr(f, "__wrapped__", None)),
+            f.__module__, f.__qualname__, id(f.__globals__))
 
 
 def identify(f: Any) -> Identity:
@@ -293,9 +360,12 @@ def identify(f: Any) -> Identity:
         return _identify(f)
     found = _CACHE.get(key)
     if found is None:
+        found = _identify(f)
+        if found.from_stack:  # its callers named it: another call may name another function
+            return found
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.clear()
-        found = _CACHE[key] = _identify(f)
+        _CACHE[key] = found
     return dataclasses.replace(found, function=f)
 
 
@@ -323,6 +393,7 @@ def _identify(f: Any) -> Identity:
             via = "autograph"
     cells = dict(_cells(plain), **{f"<wrapper>{k}": v for k, v in _cells(function).items()}
                  if function is not plain else {})
+    cells.update({f"<global>{k}": v for k, v in foreign_globals(plain).items()})
     fingerprint, captured = _digest(cells)
     found = _wrapped_in_closure(plain)
     user = found[1] if found is not None else plain
@@ -333,4 +404,41 @@ def _identify(f: Any) -> Identity:
                     qualname=getattr(code, "co_qualname", user.__qualname__) if via == "autograph"
                     else user.__qualname__,
                     file=code.co_filename, line=code.co_firstlineno, captured=captured,
-                    fingerprint=fingerprint, function=function, via=via, user=user)
+                    fingerprint=fingerprint, site=site(plain.__code__), function=function,
+                    via=via, user=user, from_stack=bool(found and found[2]))
+
+
+def site(code: types.CodeType) -> str:
+    """`column:digest`: where on its first line a function's code starts, and a digest of that
+    code (its bytecode, names and constants, nested functions' too)."""
+    columns = [p[2] for p in getattr(code, "co_positions", lambda: ())() if p[2]]
+    return f"{min(columns) if columns else 0}:{_code_digest(code)}"
+
+
+def _code_digest(code: types.CodeType) -> str:
+    digest = hashlib.sha1(code.co_code)
+    digest.update(repr((code.co_names, code.co_varnames, code.co_freevars)).encode())
+    for const in code.co_consts:
+        digest.update((_code_digest(const) if isinstance(const, types.CodeType)
+                       else repr(const)).encode())
+    return digest.hexdigest()[:12]
+
+
+def read_names(code: types.CodeType) -> set:
+    """The global and attribute names a function's code (and the code nested in it) reads."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= read_names(const)
+    return names
+
+
+def foreign_globals(f: types.FunctionType) -> dict:
+    """For a function whose globals are not its module's (made by exec over a dict of its own):
+    the globals its code reads, which say what it computes as much as its closure does. Empty
+    for a module's own function."""
+    module = sys.modules.get(f.__module__ or "")
+    if module is not None and getattr(module, "__dict__", None) is f.__globals__:
+        return {}
+    return {name: f.__globals__[name] for name in sorted(read_names(f.__code__))
+            if name in f.__globals__ and not name.startswith("__")}

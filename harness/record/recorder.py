@@ -109,6 +109,7 @@ class _Function:
         who = self.who
         return {"module": who.module, "qualname": who.qualname, "file": who.file, "line": who.line,
                 "captured": [list(c) for c in who.captured], "fingerprint": who.fingerprint,
+                "site": who.site,
                 "found_through": who.via, "autograph": "tf__" in who.qualname,
                 "root": _root(who.module, who.file) if who.file else "", "calls": self.calls,
                 "calls_not_examined": self.unlooked,
@@ -400,7 +401,8 @@ def folder_summary(folder: str, session: Optional[Session] = None) -> str:
             dropped[k] = dropped.get(k, 0) + v
     merged: dict = {}
     for f in data["functions"]:
-        key = (f["module"], f["qualname"], f.get("file"), f.get("line"), f.get("fingerprint"))
+        key = (f["module"], f["qualname"], f.get("file"), f.get("line"), f.get("fingerprint"),
+               f.get("site", ""))
         merged[key] = (dict(merged[key], points=merged[key]["points"] + f["points"])
                        if key in merged else f)
     tests = sum(p.get("tests", 0) for p in data["sessions"])
@@ -445,18 +447,24 @@ def _describe(value: Any) -> tuple[dict, Optional[np.ndarray]]:
     if value is None or isinstance(value, (bool, int, float, str)):
         return store.python_entry(value), None
     if isinstance(value, (np.ndarray, np.generic)):
-        array = np.asarray(value)
+        array = _saveable(np.asarray(value))
+        if array is None:
+            return {"unsupported": f"a NumPy array of {np.asarray(value).dtype.name} objects"}, None
         return {"spec": {"dtype": array.dtype.name, "shape": list(array.shape)}}, array
     if (name in ("EagerTensor", "ResourceVariable", "UninitializedVariable")
-        or hasattr(value, "_numpy")):
+        or hasattr(value, "_numpy") or serial.is_variable(value)):
+        # A tensor with a value, or a variable (TensorFlow's or Keras 3's) passed as an argument:
+        # its value at the call, as the function read it.
         try:
-            array = np.asarray(value.numpy())
+            array = _saveable(np.asarray(value.numpy()))
         except Exception:  # noqa: BLE001 - a variable read inside a trace: its signature only
             array = None
-        dtype = getattr(getattr(value, "dtype", None), "name", None)
+        dtype = getattr(value, "dtype", None)
+        dtype = getattr(dtype, "name", dtype if isinstance(dtype, str) else None)
         shape = getattr(value, "shape", None)
+        rank = getattr(shape, "rank", len(shape) if isinstance(shape, tuple) else None)
         spec = {"spec": {"dtype": dtype,
-                         "shape": None if shape is None or shape.rank is None else list(shape)}}
+                         "shape": None if shape is None or rank is None else list(shape)}}
         return spec, array
     dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
     # a graph tensor: no value while tracing
@@ -464,6 +472,16 @@ def _describe(value: Any) -> tuple[dict, Optional[np.ndarray]]:
         return {"spec": {"dtype": dtype.name,
                          "shape": None if shape.rank is None else shape.as_list()}}, None
     return {"unsupported": f"a {name} object"}, None
+
+
+def _saveable(array: np.ndarray) -> Optional[np.ndarray]:
+    """`array` as a .npy file holds it without pickling: a string tensor's object array of bytes
+    as fixed-width bytes; None for objects of any other kind."""
+    if array.dtype != object:
+        return array
+    if all(isinstance(v, bytes) for v in array.ravel()):
+        return array.astype(np.bytes_) if array.size else np.zeros(array.shape, np.bytes_)
+    return None
 
 
 def _variable(v, store_array, over: bool) -> dict:

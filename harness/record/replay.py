@@ -72,7 +72,10 @@ def _known(record: dict, loader: "_Loader", index: int, point: dict) -> _Known:
     for other in record["points"]:
         args = other["args"]
         if index < len(args) and "array" in args[index]:
-            array = np.asarray(loader.array(args[index]))
+            try:
+                array = np.asarray(loader.array(args[index]))
+            except _Missing:
+                continue
             if array.size and array.dtype.kind in "fiu":
                 finite = array[np.isfinite(array.astype(np.float64))]
                 values += [float(finite.min()), float(finite.max())] if finite.size else []
@@ -184,7 +187,15 @@ class _Loader:
         return found
 
     def array(self, entry: dict) -> np.ndarray:
+        path = os.path.join(self.folder, str(entry["array"]))
+        if not os.path.isfile(path):
+            raise _Missing(f"{entry['array']} is not in {self.folder}: removed after recording, "
+                           "or never written")
         return store.load_array(self.folder, entry)
+
+
+class _Missing(OSError):
+    """A recorded value's file is not there: it costs the points that use it."""
 
 
 _NOT_FOUND = ("which replay finds neither in its closure nor among its module's globals (a layer's "
@@ -208,7 +219,8 @@ def _function(record: dict, copy: Optional[dict], loader: _Loader,
                       "tf.function or model.fit), and the source function that conversion came "
                       "from was not found; a test that calls it once outside tf.function records "
                       "the source function")
-    module = loader.module(record)
+    own = copy is not None and "copy" in copy and copy["copy"].get("globals") is not None
+    module = loader.module(record) if not own else None
     if isinstance(module, str):
         return None, module
     if record.get("importable"):
@@ -229,10 +241,10 @@ def _from_copy(record: dict, copy: dict, module, loader: _Loader,
                variables: Sequence[dict]) -> tuple[Optional[Callable[[], Any]], str]:
     import tensorflow as tf  # noqa: PLC0415
 
-    fresh = _Globals(vars(module), variables, loader)
+    fresh = _Globals(vars(module) if module is not None else {}, variables, loader)
 
     def globals_of(entry: dict) -> dict:
-        if entry["module"] == record["module"]:
+        if entry["module"] == record["module"] and module is not None:
             return fresh.made() if variables else vars(module)
         other = loader.module({"module": entry["module"], "file": entry.get("file"),
                                "root": record.get("root")})
@@ -251,7 +263,21 @@ def _from_copy(record: dict, copy: dict, module, loader: _Loader,
     except Exception as e:  # noqa: BLE001
         why = str(e) if isinstance(e, serial.Unserialisable) else f"{type(e).__name__}: {e}"
         return None, f"its copy cannot be made again: {why}"
-    return (made if variables else (lambda: first)), ""
+    if variables or _holds(copy, ("tensor", "variable")):
+        # Made again in each mode's own graph or context: a captured eager tensor is a constant of
+        # that graph there, as tf.function makes it, and a variable is that mode's own.
+        made.per_mode = True
+        return made, ""
+    return (lambda: first), ""
+
+
+def _holds(entry: Any, kinds: tuple) -> bool:
+    """Whether a copy holds a value of one of these kinds, however deep in its closure."""
+    if isinstance(entry, dict):
+        return any(k in kinds or _holds(v, kinds) for k, v in entry.items())
+    if isinstance(entry, list):
+        return any(_holds(v, kinds) for v in entry)
+    return False
 
 
 def _copied_variables(entry: Any) -> set:
@@ -273,7 +299,7 @@ class _Globals:
         self.base, self.loader = base, loader
         self.wanted = {_bare(v["name"]): v for v in variables}
         self.held = {name: _bare(value.name) for name, value in base.items()
-                     if serial._is_variable(value)
+                     if serial.is_variable(value)
                      and _bare(getattr(value, "name", "")) in self.wanted}
 
     def problem(self, elsewhere: set = frozenset()) -> str:
@@ -413,8 +439,8 @@ def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[
             n += 1
             case_id = f"{base}_{n}"
         taken_ids.add(case_id)
-        made.append(_group_case(case_id, record, points, loader, order, expectations, description,
-                                source))
+        made += _group_case(case_id, record, points, loader, order, expectations, description,
+                            source, taken_ids)
     return made
 
 
@@ -434,6 +460,7 @@ class _Built:
     note: str
     drawn: bool
     problem: str = ""
+    raw: dict = dataclasses.field(default_factory=dict)  # the recorded call
 
 
 def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, seed: int,
@@ -445,7 +472,14 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
         if "unsupported" in entry:
             problem = problem or f"its argument {name} was {entry['unsupported']}, not a value"
             continue
-        value, how = _value(entry, loader, seed + i, lambda i=i: _known(record, loader, i, point))
+        try:
+            value, how = _value(entry, loader, seed + i,
+                                lambda i=i: _known(record, loader, i, point))
+        except _Missing as e:
+            problem = problem or f"the recorded value of its argument {name} is missing ({e})"
+            shown_names.append(name)
+            shown_values.append(np.asarray("missing"))
+            continue
         drawn += [f"{name} {how}"] if how else []
         dtype = np.asarray(value).dtype.name if not _constant(entry) else ""
         shown_names.append(f"{name}:{dtype}" if dtyped and dtype else name)
@@ -455,7 +489,11 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
             values.append(value)
     kwargs = {}
     for k, entry in (point.get("kwargs") or {}).items():
-        value, how = _value(entry, loader, seed + 1000 + len(kwargs), _Known)
+        try:
+            value, how = _value(entry, loader, seed + 1000 + len(kwargs), _Known)
+        except _Missing as e:
+            problem = problem or f"the recorded value of its argument {k} is missing ({e})"
+            value, how = np.asarray("missing"), ""
         drawn += [f"{k} {how}"] if how else []
         kwargs[k] = value
     label = _label(shown_names, shown_values, kwargs, bool(drawn), taken)
@@ -472,7 +510,7 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
             note += f"; {point['note']}"
     built = Point(names=tuple(tensor_names), values=tuple(np.asarray(v) for v in values),
                   label=label)
-    return _Built(point=built, note=note, drawn=bool(drawn), problem=problem)
+    return _Built(point=built, note=note, drawn=bool(drawn), problem=problem, raw=point)
 
 
 def _same(a: Point, b: Point) -> bool:
@@ -482,40 +520,64 @@ def _same(a: Point, b: Point) -> bool:
 
 
 def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader, order: int,
-                expectations: Sequence[Expectation], description: str, source: str) -> Case:
+                expectations: Sequence[Expectation], description: str, source: str,
+                taken_ids: set) -> list[Case]:
+    """The case of one group of points; a point that cannot be replayed (a value file gone, an
+    argument that is no value) is a skipped case of its own beside it, costing only that point."""
     first = points[0]
     variables = _variables_read(points)
     maker, problem = _function(record, first.get("function"), loader, variables)
-    names = _names(record, None if maker is None or variables else maker(), len(first["args"]))
+    per_mode = bool(variables) or getattr(maker, "per_mode", False)
+    names = _names(record, None if maker is None or per_mode else maker(), len(first["args"]))
     dtyped = len({_dtypes(p) for p in points}) > 1
     taken: set = set()
     built: list[_Built] = []
     for number, point in enumerate(points):
         made = _point(record, point, names, loader, zlib.crc32(f"{case_id}:{number}".encode()),
                       dtyped, taken)
+        if not made.problem and not made.point.names:
+            made.problem = "it was called with no tensor argument"
         # A draw from a range of one recorded value repeats that point: it is judged once, as
         # recorded.
         if not (made.drawn and any(_same(made.point, b.point) for b in built)):
             built.append(made)
-    labels = [b.point.label for b in built]
     notes = {b.point.label: b.note for b in built}
-    problem = problem or next((b.problem for b in built if b.problem), "")
-    if not problem and not all(b.point.names for b in built):
-        problem = "it was called with no tensor argument"
     if problem:
-        return _skip_case(case_id, labels, problem, description, source, notes)
-    kwargs = {k: v for k, v in zip(first.get("kwargs") or {}, _kwargs_of(first, loader))}
+        return [_skip_case(case_id, [b.point.label for b in built], problem, description, source,
+                           notes)]
+    good = [b for b in built if not b.problem]
+    skipped = []
+    for why in dict.fromkeys(b.problem for b in built if b.problem):
+        labels = [b.point.label for b in built if b.problem == why]
+        skip_id = case_id if not good and not skipped else _free(f"{case_id}_not_replayed",
+                                                                  taken_ids)
+        skipped.append(_skip_case(skip_id, labels, why, description, source, notes))
+    if not good:
+        return skipped
+    kept = good[0].raw
+    kwargs = {k: v for k, v in zip(kept.get("kwargs") or {}, _kwargs_of(kept, loader))}
     # A function that reads variables is built in each mode, its variables made again there and
     # differentiated too, as a case with build= and wrt_variables=True.
-    how = dict(build=lambda: _calling(maker(), first["args"], kwargs),
-               wrt_variables=True) if variables \
-        else dict(fn=_calling(maker(), first["args"], kwargs))
+    how = dict(build=lambda: _calling(maker(), kept["args"], kwargs),
+               wrt_variables=bool(variables)) if per_mode \
+        else dict(fn=_calling(maker(), kept["args"], kwargs))
     try:
-        return Case(id=case_id, points=[b.point for b in built], order=order,
+        case = Case(id=case_id, points=[b.point for b in good], order=order,
                     description=description, source=source, expectations=tuple(expectations),
-                    notes=notes, drawn=tuple(b.point.label for b in built if b.drawn), **how)
+                    notes=notes, drawn=tuple(b.point.label for b in good if b.drawn), **how)
     except CaseError as e:
-        return _skip_case(case_id, labels, str(e).split(": ", 2)[-1], description, source, notes)
+        case = _skip_case(case_id, [b.point.label for b in good], str(e).split(": ", 2)[-1],
+                          description, source, notes)
+    return [case] + skipped
+
+
+def _free(case_id: str, taken_ids: set) -> str:
+    unique, n = case_id, 1
+    while unique in taken_ids:
+        n += 1
+        unique = f"{case_id}_{n}"
+    taken_ids.add(unique)
+    return unique
 
 
 def _variables_read(points: Sequence[dict]) -> list[dict]:
@@ -544,8 +606,17 @@ def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = ())
     records = [dict(r, eager_session=bool(data["sessions"][r.get("session", 0)].get("eager")))
                for r in _merged(data)]
     for record in records:
-        if record["points"]:
+        if not record["points"]:
+            continue
+        try:
             made += _cases_of(record, loader, order, expectations, taken, _twins(record, records))
+        except Exception as e:  # noqa: BLE001 - one record the replay cannot read costs it alone
+            case_id = _free(_case_id(record["module"], record["qualname"]), taken)
+            made.append(_skip_case(case_id, [f"point{i + 1}" for i in range(len(record["points"]))],
+                                   f"replay could not make it a case ({type(e).__name__}: {e}); "
+                                   "this is a fault of the harness's replay, please report it",
+                                   f"{record['qualname']} from {record['module']}",
+                                   f"recorded from {record.get('file') or record['module']}", {}))
     return made
 
 
@@ -562,7 +633,7 @@ def _merged(data: dict) -> list[dict]:
     merged: dict = {}
     for record in data["functions"]:
         key = (record["module"], record["qualname"], record.get("file"), record.get("line"),
-               record.get("fingerprint", ""))
+               record.get("fingerprint", ""), record.get("site", ""))
         if key not in merged:
             merged[key] = dict(record, points=list(record["points"]))
         else:

@@ -8,7 +8,7 @@ globals of that module, imported afresh: the function sees the same helpers and 
 when recorded, and a global the test changed at run time has its import-time value again.
 
 A closure value is kept when it is plain data (numbers, strings, None, tuples, lists and dicts
-of them, NumPy arrays, eager tensors as their values, dtypes), a variable (its value when
+of them, whatever their keys, NumPy arrays, eager tensors as their values, dtypes), a variable (its value when
 copied: loading the copy makes a new variable, so replay loads it inside each mode's own graph
 or context), a module, something importable
 by name, a function copied the same way, or an object with `get_config()` whose class is
@@ -57,8 +57,11 @@ def _is_eager_tensor(value: Any) -> bool:
     return type(value).__name__ == "EagerTensor"
 
 
-def _is_variable(value: Any) -> bool:
-    return type(value).__name__ in ("ResourceVariable", "UninitializedVariable", "KerasVariable") \
+def is_variable(value: Any) -> bool:
+    """A TensorFlow variable, or a Keras 3 one (`keras.Variable`, whose class is `Variable`)."""
+    name = type(value).__name__
+    return (name in ("ResourceVariable", "UninitializedVariable", "KerasVariable")
+            or name == "Variable" and type(value).__module__.startswith("keras")) \
         and hasattr(value, "assign")
 
 
@@ -89,11 +92,16 @@ def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, whe
         return {type(value).__name__: [dump_value(v, arrays, depth, where) for v in value]}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: dump_value(v, arrays, depth, where) for k, v in value.items()}}
+    if isinstance(value, dict) and all(isinstance(k, (str, int, float, bool, type(None), tuple))
+                                       for k in value):
+        # Keys JSON cannot hold as keys ({0: shape}): kept as pairs, each key as a value.
+        return {"items": [[dump_value(k, arrays, depth, where), dump_value(v, arrays, depth, where)]
+                          for k, v in value.items()]}
     if isinstance(value, (np.ndarray, np.generic)):
         return arrays(np.asarray(value))
     if _is_eager_tensor(value):
         return {"tensor": arrays(value.numpy())}
-    if _is_variable(value):
+    if is_variable(value):
         return {"variable": dump_variable(value, arrays, where)}
     if type(value).__name__ == "DType" and hasattr(value, "as_numpy_dtype"):
         return {"dtype": value.name}
@@ -138,7 +146,7 @@ def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict],
             continue
         cells.append(dump_value(contents, arrays, depth, f"its closure variable {name!r}"))
     return {
-        "module": f.__module__, "name": f.__name__, "qualname": f.__qualname__,
+        "module": f.__module__ or "__main__", "name": f.__name__, "qualname": f.__qualname__,
         "file": code.co_filename,
         "line": code.co_firstlineno, "python": python_version(),
         "code": base64.b64encode(marshal.dumps(code)).decode("ascii"),
@@ -147,7 +155,27 @@ def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict],
         "kwdefaults": {k: dump_value(v, arrays, depth, "a default")
                        for k, v in (f.__kwdefaults__ or {}).items()},
         "closure": cells, "freevars": list(code.co_freevars),
+        "globals": _dump_globals(f, arrays, depth),
     }
+
+
+def _dump_globals(f: types.FunctionType, arrays: Callable[[np.ndarray], dict],
+                  depth: int) -> Optional[dict]:
+    """The globals a function made by exec over a dict of its own reads (None for a module's own
+    function, which replay finds by importing its module): another dict of globals makes another
+    function, so replaying it over a module's globals would check the wrong one."""
+    from harness.record import identity  # noqa: PLC0415 - identity imports serial's callers only
+
+    foreign = identity.foreign_globals(f)
+    if not foreign and (f.__module__ or "__main__") in sys.modules:
+        return None
+    try:
+        return {name: dump_value(value, arrays, depth, f"its global {name!r}")
+                for name, value in foreign.items()}
+    except Unserialisable:
+        if f.__module__ and f.__module__ in sys.modules and f.__module__ != "__main__":
+            return None  # a module's function over a copy of its dict: its module stands in
+        raise
 
 
 def load_value(entry: dict, load_array: Callable[[dict], np.ndarray],
@@ -162,6 +190,9 @@ def load_value(entry: dict, load_array: Callable[[dict], np.ndarray],
                                                     for e in entry[kind])
     if kind == "dict":
         return {k: load_value(v, load_array, module_globals) for k, v in entry["dict"].items()}
+    if kind == "items":
+        return {load_value(k, load_array, module_globals): load_value(v, load_array, module_globals)
+                for k, v in entry["items"]}
     if kind == "array":
         return load_array(entry)
     if kind == "tensor":
@@ -200,6 +231,19 @@ def load_value(entry: dict, load_array: Callable[[dict], np.ndarray],
     raise Unserialisable(f"an unknown kind of value {kind!r}")
 
 
+def own_globals(entry: dict, load_array: Callable[[dict], np.ndarray],
+                module_globals: Callable[[dict], dict]) -> dict:
+    """The globals a copied function runs over: those it was copied with (a function made by
+    exec), else its module's."""
+    if entry.get("globals") is None:
+        return module_globals(entry)
+    import builtins  # noqa: PLC0415
+
+    made = {"__builtins__": builtins, "__name__": entry["module"]}
+    made.update({k: load_value(v, load_array, module_globals) for k, v in entry["globals"].items()})
+    return made
+
+
 def load_function(entry: dict, load_array: Callable[[dict], np.ndarray],
                   module_globals: Callable[[dict], dict]) -> types.FunctionType:
     """The function `dump_function` copied, over the globals `module_globals(entry)` gives.
@@ -218,7 +262,8 @@ def load_function(entry: dict, load_array: Callable[[dict], np.ndarray],
     defaults = None if entry["defaults"] is None else tuple(load_value(v, load_array,
                                                                        module_globals)
                                                              for v in entry["defaults"])
-    made = types.FunctionType(code, module_globals(entry), entry["name"], defaults, closure or None)
+    made = types.FunctionType(code, own_globals(entry, load_array, module_globals), entry["name"],
+                              defaults, closure or None)
     made.__qualname__ = entry["qualname"]
     made.__kwdefaults__ = {k: load_value(v, load_array, module_globals)
                            for k, v in entry["kwdefaults"].items()} or None

@@ -108,9 +108,21 @@ def _save(path: Path, value: np.ndarray) -> None:
     if value.dtype.name == "bfloat16":  # NumPy's .npy cannot name ml_dtypes' type: keep its bits
         value = value.view(np.uint16)
     temporary = path.with_suffix(".tmp")
-    with open(temporary, "wb") as f:
-        np.save(f, value, allow_pickle=False)
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as f:
+            np.save(f, value, allow_pickle=False)
+        os.replace(temporary, path)
+    finally:
+        _remove(temporary)
+
+
+def _remove(path: Path) -> None:
+    """A temporary file a failed write left (a full disk): gone, so the folder holds only whole
+    files."""
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 class Writer:
@@ -123,16 +135,36 @@ class Writer:
         self.saved: set = set()
 
     def write(self, data: dict, arrays: dict[str, np.ndarray]) -> Path:
-        (self.folder / "values").mkdir(parents=True, exist_ok=True)
-        for name, value in arrays.items():
-            if name not in self.saved:
-                _save(self.folder / "values" / name, value)
-                self.saved.add(name)
         temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(dict(data, schema=SCHEMA), indent=1, allow_nan=False),
-                             encoding="utf-8")
-        os.replace(temporary, self.path)
+        try:
+            (self.folder / "values").mkdir(parents=True, exist_ok=True)
+            for name, value in arrays.items():
+                if name not in self.saved:
+                    try:
+                        _save(self.folder / "values" / name, value)
+                    except (ValueError, TypeError):
+                        # A value .npy cannot hold: its point alone lacks it (replay says so),
+                        # and every later write goes on.
+                        pass
+                    self.saved.add(name)
+            text = json.dumps(dict(data, schema=SCHEMA), indent=1, allow_nan=False)
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError as e:
+            _remove(temporary)
+            self._say_failed(e)
+            raise
+        _remove(self.path.with_suffix(".failed"))
         return self.path
+
+    def _say_failed(self, error: OSError) -> None:
+        """Leaves a one-line note of a failed write beside the process file, where the disk still
+        takes a few bytes, so replay can say the recording stopped being written and why."""
+        try:
+            self.path.with_suffix(".failed").write_text(f"{type(error).__name__}: {error}\n",
+                                                        encoding="utf-8")
+        except OSError:
+            pass
 
 
 def load_array(folder: str, arg: dict) -> np.ndarray:
@@ -168,10 +200,6 @@ def _problem(folder: str, data: Any) -> Optional[str]:
         for p in f["points"]:
             if not isinstance(p, dict) or not isinstance(p.get("args"), list):
                 return f"a point of {f['module']}.{f['qualname']} has no arguments"
-            for arg in list(p["args"]) + list((p.get("kwargs") or {}).values()):
-                if (isinstance(arg, dict) and "array" in arg
-                    and not (Path(folder) / str(arg["array"])).is_file()):
-                    return f"{arg['array']} is missing"
     return None
 
 
@@ -219,7 +247,11 @@ def read(folder: str) -> dict:
         if problem:
             raise RecordError(f"{path}: not a recording: {problem}; record again")
         index = len(sessions)
-        sessions.append(dict({k: v for k, v in data.items() if k != "functions"}, file=path.name))
+        session = dict({k: v for k, v in data.items() if k != "functions"}, file=path.name)
+        failed = path.with_suffix(".failed")
+        if failed.is_file():
+            session["write_failed"] = failed.read_text(encoding="utf-8", errors="replace").strip()
+        sessions.append(session)
         functions += [dict(f, session=index) for f in data["functions"]]
     return {"folder": folder, "sessions": sessions, "functions": functions}
 
@@ -231,7 +263,14 @@ def ending(data: dict) -> str:
     text = f"{processes} process{'es' if processes != 1 else ''} recorded"
     if not unfinished:
         return text + ", each ended normally"
-    names = ", ".join(s["file"] for s in unfinished)
-    return (text
-            + f"; {len(unfinished)} did not end normally (killed, os._exit or a crash: {names}): "
-            "what each recorded up to its last finished test is kept")
+    failed = [s for s in unfinished if s.get("write_failed")]
+    killed = [s for s in unfinished if not s.get("write_failed")]
+    if failed:
+        text += "; " + "; ".join(
+            f"{s['file']} stopped being written ({s['write_failed']}): what it wrote before is "
+            "kept, and what it recorded after is lost" for s in failed)
+    if killed:
+        names = ", ".join(s["file"] for s in killed)
+        text += (f"; {len(killed)} did not end normally (killed, os._exit or a crash: {names}): "
+                 "what each recorded up to its last finished test is kept")
+    return text

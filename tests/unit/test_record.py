@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from harness.cli import settings as cli_settings
-from harness.record import replay, serial, store
+from harness.record import recorder, replay, serial, store
 from harness.records import CaseInfo, RunOptions
 from harness.judge.verdict import judge_measured
 from tests import helpers
@@ -202,11 +202,20 @@ def test_a_file_of_another_schema_is_refused(tmp_path):
         store.read(str(tmp_path))
 
 
-def test_a_value_file_that_is_gone_is_refused_naming_it(tmp_path):
-    recording(tmp_path, [{"module": "m", "qualname": "f", "points": [
-        {"args": [{"array": "values/1-0.npy", "dtype": "float32", "shape": []}]}]}])
-    with pytest.raises(store.RecordError, match=r"values/1-0\.npy is missing"):
-        store.read(str(tmp_path))
+def test_a_value_file_that_is_gone_costs_the_points_that_use_it_not_the_recording(tmp_path):
+    recording(tmp_path, [{"module": "m", "qualname": "f", "parameters": ["x"], "points": [
+        {"args": [{"array": "values/1-0.npy", "dtype": "float32", "shape": []}]},
+        {"args": [{"array": "values/1-1.npy", "dtype": "float32", "shape": []}]}]}])
+    (tmp_path / "values").mkdir()
+    np.save(tmp_path / "values" / "1-1.npy", np.float32(2.5))
+    data = store.read(str(tmp_path))  # the folder is read whole, though one file is gone
+    record, loader = data["functions"][0], replay._Loader(data["folder"])
+    gone, kept = (replay._point(record, p, ["x"], loader, 0, False, set())
+                  for p in record["points"])
+    assert gone.problem == (f"the recorded value of its argument x is missing (values/1-0.npy is "
+                            f"not in {tmp_path}: removed after recording, or never written)")
+    assert gone.point.label == "x=missing"
+    assert not kept.problem and kept.point.label == "x=2.5"
 
 
 def test_values_round_trip_through_the_folder_with_their_dtype_and_shape(tmp_path):
@@ -551,3 +560,61 @@ def test_with_nothing_recorded_a_drawn_float_says_where_it_came_from():
     value, how = replay._draw({"dtype": "bfloat16", "shape": []}, 3)
     assert value.dtype.name == "bfloat16" and -2 <= float(value) <= 2
     assert how == "uniform in [-2, 2] (nothing recorded to draw from)"
+
+
+def test_a_closure_over_a_dict_with_int_keys_is_plain_data_and_made_again():
+    table = {0: (2, 3), "scale": 1.5}
+
+    def uses(x):
+        return x * table["scale"] + table[0][1]
+
+    made = serial.load_function(json.loads(json.dumps(serial.dump_function(uses, keep([])))),
+                                lambda e: None, lambda entry: globals())
+    assert made(2.0) == 6.0
+
+
+def test_a_function_exec_made_over_its_own_globals_is_copied_with_them():
+    scope = {"K": 3.0}
+    exec("def gen(x):\n    return x * K\n", scope)
+    copy = json.loads(json.dumps(serial.dump_function(scope["gen"], keep([]))))
+    assert copy["globals"] == {"K": {"python": 3.0}}
+    made = serial.load_function(copy, lambda e: None,
+                                lambda entry: pytest.fail("its own globals, not a module's"))
+    assert made(2.0) == 6.0
+
+
+def test_a_string_tensor_s_values_are_kept_as_bytes_a_npy_file_holds():
+    strings = np.array([b"a", b"bc"], dtype=object)
+    kept = recorder._saveable(strings)
+    assert kept.dtype.kind == "S" and kept.tolist() == [b"a", b"bc"]
+    assert recorder._saveable(np.array([object()], dtype=object)) is None
+
+
+def test_a_value_npy_cannot_hold_costs_its_point_and_later_writes_go_on(tmp_path):
+    writer = store.Writer(str(tmp_path))
+    writer.write({"functions": []}, {"1-0.npy": np.array([object()], dtype=object),
+                                     "1-1.npy": np.float32(1.0)})
+    assert not (tmp_path / "values" / "1-0.npy").exists()
+    assert (tmp_path / "values" / "1-1.npy").is_file()
+    writer.write({"functions": []}, {"1-2.npy": np.float32(2.0)})
+    assert (tmp_path / "values" / "1-2.npy").is_file()
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_failed_write_leaves_no_temporary_file_and_replay_says_what_happened(tmp_path,
+                                                                             monkeypatch):
+    writer = store.Writer(str(tmp_path))
+    writer.write({"functions": [], "ended": "running"}, {})
+
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store.os, "replace", full)
+    with pytest.raises(OSError):
+        writer.write({"functions": [], "ended": "finished"}, {})
+    monkeypatch.undo()
+    assert not list(tmp_path.rglob("*.tmp"))
+    data = store.read(str(tmp_path))
+    assert store.ending(data) == (
+        f"1 process recorded; {writer.path.name} stopped being written (OSError: [Errno 28] No "
+        "space left on device): what it wrote before is kept, and what it recorded after is lost")

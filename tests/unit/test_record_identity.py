@@ -117,3 +117,73 @@ def test_a_decorator_over_a_forward_and_a_backward_is_named_by_the_user_s_functi
     found = betainc(1.0, 2.0, 0.5)
     assert (found.qualname, found.via) == ("betainc", "closure")
     assert found.line == betainc.__code__.co_firstlineno and found.user is betainc
+
+
+# Two functions on one line: same module, name, file and line, other code.
+square, cube = (lambda x: x * x), (lambda x: x * x * x)
+twin_a, twin_b = (lambda x: x + 1), (lambda x: x + 1)
+
+
+def test_two_lambdas_on_one_line_are_two_functions():
+    a, b = identity.identify(square), identity.identify(cube)
+    assert (a.qualname, a.line) == (b.qualname, b.line) == ("<lambda>",
+                                                            square.__code__.co_firstlineno)
+    assert a.key != b.key
+    # The same code at two places of one line is still two functions: the column tells them apart.
+    assert identity.identify(twin_a).key != identity.identify(twin_b).key
+    assert identity.identify(square).key == a.key  # and one function is one, however often seen
+
+
+EXEC_SOURCE = "def gen(x):\n    return x * K\n"
+
+
+def exec_made(k):
+    scope = {"K": k}
+    exec(EXEC_SOURCE, scope)
+    return scope["gen"]
+
+
+def test_functions_exec_made_over_other_globals_are_two_functions_labelled_by_those_globals():
+    two, three, two_again = (identity.identify(exec_made(k)) for k in (2.0, 3.0, 2.0))
+    assert two.key != three.key and two.key == two_again.key
+    assert identity.captured_label(two.captured) == "K=2.0"
+    assert identity.foreign_globals(sine) == {}  # a module's own function reads its module
+
+
+def forward_backward_decorator(fwd, bwd):
+    """A decorator whose per-call inner function closes over a forward and a backward pair, not
+    over the decorated function; its wrapper carries functools.wraps."""
+    def finalize(f):
+        @functools.wraps(f)
+        def f_wrapped(*args):
+            def inner(*xs):
+                return fwd(*xs), bwd
+            return identity.identify(inner)  # where custom_gradient is handed it
+        return f_wrapped
+    return finalize
+
+
+def _sin_fwd(x):
+    return x
+
+
+def _sin_bwd(dy, x):
+    return dy
+
+
+@forward_backward_decorator(_sin_fwd, _sin_bwd)
+def bad_sin(x):
+    return x
+
+
+@forward_backward_decorator(_sin_fwd, _sin_bwd)
+def bad_cos(x):
+    return x
+
+
+def test_a_wrapper_s_functools_wraps_names_the_decorated_function_over_a_forward_backward_pair():
+    found = bad_sin(0.5)
+    assert (found.qualname, found.user) == ("bad_sin", bad_sin.__wrapped__)
+    # The same pair under another decorated function is another function, though the inner
+    # functions' closures are the same objects.
+    assert bad_cos(0.5).qualname == "bad_cos" and bad_sin(1.0).qualname == "bad_sin"
