@@ -244,6 +244,12 @@ RECORD_EAGER = flags.DEFINE_boolean(
     "so that calls made inside them are recorded with their values instead of replayed at drawn "
     "values; the command then runs eagerly, and slower (pytest: --harness-record-eager).")
 
+RECORD_INCLUDE = flags.DEFINE_list(
+    "record_include", [],
+    "record: also record the custom gradients these packages define themselves (keras, tf_keras, "
+    "tensorflow), which are left out by default as the framework's, not the user's: a library's "
+    "maintainers recording their own library name it here (pytest: --harness-record-include).")
+
 OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 
 CASES_PER_EXTRA_WORKER = 8
@@ -387,5 +393,6 @@ FLAG_TABLE = {
         (RECORDED, SELECTION, (RUN_CMD, REPRO_CMD)),
         (RECORD_POINTS, None, (RECORD_CMD,)),
         (RECORD_EAGER, None, (RECORD_CMD,)),
+        (RECORD_INCLUDE, None, (RECORD_CMD,)),
     )
 }

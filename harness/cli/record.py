@@ -37,7 +37,9 @@ def record_command(s: RecordSettings) -> int:
                                                                    hook.ENV_POINTS: str(s.points),
                                                                    hook.ENV_EAGER: "1" if s.eager
                                                                    else "0",
-                                                                   hook.ENV_PATH: str(root)})
+                                                                   hook.ENV_PATH: str(root),
+                                                                   hook.ENV_INCLUDE:
+                                                                   ",".join(s.include)})
     try:
         code = subprocess.run(list(command), env=env, check=False).returncode
     except OSError as e:
@@ -46,5 +48,5 @@ def record_command(s: RecordSettings) -> int:
                          "e.g. python -m harness record DIR -- python -m unittest") from None
     from harness.record import recorder  # noqa: PLC0415 - numpy only, no TensorFlow
 
-    sys.stderr.write(recorder.folder_summary(session) + "\n")
+    sys.stderr.write(recorder.folder_summary(session, include_flag="--record_include") + "\n")
     return code

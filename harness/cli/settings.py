@@ -57,6 +57,7 @@ from harness.cli.options import (
     POINT,
     RECORD_CMD,
     RECORD_EAGER,
+    RECORD_INCLUDE,
     RECORD_POINTS,
     RECORDED,
     REPEAT,
@@ -164,6 +165,7 @@ class RecordSettings:
     command: tuple[str, ...]
     points: int  # --record_points
     eager: bool  # --record_eager
+    include: tuple[str, ...] = ()  # --record_include
 
 
 def settings_for(command: str, args: Sequence[str]) -> Union[Settings, MergeSettings,
@@ -174,7 +176,7 @@ def settings_for(command: str, args: Sequence[str]) -> Union[Settings, MergeSett
         return merge_settings(args)
     if command == RECORD_CMD:
         return RecordSettings(folder=args[0], command=tuple(args[1:]), points=RECORD_POINTS.value,
-                              eager=RECORD_EAGER.value)
+                              eager=RECORD_EAGER.value, include=tuple(RECORD_INCLUDE.value))
     return run_settings(command, args)
 
 

@@ -18,11 +18,12 @@ import atexit
 import os
 import sys
 
-__all__ = ["ENV_EAGER", "ENV_FOLDER", "ENV_PATH", "ENV_POINTS", "start"]
+__all__ = ["ENV_EAGER", "ENV_FOLDER", "ENV_INCLUDE", "ENV_PATH", "ENV_POINTS", "start"]
 
 ENV_FOLDER = "HARNESS_RECORD"
 ENV_POINTS = "HARNESS_RECORD_POINTS"
 ENV_EAGER = "HARNESS_RECORD_EAGER"  # "1": run the process's tf.functions eagerly while recording
+ENV_INCLUDE = "HARNESS_RECORD_INCLUDE"  # packages whose own custom gradients are recorded too
 ENV_PATH = (  # the folder holding the harness package, for a process that lacks it
     "HARNESS_RECORD_PATH"
 )
@@ -35,7 +36,8 @@ def start() -> None:
     from harness.record import recorder, store  # noqa: PLC0415
 
     session = recorder.Session(folder, store.Limits(points=int(os.environ.get(ENV_POINTS) or 3)),
-                               eager=os.environ.get(ENV_EAGER) == "1")
+                               eager=os.environ.get(ENV_EAGER) == "1",
+                               include=[p for p in os.environ.get(ENV_INCLUDE, "").split(",") if p])
     session.say_stopped_at_once = False  # said once at exit, not in the middle of the tests' output
     recorder.install(session)
     _note_unittest(session)

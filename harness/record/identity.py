@@ -79,6 +79,10 @@ class Identity:
         return self.module.split(".")[0] in _INTERNAL
 
     @property
+    def package(self) -> str:
+        return self.module.split(".")[0]
+
+    @property
     def converted(self) -> bool:
         return self.via == "autograph"
 

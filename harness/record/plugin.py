@@ -28,6 +28,12 @@ def pytest_addoption(parser) -> None:
                     default=_DEFAULT_POINTS,
                     help="With --harness-record: the distinct points kept per function (default "
                          f"{_DEFAULT_POINTS}).")
+    group.addoption("--harness-record-include", dest="harness_record_include", metavar="PKG",
+                    action="append", default=[],
+                    help="With --harness-record: also record the custom gradients that these "
+                         "packages define themselves (keras, tf_keras, tensorflow: left out by "
+                         "default as the framework's own); repeat it or give a comma-separated "
+                         "list.")
     group.addoption("--harness-record-eager", dest="harness_record_eager", action="store_true",
                     default=False,
                     help="With --harness-record: run the tests' tf.functions (and model.fit's "
@@ -109,7 +115,10 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
             os.environ[store.ENV_SESSION] = session_folder
         session = recorder.Session(session_folder, store.Limits(points=points),
                                    command=" ".join(["pytest"] + list(args)),
-                                   eager=bool(getattr(options, "harness_record_eager", False)))
+                                   eager=bool(getattr(options, "harness_record_eager", False)),
+                                   include=[p for given in
+                                            getattr(options, "harness_record_include", None) or ()
+                                            for p in given.split(",") if p])
         recorder.install(session)
     except Exception as e:  # noqa: BLE001 - a recorder that cannot start leaves the tests alone
         early_config.pluginmanager.register(_NotRecording(f"{type(e).__name__}: {e}"),

@@ -38,7 +38,7 @@ import platform
 import sys
 import time
 import types
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -135,8 +135,12 @@ class Session:
     whenever `flush()` finds something new, and at the end with `finished=True`."""
 
     def __init__(self, folder: str, limits: store.Limits = store.Limits(), command: str = "",
-                 eager: bool = False):
+                 eager: bool = False, include: Sequence[str] = ()):
         self.folder = folder
+        # Packages whose own custom gradients are recorded, though TensorFlow's and Keras's are
+        # left out by default; what is left out is counted, by package, for the last line.
+        self.include = frozenset(include)
+        self.left_out: dict[str, int] = {}
         self.limits = limits
         self.command = command
         self.eager = eager
@@ -144,6 +148,7 @@ class Session:
         self.tests = 0  # tests that ran while recording
         self.functions: dict[Any, _Function] = {}
         self.arrays: dict[str, np.ndarray] = {}
+        self.stored: dict[tuple, str] = {}  # a value's dtype, shape and digest -> its file
         self.points = 0
         self.bytes = 0
         self.dropped = {"points_over_total": 0, "values_over_bytes": 0, "functions_not_copied": 0}
@@ -167,7 +172,10 @@ class Session:
             return real(f)
         try:
             who = identity.identify(f)
-            if who.internal:
+            if who.internal and who.package not in self.include:
+                self.left_out[who.package] = self.left_out.get(who.package, 0) + 1
+                self.dirty = self.dirty or not self.left_out[who.package] & (
+                    self.left_out[who.package] - 1)  # written when a count reaches a power of 2
                 return real(f)
             function = self.functions.get(who.key)
             if function is None:
@@ -178,9 +186,11 @@ class Session:
         except Exception as e:  # noqa: BLE001 - the recorder's own failure must not be the user's
             self.skip(f, f"{type(e).__name__}: {e}")
             return real(f)
-        return real(self._forward(function, f))
+        return real(self._forward(function, f, who.function))
 
-    def _forward(self, function: _Function, f: Callable) -> Callable:
+    def _forward(self, function: _Function, f: Callable, source: Callable) -> Callable:
+        """The forward TensorFlow is handed: `f`, whose calls are recorded; `source` is what a
+        copy is made of (the user's function this call made, over this call's closure)."""
         session = self
 
         def forward(*args, **kwargs):
@@ -201,7 +211,7 @@ class Session:
                 given = {id(a) for a in list(args) + list(kwargs.values())}
                 variables = [v for v in watcher.watched_variables() if id(v) not in given]
             try:
-                session.record(function, args, kwargs, variables, result)
+                session.record(function, args, kwargs, variables, result, source)
             except Exception as e:  # noqa: BLE001
                 session.stop(e)
             return result
@@ -238,11 +248,17 @@ class Session:
     # -- one call ---------------------------------------------------------------------------
 
     def _store(self, value: np.ndarray) -> dict:
-        name = f"{os.getpid()}-{len(self.arrays)}.npy"
-        self.arrays[name] = value
+        """A value's entry; a value stored before (a layer's unchanged weights, copied again at
+        its next call) is one file."""
+        key = (value.dtype.str, value.shape, hashlib.sha1(value.tobytes()).hexdigest())
+        name = self.stored.get(key)
+        if name is None:
+            name = self.stored[key] = f"{os.getpid()}-{len(self.arrays)}.npy"
+            self.arrays[name] = value
         return {"array": f"values/{name}", "dtype": value.dtype.name, "shape": list(value.shape)}
 
-    def record(self, function: _Function, args: tuple, kwargs: dict, variables, result) -> None:
+    def record(self, function: _Function, args: tuple, kwargs: dict, variables, result,
+               source: Optional[Callable] = None) -> None:
         import tensorflow as tf  # noqa: PLC0415 - already imported: the hook runs inside TensorFlow
 
         if tf.executing_eagerly():
@@ -284,7 +300,7 @@ class Session:
             function.bytes += size
             self.bytes += size
         if not function.importable():
-            point["function"] = self._copy(function)
+            point["function"] = self._copy(function, source)
         if full:
             if _without_values(point):  # its values were over the byte limit
                 return
@@ -304,10 +320,15 @@ class Session:
             return self._store(value)
         return entry
 
-    def _copy(self, function: _Function) -> dict:
-        if function.copy is None:
+    def _copy(self, function: _Function, source: Optional[Callable] = None) -> dict:
+        """The function's copy: made once, or at every recorded call where its closure holds an
+        object (a layer's `self`), whose state is the one this call saw."""
+        if function.copy is None or function.copy.get("per_call"):
             try:
-                function.copy = {"copy": serial.dump_function(function.who.function, self._store)}
+                copy = serial.dump_function(source or function.who.function, self._store)
+                function.copy = {"copy": copy}
+                if _holds_object(copy):
+                    function.copy = {"copy": copy, "per_call": True}
             except Exception as e:  # noqa: BLE001 - any value it meets: said on replay
                 self.dropped["functions_not_copied"] += 1
                 function.copy = {"problem": str(e) if isinstance(e, serial.Unserialisable)
@@ -325,6 +346,7 @@ class Session:
         return {"tensorflow": tf.version.VERSION, "python": platform.python_version(),
                 "command": self.command, "started": self.started, "ended": ended,
                 "eager": self.eager, "limits": dataclasses.asdict(self.limits), "tests": self.tests,
+                "include": sorted(self.include), "left_out": dict(self.left_out),
                 "dropped": dict(self.dropped), "stopped": self.stopped,
                 "skipped": dict(self.skipped), "functions": [f.as_dict() for f in self.called()]}
 
@@ -349,17 +371,37 @@ class Session:
     def summary(self) -> str:
         """One line: what was recorded where, and what was dropped or lost."""
         return summary_line(self.folder, [f.as_dict() for f in self.called()], self.dropped,
-                            self.tests, self.write_error, self.unwritten)
+                            self.tests, self.write_error, self.unwritten, left_out=self.left_out)
+
+
+def _plural(n: int, word: str, many: Optional[str] = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def left_out_words(left_out: dict, include_flag: str) -> str:
+    """`12 custom gradients that keras defines were made and left out, as the framework's own
+    (record them with FLAG=keras)`, or "" when nothing was left out."""
+    if not left_out:
+        return ""
+    parts = [f"{_plural(n, 'custom gradient')} that {package} defines" for package, n in
+             sorted(left_out.items())]
+    made = sum(left_out.values())
+    return (f"{', '.join(parts)} {'was' if made == 1 else 'were'} made and left out, as the "
+            f"framework's own (record them with {include_flag}={','.join(sorted(left_out))})")
 
 
 def summary_line(folder: str, functions: list[dict], dropped: dict, tests: int,
-                 write_error: str = "", unwritten: int = 0, processes: int = 1) -> str:
+                 write_error: str = "", unwritten: int = 0, processes: int = 1,
+                 left_out: Optional[dict] = None,
+                 include_flag: str = "--harness-record-include") -> str:
     """The session's last line, from its functions as written (one process's, or all of a
     session's); shared by the plugin's controller, which reads its workers' files."""
-    plural = (
-        lambda n, word, many=None: f"{n} {word if n == 1 else (many or word + 's')}"
-    )  # noqa: E731
+    plural = _plural
+    framework = left_out_words(left_out or {}, include_flag)
     if not functions:
+        if framework:
+            return (f"harness record: no custom-gradient function of the code under test called "
+                    f"in {folder}: {framework}" + _lost(write_error, unwritten))
         text = f"harness record: no custom-gradient function called in {folder}"
         if tests:
             text += (f": {plural(tests, 'test')} ran, and none called one through "
@@ -384,10 +426,13 @@ def summary_line(folder: str, functions: list[dict], dropped: dict, tests: int,
     if uncopied:
         text += (f"; {plural(uncopied, 'closure')} could not be copied "
                  f"(replay skips {'them' if uncopied != 1 else 'it'}, saying why)")
+    if framework:
+        text += f"; {framework}"
     return text + _lost(write_error, unwritten)
 
 
-def folder_summary(folder: str, session: Optional[Session] = None) -> str:
+def folder_summary(folder: str, session: Optional[Session] = None,
+                   include_flag: str = "--harness-record-include") -> str:
     """The summary of every process of a session, read from their files: under xdist, or the
     record command, the tests ran in other processes; `session` is this process's own, whose
     write error (if any) is added."""
@@ -396,9 +441,12 @@ def folder_summary(folder: str, session: Optional[Session] = None) -> str:
     except store.RecordError:
         data = {"sessions": [], "functions": []}
     dropped: dict = {}
+    left_out: dict = {}
     for process in data["sessions"]:
         for k, v in (process.get("dropped") or {}).items():
             dropped[k] = dropped.get(k, 0) + v
+        for k, v in (process.get("left_out") or {}).items():
+            left_out[k] = left_out.get(k, 0) + v
     merged: dict = {}
     for f in data["functions"]:
         key = (f["module"], f["qualname"], f.get("file"), f.get("line"), f.get("fingerprint"),
@@ -408,7 +456,8 @@ def folder_summary(folder: str, session: Optional[Session] = None) -> str:
     tests = sum(p.get("tests", 0) for p in data["sessions"])
     processes = len(data["sessions"])
     line = summary_line(folder, list(merged.values()), dropped, tests,
-                        session.write_error if session else "", session.unwritten if session else 0)
+                        session.write_error if session else "", session.unwritten if session else 0,
+                        left_out=left_out, include_flag=include_flag)
     return line + (f" ({processes} processes wrote their files)" if processes > 1 else "")
 
 
@@ -472,6 +521,14 @@ def _describe(value: Any) -> tuple[dict, Optional[np.ndarray]]:
         return {"spec": {"dtype": dtype.name,
                          "shape": None if shape.rank is None else shape.as_list()}}, None
     return {"unsupported": f"a {name} object"}, None
+
+
+def _holds_object(entry: Any) -> bool:
+    if isinstance(entry, dict):
+        return "object" in entry or any(_holds_object(v) for v in entry.values())
+    if isinstance(entry, list):
+        return any(_holds_object(v) for v in entry)
+    return False
 
 
 def _saveable(array: np.ndarray) -> Optional[np.ndarray]:

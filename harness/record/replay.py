@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import json
 import os
 import re
 import sys
@@ -358,7 +359,11 @@ def _call_form(point: dict) -> str:
     kwargs = sorted((k,
                      repr(store.python_value(a) if _constant(a) else a.get("array", a.get("spec"))))
                     for k, a in point.get("kwargs", {}).items())
-    return repr((len(point["args"]), constants, kwargs))
+    # A copy made at each call (a layer's `self` in its closure) holds that call's state: points
+    # whose copies differ are made from different functions.
+    copy = point.get("function") or {}
+    state = json.dumps(copy, sort_keys=True) if copy.get("per_call") else ""
+    return repr((len(point["args"]), constants, kwargs, state))
 
 
 def _calling(fn: Callable, args: Sequence[dict], kwargs: dict) -> Callable:

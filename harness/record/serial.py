@@ -65,6 +65,21 @@ def is_variable(value: Any) -> bool:
         and hasattr(value, "assign")
 
 
+def peek(variable: Any) -> np.ndarray:
+    """A variable's value, read without telling TensorFlow: the copy is made inside
+    `tf.custom_gradient`'s own VariableWatcher, and a variable read the usual way there would
+    count as one the user's function reads (TensorFlow then asks its grad_fn for `variables`)."""
+    from tensorflow.python.eager import record  # noqa: PLC0415
+    from tensorflow.python.ops import gen_resource_variable_ops  # noqa: PLC0415
+
+    inner = getattr(variable, "_value", None) if not hasattr(variable, "handle") else variable
+    if inner is None or not hasattr(inner, "handle"):
+        return np.asarray(variable.numpy())
+    with record.stop_recording():
+        return np.asarray(gen_resource_variable_ops.read_variable_op(inner.handle,
+                                                                     inner.dtype).numpy())
+
+
 def dump_variable(value: Any, arrays: Callable[[np.ndarray], dict], where: str) -> dict:
     """A variable's name, trainability and value as it was when copied: made again, as a new
     variable in the mode that replays it, by `load_value`."""
@@ -72,7 +87,7 @@ def dump_variable(value: Any, arrays: Callable[[np.ndarray], dict], where: str) 
 
     try:
         with tf.init_scope():
-            array = np.asarray(value.numpy())
+            array = peek(value)
     except Exception as e:  # noqa: BLE001 - a v1 graph's variable has no value outside its session
         raise Unserialisable(f"{where} holds the variable {getattr(value, 'name', '?')}, whose "
                              "value cannot be "
@@ -81,15 +96,19 @@ def dump_variable(value: Any, arrays: Callable[[np.ndarray], dict], where: str) 
             "trainable": bool(getattr(value, "trainable", True)), "value": arrays(array)}
 
 
-def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, where: str) -> dict:
+def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, where: str,
+               reads: frozenset = frozenset()) -> dict:
     """One closure cell's (or default's) value as JSON; `arrays` stores an array and returns its
-    entry."""
+    entry. `reads`: the attribute names the copied function reads, which an object it holds must
+    have again."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"python": value}
     if isinstance(value, complex):
         return {"complex": [value.real, value.imag]}
-    if isinstance(value, (tuple, list)):
-        return {type(value).__name__: [dump_value(v, arrays, depth, where) for v in value]}
+    if isinstance(value, (tuple, list, set, frozenset)):
+        # A subclass (Keras's TrackedList) as its base: what the function reads is the items.
+        kind = next(k for k in (tuple, list, frozenset, set) if isinstance(value, k)).__name__
+        return {kind: [dump_value(v, arrays, depth, where) for v in value]}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: dump_value(v, arrays, depth, where) for k, v in value.items()}}
     if isinstance(value, dict) and all(isinstance(k, (str, int, float, bool, type(None), tuple))
@@ -112,21 +131,76 @@ def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, whe
             and resolve(module, qualname) is value:
         return {"ref": [module, qualname]}
     cls = type(value)
-    if (callable(getattr(value, "get_config", None))
-        and resolve(cls.__module__, cls.__qualname__) is cls):
-        # A Keras layer or quantizer: made again from its config, as Keras itself saves one.
-        try:
-            config = value.get_config()
-        except Exception as e:  # noqa: BLE001
-            raise Unserialisable(f"{where} holds a {cls.__name__} object whose get_config() raises "
-                                 f"{type(e).__name__}: {e}") from None
-        return {"config": [cls.__module__, cls.__qualname__,
-                           dump_value(config, arrays, depth, f"{where}'s {cls.__name__} config")]}
+    if resolve(cls.__module__, cls.__qualname__) is cls and not isinstance(value, types.FunctionType) \
+            and (hasattr(value, "__dict__") or callable(getattr(value, "get_config", None))):
+        return {"object": dump_object(value, arrays, depth, where, reads)}
     if isinstance(value, types.FunctionType):
         if depth >= _DEPTH:
             raise Unserialisable(f"{where} holds functions nested more than {_DEPTH} deep")
         return {"function": dump_function(value, arrays, depth + 1)}
     raise Unserialisable(f"{where} holds a {type(value).__name__} object, which is not plain data")
+
+
+_OBJECT_DEPTH = 2  # an object's attributes' objects, and theirs: a layer's quantizer's state
+
+
+def dump_object(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, where: str,
+                reads: frozenset = frozenset()) -> dict:
+    """An object of an importable class (a Keras layer, a quantizer, a user's own) as it is now:
+    its config where it has one (made again with `from_config`, as Keras reloads a layer), and
+    every attribute in its `__dict__` that can be copied, laid over that: its weights' values and
+    whatever was set outside the config (a quantized layer's `inputs_quantizer`).
+
+    Raises:
+      Unserialisable: its config cannot be had, it is nested too deep, or an attribute the
+        function reads (`reads`) cannot be copied and no config makes it again.
+    """
+    cls = type(value)
+    name = f"{where}'s {cls.__name__}"
+    if depth >= _OBJECT_DEPTH + _DEPTH:
+        raise Unserialisable(f"{where} holds a {cls.__name__} object nested too deep to copy")
+    config = None
+    if callable(getattr(value, "get_config", None)) and hasattr(cls, "from_config"):
+        try:
+            config = dump_value(value.get_config(), arrays, depth, f"{name} config")
+        except Unserialisable:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise Unserialisable(f"{where} holds a {cls.__name__} object whose get_config() raises "
+                                 f"{type(e).__name__}: {e}") from None
+    state, left = {}, {}
+    for attribute, held in list(getattr(value, "__dict__", {}).items()):
+        try:
+            state[attribute] = dump_value(held, arrays, depth + 1,
+                                          f"{name} attribute {attribute!r}")
+        except Unserialisable as e:
+            left[attribute] = str(e)
+    needed = sorted(a for a in left if a in reads or a.lstrip("_") in reads)
+    if needed and config is None:
+        raise Unserialisable(f"{where} holds a {cls.__name__} object whose attribute "
+                             f"{needed[0]!r}, which the function reads, cannot be copied: "
+                             f"{left[needed[0]]}")
+    return {"class": [cls.__module__, cls.__qualname__], "config": config, "state": state,
+            "left_out": sorted(left)}
+
+
+def load_object(entry: dict, load_array: Callable[[dict], np.ndarray],
+                module_globals: Callable[[dict], dict]) -> Any:
+    """The object `dump_object` copied: from its config, or bare, with its copied attributes set
+    as they were (past any __setattr__ of its own, such as Keras's tracking)."""
+    module, qualname = entry["class"]
+    importlib.import_module(module)
+    cls = resolve(module, qualname)
+    if cls is None:
+        raise Unserialisable(f"{module}.{qualname} is no longer there")
+    if entry.get("config") is not None:
+        config = load_value(entry["config"], load_array, module_globals)
+        made = cls.from_config(config)
+    else:
+        made = cls.__new__(cls)
+    for attribute, held in entry["state"].items():
+        object.__setattr__(made, attribute, load_value(held, load_array, module_globals))
+    return made
 
 
 def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict],
@@ -136,6 +210,8 @@ def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict],
     Raises:
       Unserialisable: a closure value or default is not something this can copy.
     """
+    from harness.record import identity  # noqa: PLC0415 - identity imports serial's callers only
+
     code = f.__code__
     cells = []
     for name, cell in zip(code.co_freevars, f.__closure__ or ()):
@@ -144,7 +220,8 @@ def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict],
         except ValueError:  # a cell not yet filled
             cells.append({"empty": True})
             continue
-        cells.append(dump_value(contents, arrays, depth, f"its closure variable {name!r}"))
+        cells.append(dump_value(contents, arrays, depth, f"its closure variable {name!r}",
+                                frozenset(identity.read_names(code))))
     return {
         "module": f.__module__ or "__main__", "name": f.__name__, "qualname": f.__qualname__,
         "file": code.co_filename,
@@ -185,9 +262,9 @@ def load_value(entry: dict, load_array: Callable[[dict], np.ndarray],
         return entry["python"]
     if kind == "complex":
         return complex(*entry["complex"])
-    if kind in ("tuple", "list"):
-        return (tuple if kind == "tuple" else list)(load_value(e, load_array, module_globals)
-                                                    for e in entry[kind])
+    if kind in ("tuple", "list", "set", "frozenset"):
+        made = {"tuple": tuple, "list": list, "set": set, "frozenset": frozenset}[kind]
+        return made(load_value(e, load_array, module_globals) for e in entry[kind])
     if kind == "dict":
         return {k: load_value(v, load_array, module_globals) for k, v in entry["dict"].items()}
     if kind == "items":
@@ -220,7 +297,9 @@ def load_value(entry: dict, load_array: Callable[[dict], np.ndarray],
         return found
     if kind == "function":
         return load_function(entry["function"], load_array, module_globals)
-    if kind == "config":
+    if kind == "object":
+        return load_object(entry["object"], load_array, module_globals)
+    if kind == "config":  # a recording made before objects kept their state
         module, qualname, config = entry["config"]
         importlib.import_module(module)
         cls = resolve(module, qualname)
