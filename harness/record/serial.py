@@ -7,14 +7,17 @@ whose globals it reads. Replaying it makes the function again with `types.Functi
 globals of that module, imported afresh: the function sees the same helpers and imports it saw
 when recorded, and a global the test changed at run time has its import-time value again.
 
-A closure value is kept when it is plain data (numbers, strings, None, tuples, lists and dicts
-of them, whatever their keys, NumPy arrays, eager tensors as their values, dtypes), a variable (its value when
-copied: loading the copy makes a new variable, so replay loads it inside each mode's own graph
-or context), a module, something importable
-by name, a function copied the same way, or an object with `get_config()` whose class is
-importable (a Keras layer, a larq quantizer: made again with `from_config`, as Keras reloads
-one, so what its config leaves out, such as built weights, is not there); anything else (a graph
-tensor) makes the copy fail with a sentence naming it, and the function is skipped on replay.
+A closure value is kept when it is plain data (numbers, strings, None, tuples, lists, sets and
+dicts of them, whatever their keys, NumPy arrays, eager tensors as their values, dtypes), a
+variable (its value when copied: loading the copy makes a new variable, so replay loads it inside
+each mode's own graph or context), a module, something importable by name, a function copied the
+same way, or an object whose class is importable (a Keras layer, a quantizer, a user's own class:
+made again from its config where it has `get_config()`, as Keras reloads one, else bare, and in
+either case with every attribute of its `__dict__` that can be copied set as it was, its weights
+and whatever was set outside its config included). A function made by exec over a dict of its own
+is copied with the globals it reads. Anything else (a graph tensor, or an attribute the function
+reads that cannot be copied, of an object with no config) makes the copy fail with a sentence
+naming it, and the function is skipped on replay.
 """
 
 from __future__ import annotations
@@ -131,7 +134,8 @@ def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, whe
             and resolve(module, qualname) is value:
         return {"ref": [module, qualname]}
     cls = type(value)
-    if resolve(cls.__module__, cls.__qualname__) is cls and not isinstance(value, types.FunctionType) \
+    if resolve(cls.__module__, cls.__qualname__) is cls \
+            and not isinstance(value, types.FunctionType) \
             and (hasattr(value, "__dict__") or callable(getattr(value, "get_config", None))):
         return {"object": dump_object(value, arrays, depth, where, reads)}
     if isinstance(value, types.FunctionType):

@@ -41,8 +41,14 @@ def test_the_line_counts_the_differing_and_the_set_aside_elements_of_the_worst_s
     line = words.line(HALF_LOG, AGREED, EVALUATOR, [False])
     assert line.startswith("order 1 gradient wrt x[0]: eager=1 numeric=2 abs err 1 rel err 0.5 "), \
         line
-    assert line.endswith("(2 of 3 elements of x differ; 1 of 3 not checked: the function's value "
-                         "is not finite within a step of the point)"), line
+    assert ("(2 of 3 elements of x differ; 1 of 3 not checked: the function's value is not finite "
+            "within a step of the point)") in line, line
+    # Nothing says which is wrong: the numeric derivative is the forward's slope, and the forward
+    # may be the inexact one (TensorFlow Probability's owens_t is off in float64 near a = 3).
+    assert line.endswith("; the numeric derivative is the slope of the forward as computed, so the "
+                         "forward and the gradient disagree here, and either may be the wrong "
+                         "one"), line
+    assert "surrogate" not in line and "untrue" not in line
 
 
 def test_the_note_says_how_many_were_checked_and_names_those_set_aside():

@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -111,7 +112,8 @@ def test_without_the_flag_the_plugin_imports_neither_the_recorder_nor_tensorflow
     plugin.pytest_addoption(Parser())
     early = _EarlyConfig(harness_record=None, harness_record_points=3, harness_record_eager=False)
     plugin.pytest_load_initial_conftests(early, parser=None, args=[])
-    assert options == ["--harness-record", "--harness-record-points", "--harness-record-eager"]
+    assert options == ["--harness-record", "--harness-record-points", "--harness-record-include",
+                       "--harness-record-eager"]
     assert early.pluginmanager.get_plugin("harness-record-session") is None
     assert sorted(set(sys.modules) - loaded) == ["harness.record.plugin"]
     assert sys.meta_path == finders
@@ -316,14 +318,49 @@ def test_a_factory_s_closure_is_copied_and_made_again_over_its_module_s_globals(
     assert made.__qualname__ == "make_affine.<locals>.affine"
 
 
-def test_a_closure_over_an_object_is_not_copied_and_the_reason_names_the_variable():
+def test_a_closure_over_an_object_is_copied_with_its_state_set_outside_any_config():
     opaque = Opaque()
+    opaque.factor, opaque.table = 2.5, {0: (1, 2)}  # set after construction, as quantize() does
+
+    def uses(x):
+        return x * opaque.factor + opaque.table[0][1]
+
+    made = serial.load_function(json.loads(json.dumps(serial.dump_function(uses, keep([])))),
+                                lambda e: None, lambda entry: globals())
+    assert made(2.0) == 7.0
+
+
+def test_an_object_whose_attribute_the_function_reads_cannot_be_copied_is_refused_naming_it():
+    opaque = Opaque()
+    opaque.lock, opaque.unread = threading.Lock(), threading.Lock()
 
     def uses():
-        return opaque
+        return opaque.lock
 
     with pytest.raises(serial.Unserialisable,
-                       match=r"its closure variable 'opaque' holds a Opaque object"):
+                       match=r"its closure variable 'opaque' holds a Opaque object whose attribute "
+                             r"'lock', which the function reads, cannot be copied"):
+        serial.dump_function(uses, keep([]))
+
+    def reads_neither():
+        return opaque
+
+    assert "unread" in serial.dump_function(reads_neither, keep([]))["closure"][0]["object"][
+        "left_out"]
+
+
+def test_an_object_of_a_class_replay_cannot_import_is_refused_naming_the_variable():
+    class Local:
+        pass
+
+    local = Local()
+
+    def uses():
+        return local
+
+    with pytest.raises(serial.Unserialisable,
+                       match=r"its closure variable 'local' holds a Local object, which is not "
+                             r"plain data"):
         serial.dump_function(uses, keep([]))
 
 

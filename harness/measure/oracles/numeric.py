@@ -212,6 +212,10 @@ def _why_not_numeric(case: Case, point: Point, agreed: ModeOutcome) -> str:
     reason = case.kinks.get(point.label, case.kinks.get("*"))
     if reason:
         return f"declared not checked numerically here: {reason}"
+    if agreed.sources and all(0 in tuple(s.shape) for s in agreed.sources):
+        shapes = ", ".join(f"{s.name} {list(s.shape)}" for s in agreed.sources)
+        return (f"every differentiated argument is empty ({shapes}): there is no element whose "
+                "derivative could be checked")
     if any(s.dtype.startswith("complex") for s in agreed.sources):
         return ("complex sources: TensorFlow's gradient of a real function of z is the conjugate "
                 "of its Wirtinger derivative; real directions do not check it")

@@ -191,6 +191,9 @@ def line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator",
         more = triangle(checked, agreed, evaluator, symmetric)
     if extra and checked.order == 1:
         more += surrogate(checked, agreed)
+    if extra and not more:
+        more = ("; the numeric derivative is the slope of the forward as computed, so the forward "
+                "and the gradient disagree here, and either may be the wrong one")
     return f"{head} ({_counts(checked, worst, names)}){more}"
 
 
@@ -296,9 +299,10 @@ def cannot_tell(orders: Sequence[int], untrue: bool) -> str:
     at = f"order{'s' if len(orders) > 1 else ''} {', '.join(map(str, orders))}"
     if untrue:
         return (f"cannot tell whether grad_fn handles its upstream gradient at {at}, where the "
-                "plain values already differ from the numeric derivative (a surrogate or "
-                "deliberately untrue gradient?); a reference implementation of the intended "
-                "gradient (Case(reference=...)) checks both chains")
+                "plain values already differ from the numeric derivative (the gradient and the "
+                "forward's own slope disagree there, and either may be the wrong one); a "
+                "reference implementation of the intended gradient (Case(reference=...)) checks "
+                "both chains")
     return f"not checked at {at}: the plain values already differ from the numeric derivative there"
 
 
