@@ -143,11 +143,15 @@ class Run:
 
         s = self.s
         repro = bool(s.repro_dir) or s.command == REPRO_CMD
-        return [Job(case_id=c.id, order=c.order, points=c.points, modes=s.modes, options=s.options,
+        # A recorded function's points are one job each: a heavy call a test made (10,000
+        # elements of a slow special function) has its own timeout and result, and never sinks
+        # the cheap calls beside it. A library case's points share one job, its traces and graphs.
+        return [Job(case_id=c.id, order=c.order, points=points, modes=s.modes, options=s.options,
                     strict_xpass=s.strict_xpass, repro=repro,
                     reruns=tuple((p, rerun_command(c.id, p, s, s.check, self.inputs_of(c, p)))
-                                 for p in c.points))
-                for c in self.selected]
+                                 for p in points))
+                for c in self.selected
+                for points in ([(p,) for p in c.points] if s.recorded else [c.points])]
 
     def inputs_of(self, case: CaseInfo, point: str) -> Optional[tuple[str, ...]]:
         """The --inputs of `point` of a check, which makes one point per --inputs, in order."""

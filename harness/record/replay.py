@@ -43,6 +43,11 @@ __all__ = ["DRAWN", "cases"]
 # this long, and elements are uniform in this interval (integers: 0 to 3).
 _OPEN_DIMENSION = 2
 DRAWN = (-2.0, 2.0)
+# Where most of a point drawn in DRAWN is outside the function's domain (NaN or infinite values),
+# these are tried in turn: positive values, then (0, 1) (a probability, a fraction).
+OTHER_RANGES = ((0.0, 2.0), (0.0, 1.0))
+# The most elements one drawn value holds (the recording's byte limit of one function, in float32).
+DRAW_BUDGET = 1 << 20
 
 
 def _case_id(module: str, qualname: str) -> str:
@@ -99,10 +104,25 @@ def _numpy_dtype(name: str):
         return np.dtype(getattr(ml_dtypes, name))
 
 
-def _draw(spec: dict, seed: int, known: _Known = _Known()) -> tuple[np.ndarray, str]:
-    """A value for an argument seen only while tracing, and how it was drawn, in words."""
+class _OverBudget(ValueError):
+    """A drawn stand-in would be larger than replay draws: the point is skipped, saying so."""
+
+
+def _draw(spec: dict, seed: int, known: _Known = _Known(),
+          interval: tuple = DRAWN) -> tuple[np.ndarray, str]:
+    """A value for an argument seen only while tracing (or too large to record), and how it was
+    drawn, in words; a float with nothing recorded is drawn from `interval`.
+
+    Raises:
+      _OverBudget: it would hold more than DRAW_BUDGET elements.
+    """
     dtype = _numpy_dtype(spec["dtype"])
     shape = tuple(_OPEN_DIMENSION if d is None else d for d in (spec["shape"] or []))
+    size = int(np.prod(shape, dtype=np.int64))
+    if size > DRAW_BUDGET:
+        raise _OverBudget(f"a stand-in would hold {size:,} elements (shape {list(shape)}), over "
+                          f"the {DRAW_BUDGET:,} replay draws at most, and its own values were not "
+                          "recorded (over the recording's byte limit, or seen only while tracing)")
     rng = np.random.default_rng(seed)
     kind = np.dtype(dtype).kind if np.dtype(dtype).kind in "biufc" else "f"
     if kind == "b":
@@ -119,7 +139,7 @@ def _draw(spec: dict, seed: int, known: _Known = _Known()) -> tuple[np.ndarray, 
             else "nothing recorded to bound it"
         )
         return rng.integers(0, bound, size=shape).astype(dtype), f"integers in [0, {bound}) ({why})"
-    low, high = (known.low, known.high) if known.low is not None else DRAWN
+    low, high = (known.low, known.high) if known.low is not None else interval
     why = ("the range of its recorded values" if known.low is not None
            else "nothing recorded to draw from")
     values = rng.uniform(low, high, size=shape)
@@ -383,12 +403,13 @@ def _calling(fn: Callable, args: Sequence[dict], kwargs: dict) -> Callable:
     return call
 
 
-def _value(entry: dict, loader: _Loader, seed: int, known: Callable[[], _Known]) -> tuple[Any, str]:
+def _value(entry: dict, loader: _Loader, seed: int, known: Callable[[], _Known],
+           interval: tuple = DRAWN) -> tuple[Any, str]:
     """(an argument's value, how it was drawn or "" for a recorded one)."""
     if "array" in entry:
         return loader.array(entry), ""
     if "spec" in entry:
-        return _draw(entry["spec"], seed, known())
+        return _draw(entry["spec"], seed, known(), interval)
     return store.python_value(entry), ""
 
 
@@ -469,7 +490,7 @@ class _Built:
 
 
 def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, seed: int,
-           dtyped: bool, taken: set) -> _Built:
+           dtyped: bool, taken: set, interval: tuple = DRAWN) -> _Built:
     tensor_names, values, shown_names, shown_values, drawn = [], [], [], [], []
     problem = ""
     for i, (name, entry) in enumerate(zip(names, point["args"])):
@@ -479,11 +500,12 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
             continue
         try:
             value, how = _value(entry, loader, seed + i,
-                                lambda i=i: _known(record, loader, i, point))
-        except _Missing as e:
-            problem = problem or f"the recorded value of its argument {name} is missing ({e})"
+                                lambda i=i: _known(record, loader, i, point), interval)
+        except (_Missing, _OverBudget) as e:
+            problem = problem or (f"the recorded value of its argument {name} is missing ({e})"
+                                  if isinstance(e, _Missing) else f"its argument {name}: {e}")
             shown_names.append(name)
-            shown_values.append(np.asarray("missing"))
+            shown_values.append(np.asarray("missing" if isinstance(e, _Missing) else "too_large"))
             continue
         drawn += [f"{name} {how}"] if how else []
         dtype = np.asarray(value).dtype.name if not _constant(entry) else ""
@@ -495,10 +517,11 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
     kwargs = {}
     for k, entry in (point.get("kwargs") or {}).items():
         try:
-            value, how = _value(entry, loader, seed + 1000 + len(kwargs), _Known)
-        except _Missing as e:
-            problem = problem or f"the recorded value of its argument {k} is missing ({e})"
-            value, how = np.asarray("missing"), ""
+            value, how = _value(entry, loader, seed + 1000 + len(kwargs), _Known, interval)
+        except (_Missing, _OverBudget) as e:
+            problem = problem or (f"the recorded value of its argument {k} is missing ({e})"
+                                  if isinstance(e, _Missing) else f"its argument {k}: {e}")
+            value, how = np.asarray("missing" if isinstance(e, _Missing) else "too_large"), ""
         drawn += [f"{k} {how}"] if how else []
         kwargs[k] = value
     label = _label(shown_names, shown_values, kwargs, bool(drawn), taken)
@@ -538,8 +561,12 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
     taken: set = set()
     built: list[_Built] = []
     for number, point in enumerate(points):
-        made = _point(record, point, names, loader, zlib.crc32(f"{case_id}:{number}".encode()),
-                      dtyped, taken)
+        seed = zlib.crc32(f"{case_id}:{number}".encode())
+        made = _point(record, point, names, loader, seed, dtyped, set(taken))
+        if made.drawn and not made.problem and maker is not None and "nothing recorded" in made.note:
+            made = _in_domain(made, record, point, names, loader, seed, dtyped, taken, maker)
+        else:
+            made = _point(record, point, names, loader, seed, dtyped, taken)
         if not made.problem and not made.point.names:
             made.problem = "it was called with no tensor argument"
         # A draw from a range of one recorded value repeats that point: it is judged once, as
@@ -574,6 +601,57 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
         case = _skip_case(case_id, [b.point.label for b in good], str(e).split(": ", 2)[-1],
                           description, source, notes)
     return [case] + skipped
+
+
+def _in_domain(made: _Built, record: dict, point: dict, names: Sequence[str], loader: _Loader,
+               seed: int, dtyped: bool, taken: set, maker: Callable) -> _Built:
+    """A drawn point in the function's domain: where most of the values the function computes at
+    a point drawn in DRAWN are NaN or infinite, the point is drawn again in OTHER_RANGES, in turn,
+    and the range with the fewest such values is kept (the first with none ends the search); its
+    note says which range, and why."""
+    best, tried = (DRAWN, None), []
+    for interval in (DRAWN,) + OTHER_RANGES:
+        attempt = made if interval == DRAWN else _point(record, point, names, loader, seed,
+                                                        dtyped, set(taken), interval)
+        bad, total = _nonfinite(attempt, point, loader, maker)
+        if total is None:
+            break
+        if best[1] is None or bad < best[1]:
+            best = (interval, bad)
+        if (bad * 2 <= total) if interval == DRAWN else not bad:
+            break
+        tried.append(f"[{interval[0]:g}, {interval[1]:g}] gave NaN or infinite values at {bad} of "
+                     f"{total} output elements")
+    interval = best[0]
+    final = _point(record, point, names, loader, seed, dtyped, taken, interval)
+    tried = [t for t in tried if not t.startswith(f"[{interval[0]:g}, {interval[1]:g}]")]
+    if tried:
+        still = f", where {best[1]} are NaN or infinite still," if best[1] else ""
+        final.note += (f"; the range [{interval[0]:g}, {interval[1]:g}] was chosen{still} since "
+                       f"{'; '.join(tried)}")
+    return final
+
+
+def _nonfinite(built: _Built, point: dict, loader: _Loader,
+               maker: Callable) -> tuple[int, Optional[int]]:
+    """(NaN or infinite elements, all floating elements) of what the function computes at a
+    point, eagerly; (0, None) where it cannot be computed (the modes will say why)."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    if built.problem or not built.point.names:
+        return 0, None
+    try:
+        kwargs = dict(zip(point.get("kwargs") or {}, _kwargs_of(point, loader)))
+        fn = _calling(maker(), point["args"], kwargs)
+        out = fn(*[tf.constant(v) for v in built.point.values])
+        values = [np.asarray(v) for v in tf.nest.flatten(out) if hasattr(v, "dtype")]
+    except Exception:  # noqa: BLE001 - the modes run it and say what it raised
+        return 0, None
+    values = [v for v in values if v.dtype.kind in "fc"]
+    total = sum(v.size for v in values)
+    if not total:
+        return 0, None
+    return sum(int(np.count_nonzero(~np.isfinite(v))) for v in values), total
 
 
 def _free(case_id: str, taken_ids: set) -> str:
