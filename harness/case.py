@@ -209,6 +209,10 @@ class Case:
         call seen only while tracing): where the forward is NaN or infinite at
         every element in every mode, the draw fell outside the function's
         domain, and the point is skipped saying so instead of judged.
+      builders: point labels mapped to a builder of their own, which replaces `build` when the
+        case runs at that point alone (each of a replayed recording's points is a job of its
+        own): a layer's custom gradient closes over the layer as it was at that call, its
+        config and weights, so each point is made from its own copy of it.
     """
 
     id: str
@@ -232,6 +236,8 @@ class Case:
     domains: Mapping[str, Domain] = dataclasses.field(default_factory=dict)
     notes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     drawn: Sequence[str] = ()
+    builders: Mapping[str, Callable[[], Callable[..., Any]]] = dataclasses.field(
+        default_factory=dict)
     # Whether `wrt` was given (None: found from `wrt` when the case is made; a narrowed copy keeps
     # it): a None gradient of an argument the case did not name is the function saying it has none
     # (RunOptions.strict_none).
@@ -348,6 +354,10 @@ class Case:
                         "variables are created by a builder: give build, not fn")
         if self.build is not None:
             self._check_binds(self.build, (), "build", "a builder takes no arguments")
+        for label, builder in self.builders.items():
+            if self.build is None or not callable(builder):
+                raise _fail(self.id, "builders", f"the builder of {label!r} is not callable, or "
+                                                 "the case has no build to stand beside it")
         else:
             self._check_binds(self.fn, self.points[0].names, "fn",
                               f"it must accept the {len(self.points[0].names)} point argument(s) "

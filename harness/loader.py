@@ -264,7 +264,11 @@ def shard(selected: Sequence[CaseInfo], index: int, count: int) -> list[CaseInfo
 
 
 def narrow(case: Case, labels: Sequence[str]) -> Case:
-    """`case` with only the points labelled `labels` (all of them: the case itself)."""
+    """`case` with only the points labelled `labels` (all of them: the case itself); at one point
+    with a builder of its own (Case.builders), made by that builder."""
+    if len(labels) == 1 and labels[0] in case.builders:
+        return dataclasses.replace(case, points=[p for p in case.points if p.label in labels],
+                                   build=case.builders[labels[0]], builders={})
     if len(labels) == len(case.points):
         return case
     return dataclasses.replace(case, points=[p for p in case.points if p.label in labels])

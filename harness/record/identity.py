@@ -54,7 +54,10 @@ class Identity:
         AutoGraph's conversion of it.
       code: the code object of `function`.
       via: how it was found ("" for the decorated function itself).
-      user: the user's function itself, whose parameters name the arguments.
+      user: the user's function itself, where one is at hand (None for a decorated function
+        known only by the module-level name a wrapper was bound to).
+      names: the function whose positional parameters name the arguments (the user's own, or a
+        decorator's forward); `exact_names`: only where their count is the call's.
     """
 
     module: str
@@ -67,6 +70,8 @@ class Identity:
     function: Optional[Callable] = dataclasses.field(default=None, compare=False, hash=False)
     via: str = dataclasses.field(default="", compare=False, hash=False)
     user: Optional[Callable] = dataclasses.field(default=None, compare=False, hash=False)
+    names: Optional[Callable] = dataclasses.field(default=None, compare=False, hash=False)
+    exact_names: bool = dataclasses.field(default=False, compare=False, hash=False)
     from_stack: bool = dataclasses.field(default=False, compare=False, hash=False)
 
     @property
@@ -118,14 +123,38 @@ def _cells(f: types.FunctionType) -> dict:
     return found
 
 
-def _wrapped_in_closure(f: types.FunctionType) -> Optional[tuple[str, types.FunctionType, bool]]:
-    """(closure name, the user's function a library decorator's inner function stands for, whether
-    the call stack told it), or None.
+@dataclasses.dataclass(frozen=True)
+class _Found:
+    """The user's function a library decorator's inner function stands for: its name and site,
+    the function whose positional parameters name the arguments (`exact`: only where their count
+    is the call's), and whether the call stack told it (then it is not remembered by closure)."""
+
+    module: str
+    qualname: str
+    file: str
+    line: int
+    user: Optional[types.FunctionType]
+    names: Optional[Callable]
+    exact: bool = False
+    from_stack: bool = False
+
+
+def _found(fn: types.FunctionType, from_stack: bool = False) -> _Found:
+    code = fn.__code__
+    return _Found(module=fn.__module__ or "__main__", qualname=fn.__qualname__,
+                  file=code.co_filename, line=code.co_firstlineno, user=fn, names=fn,
+                  from_stack=from_stack)
+
+
+def _wrapped_in_closure(f: types.FunctionType) -> Optional[_Found]:
+    """The user's function a library decorator's inner function stands for, or None.
 
     Only for a function defined inside another (a decorator's per-call inner function), whose
     closure holds a function defined elsewhere: the one named like a wrapped function, else the
-    only one; else, where the function that defined it carries `functools.wraps`, the function it
-    wraps; else the nearest caller of the closure's functions' module."""
+    only one. Where it closes over several (a forward and a backward) and none of those names:
+    the function the running wrapper that defined it stands for (its `__wrapped__`, which
+    functools.wraps sets, else the module-level name the decorated function was given), else the
+    nearest caller of the closure's functions' module."""
     if "<locals>" not in f.__qualname__:
         return None
     outer = f.__qualname__.rsplit(".<locals>.", 1)[0]
@@ -136,77 +165,124 @@ def _wrapped_in_closure(f: types.FunctionType) -> Optional[tuple[str, types.Func
             candidates[name] = value
     for name in _WRAPPED_NAMES:
         if name in candidates:
-            return name, candidates[name], False
+            return _found(candidates[name])
     if len(candidates) == 1:
-        return (*next(iter(candidates.items())), False)
+        return _found(next(iter(candidates.values())))
     if not candidates:
         return None
-    found = _wrapped_by_definer(f, outer) or _caller_in(candidates)
-    return (*found, True) if found else None
+    return _wrapped_by_definer(f, outer, candidates) or _caller_in(candidates)
 
 
-def _wrapped_by_definer(f: types.FunctionType,
-                        outer: str) -> Optional[tuple[str, types.FunctionType]]:
-    """The function that the running function which defined `f` wraps (its `__wrapped__`, which
-    `functools.wraps` sets), found on the call stack: a decorator's per-call wrapper that defines
-    the custom-gradient function over a forward and a backward, not over the decorated function."""
+def _forward(candidates: dict) -> Optional[types.FunctionType]:
+    """Of the functions a decorator closes over, the forward (named so), whose parameters are the
+    decorated function's."""
+    for name, fn in candidates.items():
+        if any(w in name.lower() or w in fn.__name__.lower() for w in ("fwd", "forward")):
+            return fn
+    return None
+
+
+def _wrapped_by_definer(f: types.FunctionType, outer: str,
+                        candidates: dict) -> Optional[_Found]:
+    """What the running function which defined `f` stands for, found on the call stack: a
+    decorator's per-call wrapper that defines the custom-gradient function over a forward and a
+    backward, not over the decorated function. Where the wrapper carries functools.wraps, the
+    function it wraps; else the module-level name it was bound to, in its own module's globals or
+    in those of the forward and backward (TensorFlow Probability decorates in one module a
+    function of another)."""
     frame, depth = sys._getframe(2), 0
     while frame is not None and depth < 40:
         code = frame.f_code
         if code.co_filename == f.__code__.co_filename and \
                 getattr(code, "co_qualname", code.co_name) == outer:
-            running = _running_function(frame)
-            wrapped = getattr(running, "__wrapped__", None)
-            plain = _plain(wrapped) if callable(wrapped) else None
-            if isinstance(plain, types.FunctionType):
-                return "__wrapped__", plain
-            return None
+            break
         frame, depth = frame.f_back, depth + 1
+    else:
+        return None
+    spaces = [frame.f_globals] + [c.__globals__ for c in candidates.values()
+                                  if c.__globals__ is not frame.f_globals]
+    for space in spaces:
+        running = _running_function(frame, space)
+        if running is None:
+            continue
+        name, fn = running
+        wrapped = getattr(fn, "__wrapped__", None)
+        plain = _plain(wrapped) if callable(wrapped) else None
+        if isinstance(plain, types.FunctionType):
+            return _found(plain, from_stack=True)
+        file = space.get("__file__") or next(iter(candidates.values())).__code__.co_filename
+        forward = _forward(candidates)
+        return _Found(module=space.get("__name__") or "__main__", qualname=name, file=file,
+                      line=_def_line(file, name) or (forward or fn).__code__.co_firstlineno,
+                      user=None, names=forward, exact=True, from_stack=True)
     return None
 
 
-def _running_function(frame) -> Optional[types.FunctionType]:
-    """The function object a frame runs, where its module's globals hold it: its code, and a
-    closure holding what the frame's free variables hold. A decorator's wrappers share one code
-    and may close over the same values (a forward and a backward, not the decorated function):
-    then the name the calling line loaded says which one was called, and where nothing does, None
-    (a wrong name would check one function under another's)."""
+_LINES: dict = {}
+
+
+def _def_line(file: str, name: str) -> int:
+    """The line of `def name(` in a source file (where a decorated function was defined), or 0."""
+    if file not in _LINES:
+        try:
+            with open(file, encoding="utf-8", errors="replace") as source:
+                _LINES[file] = source.read().splitlines()
+        except OSError:
+            _LINES[file] = []
+    for number, text in enumerate(_LINES[file], start=1):
+        if text.lstrip().startswith(f"def {name}("):
+            return number
+    return 0
+
+
+def _running_function(frame, space: dict) -> Optional[tuple[str, types.FunctionType]]:
+    """(global name, function) of the function a frame runs, where the module globals `space`
+    hold it: its code, and a closure holding what the frame's free variables hold. A decorator's
+    wrappers share one code and may close over the same values (a forward and a backward, not the
+    decorated function), and one bound to no global at all may hold the same as one that is: so
+    the caller must have loaded it, by that name or as a local value (AutoGraph's converted_call
+    holds it as `f`), and where none did, None (a wrong name would check one function under
+    another's)."""
     code = frame.f_code
     matches = {}
-    for name, value in list(frame.f_globals.items()):
+    for name, value in list(space.items()):
         if not isinstance(value, types.FunctionType) or value.__code__ is not code:
             continue
         cells = _cells(value)
-        if all(name in frame.f_locals and frame.f_locals[name] is cells.get(name, frame)
-               for name in code.co_freevars):
+        if all(free in frame.f_locals and frame.f_locals[free] is cells.get(free, frame)
+               for free in code.co_freevars):
             matches[name] = value
-    if len({id(v) for v in matches.values()}) == 1:
-        return next(iter(matches.values()))
     return _called_by_name(frame.f_back, matches) if matches else None
 
 
 _LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_METHOD", "LOAD_FAST", "LOAD_DEREF")
 
 
-def _called_by_name(caller, named: dict) -> Optional[types.FunctionType]:
-    """Of functions by global name, the one the caller's line loaded last before its call."""
+def _called_by_name(caller, named: dict) -> Optional[tuple[str, types.FunctionType]]:
+    """Of functions by global name, the one the caller holds as a local value, else the one its
+    line loaded last before its call."""
     if caller is None:
         return None
+    held = {id(v) for v in caller.f_locals.values()}
+    for name, fn in named.items():
+        if id(fn) in held:
+            return name, fn
     import dis  # noqa: PLC0415 - only for wrappers that nothing else tells apart
 
     loads = [i for i in dis.get_instructions(caller.f_code)
              if i.offset <= caller.f_lasti and i.opname in _LOADS]
     for instruction in reversed(loads[-8:]):
         if instruction.argval in named:
-            return named[instruction.argval]
+            return instruction.argval, named[instruction.argval]
     return None
 
 
-def _caller_in(candidates: dict) -> Optional[tuple[str, types.FunctionType]]:
+def _caller_in(candidates: dict) -> Optional[_Found]:
     """For a decorator whose inner function closes over several functions of one module (a
-    forward and a backward, as TensorFlow Probability's custom_gradient does): the nearest
-    function of that module on the call stack, which is the user's function that was called (its
-    module-level name, found in its globals)."""
+    forward and a backward) and is bound to no module-level name: the nearest function of that
+    module on the call stack, which is the user's function that was called (its module-level
+    name, found in its globals). Its parameters are not the decorated function's: the forward's
+    name the arguments."""
     files = {c.__code__.co_filename for c in candidates.values()}
     codes = {c.__code__ for c in candidates.values()}
     if len(files) != 1:
@@ -218,7 +294,8 @@ def _caller_in(candidates: dict) -> Optional[tuple[str, types.FunctionType]]:
             found = frame.f_globals.get(code.co_name)
             plain = _plain(found) if callable(found) else None
             if isinstance(plain, types.FunctionType) and plain.__code__ is code:
-                return code.co_name, plain
+                return dataclasses.replace(_found(plain, from_stack=True),
+                                           names=_forward(candidates), exact=True)
         frame, depth = frame.f_back, depth + 1
     return None
 
@@ -256,18 +333,10 @@ def _fingerprint_part(name: str, value: Any) -> tuple[str, Optional[str]]:
         )
     if isinstance(value, types.ModuleType):
         return f"module {value.__name__}", None
-    # Any other object (a layer, a quantizer): its class and, where it has one, its config tell
-    # kinds apart; two objects of one class and config are one function.
-    kind = f"object {type(value).__module__}.{type(value).__qualname__}"
-    if callable(getattr(value, "get_config", None)):
-        try:
-            kind += (
-                " "
-                + hashlib.sha1(repr(sorted(value.get_config().items())).encode()).hexdigest()[:12]
-            )
-        except Exception:  # noqa: BLE001 - a config that cannot be had: the class stands alone
-            pass
-    return kind, None
+    # Any other object (a layer, a quantizer): its class. Two instances of one class are one
+    # function: what differs between them (config, weights) is the state each call saw, which the
+    # recorder copies with each point.
+    return f"object {type(value).__module__}.{type(value).__qualname__}", None
 
 
 def _digest(cells: dict) -> tuple[str, tuple]:
@@ -400,16 +469,24 @@ def _identify(f: Any) -> Identity:
     cells.update({f"<global>{k}": v for k, v in foreign_globals(plain).items()})
     fingerprint, captured = _digest(cells)
     found = _wrapped_in_closure(plain)
-    user = found[1] if found is not None else plain
     if found is not None:
         via, captured = "closure", ()  # the decorator's own closure values are not the user's
-    code = user.__code__
-    return Identity(module=user.__module__ or "__main__",
-                    qualname=getattr(code, "co_qualname", user.__qualname__) if via == "autograph"
-                    else user.__qualname__,
-                    file=code.co_filename, line=code.co_firstlineno, captured=captured,
-                    fingerprint=fingerprint, site=site(plain.__code__), function=function,
-                    via=via, user=user, from_stack=bool(found and found[2]))
+        # Nor are they what tells its functions apart: the functions it closes over are, and the
+        # rest (TensorFlow Probability's arguments held aside) is the call's, kept with each
+        # point's copy.
+        fingerprint, _ = _digest({k: v for k, v in cells.items()
+                                  if isinstance(_plain(v) if callable(v) else v,
+                                                types.FunctionType)})
+    else:
+        code = plain.__code__
+        found = _Found(module=plain.__module__ or "__main__",
+                       qualname=getattr(code, "co_qualname", plain.__qualname__)
+                       if via == "autograph" else plain.__qualname__,
+                       file=code.co_filename, line=code.co_firstlineno, user=plain, names=plain)
+    return Identity(module=found.module, qualname=found.qualname, file=found.file,
+                    line=found.line, captured=captured, fingerprint=fingerprint,
+                    site=site(plain.__code__), function=function, via=via, user=found.user,
+                    names=found.names, exact_names=found.exact, from_stack=found.from_stack)
 
 
 def site(code: types.CodeType) -> str:

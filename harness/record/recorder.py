@@ -82,11 +82,11 @@ class _Function:
         self.bytes = 0
         self.grad_takes_variables = False
         self.copy: Optional[dict] = None  # the serialised copy (or why there is none)
+        named = who.names if who.names is not None or who.user is None else who.user
         try:
-            self.parameters = [p.name
-                               for p in inspect.signature(who.user
-                                                          or who.function).parameters.values()
-                               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            self.parameters = [p.name for p in inspect.signature(named).parameters.values()
+                               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)] \
+                if named is not None else []
         except (TypeError, ValueError):
             self.parameters = []
 
@@ -114,7 +114,8 @@ class _Function:
                 "root": _root(who.module, who.file) if who.file else "", "calls": self.calls,
                 "calls_not_examined": self.unlooked,
                 "grad_takes_variables": self.grad_takes_variables, "importable": self.importable(),
-                "parameters": self.parameters, "points": self.points}
+                "parameters": self.parameters, "parameters_exact": who.exact_names,
+                "points": self.points}
 
     def importable(self) -> bool:
         """Whether the module's attribute of this name is this function, decorated."""
@@ -207,8 +208,9 @@ class Session:
                 with watcher:
                     result = f(*args, **kwargs)
                 # A variable passed as an argument is an input, not a variable the function reads,
-                # as custom_gradient itself counts them.
-                given = {id(a) for a in list(args) + list(kwargs.values())}
+                # as custom_gradient itself counts them (a Keras 3 variable by the TensorFlow
+                # variable it holds).
+                given = {id(a) for a in _flat_inputs(args, kwargs)}
                 variables = [v for v in watcher.watched_variables() if id(v) not in given]
             try:
                 session.record(function, args, kwargs, variables, result, source)
@@ -327,7 +329,9 @@ class Session:
             try:
                 copy = serial.dump_function(source or function.who.function, self._store)
                 function.copy = {"copy": copy}
-                if _holds_object(copy):
+                # A layer's self, or a decorator's per-call closure (arguments it holds aside):
+                # the state this call saw, copied at each call.
+                if _holds_object(copy) or function.who.via == "closure":
                     function.copy = {"copy": copy, "per_call": True}
             except Exception as e:  # noqa: BLE001 - any value it meets: said on replay
                 self.dropped["functions_not_copied"] += 1
@@ -503,7 +507,9 @@ def _describe(value: Any) -> tuple[dict, Optional[np.ndarray]]:
     if (name in ("EagerTensor", "ResourceVariable", "UninitializedVariable")
         or hasattr(value, "_numpy") or serial.is_variable(value)):
         # A tensor with a value, or a variable (TensorFlow's or Keras 3's) passed as an argument:
-        # its value at the call, as the function read it.
+        # its value at the call, as the function reads it (a Keras variable through the layer's
+        # autocast: bfloat16 under a mixed-precision policy). The function reads it anyway, so
+        # reading it here changes nothing custom_gradient sees.
         try:
             array = _saveable(np.asarray(value.numpy()))
         except Exception:  # noqa: BLE001 - a variable read inside a trace: its signature only
@@ -558,6 +564,23 @@ def _variable(v, store_array, over: bool) -> dict:
         except Exception:  # noqa: BLE001 - a v1 graph variable has no value outside a session
             pass
     return entry
+
+
+def _flat_inputs(args: tuple, kwargs: dict) -> list:
+    """The inputs as custom_gradient counts them: flattened, composite tensors as the tensors they
+    are made of, and a Keras 3 variable as the TensorFlow variable it holds (its value is recorded
+    as the argument's)."""
+    given = list(args) + list(kwargs.values())
+    given += [vars(a)["_value"] for a in given
+              if serial.is_variable(a) and "_value" in getattr(a, "__dict__", {})]
+    try:
+        from tensorflow.python.framework import composite_tensor_gradient  # noqa: PLC0415
+        from tensorflow.python.util import nest  # noqa: PLC0415
+
+        return given + list(composite_tensor_gradient.get_flat_tensors_for_gradients(
+            nest.flatten(given)))
+    except Exception:  # noqa: BLE001 - another TensorFlow: the arguments as given
+        return given
 
 
 def _watcher():

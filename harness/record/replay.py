@@ -152,6 +152,8 @@ def _names(record: dict, fn: Optional[Callable], count: int) -> list[str]:
     """The arguments' names: the user's function's parameters as recorded (a library decorator's
     inner function takes *args), else the replayed function's, else arg0, arg1, ..."""
     recorded = list(record.get("parameters") or [])
+    if record.get("parameters_exact") and len(recorded) != count:
+        recorded = []  # a decorator's forward, called with other arguments: its names do not fit
     if len(recorded) >= count:
         return recorded[:count]
     if fn is not None:
@@ -379,11 +381,7 @@ def _call_form(point: dict) -> str:
     kwargs = sorted((k,
                      repr(store.python_value(a) if _constant(a) else a.get("array", a.get("spec"))))
                     for k, a in point.get("kwargs", {}).items())
-    # A copy made at each call (a layer's `self` in its closure) holds that call's state: points
-    # whose copies differ are made from different functions.
-    copy = point.get("function") or {}
-    state = json.dumps(copy, sort_keys=True) if copy.get("per_call") else ""
-    return repr((len(point["args"]), constants, kwargs, state))
+    return repr((len(point["args"]), constants, kwargs))
 
 
 def _calling(fn: Callable, args: Sequence[dict], kwargs: dict) -> Callable:
@@ -487,6 +485,7 @@ class _Built:
     drawn: bool
     problem: str = ""
     raw: dict = dataclasses.field(default_factory=dict)  # the recorded call
+    maker: Optional[Callable] = None  # what makes its function (one per distinct copy)
 
 
 def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, seed: int,
@@ -551,32 +550,11 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
                 expectations: Sequence[Expectation], description: str, source: str,
                 taken_ids: set) -> list[Case]:
     """The case of one group of points; a point that cannot be replayed (a value file gone, an
-    argument that is no value) is a skipped case of its own beside it, costing only that point."""
-    first = points[0]
+    argument that is no value, a copy that cannot be made) is a skipped case of its own beside
+    it, costing only that point."""
     variables = _variables_read(points)
-    maker, problem = _function(record, first.get("function"), loader, variables)
-    per_mode = bool(variables) or getattr(maker, "per_mode", False)
-    names = _names(record, None if maker is None or per_mode else maker(), len(first["args"]))
-    dtyped = len({_dtypes(p) for p in points}) > 1
-    taken: set = set()
-    built: list[_Built] = []
-    for number, point in enumerate(points):
-        seed = zlib.crc32(f"{case_id}:{number}".encode())
-        made = _point(record, point, names, loader, seed, dtyped, set(taken))
-        if made.drawn and not made.problem and maker is not None and "nothing recorded" in made.note:
-            made = _in_domain(made, record, point, names, loader, seed, dtyped, taken, maker)
-        else:
-            made = _point(record, point, names, loader, seed, dtyped, taken)
-        if not made.problem and not made.point.names:
-            made.problem = "it was called with no tensor argument"
-        # A draw from a range of one recorded value repeats that point: it is judged once, as
-        # recorded.
-        if not (made.drawn and any(_same(made.point, b.point) for b in built)):
-            built.append(made)
+    built, per_mode = _built_points(case_id, record, points, loader, variables)
     notes = {b.point.label: b.note for b in built}
-    if problem:
-        return [_skip_case(case_id, [b.point.label for b in built], problem, description, source,
-                           notes)]
     good = [b for b in built if not b.problem]
     skipped = []
     for why in dict.fromkeys(b.problem for b in built if b.problem):
@@ -588,11 +566,19 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
         return skipped
     kept = good[0].raw
     kwargs = {k: v for k, v in zip(kept.get("kwargs") or {}, _kwargs_of(kept, loader))}
+    several = len({id(b.maker) for b in good}) > 1
+    per_mode = per_mode or several or any(getattr(b.maker, "per_mode", False) for b in good)
+
+    def builder(make: Callable) -> Callable:
+        return lambda: _calling(make(), kept["args"], kwargs)
+
     # A function that reads variables is built in each mode, its variables made again there and
-    # differentiated too, as a case with build= and wrt_variables=True.
-    how = dict(build=lambda: _calling(maker(), kept["args"], kwargs),
-               wrt_variables=bool(variables)) if per_mode \
-        else dict(fn=_calling(maker(), kept["args"], kwargs))
+    # differentiated too, as a case with build= and wrt_variables=True; a point whose function
+    # is made from a copy of its own is built by its own builder.
+    how = dict(build=builder(good[0].maker), wrt_variables=bool(variables)) if per_mode \
+        else dict(fn=_calling(good[0].maker(), kept["args"], kwargs))
+    if several:
+        how["builders"] = {b.point.label: builder(b.maker) for b in good}
     try:
         case = Case(id=case_id, points=[b.point for b in good], order=order,
                     description=description, source=source, expectations=tuple(expectations),
@@ -601,6 +587,45 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
         case = _skip_case(case_id, [b.point.label for b in good], str(e).split(": ", 2)[-1],
                           description, source, notes)
     return [case] + skipped
+
+
+def _built_points(case_id: str, record: dict, points: list[dict], loader: _Loader,
+                  variables: Sequence[dict]) -> tuple[list[_Built], bool]:
+    """(each recorded call made a Point with the maker of its function, whether the first maker
+    must be called in each mode). One maker per distinct copy: a copy made at each call (a layer's
+    self) makes each point's function from the state that call saw; a copy made once, or an
+    import, serves every point."""
+    makers: dict = {}
+
+    def maker_of(point: dict) -> tuple:
+        copy = point.get("function")
+        key = json.dumps(copy, sort_keys=True) if copy else ""
+        if key not in makers:
+            makers[key] = _function(record, copy, loader, variables)
+        return makers[key]
+
+    first, _ = maker_of(points[0])
+    per_mode = bool(variables) or getattr(first, "per_mode", False)
+    names = _names(record, None if first is None or per_mode else first(), len(points[0]["args"]))
+    dtyped = len({_dtypes(p) for p in points}) > 1
+    taken: set = set()
+    built: list[_Built] = []
+    for number, point in enumerate(points):
+        seed = zlib.crc32(f"{case_id}:{number}".encode())
+        own, why = maker_of(point)
+        made = _point(record, point, names, loader, seed, dtyped, set(taken))
+        if made.drawn and not made.problem and own is not None and "nothing recorded" in made.note:
+            made = _in_domain(made, record, point, names, loader, seed, dtyped, taken, own)
+        else:
+            made = _point(record, point, names, loader, seed, dtyped, taken)
+        made.problem, made.maker = made.problem or why, own
+        if not made.problem and not made.point.names:
+            made.problem = "it was called with no tensor argument"
+        # A draw from a range of one recorded value repeats that point: it is judged once, as
+        # recorded.
+        if not (made.drawn and any(_same(made.point, b.point) for b in built)):
+            built.append(made)
+    return built, per_mode
 
 
 def _in_domain(made: _Built, record: dict, point: dict, names: Sequence[str], loader: _Loader,

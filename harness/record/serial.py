@@ -75,8 +75,11 @@ def peek(variable: Any) -> np.ndarray:
     from tensorflow.python.eager import record  # noqa: PLC0415
     from tensorflow.python.ops import gen_resource_variable_ops  # noqa: PLC0415
 
-    inner = getattr(variable, "_value", None) if not hasattr(variable, "handle") else variable
-    if inner is None or not hasattr(inner, "handle"):
+    # A Keras 3 variable holds TensorFlow's in `_value`; its own `handle` and `value` go through
+    # its autocast, which reads the variable (a cast) inside a mixed-precision step.
+    inner = vars(variable).get("_value", variable) if type(variable).__module__.startswith(
+        "keras") else variable
+    if not hasattr(inner, "handle"):
         return np.asarray(variable.numpy())
     with record.stop_recording():
         return np.asarray(gen_resource_variable_ops.read_variable_op(inner.handle,
@@ -123,6 +126,9 @@ def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, whe
         return arrays(np.asarray(value))
     if _is_eager_tensor(value):
         return {"tensor": arrays(value.numpy())}
+    if type(value).__name__ in ("SymbolicTensor", "Tensor", "Operation", "Graph", "FuncGraph"):
+        raise Unserialisable(f"{where} holds a graph {type(value).__name__.lower()}, which has no "
+                             "value outside its graph")
     if is_variable(value):
         return {"variable": dump_variable(value, arrays, where)}
     if type(value).__name__ == "DType" and hasattr(value, "as_numpy_dtype"):
@@ -136,7 +142,8 @@ def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, whe
     cls = type(value)
     if resolve(cls.__module__, cls.__qualname__) is cls \
             and not isinstance(value, types.FunctionType) \
-            and (hasattr(value, "__dict__") or callable(getattr(value, "get_config", None))):
+            and (hasattr(value, "__dict__") or _attributes(value)
+                 or callable(getattr(value, "get_config", None))):
         return {"object": dump_object(value, arrays, depth, where, reads)}
     if isinstance(value, types.FunctionType):
         if depth >= _DEPTH:
@@ -173,7 +180,7 @@ def dump_object(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, wh
             raise Unserialisable(f"{where} holds a {cls.__name__} object whose get_config() raises "
                                  f"{type(e).__name__}: {e}") from None
     state, left = {}, {}
-    for attribute, held in list(getattr(value, "__dict__", {}).items()):
+    for attribute, held in _attributes(value).items():
         try:
             state[attribute] = dump_value(held, arrays, depth + 1,
                                           f"{name} attribute {attribute!r}")
@@ -186,6 +193,21 @@ def dump_object(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, wh
                              f"{left[needed[0]]}")
     return {"class": [cls.__module__, cls.__qualname__], "config": config, "state": state,
             "left_out": sorted(left)}
+
+
+def _attributes(value: Any) -> dict:
+    """An object's attributes: its `__dict__`, and the `__slots__` of its classes (TensorFlow's
+    TensorShape keeps its dimensions in a slot)."""
+    found = dict(getattr(value, "__dict__", {}))
+    for cls in type(value).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in [slots] if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and name not in found:
+                try:
+                    found[name] = object.__getattribute__(value, name)
+                except AttributeError:  # a slot never set
+                    continue
+    return found
 
 
 def load_object(entry: dict, load_array: Callable[[dict], np.ndarray],

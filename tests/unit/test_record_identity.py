@@ -113,10 +113,33 @@ def betainc(a, b, x):
     return _betainc_custom(a, b, x)
 
 
-def test_a_decorator_over_a_forward_and_a_backward_is_named_by_the_user_s_function_that_called_it():
+def _betaincinv_partials(a, b, x):
+    """Another of the module's functions that calls the decorated one (as TensorFlow
+    Probability's inverse's partials call betainc's)."""
+    return _betainc_custom(a, b, x)
+
+
+def test_a_decorator_over_a_forward_and_a_backward_is_named_by_the_name_it_was_bound_to():
     found = betainc(1.0, 2.0, 0.5)
-    assert (found.qualname, found.via) == ("betainc", "closure")
-    assert found.line == betainc.__code__.co_firstlineno and found.user is betainc
+    assert (found.qualname, found.via, found.module) == ("_betainc_custom", "closure", __name__)
+    assert found.file == __file__ and found.user is None
+    # Its forward's parameters name its arguments, where it is called with as many.
+    assert found.names is _betainc_fwd and found.exact_names
+    # Whichever of the module's functions calls it, it is one function under one name.
+    again = _betaincinv_partials(1.0, 2.0, 0.5)
+    assert (again.qualname, again.key) == ("_betainc_custom", found.key)
+
+
+def test_a_decorated_function_bound_to_no_module_name_is_named_by_its_caller_and_forward():
+    local = forward_and_backward(_betainc_fwd, _betainc_bwd)(lambda a, b, x: x)
+
+    def caller(a, b, x):
+        return local(a, b, x)
+
+    found = caller(1.0, 2.0, 0.5)
+    assert found.qualname == ("test_a_decorated_function_bound_to_no_module_name_is_named_by_its_"
+                              "caller_and_forward")
+    assert found.names is _betainc_fwd and found.exact_names
 
 
 # Two functions on one line: same module, name, file and line, other code.
