@@ -190,19 +190,24 @@ def _wrapped_by_definer(f: types.FunctionType, outer: str,
     function it wraps; else the module-level name it was bound to, in its own module's globals or
     in those of the forward and backward (TensorFlow Probability decorates in one module a
     function of another)."""
-    frame, depth = sys._getframe(2), 0
+    frame, depth, converted = sys._getframe(2), 0, None
     while frame is not None and depth < 40:
         code = frame.f_code
         if code.co_filename == f.__code__.co_filename and \
                 getattr(code, "co_qualname", code.co_name) == outer:
+            converted = None  # the definer runs as written: its frame tells which it is
             break
+        converted = converted or _converted_definer(frame, f, outer)
         frame, depth = frame.f_back, depth + 1
     else:
-        return None
-    spaces = [frame.f_globals] + [c.__globals__ for c in candidates.values()
-                                  if c.__globals__ is not frame.f_globals]
+        if converted is None:
+            return None
+    defining = converted.__globals__ if converted is not None else frame.f_globals
+    spaces = [defining] + [c.__globals__ for c in candidates.values()
+                           if c.__globals__ is not defining]
     for space in spaces:
-        running = _running_function(frame, space)
+        running = (_bound_name(converted, space) if converted is not None
+                   else _running_function(frame, space))
         if running is None:
             continue
         name, fn = running
@@ -215,6 +220,29 @@ def _wrapped_by_definer(f: types.FunctionType, outer: str,
         return _Found(module=space.get("__name__") or "__main__", qualname=name, file=file,
                       line=_def_line(file, name) or (forward or fn).__code__.co_firstlineno,
                       user=None, names=forward, exact=True, from_stack=True)
+    return None
+
+
+def _converted_definer(frame, f: types.FunctionType, outer: str) -> Optional[types.FunctionType]:
+    """Under AutoGraph (a tf.function's trace) the function that defined `f` runs as converted
+    code in a file of AutoGraph's; the original is the `f` of the converted_call that runs it."""
+    code = frame.f_code
+    if code.co_name != "converted_call" or "autograph" not in code.co_filename:
+        return None
+    original = frame.f_locals.get("f")
+    plain = _plain(original) if callable(original) else None
+    if isinstance(plain, types.FunctionType) and \
+            plain.__code__.co_filename == f.__code__.co_filename and \
+            getattr(plain.__code__, "co_qualname", plain.__name__) == outer:
+        return plain
+    return None
+
+
+def _bound_name(fn: types.FunctionType, space: dict) -> Optional[tuple[str, types.FunctionType]]:
+    """(the global name, fn) where module globals `space` bind `fn` itself."""
+    for name, value in list(space.items()):
+        if value is fn:
+            return name, fn
     return None
 
 

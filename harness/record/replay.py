@@ -630,10 +630,10 @@ def _built_points(case_id: str, record: dict, points: list[dict], loader: _Loade
 
 def _in_domain(made: _Built, record: dict, point: dict, names: Sequence[str], loader: _Loader,
                seed: int, dtyped: bool, taken: set, maker: Callable) -> _Built:
-    """A drawn point in the function's domain: where most of the values the function computes at
-    a point drawn in DRAWN are NaN or infinite, the point is drawn again in OTHER_RANGES, in turn,
-    and the range with the fewest such values is kept (the first with none ends the search); its
-    note says which range, and why."""
+    """A drawn point in the function's domain: where values the function computes at a point
+    drawn in DRAWN are NaN or infinite, the point is drawn again in OTHER_RANGES, in turn, and the
+    range with the fewest such values is kept (the first with none ends the search); its note
+    says which range, and why."""
     best, tried = (DRAWN, None), []
     for interval in (DRAWN,) + OTHER_RANGES:
         attempt = made if interval == DRAWN else _point(record, point, names, loader, seed,
@@ -643,7 +643,7 @@ def _in_domain(made: _Built, record: dict, point: dict, names: Sequence[str], lo
             break
         if best[1] is None or bad < best[1]:
             best = (interval, bad)
-        if (bad * 2 <= total) if interval == DRAWN else not bad:
+        if not bad:
             break
         tried.append(f"[{interval[0]:g}, {interval[1]:g}] gave NaN or infinite values at {bad} of "
                      f"{total} output elements")
