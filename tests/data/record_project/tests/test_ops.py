@@ -40,14 +40,13 @@ def test_softsign_in_function():
     np.testing.assert_allclose(step(tf.constant([0.0, 1.0])), [1.0, 0.25])
 
 
-class Scale:
-    """An object a test's own custom gradient closes over: not plain data, so it cannot be copied."""
-
-    def __init__(self, factor):
-        self.factor = factor
-
-
 def test_scaled_by_an_object():
+    class Scale:
+        """An object of the test's own class, which replay cannot import: it cannot be copied."""
+
+        def __init__(self, factor):
+            self.factor = factor
+
     scale = Scale(2.0)
 
     @tf.custom_gradient
