@@ -58,6 +58,9 @@ class Identity:
         known only by the module-level name a wrapper was bound to).
       names: the function whose positional parameters name the arguments (the user's own, or a
         decorator's forward); `exact_names`: only where their count is the call's.
+      per_call: whether its closure holds what only a call's copy keeps (an object, a variable, a
+        decorator's values held aside): then each recorded call is copied, and those values are
+        left out of the fingerprint.
     """
 
     module: str
@@ -73,6 +76,7 @@ class Identity:
     names: Optional[Callable] = dataclasses.field(default=None, compare=False, hash=False)
     exact_names: bool = dataclasses.field(default=False, compare=False, hash=False)
     from_stack: bool = dataclasses.field(default=False, compare=False, hash=False)
+    per_call: bool = dataclasses.field(default=False, compare=False, hash=False)
 
     @property
     def key(self) -> tuple:
@@ -379,6 +383,12 @@ def _digest(cells: dict) -> tuple[str, tuple]:
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:12], tuple(shown)
 
 
+def _is_object(value: Any) -> bool:
+    """A value a closure holds that only its class identifies (a layer's `self`, a variable):
+    its state is the call's, copied with each point."""
+    return _fingerprint_part("", value)[0].startswith("object ")
+
+
 def captured_label(captured) -> str:
     """`p=3.0,k=2`: a closure's plain captured values, for telling a factory's closures apart."""
     return ",".join(f"{name}={text}" for name, text in captured)
@@ -497,14 +507,17 @@ def _identify(f: Any) -> Identity:
     cells.update({f"<global>{k}": v for k, v in foreign_globals(plain).items()})
     fingerprint, captured = _digest(cells)
     found = _wrapped_in_closure(plain)
-    if found is not None:
-        via, captured = "closure", ()  # the decorator's own closure values are not the user's
-        # Nor are they what tells its functions apart: the functions it closes over are, and the
-        # rest (TensorFlow Probability's arguments held aside) is the call's, kept with each
-        # point's copy.
+    per_call = found is not None or any(_is_object(v) for v in cells.values())
+    if per_call:
+        # A decorator's own closure values (TensorFlow Probability's arguments held aside), or a
+        # method's closure over `self` and the call's own values (Keras's `training`): what the
+        # call saw, copied with each point, not what tells functions apart. The functions it
+        # closes over do.
         fingerprint, _ = _digest({k: v for k, v in cells.items()
                                   if isinstance(_plain(v) if callable(v) else v,
                                                 types.FunctionType)})
+    if found is not None:
+        via, captured = "closure", ()  # the decorator's own closure values are not the user's
     else:
         code = plain.__code__
         found = _Found(module=plain.__module__ or "__main__",
@@ -514,7 +527,8 @@ def _identify(f: Any) -> Identity:
     return Identity(module=found.module, qualname=found.qualname, file=found.file,
                     line=found.line, captured=captured, fingerprint=fingerprint,
                     site=site(plain.__code__), function=function, via=via, user=found.user,
-                    names=found.names, exact_names=found.exact, from_stack=found.from_stack)
+                    names=found.names, exact_names=found.exact, from_stack=found.from_stack,
+                    per_call=per_call)
 
 
 def site(code: types.CodeType) -> str:

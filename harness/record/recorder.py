@@ -274,7 +274,8 @@ class Session:
         described = [_describe(a) for a in args]
         kw_described = {k: _describe(v) for k, v in kwargs.items()}
         key = (context, tuple(_key(d) for d in described),
-               tuple(sorted((k, _key(d)) for k, d in kw_described.items())))
+               tuple(sorted((k, _key(d)) for k, d in kw_described.items())),
+               _instances(source) if function.who.per_call else ())
         if key in function.keys:
             function.fruitless += 1
             return
@@ -302,7 +303,7 @@ class Session:
             function.bytes += size
             self.bytes += size
         if not function.importable():
-            point["function"] = self._copy(function, source)
+            self._copy_into(point, function, source)
         if full:
             if _without_values(point):  # its values were over the byte limit
                 return
@@ -322,6 +323,14 @@ class Session:
             return self._store(value)
         return entry
 
+    def _copy_into(self, point: dict, function: _Function, source: Optional[Callable]) -> None:
+        point["function"] = self._copy(function, source)
+        if function.who.per_call and source is not None:
+            # The plain values this call's closure held (Keras's `training`), for its note.
+            captured = identity.captured_label(identity.identify(source).captured)
+            if captured:
+                point["captured"] = captured
+
     def _copy(self, function: _Function, source: Optional[Callable] = None) -> dict:
         """The function's copy: made once, or at every recorded call where its closure holds an
         object (a layer's `self`), whose state is the one this call saw."""
@@ -331,7 +340,7 @@ class Session:
                 function.copy = {"copy": copy}
                 # A layer's self, or a decorator's per-call closure (arguments it holds aside):
                 # the state this call saw, copied at each call.
-                if _holds_object(copy) or function.who.via == "closure":
+                if _holds_object(copy) or function.who.per_call:
                     function.copy = {"copy": copy, "per_call": True}
             except Exception as e:  # noqa: BLE001 - any value it meets: said on replay
                 self.dropped["functions_not_copied"] += 1
@@ -527,6 +536,15 @@ def _describe(value: Any) -> tuple[dict, Optional[np.ndarray]]:
         return {"spec": {"dtype": dtype.name,
                          "shape": None if shape.rank is None else shape.as_list()}}, None
     return {"unsupported": f"a {name} object"}, None
+
+
+def _instances(source: Optional[Callable]) -> tuple:
+    """Which objects (a layer's self) and plain values a call's closure held: two layer instances
+    called with the same arguments are two points, each with its own weights."""
+    cells = identity._cells(source) if isinstance(source, types.FunctionType) else {}
+    return tuple(sorted((name, id(value) if identity._is_object(value)
+                         else identity._fingerprint_part(name, value)[0])
+                        for name, value in cells.items()))
 
 
 def _holds_object(entry: Any) -> bool:

@@ -525,6 +525,8 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
         kwargs[k] = value
     label = _label(shown_names, shown_values, kwargs, bool(drawn), taken)
     note = f"recorded: {_HOW.get(point.get('context'), 'a call')} made by {_node(point)}"
+    if point.get("captured"):
+        note += f", its closure holding {point['captured']}"
     if record.get("eager_session") and point.get("context") == "eager":
         note += (
             " (the session ran the tests' tf.functions eagerly, so it may have been made inside"
