@@ -387,7 +387,9 @@ def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: i
                                              along, (plain_grads, weighted_grads)))
         if weighted_grads is not None:
             found[1][-1] = _overflowed(found[0][-1], found[1][-1])
-    by_element = directions[0].element is not None
+    # No direction at all: every source set aside (a gradient None by design for each); nothing
+    # is compared, and the oracle says so.
+    by_element = bool(directions) and directions[0].element is not None
     plain = OrderFindings(order, tuple(found[0]), by_element, flat)
     if weighted_grads is None:
         return plain, None
