@@ -426,13 +426,7 @@ def _label(names, values, kwargs: dict, drawn: bool, taken: set) -> str:
     label = point_label(names, [np.asarray(v) for v in values])
     if kwargs:
         label += "," + point_label(list(kwargs), [np.asarray(v) for v in kwargs.values()])
-    label = f"drawn:{label}" if drawn else label
-    unique, n = label, 1
-    while unique in taken:
-        n += 1
-        unique = f"{label}#{n}"
-    taken.add(unique)
-    return unique
+    return _free(f"drawn:{label}" if drawn else label, taken, "#")
 
 
 def _id_part(text: str) -> str:
@@ -681,12 +675,14 @@ def _nonfinite(built: _Built, point: dict, loader: _Loader,
     return sum(int(np.count_nonzero(~np.isfinite(v))) for v in values), total
 
 
-def _free(case_id: str, taken_ids: set) -> str:
-    unique, n = case_id, 1
-    while unique in taken_ids:
+def _free(name: str, taken: set, mark: str = "_") -> str:
+    """`name`, or `name_2`, `name_3` (`#2` with mark "#")...: the first one not yet taken, now
+    taken."""
+    unique, n = name, 1
+    while unique in taken:
         n += 1
-        unique = f"{case_id}_{n}"
-    taken_ids.add(unique)
+        unique = f"{name}{mark}{n}"
+    taken.add(unique)
     return unique
 
 
