@@ -10,13 +10,16 @@ beside its assertion), and the issue's own examples. All start TensorFlow: slow.
 """
 
 import json
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from harness.record import store
+from tests import helpers
 from tests.helpers import DATA
 from tests.test_record_hard import replay, user_pytest
 
@@ -205,3 +208,35 @@ def test_a_value_file_removed_after_recording_costs_that_point_alone(real, tmp_p
     assert f"the recorded value of its argument x is missing ({gone} is not in" in \
         skipped[0]["reason"]
     assert [r["verdict"] for r in points.values() if r["verdict"] != "skip"] == ["pass"]
+
+
+KERAS_SCRIPT = """
+import keras
+import tensorflow as tf
+
+layer = keras.layers.Dense(3)
+layer.build((None, 4))
+layer.quantize("int8")
+layer(tf.ones((2, 4)))
+"""
+
+
+def test_the_record_command_counts_keras_s_gradients_left_out_and_records_them_when_asked(
+    tmp_path,
+):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    script = tmp_path / "script.py"
+    script.write_text(KERAS_SCRIPT)
+    left = helpers.harness("record", str(tmp_path / "left"), "--", sys.executable, str(script),
+                           env=env)
+    assert left.returncode == 0, left.stderr
+    folder = store.session_folder(str(tmp_path / "left"))[0]
+    assert left.stderr.strip().splitlines()[-1] == (
+        f"harness record: no custom-gradient function of the code under test called in {folder}: "
+        "1 custom gradient that keras defines was made and left out, as the framework's own "
+        "(record them with --record_include=keras)")
+    asked = helpers.harness("record", str(tmp_path / "asked"), "--record_include=keras", "--",
+                            sys.executable, str(script), env=env)
+    assert asked.returncode == 0, asked.stderr
+    [function] = store.read(str(tmp_path / "asked"))["functions"]
+    assert function["qualname"] == "Dense._int8_call.<locals>.matmul_with_inputs_gradient"

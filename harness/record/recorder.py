@@ -366,7 +366,8 @@ class Session:
     def flush(self, finished: bool = False) -> None:
         """Writes this process's file if anything is new (always when `finished`); a failure is
         kept for the summary, and the tests go on."""
-        if not (self.dirty or finished) or not (self.called() or finished and self.tests):
+        if not (self.dirty or finished) or not (self.called()
+                                                or finished and (self.tests or self.left_out)):
             return
         try:
             self.written = str(self.writer.write(self.data("finished" if finished else "running"),
