@@ -24,6 +24,22 @@ def pytest_addoption(parser) -> None:
     group.addoption("--harness-record", dest="harness_record", metavar="DIR", default=None,
                     help="Record every tf.custom_gradient the tests call into DIR; replay them "
                          "with python -m harness replay DIR.")
+    group.addoption("--harness-check", dest="harness_check", metavar="DIR", nargs="?", const="",
+                    default=None,
+                    help="Record as --harness-record does (into DIR; default .harness/check under "
+                         "the rootdir), and once the tests have ended, replay every recorded "
+                         "function: each point is reported as a test of its own, and pytest "
+                         "fails when one fails.")
+    group.addoption("--harness-check-mode", dest="harness_check_mode", metavar="MODES",
+                    default="all",
+                    help="With --harness-check: the modes to replay in (python -m harness "
+                         "--mode; default all).")
+    group.addoption("--harness-check-jobs", dest="harness_check_jobs", metavar="N", type=int,
+                    default=1, help="With --harness-check: the replay's worker processes.")
+    group.addoption("--harness-check-timeout", dest="harness_check_timeout", metavar="S",
+                    type=float, default=None,
+                    help="With --harness-check: each point's timeout in seconds (default the "
+                         "harness's).")
     group.addoption("--harness-record-points", dest="harness_record_points", metavar="K", type=int,
                     default=_DEFAULT_POINTS,
                     help="With --harness-record: the distinct points kept per function (default "
@@ -97,6 +113,11 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
     given."""
     options = early_config.known_args_namespace
     folder = getattr(options, "harness_record", None)
+    check = getattr(options, "harness_check", None)
+    if check is not None and not folder:
+        from harness.record import check as checking  # noqa: PLC0415 - imports no TensorFlow
+
+        folder = check or str(early_config.rootpath.joinpath(*checking.DEFAULT_FOLDER))
     if not folder:
         return
     try:
@@ -126,6 +147,12 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
         return
     session.say_stopped_at_once = False
     early_config.pluginmanager.register(_Recording(session), "harness-record-session")
+    if check is not None:
+        early_config.pluginmanager.register(
+            checking.Checking(session, getattr(options, "harness_check_mode", "all"),
+                              getattr(options, "harness_check_jobs", 1),
+                              getattr(options, "harness_check_timeout", None)),
+            "harness-check-session")
 
 
 class _NotRecording:

@@ -1,0 +1,151 @@
+"""`pytest --harness-check`: the recording replayed once the tests have ended, its verdicts in
+pytest's own reports.
+
+The plugin (harness.record.plugin) records as `--harness-record` does; this part runs in the
+process that owns the session (pytest itself, or pytest-xdist's controller once its workers have
+ended), before pytest writes its reports: it replays the session's recording with `python -m
+harness replay` in a process of its own (which starts the workers), and hands pytest one report
+per replayed point, as if a test had run: named `<case>[<point>]`, passed, failed (fail, error,
+crash or timeout), skipped, or an xfail/xpass as declared. So each point is counted in pytest's
+last line, a failing one has its line in the short test summary (its explanation's first line
+and the test that made the call) and its whole explanation among the failures, `--junitxml`
+holds a testcase for each, and pytest exits non-zero when one fails, whatever the tests did. The
+tests' own outcomes are not touched. Importing this imports no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+__all__ = ["Checking", "DEFAULT_FOLDER"]
+
+DEFAULT_FOLDER = (".harness", "check")  # under the rootdir, where --harness-check names none
+_FAILING = ("fail", "error", "crash", "timeout")
+
+
+class _Crash:
+    def __init__(self, message: str):
+        self.message = message
+
+
+class _Explanation:
+    """A replayed point's explanation as pytest's reports take a failure: `reprcrash.message` is
+    the line of the short summary and of JUnit's message, `toterminal` the whole text."""
+
+    def __init__(self, text: str, first: str):
+        self.text = text
+        self.reprcrash = _Crash(first)
+
+    def toterminal(self, tw) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _caller(result: dict) -> str:
+    for detail in result.get("details") or ():
+        if detail.startswith("recorded: ") and " made by " in detail:
+            return detail.split(" made by ", 1)[1].split(", its closure", 1)[0]
+    return ""
+
+
+def _report(result: dict, session_folder: str):
+    """pytest's report of one replayed point."""
+    from _pytest.reports import TestReport  # noqa: PLC0415 - pytest runs this
+
+    nodeid = f"harness::{result['case']}[{result['point']}]"
+    verdict = result["verdict"]
+    reason = result.get("reason") or verdict
+    caller = _caller(result)
+    first = reason.splitlines()[0] + (f" (called by {caller})" if caller else "")
+    text = "\n".join([reason] + [f"- {d}" for d in result.get("details") or () if d != reason]
+                     + ([f"rerun: {result['rerun']}"] if result.get("rerun") else []))
+    location = (session_folder, 0, nodeid)
+    if verdict in _FAILING:
+        outcome, longrepr = "failed", _Explanation(text, f"{verdict}: {first}")
+    elif verdict in ("skip", "xfail"):
+        outcome, longrepr = "skipped", (session_folder, 0, f"{verdict}: {first}")
+    else:
+        outcome, longrepr = "passed", None
+    report = TestReport(nodeid=nodeid, location=location, keywords={nodeid: 1}, outcome=outcome,
+                        longrepr=longrepr, when="call", sections=[],
+                        duration=float(result.get("seconds") or 0.0), user_properties=[])
+    if verdict in ("xfail", "xpass"):
+        report.wasxfail = first
+    return report
+
+
+class Checking:
+    """The hooks that replay the recording at the end of the session and report its points."""
+
+    def __init__(self, recording, modes: str, jobs: int, timeout: Optional[float]):
+        self.recording = recording  # harness.record.recorder.Session
+        self.modes, self.jobs, self.timeout = modes, jobs, timeout
+        self.results: list = []
+        self.line = ""
+        self.problem = ""
+
+    def _replay(self) -> None:
+        folder = self.recording.folder
+        out = Path(tempfile.mkdtemp(prefix="harness-check-")) / "replay.json"
+        command = [sys.executable, "-m", "harness", "replay", folder, f"--mode={self.modes}",
+                   f"--jobs={self.jobs}", f"--json_out={out}"]
+        if self.timeout:
+            command.append(f"--timeout={self.timeout:g}")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_RECORD")}
+        started = time.monotonic()
+        proc = subprocess.run(command, capture_output=True, text=True, env=env)
+        took = time.monotonic() - started
+        if not out.is_file():
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            self.problem = lines[-1] if lines else f"replay exited with status {proc.returncode}"
+            return
+        self.results = json.loads(out.read_text(encoding="utf-8"))["results"]
+        counts: dict = {}
+        for r in self.results:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        said = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        self.line = (f"harness check: {len(self.results)} point"
+                     f"{'s' if len(self.results) != 1 else ''} of the recorded custom gradients "
+                     f"replayed in {took:.1f} s ({said or 'none'})")
+
+    @pytest.hookimpl(tryfirst=True)  # before --junitxml writes its file and the summary is shown
+    def pytest_sessionfinish(self, session, exitstatus):
+        if hasattr(session.config, "workerinput"):  # an xdist worker: the controller replays
+            return
+        self.recording.flush(finished=True)
+        from harness.record import store  # noqa: PLC0415
+
+        try:
+            store.read(self.recording.folder)
+        except store.RecordError:
+            self.line = "harness check: no custom-gradient function was recorded, so none replayed"
+            return
+        self._replay()
+        hook = session.config.hook
+        for result in self.results:
+            report = _report(result, self.recording.folder)
+            hook.pytest_runtest_logstart(nodeid=report.nodeid, location=report.location)
+            hook.pytest_runtest_logreport(report=report)
+            hook.pytest_runtest_logfinish(nodeid=report.nodeid, location=report.location)
+        failed = self.problem or any(r["verdict"] in _FAILING for r in self.results)
+        if failed and session.exitstatus == 0:
+            session.exitstatus = 1  # pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.problem:
+            terminalreporter.write_line(f"harness check: error: the replay did not run: "
+                                        f"{self.problem}")
+        elif self.line:
+            terminalreporter.write_line(self.line)

@@ -1,0 +1,65 @@
+"""`pytest --harness-check` on the small project of tests/data/record_project: its six tests all
+pass, and two of the gradients they call are wrong (scaled_square ignores dy, clipped_relu takes a
+Python `if` on a tensor), as tests/test_record.py establishes by replaying it. One flag must then
+fail the run, in pytest's own summary, exit status and JUnit report, and replay once under
+pytest-xdist. All start TensorFlow: slow.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from harness.record import store
+from tests import helpers
+from tests.helpers import DATA, REPO
+
+pytestmark = pytest.mark.slow
+
+WRONG = {"harness::recorded.mylib.ops.scaled_square[x=3.0]",
+         "harness::recorded.mylib.ops.clipped_relu[x=1.5]"}
+
+
+def _checked(tmp_path, *args):
+    project = tmp_path / "project"
+    shutil.copytree(DATA / "record_project", project)
+    # CI=1: pytest then prints the short summary's lines whole, as a CI log shows them.
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2", CI="1")
+    env.pop(store.ENV_SESSION, None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *helpers.RECORD_PLUGIN, "tests", "--harness-check",
+                           f"--junitxml={tmp_path / 'j.xml'}", *args],
+                          capture_output=True, text=True, cwd=project, env=env, timeout=600)
+    return proc, ET.parse(tmp_path / "j.xml").getroot(), project
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one process", "xdist -n 2"])
+def test_one_flag_fails_the_run_on_a_wrong_gradient_though_every_test_passed(tmp_path, workers):
+    if workers:
+        pytest.importorskip("xdist", reason="pytest-xdist is the test extra's")
+    proc, junit, project = _checked(tmp_path, *workers)
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:]
+    # The tests' own outcomes are unchanged: six pass; the replayed points are counted beside.
+    assert "2 failed, 10 passed, 1 skipped" in out.splitlines()[-1], out[-1500:]
+    summary = [line for line in out.splitlines() if line.startswith("FAILED ")]
+    assert {line.split(" - ")[0].removeprefix("FAILED ") for line in summary} == WRONG
+    # Each line: the first line of the explanation and the test that made the call.
+    [scaled] = [line for line in summary if "scaled_square" in line]
+    assert " - fail: grad_fn mishandles its upstream gradient: at order 1 " in scaled
+    assert scaled.endswith("(called by tests/test_ops.py::test_scaled_square)"), scaled
+    # Replayed once, by the process that owns the session, after the tests (and workers) ended.
+    assert out.count("harness check: 7 points of the recorded custom gradients replayed in") == 1
+    assert (project / ".harness" / "check").is_dir()
+    cases = {(tc.get("classname"), tc.get("name")): tc for tc in junit.iter("testcase")}
+    replayed = {f"{c}::{n}": tc for (c, n), tc in cases.items() if c == "harness"}
+    assert len(replayed) == 7 and len(cases) == 13
+    for nodeid in WRONG:
+        [failure] = replayed[nodeid].findall("failure")
+        assert failure.get("message").startswith("fail: ")
+        assert "rerun: python -m harness replay" in failure.text
+    assert "called by tests/test_ops.py::test_scaled_square" in \
+        replayed["harness::recorded.mylib.ops.scaled_square[x=3.0]"].find("failure").get("message")
