@@ -250,6 +250,12 @@ RECORD_INCLUDE = flags.DEFINE_list(
     "tensorflow), which are left out by default as the framework's, not the user's: a library's "
     "maintainers recording their own library name it here (pytest: --harness-record-include).")
 
+EXPECTATIONS = flags.DEFINE_string(
+    "expectations", None,
+    "The reviewed expectations file of known deviations (default: harness-expectations"
+    ".json in this folder or above, or where pyproject.toml's [tool.harness] expectations says); "
+    "'' reads none.")
+
 OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 
 CASES_PER_EXTRA_WORKER = 8
@@ -394,5 +400,6 @@ FLAG_TABLE = {
         (RECORD_POINTS, None, (RECORD_CMD,)),
         (RECORD_EAGER, None, (RECORD_CMD,)),
         (RECORD_INCLUDE, None, (RECORD_CMD,)),
+        (EXPECTATIONS, None, (REPLAY_CMD,)),
     )
 }

@@ -56,6 +56,7 @@ from harness.cli.options import (
     OUT,
     POINT,
     RECORD_CMD,
+    EXPECTATIONS,
     RECORD_EAGER,
     RECORD_INCLUDE,
     RECORD_POINTS,
@@ -232,7 +233,8 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
     origins = Origins(library=with_library, case_files=tuple(CASE_FILES.value), check=check,
                       themes=themes(patterns),
                       recorded=(recorded, ORDER.value,
-                                tuple(EXPECT.value) if command == REPLAY_CMD else ())
+                                tuple(EXPECT.value) if command == REPLAY_CMD else (),
+                                expectations_file(command))
                       if recorded else None)
     options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
                          numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value,
@@ -247,6 +249,23 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
         out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
         minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value,
         examples=EXAMPLES.value, seed=SEED.value, domains=tuple(domains), recorded=recorded)
+
+
+def expectations_file(command: str) -> str:
+    """replay's reviewed expectations file (--expectations, else found from this folder up), read
+    once here so that a malformed one is a usage error before any case runs; "" for none."""
+    from harness.record import expectations  # noqa: PLC0415 - no TensorFlow
+
+    if command != REPLAY_CMD or EXPECTATIONS.value == "":
+        return ""
+    path = Path(EXPECTATIONS.value) if EXPECTATIONS.value else expectations.find(Path.cwd())
+    if path is None:
+        return ""
+    try:
+        expectations.load(path)
+    except expectations.ExpectationsError as e:
+        raise UsageError(str(e)) from None
+    return str(path.resolve())
 
 
 def recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
@@ -295,6 +314,7 @@ def rerun_command(case_id: str, point: str, s: Settings, check=None,
     if s.recorded:  # a recorded case reruns through replay, whichever command ran it
         parts += ([f"--order={s.origins.recorded[1]}"] if s.origins.recorded[1] != 1 else [])
         parts += [f"--expect={text}" for text in s.origins.recorded[2]]
+        parts += [f"--expectations={s.origins.recorded[3]}"] if s.origins.recorded[3] else []
     if check is not None:
         parts += ["check",
                   check.target] + [f"--inputs={i}"

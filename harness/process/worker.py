@@ -38,8 +38,9 @@ class Origins:
     case_files: tuple[str, ...] = ()
     check: Optional[CheckSpec] = None
     themes: Optional[tuple[str, ...]] = None  # library modules to load; None: all
-    # A recorded folder to replay (harness.record): (its path, the order, --expect texts).
-    recorded: Optional[tuple[str, int, tuple[str, ...]]] = None
+    # A recorded folder to replay (harness.record): (its path, the order, --expect texts, the
+    # reviewed expectations file or "").
+    recorded: Optional[tuple[str, int, tuple[str, ...], str]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,16 +110,25 @@ def load(origins: Origins) -> Loaded:
                   baseline=state.snapshot(), threads=state.threads())
 
 
-def _recorded_cases(folder: str, order: int, expect: tuple[str, ...]) -> list:
+def _recorded_cases(folder: str, order: int, expect: tuple[str, ...], reviewed: str = "") -> list:
     from harness import checking, loader  # noqa: PLC0415
     from harness.case import CaseError, Expectation  # noqa: PLC0415
-    from harness.record import replay, store  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from harness.record import expectations as reviewed_file, replay, store  # noqa: PLC0415
 
     try:
         expectations = [Expectation(modes=m, outcome=o, reason=r)
                         for m, o, r in (checking.parse_expect(t) for t in expect)]
-        return replay.cases(folder, order, expectations)
-    except (store.RecordError, CaseError, checking.InputError) as e:
+        entries = reviewed_file.load(Path(reviewed)) if reviewed else []
+
+        def per_case(case_id: str, labels) -> list:
+            return [Expectation(modes=m, outcome=o, reason=r, points=p) for m, o, r, p in
+                    reviewed_file.expectations_for(entries, case_id, labels)]
+
+        return replay.cases(folder, order, expectations, per_case=per_case)
+    except (store.RecordError, CaseError, checking.InputError,
+            reviewed_file.ExpectationsError) as e:
         raise loader.LoadError(str(e)) from None
 
 

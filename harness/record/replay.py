@@ -435,7 +435,7 @@ def _id_part(text: str) -> str:
 
 
 def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[Expectation],
-              taken_ids: set, twins: int = 1) -> list[Case]:
+              taken_ids: set, twins: int = 1, per_case: Optional[Callable] = None) -> list[Case]:
     base = _case_id(record["module"], record["qualname"])
     captured = ",".join(f"{name}={text}" for name, text in record.get("captured") or ())
     if twins > 1 and captured:
@@ -458,7 +458,7 @@ def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[
             case_id = f"{base}_{n}"
         taken_ids.add(case_id)
         made += _group_case(case_id, record, points, loader, order, expectations, description,
-                            source, taken_ids)
+                            source, taken_ids, per_case)
     return made
 
 
@@ -544,7 +544,7 @@ def _same(a: Point, b: Point) -> bool:
 
 def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader, order: int,
                 expectations: Sequence[Expectation], description: str, source: str,
-                taken_ids: set) -> list[Case]:
+                taken_ids: set, per_case: Optional[Callable] = None) -> list[Case]:
     """The case of one group of points; a point that cannot be replayed (a value file gone, an
     argument that is no value, a copy that cannot be made) is a skipped case of its own beside
     it, costing only that point."""
@@ -575,9 +575,12 @@ def _group_case(case_id: str, record: dict, points: list[dict], loader: _Loader,
         else dict(fn=_calling(good[0].maker(), kept["args"], kwargs))
     if several:
         how["builders"] = {b.point.label: builder(b.maker) for b in good}
+    # The reviewed expectations file's entries for this function (harness.record.expectations).
+    reviewed = per_case(case_id, [b.point.label for b in good]) if per_case else []
     try:
         case = Case(id=case_id, points=[b.point for b in good], order=order,
-                    description=description, source=source, expectations=tuple(expectations),
+                    description=description, source=source,
+                    expectations=tuple(expectations) + tuple(reviewed),
                     notes=notes, drawn=tuple(b.point.label for b in good if b.drawn), **how)
     except CaseError as e:
         case = _skip_case(case_id, [b.point.label for b in good], str(e).split(": ", 2)[-1],
@@ -699,7 +702,8 @@ def _kwargs_of(point: dict, loader: _Loader) -> list:
     return [_value(entry, loader, 0, _Known)[0] for entry in (point.get("kwargs") or {}).values()]
 
 
-def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = ()) -> list[Case]:
+def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = (),
+          per_case: Optional[Callable[[str, Sequence[str]], list]] = None) -> list[Case]:
     """Every recorded function of `folder` as Cases.
 
     Raises:
@@ -715,7 +719,8 @@ def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = ())
         if not record["points"]:
             continue
         try:
-            made += _cases_of(record, loader, order, expectations, taken, _twins(record, records))
+            made += _cases_of(record, loader, order, expectations, taken, _twins(record, records),
+                              per_case)
         except Exception as e:  # noqa: BLE001 - one record the replay cannot read costs it alone
             case_id = _free(_case_id(record["module"], record["qualname"]), taken)
             made.append(_skip_case(case_id, [f"point{i + 1}" for i in range(len(record["points"]))],

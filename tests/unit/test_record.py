@@ -472,8 +472,9 @@ def test_replay_and_a_run_with_recorded_replace_the_library_and_rerun_through_re
         run = cli_settings.settings_for("run", [])
     for settings in (replayed, run):
         assert settings.origins.recorded[0] == str(folder) and not settings.origins.library
+    # No expectations file in this folder or above it: none is read.
     assert replayed.origins.recorded[1:] == (2, ("numeric:values differ:a straight-through "
-                                                 "estimator",))
+                                                 "estimator",), "")
     rerun = cli_settings.rerun_command("recorded.m.f", "x=1.0", replayed)
     assert shlex.split(rerun) == ["python", "-m", "harness", "replay", str(folder), "--order=2",
                                   "--expect=numeric:values differ:a straight-through estimator",
