@@ -63,3 +63,66 @@ def test_one_flag_fails_the_run_on_a_wrong_gradient_though_every_test_passed(tmp
         assert "rerun: python -m harness replay" in failure.text
     assert "called by tests/test_ops.py::test_scaled_square" in \
         replayed["harness::recorded.mylib.ops.scaled_square[x=3.0]"].find("failure").get("message")
+
+
+def _run(project, tmp_path, *args):
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2", CI="1")
+    env.pop(store.ENV_SESSION, None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *helpers.RECORD_PLUGIN, "tests", "--harness-check", *args],
+                          capture_output=True, text=True, cwd=project, env=env, timeout=600)
+
+
+def test_accepting_writes_the_reviewed_file_and_a_mended_function_leaves_it(tmp_path):
+    pytest.importorskip("xdist", reason="pytest-xdist is the test extra's")
+    project = tmp_path / "project"
+    shutil.copytree(DATA / "record_project", project)
+    reviewed = project / "harness-expectations.json"
+    accepted = _run(project, tmp_path, "-n", "2", "--harness-accept")
+    assert accepted.returncode == 0, accepted.stdout[-3000:]
+    assert (f"harness check: wrote {reviewed}: + recorded.mylib.ops.clipped_relu "
+            "function,graph:OperatorNotAllowedInGraphError; + recorded.mylib.ops.scaled_square "
+            "upstream:values differ") in accepted.stdout
+    written = reviewed.read_text()
+    assert '"reason": "grad_fn mishandles its upstream gradient: at order 1' in written
+    # A hand-written reason is kept by the next accept.
+    reviewed.write_text(written.replace(written.split('"reason": "')[1].split('"')[0],
+                                        "a Python if on a tensor, reviewed"))
+    green = _run(project, tmp_path, "-n", "2")
+    assert green.returncode == 0, green.stdout[-3000:]
+    assert "10 passed, 1 skipped, 2 xfailed" in green.stdout.splitlines()[-1]
+    # Mend scaled_square (its gradient ignored dy): its entry no longer deviates.
+    ops = project / "mylib" / "ops.py"
+    ops.write_text(ops.read_text().replace("        return 2.0 * x\n",
+                                           "        return dy * 2.0 * x\n"))
+    mended = _run(project, tmp_path, "-n", "2")
+    assert mended.returncode == 0 and "1 xpassed" in mended.stdout.splitlines()[-1]
+    strict = _run(project, tmp_path, "-n", "2", "--harness-strict")
+    assert strict.returncode == 1
+    assert "FAILED harness::recorded.mylib.ops.scaled_square[x=3.0] - fail: declared but did " \
+           "not happen" in strict.stdout
+    again = _run(project, tmp_path, "-n", "2", "--harness-accept")
+    assert f"harness check: wrote {reviewed}: - recorded.mylib.ops.scaled_square upstream:values " \
+           "differ" in again.stdout
+    left = reviewed.read_text()
+    assert "scaled_square" not in left and "a Python if on a tensor, reviewed" in left
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"schema": "harness.expectations/1",\n "expected": [\n  {"function": "x",, }]}',
+     ":3: not JSON (Expecting property name enclosed in double quotes); fix it, or write it "
+     "again with --harness-accept"),
+    ('{"schema": "harness.expectations/1", "expected": [\n {"function": "f", "expect": '
+     '"nomode:ValueError", "reason": "r"}]}', ":2: 'nomode:ValueError': unknown mode 'nomode'"),
+])
+def test_a_malformed_expectations_file_stops_pytest_before_any_test_naming_its_line(
+    tmp_path, text, said,
+):
+    project = tmp_path / "project"
+    shutil.copytree(DATA / "record_project", project)
+    (project / "harness-expectations.json").write_text(text)
+    proc = _run(project, tmp_path)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    [error] = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("ERROR")]
+    assert error.startswith(f"ERROR: {project / 'harness-expectations.json'}{said}"), error
+    assert "passed" not in proc.stdout  # no test ran

@@ -26,10 +26,36 @@ from typing import Optional
 
 import pytest
 
-__all__ = ["Checking", "DEFAULT_FOLDER"]
+__all__ = ["Checking", "DEFAULT_FOLDER", "reviewed_file"]
 
 DEFAULT_FOLDER = (".harness", "check")  # under the rootdir, where --harness-check names none
 _FAILING = ("fail", "error", "crash", "timeout")
+
+
+def reviewed_file(rootdir: Path, options) -> tuple:
+    """(the expectations file or None, accept, strict) from pytest's options, the file read once
+    now so that a malformed one stops pytest before any test runs.
+
+    Raises:
+      pytest.UsageError: the file is malformed; the message names its line.
+    """
+    from harness.record import expectations  # noqa: PLC0415
+
+    named = getattr(options, "harness_expectations", None)
+    path = Path(named) if named else expectations.find(Path(rootdir))
+    accept = bool(getattr(options, "harness_accept", False))
+    strict = bool(getattr(options, "harness_strict", False))
+    if path is not None and path.is_file():
+        try:
+            expectations.load(path)
+        except expectations.ExpectationsError as e:
+            raise pytest.UsageError(str(e)) from None
+    elif path is not None and named and not accept:
+        raise pytest.UsageError(f"--harness-expectations={named}: no such file; give an existing "
+                                "file, or write one with --harness-accept")
+    if path is None and accept:
+        path = Path(rootdir) / expectations.FILE_NAME
+    return (str(path.resolve()) if path else None), accept, strict
 
 
 class _Crash:
@@ -89,9 +115,14 @@ def _report(result: dict, session_folder: str):
 class Checking:
     """The hooks that replay the recording at the end of the session and report its points."""
 
-    def __init__(self, recording, modes: str, jobs: int, timeout: Optional[float]):
+    def __init__(self, recording, modes: str, jobs: int, timeout: Optional[float],
+                 reviewed: tuple = (None, False, False)):
         self.recording = recording  # harness.record.recorder.Session
         self.modes, self.jobs, self.timeout = modes, jobs, timeout
+        # The expectations file (or None), whether to write it from the run, whether xpass fails.
+        self.reviewed, self.accept, self.strict = reviewed
+        self.changes: list = []
+        self.stale: list = []
         self.results: list = []
         self.line = ""
         self.problem = ""
@@ -103,6 +134,10 @@ class Checking:
                    f"--jobs={self.jobs}", f"--json_out={out}"]
         if self.timeout:
             command.append(f"--timeout={self.timeout:g}")
+        # Under accept every deviation is seen as it is, the file written from what was found.
+        command.append(f"--expectations={self.reviewed if self.reviewed and not self.accept else ''}")
+        if self.strict:
+            command.append("--strict_xpass")
         env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_RECORD")}
         started = time.monotonic()
         proc = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -111,7 +146,9 @@ class Checking:
             lines = (proc.stderr or proc.stdout).strip().splitlines()
             self.problem = lines[-1] if lines else f"replay exited with status {proc.returncode}"
             return
-        self.results = json.loads(out.read_text(encoding="utf-8"))["results"]
+        report = json.loads(out.read_text(encoding="utf-8"))
+        self.results = report["results"]
+        self._review(report.get("environment", {}).get("tensorflow", "?"))
         counts: dict = {}
         for r in self.results:
             counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -119,6 +156,26 @@ class Checking:
         self.line = (f"harness check: {len(self.results)} point"
                      f"{'s' if len(self.results) != 1 else ''} of the recorded custom gradients "
                      f"replayed in {took:.1f} s ({said or 'none'})")
+
+    def _review(self, tf_version: str) -> None:
+        """Stale entries, and under accept the file written from the run."""
+        from harness.record import expectations  # noqa: PLC0415
+
+        if self.reviewed is None:
+            return
+        entries = (expectations.load(Path(self.reviewed)) if Path(self.reviewed).is_file()
+                   else [])
+        self.stale = expectations.stale(entries, sorted({r["case"] for r in self.results}))
+        if not self.accept:
+            return
+        after, changes, undeclarable = expectations.accept(entries, self.results, tf_version)
+        expectations.write(Path(self.reviewed), after)
+        self.changes = changes + [f"  cannot be declared (modes whose values differ, a bad "
+                                  f"gradient): {p}" for p in undeclarable]
+        # What was accepted is expected from now on: the points are reported as such.
+        for r in self.results:
+            if r["verdict"] == "fail" and f"{r['case']}[{r['point']}]" not in undeclarable:
+                r["verdict"] = "xfail"
 
     @pytest.hookimpl(tryfirst=True)  # before --junitxml writes its file and the summary is shown
     def pytest_sessionfinish(self, session, exitstatus):
@@ -149,3 +206,10 @@ class Checking:
                                         f"{self.problem}")
         elif self.line:
             terminalreporter.write_line(self.line)
+        for entry in self.stale:
+            terminalreporter.write_line(f"harness check: stale entry in {self.reviewed}: "
+                                        f"{entry.function} ({entry.expect}) names no function "
+                                        "this run called")
+        if self.accept and self.reviewed:
+            said = "; ".join(self.changes) if self.changes else "no change"
+            terminalreporter.write_line(f"harness check: wrote {self.reviewed}: {said}")

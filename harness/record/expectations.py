@@ -172,13 +172,16 @@ def accept(entries: Sequence[Entry], results: Sequence[dict],
 
     A failing point's deviations become entries (its function's points, or "*" where every
     point deviates alike), keeping the reason of an entry that said the same before; an entry
-    whose function now passes at every point it covers (xpass) goes; the rest stay."""
+    whose function now passes at every point it covers goes; the rest stay (a stale one too: the
+    run did not call its function, so says nothing of it)."""
     by_case: dict = {}
     for r in results:
         by_case.setdefault(r["case"], []).append(r)
-    kept = [e for e in entries
-            if not any(e.covers(r["case"], r["point"]) and r["verdict"] == "xpass"
-                       for r in results)]
+    def passes(entry: Entry) -> bool:  # every point it covers passes now (or passes declared)
+        covered = [r for r in results if entry.covers(r["case"], r["point"])]
+        return bool(covered) and all(r["verdict"] in ("pass", "xpass") for r in covered)
+
+    kept = [e for e in entries if not passes(e)]
     undeclarable, new = [], []
     for case_id, points in sorted(by_case.items()):
         wanted: dict = {}

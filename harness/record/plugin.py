@@ -40,6 +40,17 @@ def pytest_addoption(parser) -> None:
                     type=float, default=None,
                     help="With --harness-check: each point's timeout in seconds (default the "
                          "harness's).")
+    group.addoption("--harness-expectations", dest="harness_expectations", metavar="FILE",
+                    default=None,
+                    help="With --harness-check: the reviewed file of known deviations (default: "
+                         "harness-expectations.json at the rootdir or above, or where "
+                         "pyproject.toml's [tool.harness] expectations says).")
+    group.addoption("--harness-accept", dest="harness_accept", action="store_true", default=False,
+                    help="With --harness-check: write the expectations file from this run: an "
+                         "entry for each new deviation, none for a function that now passes, "
+                         "the reasons written by hand kept.")
+    group.addoption("--harness-strict", dest="harness_strict", action="store_true", default=False,
+                    help="With --harness-check: an entry that no longer deviates (xpass) fails.")
     group.addoption("--harness-record-points", dest="harness_record_points", metavar="K", type=int,
                     default=_DEFAULT_POINTS,
                     help="With --harness-record: the distinct points kept per function (default "
@@ -151,7 +162,8 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
         early_config.pluginmanager.register(
             checking.Checking(session, getattr(options, "harness_check_mode", "all"),
                               getattr(options, "harness_check_jobs", 1),
-                              getattr(options, "harness_check_timeout", None)),
+                              getattr(options, "harness_check_timeout", None),
+                              checking.reviewed_file(early_config.rootpath, options)),
             "harness-check-session")
 
 
