@@ -123,6 +123,7 @@ def test_a_malformed_expectations_file_stops_pytest_before_any_test_naming_its_l
     (project / "harness-expectations.json").write_text(text)
     proc = _run(project, tmp_path)
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    [error] = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("ERROR")]
+    said_all = (proc.stdout + proc.stderr).splitlines()
+    [error] = [line for line in said_all if line.startswith("ERROR")]
     assert error.startswith(f"ERROR: {project / 'harness-expectations.json'}{said}"), error
     assert "passed" not in proc.stdout  # no test ran

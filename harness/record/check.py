@@ -135,7 +135,8 @@ class Checking:
         if self.timeout:
             command.append(f"--timeout={self.timeout:g}")
         # Under accept every deviation is seen as it is, the file written from what was found.
-        command.append(f"--expectations={self.reviewed if self.reviewed and not self.accept else ''}")
+        reviewed = self.reviewed if self.reviewed and not self.accept else ""
+        command.append(f"--expectations={reviewed}")
         if self.strict:
             command.append("--strict_xpass")
         env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_RECORD")}

@@ -10,7 +10,8 @@ from harness.record import expectations
 FAILING = {"case": "recorded.m.relu", "point": "x=1.5", "verdict": "fail",
            "reason": "function vs eager: function raises OperatorNotAllowedInGraphError at forward",
            "modes": {"eager": {"status": "ok"},
-                     "function": {"status": "error", "error_type": "OperatorNotAllowedInGraphError"},
+                     "function": {"status": "error",
+                                  "error_type": "OperatorNotAllowedInGraphError"},
                      "graph": {"status": "error", "error_type": "OperatorNotAllowedInGraphError"}},
            "oracles": {"numeric": {"status": "match"}, "upstream": {"status": "differ"}}}
 
