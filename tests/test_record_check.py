@@ -127,3 +127,16 @@ def test_a_malformed_expectations_file_stops_pytest_before_any_test_naming_its_l
     [error] = [line for line in said_all if line.startswith("ERROR")]
     assert error.startswith(f"ERROR: {project / 'harness-expectations.json'}{said}"), error
     assert "passed" not in proc.stdout  # no test ran
+
+
+def test_the_record_command_s_check_replays_what_a_suite_pytest_does_not_run_recorded(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(DATA / "record_project", project)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    proc = helpers.harness("record", str(tmp_path / "rec"), "--check", "--", sys.executable, "-m",
+                           "unittest", "discover", "-s", str(project), "-p",
+                           "test_unittest_style.py", cwd=str(project), env=env, timeout=600)
+    # The unittest suite passes; the gradient it calls ignores dy: the replay's status is 1.
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "FAIL     recorded.mylib.ops.scaled_square[x=3.0]" in proc.stdout
+    assert proc.stdout.strip().splitlines()[-1].startswith("1 case at 1 point: 1 fail in ")

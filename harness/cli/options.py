@@ -244,6 +244,13 @@ RECORD_EAGER = flags.DEFINE_boolean(
     "so that calls made inside them are recorded with their values instead of replayed at drawn "
     "values; the command then runs eagerly, and slower (pytest: --harness-record-eager).")
 
+RECORD_CHECK = flags.DEFINE_boolean(
+    "check", False,
+    "record: once the command has ended, replay what it recorded (in the core modes, with the "
+    "oracles and the reviewed expectations file found from this folder up), as pytest "
+    "--harness-check does; the exit "
+    "status is the command's where it failed, else the replay's.")
+
 RECORD_INCLUDE = flags.DEFINE_list(
     "record_include", [],
     "record: also record the custom gradients these packages define themselves (keras, tf_keras, "
@@ -400,6 +407,7 @@ FLAG_TABLE = {
         (RECORD_POINTS, None, (RECORD_CMD,)),
         (RECORD_EAGER, None, (RECORD_CMD,)),
         (RECORD_INCLUDE, None, (RECORD_CMD,)),
+        (RECORD_CHECK, None, (RECORD_CMD,)),
         (EXPECTATIONS, None, (REPLAY_CMD,)),
     )
 }

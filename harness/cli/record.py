@@ -49,4 +49,16 @@ def record_command(s: RecordSettings) -> int:
     from harness.record import recorder  # noqa: PLC0415 - numpy only, no TensorFlow
 
     sys.stderr.write(recorder.folder_summary(session, include_flag="--record_include") + "\n")
-    return code
+    if not s.check:
+        return code
+    try:
+        store.read(session)
+    except store.RecordError:
+        sys.stderr.write("harness record: --check: no custom-gradient function was recorded, so "
+                         "none replayed\n")
+        return code
+    # The replay's own summary, reports and exit status, as pytest --harness-check gives them.
+    replayed = subprocess.run([sys.executable, "-m", "harness", "replay", session, "--mode=all"],
+                              env={k: v for k, v in os.environ.items()
+                                   if not k.startswith("HARNESS_RECORD")}, check=False)
+    return code or replayed.returncode

@@ -57,6 +57,7 @@ from harness.cli.options import (
     POINT,
     RECORD_CMD,
     EXPECTATIONS,
+    RECORD_CHECK,
     RECORD_EAGER,
     RECORD_INCLUDE,
     RECORD_POINTS,
@@ -167,6 +168,7 @@ class RecordSettings:
     points: int  # --record_points
     eager: bool  # --record_eager
     include: tuple[str, ...] = ()  # --record_include
+    check: bool = False  # --check: replay once the command has ended
 
 
 def settings_for(command: str, args: Sequence[str]) -> Union[Settings, MergeSettings,
@@ -177,7 +179,8 @@ def settings_for(command: str, args: Sequence[str]) -> Union[Settings, MergeSett
         return merge_settings(args)
     if command == RECORD_CMD:
         return RecordSettings(folder=args[0], command=tuple(args[1:]), points=RECORD_POINTS.value,
-                              eager=RECORD_EAGER.value, include=tuple(RECORD_INCLUDE.value))
+                              eager=RECORD_EAGER.value, include=tuple(RECORD_INCLUDE.value),
+                              check=RECORD_CHECK.value)
     return run_settings(command, args)
 
 
