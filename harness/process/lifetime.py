@@ -126,7 +126,28 @@ def end_strays(keep: Collection[int] = ()) -> list[int]:
         # not our child: its own parent or init reaps it
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, 0)
+    # A SIGKILL is not its death: on a loaded machine one that is not our child may still be
+    # running when the next case starts. Wait (briefly) until each has died.
+    deadline = time.monotonic() + 2.0
+    while any(_running(pid) for pid in strays) and time.monotonic() < deadline:
+        time.sleep(0.005)
     return strays
+
+
+def _running(pid: int) -> bool:
+    """Whether the process is alive and not yet a zombie (/proc; elsewhere: whether it exists)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+    return stat[stat.rfind(")") + 2:][:1] not in ("Z", "X")
 
 
 def end_group(leader: int) -> None:
