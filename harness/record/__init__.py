@@ -9,6 +9,9 @@
   (`python -m harness record DIR -- CMD ...`).
 - `serial`: copies of functions that cannot be imported by name (closures, a test's own).
 - `replay`: the recorded functions as harness Cases, built in a worker.
+- `check`: `pytest --harness-check`, the recording replayed at the session's end and its points
+  reported to pytest as tests of their own.
+- `expectations`: the reviewed file of a project's known deviations, and writing it from a run.
 
 Importing this package, `store` or `plugin` imports no TensorFlow.
 """
