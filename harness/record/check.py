@@ -5,8 +5,9 @@ The plugin (harness.record.plugin) records as `--harness-record` does; this part
 process that owns the session (pytest itself, or pytest-xdist's controller once its workers have
 ended), before pytest writes its reports: it replays the session's recording with `python -m
 harness replay` in a process of its own (which starts the workers), and hands pytest one report
-per replayed point, as if a test had run: named `<case>[<point>]`, passed, failed (fail, error,
-crash or timeout), skipped, or an xfail/xpass as declared. So each point is counted in pytest's
+per replayed point, as if a test had run: named `harness::<case>[<point>]`, passed, failed (the
+verdicts that fail a run: fail, flaky, error, crash, timeout), skipped, or an xfail/xpass as
+declared. So each point is counted in pytest's
 last line, a failing one has its line in the short test summary (its explanation's first line
 and the test that made the call) and its whole explanation among the failures, `--junitxml`
 holds a testcase for each, and pytest exits non-zero when one fails, whatever the tests did. The
@@ -26,10 +27,14 @@ from typing import Optional
 
 import pytest
 
+from harness.records import VERDICTS
+
 __all__ = ["Checking", "DEFAULT_FOLDER", "reviewed_file"]
 
 DEFAULT_FOLDER = (".harness", "check")  # under the rootdir, where --harness-check names none
-_FAILING = ("fail", "error", "crash", "timeout")
+# The verdicts that fail a run, from the one table of verdicts (fail, flaky, error, crash,
+# timeout; an xpass too where --strict_xpass made it a fail).
+_FAILING = tuple(v.value for v, style in VERDICTS.items() if style.fails)
 
 
 def reviewed_file(rootdir: Path, options) -> tuple:
