@@ -6,7 +6,7 @@ built as TensorFlow Probability's); a string tensor; an empty tensor; a variable
 seen only while tracing, in a domain; and a shape too large to draw.
 
 Every expected value has a reason of its own: each function's derivative in closed form (named
-beside its assertion), and the issue's own examples. All start TensorFlow: slow.
+beside its assertion). All start TensorFlow: slow.
 """
 
 import json

@@ -176,8 +176,9 @@ class Checking:
             return
         after, changes, undeclarable = expectations.accept(entries, self.results, tf_version)
         expectations.write(Path(self.reviewed), after)
-        self.changes = changes + [f"  cannot be declared (modes whose values differ, a bad "
-                                  f"gradient): {p}" for p in undeclarable]
+        self.changes = changes + [f"not written, since no mode raises and no oracle differs there "
+                                  f"(accepting spells those two kinds only): {p}"
+                                  for p in undeclarable]
         # What was accepted is expected from now on: the points are reported as such.
         for r in self.results:
             if r["verdict"] == "fail" and f"{r['case']}[{r['point']}]" not in undeclarable:

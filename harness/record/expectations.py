@@ -12,9 +12,9 @@ says), sorted and stable so that a diff reviews well:
 
 `function` is a case id (a glob), `points` "*" or a list of point labels, `expect` a deviation
 as `--expect` spells it (MODES:OUTCOME), `reason` why. A point an entry covers that deviates so is
-an xfail; one that no longer does is an xpass. `--harness-accept` (`replay --accept`) writes the
-file from a run: an entry for each new deviation, none for a function that now passes, and the
-reasons someone wrote kept. Importing this imports no TensorFlow.
+an xfail; one that no longer does is an xpass. `--harness-accept` writes the file from a run:
+an entry for each new deviation, none for a function that now passes, and the reasons someone
+wrote kept. Importing this imports no TensorFlow.
 """
 
 from __future__ import annotations

@@ -340,7 +340,7 @@ class Session:
                 function.copy = {"copy": copy}
                 # A layer's self, or a decorator's per-call closure (arguments it holds aside):
                 # the state this call saw, copied at each call.
-                if _holds_object(copy) or function.who.per_call:
+                if serial.holds(copy, ("object",)) or function.who.per_call:
                     function.copy = {"copy": copy, "per_call": True}
             except Exception as e:  # noqa: BLE001 - any value it meets: said on replay
                 self.dropped["functions_not_copied"] += 1
@@ -546,14 +546,6 @@ def _instances(source: Optional[Callable]) -> tuple:
     return tuple(sorted((name, id(value) if identity._is_object(value)
                          else identity._fingerprint_part(name, value)[0])
                         for name, value in cells.items()))
-
-
-def _holds_object(entry: Any) -> bool:
-    if isinstance(entry, dict):
-        return "object" in entry or any(_holds_object(v) for v in entry.values())
-    if isinstance(entry, list):
-        return any(_holds_object(v) for v in entry)
-    return False
 
 
 def _saveable(array: np.ndarray) -> Optional[np.ndarray]:

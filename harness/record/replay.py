@@ -286,21 +286,12 @@ def _from_copy(record: dict, copy: dict, module, loader: _Loader,
     except Exception as e:  # noqa: BLE001
         why = str(e) if isinstance(e, serial.Unserialisable) else f"{type(e).__name__}: {e}"
         return None, f"its copy cannot be made again: {why}"
-    if variables or _holds(copy, ("tensor", "variable")):
+    if variables or serial.holds(copy, ("tensor", "variable")):
         # Made again in each mode's own graph or context: a captured eager tensor is a constant of
         # that graph there, as tf.function makes it, and a variable is that mode's own.
         made.per_mode = True
         return made, ""
     return (lambda: first), ""
-
-
-def _holds(entry: Any, kinds: tuple) -> bool:
-    """Whether a copy holds a value of one of these kinds, however deep in its closure."""
-    if isinstance(entry, dict):
-        return any(k in kinds or _holds(v, kinds) for k, v in entry.items())
-    if isinstance(entry, list):
-        return any(_holds(v, kinds) for v in entry)
-    return False
 
 
 def _copied_variables(entry: Any) -> set:

@@ -281,6 +281,16 @@ def _dump_globals(f: types.FunctionType, arrays: Callable[[np.ndarray], dict],
         raise
 
 
+def holds(entry: Any, kinds: tuple) -> bool:
+    """Whether a copy holds a value of one of these kinds ("object", "tensor", "variable"),
+    however deep in its closure."""
+    if isinstance(entry, dict):
+        return any(k in kinds or holds(v, kinds) for k, v in entry.items())
+    if isinstance(entry, list):
+        return any(holds(v, kinds) for v in entry)
+    return False
+
+
 def load_value(entry: dict, load_array: Callable[[dict], np.ndarray],
                module_globals: Callable[[dict], dict]) -> Any:
     kind = next(iter(entry))
