@@ -133,8 +133,11 @@ class Checking:
         self.problem = ""
 
     def _replay(self) -> None:
+        with tempfile.TemporaryDirectory(prefix="harness-check-") as scratch:
+            self._replay_into(Path(scratch) / "replay.json")
+
+    def _replay_into(self, out: Path) -> None:
         folder = self.recording.folder
-        out = Path(tempfile.mkdtemp(prefix="harness-check-")) / "replay.json"
         command = [sys.executable, "-m", "harness", "replay", folder, f"--mode={self.modes}",
                    f"--jobs={self.jobs}", f"--json_out={out}"]
         if self.timeout:
