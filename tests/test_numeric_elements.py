@@ -294,6 +294,38 @@ def test_a_slow_forward_is_traced_and_judged_as_in_eager_mode(monkeypatch):
         wrong.reason
 
 
+@tf.custom_gradient
+def series_exp_half_gradient_of_x(x, n):
+    """A second argument whose gradient is None by design, as TFP's hyp2f1 parameters are."""
+    y = _series_exp(x) * n
+    return y, lambda dy: (dy * 0.5 * y, None)
+
+
+def test_a_point_slow_in_its_mode_is_traced_from_the_start_gradients_too(monkeypatch):
+    # A point whose agreed mode took long is never evaluated eagerly by the oracle: its eager tape
+    # would hold every iteration of the loop (TFP's 10,000-element hyp2f1 took 8 GB). The traced
+    # gradient is used where it is the agreed mode's, a None included.
+    from harness.measure.oracles import evaluate
+
+    monkeypatch.setattr(evaluate, "SLOW_POINT_S", -1.0)  # every point counts as slow
+
+    def never(self, *args):
+        raise AssertionError("evaluated eagerly")
+
+    monkeypatch.setattr(evaluate.Evaluator, "_eager", never)
+    monkeypatch.setattr(evaluate.Evaluator, "_eager_gradients", never)
+    point = [{"x": np.array([0.5, 1.0, 2.0]), "n": np.array([1.0, 1.0, 1.0])}]
+    [wrong] = run(make_case(series_exp_half_gradient_of_x, points=point),
+                  modes=("eager",))
+    assert wrong.verdict is Verdict.FAIL, wrong.reason
+    assert "order 1 gradient wrt x[2]: eager=3.694528 numeric=7.3890561 " in wrong.reason, \
+        wrong.reason
+    note = wrong.oracles["numeric"].note
+    # Float64 values against float64 ones: to TRACE_AGREEMENT, 1e-9.
+    assert "evaluated through a tf.function (its values at the point are eager's to a relative " \
+           "1e-09)" in note, note
+
+
 def test_a_forward_that_cannot_be_traced_is_evaluated_eagerly(monkeypatch):
     from harness.measure.oracles import evaluate
 

@@ -16,7 +16,7 @@ TOL = Tol(rtol=1e-5, atol=0.0)
 AGREED = SimpleNamespace(mode="eager", usage=None,
                          sources=[SimpleNamespace(name="x", shape=(3,), dtype="float64")])
 EVALUATOR = SimpleNamespace(bases=[np.zeros(3)], dtype=lambda: "float64", traced_orders=set(),
-                            wide=True, not_float64="")
+                            traced_against={}, wide=True, not_float64="")
 
 
 def _finding(flat, judged, analytic):
@@ -82,8 +82,21 @@ def test_the_note_names_the_sources_read_from_one_shift():
 
 def test_the_note_says_why_the_differences_are_not_in_float64():
     narrow = SimpleNamespace(bases=[np.zeros(3)], dtype=lambda: "float32", traced_orders=set(),
-                             wide=False, not_float64="a cast to a narrower dtype inside")
+                             traced_against={}, wide=False,
+                             not_float64="a cast to a narrower dtype inside")
     agreed = SimpleNamespace(sources=[SimpleNamespace(name="x")])
     note = words.numeric_note(narrow, agreed, [], [False], 0.0039)
     assert note == ("central differences in float32 with step 0.0039, every element; not in "
                     "float64: a cast to a narrower dtype inside")
+
+
+def test_the_note_says_what_the_traced_values_were_found_equal_to():
+    # Checked against the eager evaluation in float64 at the point, and against the agreed
+    # mode's float32 values (a point slow in its mode, traced from the start): each with its own
+    # tolerance, and the agreed mode named, not called eager.
+    traced = SimpleNamespace(**{**vars(EVALUATOR), "traced_orders": {0},
+                                "traced_against": {"eager": 1e-9, "agreed": 7.62939e-06}})
+    agreed = SimpleNamespace(**{**vars(AGREED), "mode": "function"})
+    note = words.numeric_note(traced, agreed, [], [False], 2.0 ** -17)
+    assert note.endswith("; evaluated through a tf.function (its values at the point are "
+                         "function's to a relative 7.6e-06 and eager's to a relative 1e-09)"), note

@@ -23,12 +23,18 @@ from harness.measure.modes.shared import Steps, build_subject, is_target, tape_c
 from harness.records import RunOptions, error_info
 from harness.judge.tolerance import NUMERIC_STEPS
 
-__all__ = ["CaseRaised", "Evaluator", "NotWide", "TRACE_AFTER_S", "TRACE_AGREEMENT"]
+__all__ = ["CaseRaised", "Evaluator", "NotWide", "SLOW_POINT_S", "TRACE_AFTER_S",
+           "TRACE_AGREEMENT"]
 
 # An eager evaluation slower than this is worth a trace: the oracle makes tens of evaluations per
 # order, and tracing costs about as much as a few of them. Either way gives the same values up to
 # rounding, which TRACE_AGREEMENT checks at the point itself.
 TRACE_AFTER_S = 0.05
+# A point that took the agreed mode this long (its forward, gradients and weighted chain) has an
+# eager forward well over TRACE_AFTER_S: its first evaluation is traced, and checked against the
+# agreed mode's values, without an eager one beside it (a 10,000-element hyp2f1 of TFP takes 17 s
+# eagerly in float64, and its tape 8 GB).
+SLOW_POINT_S = 2.0
 # How close the traced values at the point must be to the eager (or agreed) ones to be used,
 # relative to the largest of them: a function that computes something else when traced keeps its
 # eager evaluation.
@@ -79,7 +85,8 @@ class Evaluator:
     chain's elements times the next order's upstream weights (so that their sum is what the next
     order's weighted gradient differentiates)."""
 
-    def __init__(self, case: Case, point: Point, wide: bool, weighted: bool, agreed=None):
+    def __init__(self, case: Case, point: Point, wide: bool, weighted: bool, agreed=None,
+                 agreed_seconds: float = 0.0):
         self.case = case
         # The agreed mode's values per order (Outputs): what a traced evaluation must give at the
         # point to be used without an eager evaluation beside it.
@@ -102,11 +109,16 @@ class Evaluator:
                        else tf.constant(upstream.flat_tables(self.seed, case.order)))
         self.weighted_error = ""  # what the weighted chain raised here, if it did
         self.traced_orders: set[int] = set()  # the orders evaluated through a tf.function
+        # What the traced values at the point were found equal to, and to which relative
+        # tolerance: "eager" (this evaluator's eager evaluation), "agreed" (the agreed mode's).
+        self.traced_against: dict[str, float] = {}
         self._base: dict[int, Values] = {}
         self._gradients: dict[int, tuple[list, Optional[list]]] = {}
         self._traced: dict[int, object] = {}
         self.calls = 0  # evaluations at shifted points
-        self.slow = False  # an eager evaluation took longer than TRACE_AFTER_S
+        # An eager evaluation took longer than TRACE_AFTER_S, or the agreed mode's did (its
+        # point took over SLOW_POINT_S): evaluated through a tf.function from the start.
+        self.slow = agreed_seconds > SLOW_POINT_S
         self.shapes: dict[int, list[tuple]] = {}  # each order's value shapes, as `values` has them
         self.not_float64 = ""  # why the differences are not taken in float64, where they are not
 
@@ -125,7 +137,7 @@ class Evaluator:
         # by assignment, and a trace of one build would serve the next point's build.
         traceable = self.case.fn is not None
         if (self.slow or self._often(order)) and traceable:
-            found = self._trace(order, *self._agreed_values(order))
+            found = self._trace(order, *self._agreed_values(order), against="agreed")
             if found is not None:
                 self._base[order] = found
                 return found
@@ -134,7 +146,7 @@ class Evaluator:
         _EAGER_POINTS[self._key(order)] += 1
         if time.perf_counter() - started > TRACE_AFTER_S and traceable:
             self.slow = True
-            found = self._trace(order, found[0], TRACE_AGREEMENT) or found
+            found = self._trace(order, found[0], TRACE_AGREEMENT, against="eager") or found
         self._base[order] = found
         return found
 
@@ -144,9 +156,10 @@ class Evaluator:
         rounding of the dtype they were computed in, where that is coarser than float64."""
         if self.agreed is None or order >= len(self.agreed):
             return None, 0.0
-        outputs = [o for o in self.agreed[order]
-                   if o.value is not None and o.dtype.startswith(("float", "bfloat"))]
-        if len(outputs) != len(self.agreed[order]):
+        # A None (no gradient) is no value: `values` and `gradients` leave it out as well.
+        present = [o for o in self.agreed[order] if o.value is not None]
+        outputs = [o for o in present if o.dtype.startswith(("float", "bfloat"))]
+        if not outputs or len(outputs) != len(present):
             return None, 0.0
         rtol = max([TRACE_AGREEMENT] + [_ULPS * differences.epsilon(o.dtype) for o in outputs])
         flat = np.concatenate([[]] + [np.ravel(np.asarray(o.value, np.float64)) for o in outputs])
@@ -207,7 +220,10 @@ class Evaluator:
         """The case's own order `order` gradients at the unshifted point, per source, in this
         evaluator's dtype (None: unconnected): the plain chain's and the weighted chain's (or
         None)."""
-        if order not in self._gradients and self._often(order, "gradients"):
+        # A slow eager forward makes a slower eager tape, which also holds every intermediate of
+        # the forward until the gradient is taken (an eager while loop's, iteration by iteration):
+        # the traced function computes the same gradients, where they are the agreed mode's.
+        if order not in self._gradients and (self.slow or self._often(order, "gradients")):
             self._gradients[order] = self._traced_gradients(order)
         if self._gradients.get(order) is None:
             # Every order up to the case's from one evaluation, where it runs: the orders below
@@ -272,8 +288,10 @@ class Evaluator:
         except Exception:  # noqa: BLE001 - evaluated eagerly instead, as before a trace
             return None
         found = np.concatenate([[]] + [np.ravel(g) for g in plain if g is not None])
-        if expected is None or not _agree(found, expected, rtol):
+        if expected is None or not _agree(found, expected, rtol) or (
+                [g is None for g in plain] != [o.value is None for o in self.agreed[order]]):
             return None
+        self._checked("agreed", rtol)
         chain = result["upstream"]
         weighted = arrays(chain[order - 1]) if self.tables is not None and len(chain) >= order \
             else None
@@ -324,7 +342,8 @@ class Evaluator:
                     for i, t in enumerate(t for t in below if is_target(t))]
         return flat, np.concatenate([[]] + weighted)
 
-    def _trace(self, order: int, expected: Optional[np.ndarray], rtol: float) -> Optional[Values]:
+    def _trace(self, order: int, expected: Optional[np.ndarray], rtol: float,
+               against: str) -> Optional[Values]:
         """Order `order`'s tf.function, used from here on where its values at the point are
         `expected` (the eager evaluation's, or the agreed mode's) to `rtol`: those values, or
         None."""
@@ -337,7 +356,11 @@ class Evaluator:
             del self._traced[order]
             return None
         self.traced_orders.add(order)
+        self._checked(against, rtol)
         return found
+
+    def _checked(self, against: str, rtol: float) -> None:
+        self.traced_against[against] = max(rtol, self.traced_against.get(against, 0.0))
 
     def _key(self, order: int) -> tuple:
         """What a trace of this evaluator's function at `order` serves: its case's function (the

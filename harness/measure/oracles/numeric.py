@@ -177,7 +177,8 @@ def _evaluator(case: Case, point: Point, agreed: ModeOutcome,
 
     def evaluator(wide: bool) -> Evaluator:
         if wide not in made:
-            made[wide] = Evaluator(case, point, wide, with_upstream, agreed.orders)
+            made[wide] = Evaluator(case, point, wide, with_upstream, agreed.orders,
+                                   agreed_seconds=agreed.seconds)
         return made[wide]
 
     def own() -> Optional[tuple[np.ndarray, str]]:

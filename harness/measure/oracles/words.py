@@ -287,11 +287,18 @@ def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence,
     if swept:
         how += (f"; {', '.join(names[slot] for slot in swept)} read element by element from one "
                 "shift of all its elements, its values being elementwise in it")
-    if evaluator.traced_orders:
-        how += "; evaluated through a tf.function (its values at the point are eager's)"
+    if evaluator.traced_orders or evaluator.traced_against:
+        how += "; evaluated through a tf.function" + _traced_check(evaluator, agreed)
     if evaluator.not_float64 and not evaluator.wide:
         how += f"; not in float64: {evaluator.not_float64}"
     return f"central differences in {evaluator.dtype()} with step {step:g}, {how}"
+
+
+def _traced_check(evaluator: "Evaluator", agreed: ModeOutcome) -> str:
+    """What the traced function's values at the point were found equal to."""
+    said = [f"{'eager' if against == 'eager' else agreed.mode}'s to a relative {rtol:.2g}"
+            for against, rtol in sorted(evaluator.traced_against.items())]
+    return f" (its values at the point are {' and '.join(said)})" if said else ""
 
 
 def cannot_tell(orders: Sequence[int], untrue: bool) -> str:
