@@ -434,6 +434,9 @@ class Result:
       unchecked: on a pass, why nothing checked that its values are right (no oracle could judge
         them, or every value is NaN or infinite), so that agreement alone is all it shows; empty
         when an oracle did, and for every other verdict.
+      undeclared: on a fail, each deviation that no expectation declares, as --expect spells
+        it ("function,graph:values differ", "graph:TypeError", "numeric:values differ"), where
+        one can declare it: what accepting writes into an expectations file. Empty otherwise.
       seconds: wall time of this point: its job's (one case, all its points,
         as the modes batch them) divided by the job's number of points, since
         a point's own time cannot be told apart (harness.process.pool); 0.0 when not
@@ -453,6 +456,7 @@ class Result:
     seconds: float = 0.0
     yardstick: str = ""
     unchecked: str = ""
+    undeclared: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

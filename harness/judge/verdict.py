@@ -114,12 +114,14 @@ class _ResultFor:
                                                                           oracles, rerun)
         self.disagree = False
         self.yardstick = ""  # once chosen
+        self.undeclared: tuple[str, ...] = ()  # on a fail: Result.undeclared
 
     def __call__(self, verdict: Verdict, reason: str, details: Sequence[str] = ()) -> Result:
         return Result(case=self.case.id, point=self.point, order=self.case.order, verdict=verdict,
                       reason=reason, details=tuple(details), outcomes=dict(self.outcomes),
                       rerun=self.rerun, oracles=self.oracles, modes_disagree=self.disagree,
-                      yardstick=self.yardstick)
+                      yardstick=self.yardstick,
+                      undeclared=self.undeclared if verdict is Verdict.FAIL else ())
 
 
 @dataclasses.dataclass
@@ -134,6 +136,14 @@ class _Findings:
     met: list[tuple[str, Expectation]] = dataclasses.field(default_factory=list)
     unmet: list[tuple[str, Expectation]] = dataclasses.field(default_factory=list)
     mode_deviations: bool = False
+    # Each undeclared deviation's outcome as an Expectation spells it, with the modes or oracles
+    # showing it: what an expectation would declare.
+    undeclared: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    def spell(self, where: str, outcome: str) -> None:
+        self.undeclared.setdefault(outcome, [])
+        if where not in self.undeclared[outcome]:
+            self.undeclared[outcome].append(where)
 
 
 def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_version: str,
@@ -239,6 +249,8 @@ def _failed(result_for: _ResultFor, case: Rules, active: Mapping[str, ModeOutcom
     undeclared = {m: o for m, o in active.items() if m not in expected}
     ladder_line = (ladder(undeclared, case.tolerance, said=found.deviations)
                    if found.mode_deviations else None)
+    result_for.undeclared = tuple(f"{','.join(where)}:{outcome}"
+                                  for outcome, where in sorted(found.undeclared.items()))
     lines = said_once(found.deviations[:1] + ([ladder_line] if ladder_line else [])
                       + found.deviations[1:]
                       + found.notes + skipped_lines, active)
@@ -292,6 +304,24 @@ def _unobservable(expected: dict[str, Expectation], active: Mapping[str, ModeOut
     return notes
 
 
+def _spell_mode(found: _Findings, mode: str, outcome: ModeOutcome, plain: Sequence,
+                malformed: Sequence, no_custom: Optional[str]) -> None:
+    """A mode's undeclared deviation, as the expectation that `_met` finds met would declare it:
+    the error it raises; else the custom gradient unused (which explains any difference), a
+    malformed gradient (which cannot agree), or values that differ from the yardstick's (not
+    where only the yardstick raises: its own error is the deviation then)."""
+    if outcome.status is Status.ERROR and outcome.error is not None:
+        found.spell(mode, outcome.error.type)
+    elif outcome.status is not Status.OK:
+        return
+    elif no_custom:
+        found.spell(mode, GRADIENT_UNUSED)
+    elif malformed:
+        found.spell(mode, BAD_GRADIENT)
+    elif any(m.kind not in ("status", "error_type") for m in plain):
+        found.spell(mode, VALUES_DIFFER)
+
+
 def _compare_modes(case: Rules, active: Mapping[str, ModeOutcome], reference: str,
                    expected: Mapping[str, Expectation], found: _Findings) -> bool:
     """Compares every mode with the yardstick, against its expectation if it has one; whether any
@@ -307,6 +337,7 @@ def _compare_modes(case: Rules, active: Mapping[str, ModeOutcome], reference: st
         e = expected.get(mode)
         if e is None:
             plain = [m for m in disagreements if not m.upstream]
+            _spell_mode(found, mode, outcome, plain, malformed, no_custom)
             found.deviations += ([no_custom] if no_custom else []) + deviation_lines(mode, outcome,
                                                                                      plain,
                                                                                      malformed,
@@ -348,6 +379,7 @@ def _read_oracles(oracles: Mapping[str, OracleOutcome], expected: Mapping[str, E
             found.notes.append(f"{name} oracle not checked: {o.note}")
         elif e is None:
             if o.status == "differ":
+                found.spell(name, VALUES_DIFFER)
                 # Modes whose plain values agree but weighted ones do not (forward mode aside).
                 found.deviations.append(oracle_line(o, [m for m, _ in found.weighted_only
                                                         if m not in ("", "forward")]))

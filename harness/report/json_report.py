@@ -19,7 +19,9 @@ must not require them (older reports lack them).
 Each result has "unchecked": on a pass, why nothing but the modes' agreement stands behind it (no
 oracle could judge its values, or every value is NaN or infinite), else ""; the top level's
 "unchecked" counts those passes, which "summary" counts among "pass". Both were added within
-schema 1: a reader must not require them.
+schema 1: a reader must not require them. So was each result's "undeclared": on a fail, each
+deviation no expectation declares, as --expect spells it ("graph:values differ"), where one can
+declare it; else [].
 
 "explore" (also added within schema 1, and absent from older reports) lists what
 each explored case found: its domains, the examples tried ("tried", of them
@@ -126,6 +128,7 @@ def result_dict(result: Result) -> dict:
         "verdict": result.verdict.value,
         "reason": result.reason,
         "unchecked": result.unchecked,
+        "undeclared": list(result.undeclared),
         "details": list(result.details),
         "rerun": result.rerun,
         "seconds": _seconds(result.seconds),

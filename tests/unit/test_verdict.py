@@ -461,3 +461,30 @@ def test_a_drawn_point_partly_outside_the_domain_says_how_much_even_on_a_pass():
     given = judge(make_case(), "x=1.0", {m: partly(m) for m in MODES}, tf_version=TF,
                   reference="eager", rerun=RERUN)
     assert not any("outside" in d for d in given.details)
+
+
+# -- what a fail would be declared as ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("outcomes, spelled", [
+    ([ok("eager"), ok("function", grad=3.0), ok("graph", grad=3.0)],
+     ("function,graph:values differ",)),
+    ([ok("eager"), raised("function", "InternalError"), ok("graph")], ("function:InternalError",)),
+    ([raised(m, "ValueError") for m in MODES], ("eager,function,graph:ValueError",)),
+    ([ok(m, sources=(Differentiated("x", "float64", ()),)) for m in MODES],
+     ("eager,function,graph:bad gradient",)),
+    ([ok("eager"), raised("function", "TypeError"), ok("graph", grad=3.0)],
+     ("function:TypeError", "graph:values differ")),
+], ids=["values differ", "one mode raises", "every mode raises", "bad gradient", "two kinds"])
+def test_a_fail_spells_each_deviation_as_the_expectation_that_declares_it(outcomes, spelled):
+    # The test of a spelling is that declaring it is met: the same outcomes, judged with those
+    # expectations, are an xfail (what accepting an expectations file relies on).
+    from harness.checking import parse_expect
+
+    failed = run(make_case(), *outcomes)
+    assert failed.verdict is Verdict.FAIL and failed.undeclared == spelled
+    declared = [Expectation(modes=list(modes), outcome=outcome, reason="accepted")
+                for modes, outcome, _ in map(parse_expect, failed.undeclared)]
+    again = run(make_case(*declared), *outcomes)
+    assert again.verdict is Verdict.XFAIL, again.reason
+    assert again.undeclared == ()
