@@ -207,6 +207,32 @@ def test_a_rerun_command_reruns_its_point_through_replay(replayed, recorded):
     assert proc.stdout.splitlines()[-1].startswith("1 case at 1 point: 1 fail in ")
 
 
+def test_replay_accept_writes_the_expectations_file_and_the_next_replay_reads_it(recorded,
+                                                                                  tmp_path):
+    # As pytest --harness-accept does, for a recording made by any command: judged without the
+    # file, the file written from what failed, and then found from this folder without a flag.
+    _, folder = recorded
+    env = dict(os.environ, PYTHONPATH=REPO)
+    chosen = "--cases=recorded.mylib.ops.scaled_square,recorded.mylib.ops.clipped_relu"
+    accepted = helpers.harness("replay", str(folder), chosen, "--accept", cwd=str(tmp_path),
+                               env=env, timeout=600)
+    reviewed = tmp_path / "harness-expectations.json"
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert (f"harness: accepted into {reviewed}: 2 changes\n"
+            "harness:   + recorded.mylib.ops.clipped_relu function,graph:"
+            "OperatorNotAllowedInGraphError\n"
+            "harness:   + recorded.mylib.ops.scaled_square upstream:values differ\n") \
+        in accepted.stderr
+    assert "2 fail" in accepted.stdout.splitlines()[-1]  # judged as found, then accepted
+    again = helpers.harness("replay", str(folder), chosen, cwd=str(tmp_path), env=env,
+                            timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.splitlines()[-1].startswith("2 cases at 2 points: 2 xfail in ")
+    helpers.assert_usage_error(
+        helpers.harness("replay", str(folder), "--accept", "--expectations=", cwd=str(tmp_path)),
+        "--accept writes the expectations file, and --expectations='' names none")
+
+
 def test_repro_dir_writes_a_reproduction_of_each_recorded_failure(replayed):
     _, _, out = replayed
     for case, point in (("recorded.mylib.ops.scaled_square",
@@ -225,6 +251,8 @@ def test_a_replay_report_goes_into_junit_and_the_version_matrix(replayed):
             out / "r.xml"
         ).read_text()
     )
+    xmlschema = pytest.importorskip("xmlschema", reason="xmlschema is the test extra's")
+    xmlschema.XMLSchema(str(DATA / "junit-10.xsd")).validate(str(out / "r.xml"))
     proc = helpers.harness("merge", str(out / "r.json"), f"--markdown_out={out / 'm.md'}",
                            timeout=120)
     assert proc.returncode == 0, proc.stderr

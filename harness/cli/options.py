@@ -263,6 +263,14 @@ EXPECTATIONS = flags.DEFINE_string(
     ".json in this folder or above, or where pyproject.toml's [tool.harness] expectations says); "
     "'' reads none.")
 
+ACCEPT = flags.DEFINE_boolean(
+    "accept", False,
+    "Judge without the reviewed expectations file, then write it from this run (the "
+    "file --expectations names, else the one found from this folder up, else "
+    "harness-expectations.json here): a new deviation gets an entry, an entry whose function now "
+    "passes goes, a reason written by hand stays; prints what changed (pytest: "
+    "--harness-accept).")
+
 OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 
 CASES_PER_EXTRA_WORKER = 8
@@ -409,5 +417,6 @@ FLAG_TABLE = {
         (RECORD_INCLUDE, None, (RECORD_CMD,)),
         (RECORD_CHECK, None, (RECORD_CMD,)),
         (EXPECTATIONS, None, (REPLAY_CMD,)),
+        (ACCEPT, None, (REPLAY_CMD,)),
     )
 }

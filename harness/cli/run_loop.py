@@ -82,6 +82,7 @@ class Run:
         self.jsonl = None
         self.jsonl_opened = False  # the stream was opened (it may have been closed since)
         self.signals = Signals()
+        self.accepted: set = set()  # replay --accept: the failing points written as expected
 
     def main(self) -> int:
         self.signals.install()
@@ -90,6 +91,8 @@ class Run:
             return stop
         with self.signals.deferred():  # a signal now waits until what ran is on disk
             report = self.report()
+            if self.s.accept_into and not self.interrupted:
+                self.accept(report)
         if self.signals.caught is not None:
             return self.summary(report)
         written = self.write_reproductions(report)
@@ -260,6 +263,23 @@ class Run:
             say(f"streamed each result as it finished to {self.s.jsonl_out} ({how}, JSON Lines)")
         return report
 
+    def accept(self, report) -> None:
+        """replay --accept: the expectations file written from the run, and what changed said;
+        the failing points it now declares no longer fail the run."""
+        from harness.record import expectations  # noqa: PLC0415
+        from harness.report import json_report  # noqa: PLC0415
+
+        path = Path(self.s.accept_into)
+        changes, undeclarable = expectations.accept_into(
+            path, [json_report.result_dict(r) for r in report.results],
+            self.environment.get("tensorflow", "?"))
+        say(f"accepted into {path}: " + (f"{len(changes)} change{'s' if len(changes) != 1 else ''}"
+                                         if changes else "no change"))
+        for line in changes:
+            say(f"  {line}")
+        self.accepted = {r.name for r in report.results
+                         if r.verdict.value == "fail" and r.name not in undeclarable}
+
     def write_reproductions(self, report):
         """repro's one reproduction into --out, or --repro_dir's for every fail, xpass and crash:
         whether all went well, or the line to say when a stop was asked for (see write_repros)."""
@@ -302,4 +322,6 @@ class Run:
             sys.stderr.write(f"harness: {name} after every case had run; the reports were written "
                              f"first{skipped}\n")
             return 130
-        return 1 if report.failed or not self.written else 0
+        failed = (any(r.verdict.is_failure and r.name not in self.accepted for r in report.results)
+                  or any(e.failed for e in report.explore))
+        return 1 if failed or not self.written else 0

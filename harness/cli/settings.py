@@ -56,6 +56,7 @@ from harness.cli.options import (
     OUT,
     POINT,
     RECORD_CMD,
+    ACCEPT,
     EXPECTATIONS,
     RECORD_CHECK,
     RECORD_EAGER,
@@ -145,6 +146,7 @@ class Settings:
     seed: Optional[int] = None
     domains: tuple = ()  # explore --domain: (argument, Domain) pairs
     recorded: Optional[str] = None  # replay DIR, or repro --recorded DIR: the recorded folder
+    accept_into: Optional[str] = None  # replay --accept: the expectations file it writes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,7 +253,8 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
         jsonl_out=jsonl_path(), jsonl_named=bool(JSONL_OUT.value), repro_dir=REPRO_DIR.value,
         out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
         minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value,
-        examples=EXAMPLES.value, seed=SEED.value, domains=tuple(domains), recorded=recorded)
+        examples=EXAMPLES.value, seed=SEED.value, domains=tuple(domains), recorded=recorded,
+        accept_into=accept_target(command))
 
 
 def expectations_file(command: str) -> str:
@@ -259,8 +262,8 @@ def expectations_file(command: str) -> str:
     once here so that a malformed one is a usage error before any case runs; "" for none."""
     from harness.record import expectations  # noqa: PLC0415 - no TensorFlow
 
-    if command != REPLAY_CMD or EXPECTATIONS.value == "":
-        return ""
+    if command != REPLAY_CMD or EXPECTATIONS.value == "" or ACCEPT.value:
+        return ""  # under --accept every deviation is seen as it is, and the file written from it
     path = Path(EXPECTATIONS.value) if EXPECTATIONS.value else expectations.find(Path.cwd())
     if path is None:
         return ""
@@ -268,6 +271,26 @@ def expectations_file(command: str) -> str:
         expectations.load(path)
     except expectations.ExpectationsError as e:
         raise UsageError(str(e)) from None
+    return str(path.resolve())
+
+
+def accept_target(command: str) -> Optional[str]:
+    """replay --accept's expectations file: --expectations, else the one found from this folder
+    up, else FILE_NAME here; read once here, so that a malformed one is a usage error first."""
+    from harness.record import expectations  # noqa: PLC0415 - no TensorFlow
+
+    if not ACCEPT.value or command != REPLAY_CMD:  # another command refuses it by the table
+        return None
+    if EXPECTATIONS.value == "":
+        raise UsageError("--accept writes the expectations file, and --expectations='' names "
+                         "none: drop --expectations='' or name the file")
+    path = (Path(EXPECTATIONS.value) if EXPECTATIONS.value
+            else expectations.find(Path.cwd()) or Path.cwd() / expectations.FILE_NAME)
+    if path.is_file():
+        try:
+            expectations.load(path)
+        except expectations.ExpectationsError as e:
+            raise UsageError(str(e)) from None
     return str(path.resolve())
 
 

@@ -26,8 +26,8 @@ import re
 from pathlib import Path
 from typing import Optional, Sequence
 
-__all__ = ["FILE_NAME", "SCHEMA", "Entry", "ExpectationsError", "accept", "find", "load",
-           "stale", "write"]
+__all__ = ["FILE_NAME", "SCHEMA", "Entry", "ExpectationsError", "accept", "accept_into", "find",
+           "load", "stale", "write"]
 
 FILE_NAME = "harness-expectations.json"
 SCHEMA = "harness.expectations/1"
@@ -152,9 +152,13 @@ def stale(entries: Sequence[Entry], case_ids: Sequence[str]) -> list[Entry]:
 
 
 def deviations(result: dict) -> list[str]:
-    """The deviations of a failing point as `--expect` spells them: modes raising, by exception
-    class, and oracles whose values differ. Empty where its failure is of another kind (modes
-    whose values differ, a bad gradient), which accepting cannot declare."""
+    """The deviations of a failing point as `--expect` spells them: the judge's "undeclared" (modes
+    raising, by exception class; modes whose values differ, a bad gradient, an unused custom
+    gradient; oracles whose values differ). A report older than that field gives the modes
+    raising and the oracles differing only. Empty where nothing can declare the failure (a
+    declared deviation that happened otherwise, values differing only with upstream weights)."""
+    if "undeclared" in result:  # the judge's own spelling, every kind it can declare
+        return list(result["undeclared"])
     raising: dict = {}
     for mode, measured in (result.get("modes") or {}).items():
         if measured.get("status") == "error" and measured.get("error_type"):
@@ -186,7 +190,7 @@ def accept(entries: Sequence[Entry], results: Sequence[dict],
     for case_id, points in sorted(by_case.items()):
         wanted: dict = {}
         for r in points:
-            if r["verdict"] not in ("fail", "xfail"):
+            if r["verdict"] != "fail":  # an xfail's deviations are declared already
                 continue
             said = deviations(r)
             if not said:
@@ -217,3 +221,15 @@ def write(path: Path, entries: Sequence[Entry]) -> None:
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     temporary.replace(path)
+
+
+def accept_into(path: Path, results: Sequence[dict],
+                tf_version: str) -> tuple[list[str], list[str]]:
+    """Writes the file at `path` from the run's results (`accept`), keeping what it held: (the
+    lines saying what changed, the points whose failure no entry can declare)."""
+    entries = load(path) if path.is_file() else []
+    after, changes, undeclarable = accept(entries, results, tf_version)
+    write(path, after)
+    return changes + [f"not written, since no expectation declares how it fails (a declared "
+                      f"deviation that happened otherwise, or values that differ with upstream "
+                      f"weights only): {p}" for p in undeclarable], undeclarable
