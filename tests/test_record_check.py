@@ -63,6 +63,9 @@ def test_one_flag_fails_the_run_on_a_wrong_gradient_though_every_test_passed(tmp
         assert "rerun: python -m harness replay" in failure.text
     assert "called by tests/test_ops.py::test_scaled_square" in \
         replayed["harness::recorded.mylib.ops.scaled_square[x=3.0]"].find("failure").get("message")
+    # Valid as pytest's own JUnit output is, against the schema its tests validate it with.
+    xmlschema = pytest.importorskip("xmlschema", reason="xmlschema is the test extra's")
+    xmlschema.XMLSchema(str(DATA / "junit-10.xsd")).validate(str(tmp_path / "j.xml"))
 
 
 def _run(project, tmp_path, *args):

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import os
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -175,6 +176,16 @@ def test_junit_parses_and_counts_each_kind():
     cases = suite.findall("testcase")
     assert len(cases) == 8
     assert {c.get("classname") for c in cases} == {"tests.case"}
+
+
+def test_junit_is_valid_against_junit_10_xsd():
+    # The schema Jenkins reads JUnit with (tests/data/junit-10.xsd, as pytest's own tests carry
+    # it, MIT), with every kind of result, control characters and a timed result in it.
+    xmlschema = pytest.importorskip("xmlschema", reason="xmlschema is the test extra's")
+    rep = make_report(*[result(v, point=f"x={i}.0", reason=f"why \x1b[31m{v.value}\x00 <&>")
+                        for i, v in enumerate(Verdict)])
+    schema = xmlschema.XMLSchema(str(Path(__file__).parents[1] / "data" / "junit-10.xsd"))
+    schema.validate(junit.render(rep))
 
 
 def test_junit_fail_is_a_failure_element_with_the_reason():
