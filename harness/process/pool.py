@@ -35,10 +35,17 @@ from harness.process import lifetime
 from harness.process import worker
 from harness.records import CaseInfo, Measured, Status
 
-__all__ = ["Carried", "Death", "InProcess", "PoolError", "WorkerPool"]
+__all__ = ["RECYCLE_MIB", "Carried", "Death", "InProcess", "PoolError", "WorkerPool",
+           "resident_mib"]
 
 # The last lines of a dead worker's output kept with its crash verdict.
 _TAIL_LINES = 12
+
+# A worker resident above this after a job is replaced by a fresh one: memory a heavy job made
+# the process take (an eager tape over a 10,000-element while loop holds 8 GB) is rarely given
+# back to the system, and would stay with the worker through every later job. A worker with
+# TensorFlow, Keras and the cases loaded holds about 700 MiB.
+RECYCLE_MIB = 2048
 
 OnStart = Callable[[worker.Job], None]
 
@@ -87,6 +94,19 @@ def _tail(path: str, lines: int = _TAIL_LINES) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+def resident_mib(pid: int) -> Optional[float]:
+    """The process's resident memory now (VmRSS), in MiB; None where /proc does not say (not
+    Linux, or the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _how(exitcode: Optional[int]) -> str:
@@ -274,6 +294,8 @@ class WorkerPool:
                 w.release()
                 if message[2]:  # it changed global state and has exited
                     self._replace(w)
+                elif (resident_mib(w.process.pid) or 0.0) > RECYCLE_MIB:
+                    self._replace(w)  # its next job starts in a process of the usual size
 
     def _died(self, w: _Worker) -> None:
         seen = _clock()  # the job's time ends with its worker, not with the tidying up below
