@@ -5,7 +5,9 @@ fail the run, in pytest's own summary, exit status and JUnit report, and replay 
 pytest-xdist. All start TensorFlow: slow.
 """
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,7 +42,8 @@ def _checked(tmp_path, *args):
 def test_one_flag_fails_the_run_on_a_wrong_gradient_though_every_test_passed(tmp_path, workers):
     if workers:
         pytest.importorskip("xdist", reason="pytest-xdist is the test extra's")
-    proc, junit, project = _checked(tmp_path, *workers)
+    proc, junit, project = _checked(tmp_path, *workers,
+                                    f"--harness-check-json={tmp_path / 'check.json'}")
     out = proc.stdout
     assert proc.returncode == 1, out[-3000:]
     # The tests' own outcomes are unchanged: six pass; the replayed points are counted beside.
@@ -63,6 +66,11 @@ def test_one_flag_fails_the_run_on_a_wrong_gradient_though_every_test_passed(tmp
         assert "rerun: python -m harness replay" in failure.text
     assert "called by tests/test_ops.py::test_scaled_square" in \
         replayed["harness::recorded.mylib.ops.scaled_square[x=3.0]"].find("failure").get("message")
+    # The replay's report is kept where asked, as python -m harness --json_out writes it.
+    kept = json.loads((tmp_path / "check.json").read_text())
+    assert kept["schema"] == "harness.report/1" and len(kept["results"]) == 7
+    # pytest's progress counts the replayed points: it ends at 100%, never past it.
+    assert "[100%]" in out and not re.search(r"\[1[0-9][1-9]%\]|\[1[1-9][0-9]%\]", out), out
     # Valid as pytest's own JUnit output is, against the schema its tests validate it with.
     xmlschema = pytest.importorskip("xmlschema", reason="xmlschema is the test extra's")
     xmlschema.XMLSchema(str(DATA / "junit-10.xsd")).validate(str(tmp_path / "j.xml"))

@@ -121,9 +121,10 @@ class Checking:
     """The hooks that replay the recording at the end of the session and report its points."""
 
     def __init__(self, recording, modes: str, jobs: int, timeout: Optional[float],
-                 reviewed: tuple = (None, False, False)):
+                 reviewed: tuple = (None, False, False), json_out: Optional[str] = None):
         self.recording = recording  # harness.record.recorder.Session
         self.modes, self.jobs, self.timeout = modes, jobs, timeout
+        self.json_out = json_out  # where the replay's JSON report is kept (None: not kept)
         # The expectations file (or None), whether to write it from the run, whether xpass fails.
         self.reviewed, self.accept, self.strict = reviewed
         self.changes: list = []
@@ -133,6 +134,10 @@ class Checking:
         self.problem = ""
 
     def _replay(self) -> None:
+        if self.json_out:
+            Path(self.json_out).parent.mkdir(parents=True, exist_ok=True)
+            self._replay_into(Path(self.json_out).resolve())
+            return
         with tempfile.TemporaryDirectory(prefix="harness-check-") as scratch:
             self._replay_into(Path(scratch) / "replay.json")
 

@@ -40,6 +40,11 @@ def pytest_addoption(parser) -> None:
                     type=float, default=None,
                     help="With --harness-check: each point's timeout in seconds (default the "
                          "harness's).")
+    group.addoption("--harness-check-json", dest="harness_check_json", metavar="PATH",
+                    default=None,
+                    help="With --harness-check: keep the replay's JSON report at PATH (as "
+                         "python -m harness --json_out writes it), to merge across TensorFlow "
+                         "versions with python -m harness merge.")
     group.addoption("--harness-expectations", dest="harness_expectations", metavar="FILE",
                     default=None,
                     help="With --harness-check: the reviewed file of known deviations (default: "
@@ -163,7 +168,8 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
             checking.Checking(session, getattr(options, "harness_check_mode", "all"),
                               getattr(options, "harness_check_jobs", 1),
                               getattr(options, "harness_check_timeout", None),
-                              checking.reviewed_file(early_config.rootpath, options)),
+                              checking.reviewed_file(early_config.rootpath, options),
+                              json_out=getattr(options, "harness_check_json", None)),
             "harness-check-session")
 
 

@@ -113,7 +113,8 @@ def test_without_the_flag_the_plugin_imports_neither_the_recorder_nor_tensorflow
     early = _EarlyConfig(harness_record=None, harness_record_points=3, harness_record_eager=False)
     plugin.pytest_load_initial_conftests(early, parser=None, args=[])
     assert options == ["--harness-record", "--harness-check", "--harness-check-mode",
-                       "--harness-check-jobs", "--harness-check-timeout", "--harness-expectations",
+                       "--harness-check-jobs", "--harness-check-timeout", "--harness-check-json",
+                       "--harness-expectations",
                        "--harness-accept", "--harness-strict", "--harness-record-points",
                        "--harness-record-include", "--harness-record-eager"]
     assert early.pluginmanager.get_plugin("harness-record-session") is None
