@@ -318,14 +318,42 @@ class Matrix:
         return tuple(points)
 
 
+# A version as PEP 440 spells it, with the separators it allows; TensorFlow's own nightly version
+# ("2.23.0-dev20261026", tf.__version__) is the PEP 440 "2.23.0.dev20261026".
+_PEP440 = re.compile(r"""v?(?P<release>\d+(?:\.\d+)*)
+    (?:[-_.]?(?P<pre>a|b|c|rc|alpha|beta|pre|preview)[-_.]?(?P<pre_n>\d*))?
+    (?:-(?P<post_implicit>\d+)|[-_.]?(?:post|rev|r)[-_.]?(?P<post_n>\d*))?
+    (?:[-_.]?dev[-_.]?(?P<dev_n>\d*))?
+    (?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?""", re.IGNORECASE | re.VERBOSE)
+_PRE_ORDER = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
+
+
 def _version_key(version: str) -> tuple:
+    """Sorts versions in PEP 440's order: 2.21.0 < 2.22.0.dev20260601 < 2.22.0rc1 < 2.22.0.
+
+    A dev build comes before the pre-releases and the release it leads to, a post-release after
+    its release. A version with some other suffix comes before its release, beside its dev builds
+    and by text; what is not a version number at all comes after every version.
+    """
     try:
         release = release_tuple(version)
     except ValueError:
-        return (1, (), 0, version)  # not a version number: after every release
-    # A pre-release or dev build ("2.21.0rc1") sorts before its final release.
-    final = 1 if re.fullmatch(r"\d+(\.\d+)*", version.strip()) else 0
-    return (0, release, final, version)
+        return (1, version)
+    match = _PEP440.fullmatch(version.strip())
+    if match is None:
+        return (0, release, (0,), (0,), (0,), version)
+    # A spelled-out number may be left out ("2.22.0.dev", "2.22.0.post"): its group is then "".
+    pre, dev = match.group("pre"), match.group("dev_n")
+    post = match.group("post_implicit") or match.group("post_n")
+    has_post, has_dev = post is not None, dev is not None
+    if pre is not None:
+        pre_key: tuple = (1, _PRE_ORDER[pre.lower()], int(match.group("pre_n") or 0))
+    else:
+        # "2.22.0.dev1" comes before "2.22.0a1"; "2.22.0.post1.dev1" after "2.22.0"
+        pre_key = (0,) if has_dev and not has_post else (2,)
+    post_key = (1, int(post or 0)) if has_post else (0,)
+    dev_key = (0, int(dev or 0)) if has_dev else (1,)
+    return (0, release, pre_key, post_key, dev_key, version)
 
 
 def _short_labels(versions: Sequence[str]) -> dict[str, str]:

@@ -126,6 +126,33 @@ def test_columns_are_sorted_by_numeric_release_not_text():
     assert matrix.versions == ("2.9.1", "2.10.0", "2.16.0rc1", "2.16.2")
 
 
+def test_a_nightly_sorts_after_the_release_before_it_and_before_the_release_it_leads_to():
+    # PEP 440: a dev build of 2.22.0 precedes its pre-releases and 2.22.0 itself, and follows 2.21.x;
+    # TensorFlow's nightlies report "2.23.0-dev20261026", which PEP 440 reads as 2.23.0.dev20261026.
+    matrix = merged(*(report(v, result("a")) for v in (
+        "2.23.0-dev20261026", "2.22.0", "2.22.0.dev20260601", "2.21.0", "2.22.0rc1",
+        "2.22.0.dev20260515", "2.21.1")))
+    assert matrix.versions == ("2.21.0", "2.21.1", "2.22.0.dev20260515", "2.22.0.dev20260601",
+                               "2.22.0rc1", "2.22.0", "2.23.0-dev20261026")
+
+
+@pytest.mark.parametrize("earlier, later", [
+    ("2.22.0.dev9", "2.22.0.dev10"),  # numbers, not text: "dev10" < "dev9" as text
+    ("2.22.0rc2", "2.22.0rc10"),
+    ("2.22.0a1", "2.22.0b1"),
+    ("2.22.0b1", "2.22.0rc1"),
+    ("2.22.0rc1.dev3", "2.22.0rc1"),
+    ("2.22.0", "2.22.0.post1"),
+    ("2.22.0.post1.dev2", "2.22.0.post1"),
+    ("2.21.9", "2.22.0.dev1"),
+    ("2.22.0", "a-name-not-a-version"),
+])
+def test_versions_sort_in_pep_440_order(earlier, later):
+    for given in ((earlier, later), (later, earlier)):
+        matrix = merged(*(report(v, result("a")) for v in given))
+        assert matrix.versions == (earlier, later)
+
+
 def test_rows_are_case_point_and_mode_and_cells_hold_status_and_verdict():
     matrix = merged(report("2.21.0", result("seeds.nested", verdict="xfail",
                                             function=raised("InternalError",
