@@ -127,8 +127,9 @@ def test_columns_are_sorted_by_numeric_release_not_text():
 
 
 def test_a_nightly_sorts_after_the_release_before_it_and_before_the_release_it_leads_to():
-    # PEP 440: a dev build of 2.22.0 precedes its pre-releases and 2.22.0 itself, and follows 2.21.x;
-    # TensorFlow's nightlies report "2.23.0-dev20261026", which PEP 440 reads as 2.23.0.dev20261026.
+    # PEP 440: a dev build of 2.22.0 precedes its pre-releases and 2.22.0 itself, and follows
+    # 2.21.x; TensorFlow's nightlies report "2.23.0-dev20261026", which PEP 440 reads as
+    # 2.23.0.dev20261026.
     matrix = merged(*(report(v, result("a")) for v in (
         "2.23.0-dev20261026", "2.22.0", "2.22.0.dev20260601", "2.21.0", "2.22.0rc1",
         "2.22.0.dev20260515", "2.21.1")))
