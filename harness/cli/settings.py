@@ -215,6 +215,7 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
     modes = mode_names.parse_modes(MODE.value)
     check_outputs()
     matrix = check_repro_flags(command)
+    accept_into = accept_target(command)  # before the recording is read and said
     recorded = recorded_folder(command, args)
     target = args[0] if args and command != REPLAY_CMD else None
     check = (check_spec(target, domains) if target
@@ -254,7 +255,7 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
         out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
         minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value,
         examples=EXAMPLES.value, seed=SEED.value, domains=tuple(domains), recorded=recorded,
-        accept_into=accept_target(command))
+        accept_into=accept_into)
 
 
 def expectations_file(command: str) -> str:

@@ -2,7 +2,10 @@
 
 fail and flaky are a <failure>; error, crash and timeout are <error>; xfail and
 skip are <skipped> with the reason; xpass passes, with its note in <system-out>;
-pass is a bare testcase. _ELEMENT says it for every verdict.
+pass is a bare testcase. _ELEMENT says it for every verdict. What each oracle
+said, and why a pass is unchecked, are lines of the testcase's <system-out>
+("oracle upstream: match"): the report is valid against junit-10.xsd, which
+has no <properties> in a testcase.
 
 A failure, error or skipped element says "{verdict}: {reason}" in its message
 and, in its body, the details that are not that reason, each line once, then
@@ -93,37 +96,35 @@ def _explored(suite: ET.Element, e: Explored, counts: dict) -> None:
     element.text = _xml_text("\n".join(lines)) + "\n" + _body(e.found)
 
 
+def _testcase(suite: ET.Element, result: Result, counts: dict) -> None:
+    """One testcase for one case and point: its verdict's element, and a <system-out> saying what
+    each oracle said (the upstream-gradient check among them) whatever the verdict, and on a pass
+    no oracle could judge, why. junit-10.xsd, which CI systems read JUnit with, allows no
+    <properties> in a testcase, so these are lines of text there ("oracle numeric: match")."""
+    case = ET.SubElement(suite, "testcase", classname=_xml_text(result.case),
+                         name=_xml_text(result.point), time=_time(result.seconds))
+    said = [f"oracle {name}: {o.status}" for name, o in result.oracles.items()]
+    if result.unchecked:
+        said.append(f"unchecked: {result.unchecked}")
+    tag = _ELEMENT[result.verdict]
+    if tag in _COUNTED:
+        counts[tag] += 1
+        element = ET.SubElement(case, tag,
+                                message=_xml_text(f"{result.verdict.value}: {result.reason}"),
+                                type=result.verdict.value)
+        element.text = _body(result)  # the message says the reason
+    elif tag is not None or result.unchecked:  # xpass's note, or an unchecked pass's
+        verdict = "pass, unchecked" if tag is None else result.verdict.value
+        said.insert(0, _body(result, first=f"{verdict}: {result.reason}"))
+    if said:
+        ET.SubElement(case, "system-out").text = _xml_text("\n".join(said))
+
+
 def render(report: Report) -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     suite = ET.Element("testsuite", name="harness")
     for result in report.results:
-        case = ET.SubElement(suite, "testcase", classname=_xml_text(result.case),
-                             name=_xml_text(result.point), time=_time(result.seconds))
-        if result.oracles or result.unchecked:
-            # What each oracle said, the upstream-gradient check among them, whatever the verdict;
-            # and, on a pass no oracle could judge, why (JUnit has no word for it: a property says
-            # it).
-            properties = ET.SubElement(case, "properties")
-            for name, o in result.oracles.items():
-                ET.SubElement(properties, "property", name=f"oracle.{name}",
-                              value=_xml_text(o.status))
-            if result.unchecked:
-                ET.SubElement(properties, "property", name="unchecked",
-                              value=_xml_text(result.unchecked))
-        tag = _ELEMENT[result.verdict]
-        if result.unchecked and tag is None:
-            ET.SubElement(case, "system-out").text = _body(
-                result, first=f"pass, unchecked: {result.reason}"
-            )
-        if tag in _COUNTED:
-            counts[tag] += 1
-            element = ET.SubElement(case, tag,
-                                    message=_xml_text(f"{result.verdict.value}: {result.reason}"),
-                                    type=result.verdict.value)
-            element.text = _body(result)  # the message says the reason
-        elif tag is not None:
-            ET.SubElement(case, tag).text = _body(result,
-                                                  first=f"{result.verdict.value}: {result.reason}")
+        _testcase(suite, result, counts)
     for e in report.explore:
         _explored(suite, e, counts)
     suite.set("tests", str(len(report.results) + len(report.explore)))

@@ -14,6 +14,7 @@ from harness.records import (
     Differentiated,
     ErrorInfo,
     ModeOutcome,
+    OracleOutcome,
     Output,
     Report,
     Result,
@@ -180,10 +181,14 @@ def test_junit_parses_and_counts_each_kind():
 
 def test_junit_is_valid_against_junit_10_xsd():
     # The schema Jenkins reads JUnit with (tests/data/junit-10.xsd, as pytest's own tests carry
-    # it, MIT), with every kind of result, control characters and a timed result in it.
+    # it, MIT), with every kind of result, what the oracles said, an unchecked pass, control
+    # characters and a timed result in it.
     xmlschema = pytest.importorskip("xmlschema", reason="xmlschema is the test extra's")
-    rep = make_report(*[result(v, point=f"x={i}.0", reason=f"why \x1b[31m{v.value}\x00 <&>")
-                        for i, v in enumerate(Verdict)])
+    said = {"numeric": OracleOutcome(name="numeric", status="match"),
+            "upstream": OracleOutcome(name="upstream", status="differ")}
+    rep = make_report(*[dataclasses.replace(
+        result(v, point=f"x={i}.0", reason=f"why \x1b[31m{v.value}\x00 <&>"), oracles=said)
+        for i, v in enumerate(Verdict)], unchecked_pass())
     schema = xmlschema.XMLSchema(str(Path(__file__).parents[1] / "data" / "junit-10.xsd"))
     schema.validate(junit.render(rep))
 
@@ -383,10 +388,10 @@ def test_an_unchecked_pass_is_marked_in_json_and_junit():
     assert data["unchecked"] == 1 and data["summary"]["pass"] == 2
     root = ET.fromstring(junit.render(report))
     first, second = root.iter("testcase")
-    [prop] = [p for p in first.iter("property") if p.get("name") == "unchecked"]
-    assert prop.get("value") == "the numeric oracle could not judge them (see below)"
-    assert "numeric oracle not checked" in first.find("system-out").text
-    assert second.find("properties") is None and first.find("failure") is None
+    out = first.find("system-out").text.splitlines()
+    assert "unchecked: the numeric oracle could not judge them (see below)" in out
+    assert any("numeric oracle not checked" in line for line in out)
+    assert second.find("system-out") is None and first.find("failure") is None
 
 
 # -- odd text: control characters and lone surrogates ---------------------------------------------
