@@ -156,7 +156,7 @@ class Row:
     Attributes:
       cells: one per column of the matrix, in column order.
       change: where the behaviour changed, e.g. "raises InternalError from
-        2.16; ok from 2.19"; empty when it is the same wherever it ran.
+        2.16.2; ok from 2.19.1"; empty when it is the same wherever it ran.
     """
 
     case: str
@@ -181,8 +181,8 @@ class Step:
     Attributes:
       column: the index of the first column that behaves the new way.
       version: its version.
-      label: its short name in the matrix ("2.16", or "2.16.2" where two
-        columns share 2.16).
+      label: its name in the matrix, the column's head: "2.16.2", never "2.16",
+        which would claim 2.16.0 and 2.16.1 too.
       verdicts: the verdict before and after.
       modes: (mode, status before, status after) for each mode whose status
         changed, in the matrix's mode order.
@@ -271,8 +271,8 @@ class Point:
 
     @property
     def change(self) -> str:
-        """Every step: "From 2.16: forward: ok → ValueError. From 2.19: forward: ValueError →
-        ok."."""
+        """Every step: "From 2.16.2: forward: ok → ValueError. From 2.19.1: forward: ValueError
+        → ok."."""
         return " ".join(f"From {s.label}: {s.text}." for s in self.steps)
 
     def cells(self, index: int) -> tuple[Cell, ...]:
@@ -356,17 +356,6 @@ def _version_key(version: str) -> tuple:
     return (0, release, pre_key, post_key, dev_key, version)
 
 
-def _short_labels(versions: Sequence[str]) -> dict[str, str]:
-    """"2.16" for "2.16.2" where no other column shares 2.16, else the full version."""
-    def short(v: str) -> str:
-        match = re.match(r"(\d+\.\d+)", v)
-        return match.group(1) if match else v
-    counts: dict[str, int] = {}
-    for v in versions:
-        counts[short(v)] = counts.get(short(v), 0) + 1
-    return {v: short(v) if counts[short(v)] == 1 else v for v in versions}
-
-
 def _cell(result: dict, mode: str) -> Cell:
     common = dict(verdict=result["verdict"], reason=str(result.get("reason") or ""),
                   details=tuple(str(d) for d in result.get("details") or ()),
@@ -394,7 +383,6 @@ def _status_change(status: str) -> str:
 
 def _change(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
     """Says where the behaviour changed between versions that ran the row."""
-    labels = _short_labels([c.version for c in columns])
     seen = [(column, cell) for column, cell in zip(columns, cells)
             if cell.observed and cell.status != NO_KERAS3]
     changes = []
@@ -405,13 +393,12 @@ def _change(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
         if after.verdict != before.verdict:
             what.append(f"verdict {before.verdict}→{after.verdict}")
         if what:
-            changes.append(f"{', '.join(what)} from {labels[column.version]}")
+            changes.append(f"{', '.join(what)} from {column.version}")
     return "; ".join(changes)
 
 
 def _steps(columns: Sequence[Column], rows: Sequence[Row]) -> tuple[Step, ...]:
     """Where a case and point (its rows, one per mode) changed between versions that ran it."""
-    labels = _short_labels([c.version for c in columns])
     # A column where every mode of the point skipped for want of Keras 3 (a Keras 3 case before
     # TensorFlow 2.16) shows no behaviour of the case: no step is measured to or from it.
     seen = [i for i in range(len(columns)) if rows and rows[0].cells[i].observed
@@ -424,7 +411,7 @@ def _steps(columns: Sequence[Column], rows: Sequence[Row]) -> tuple[Step, ...]:
         verdicts = (rows[0].cells[before].verdict, rows[0].cells[after].verdict)
         if modes or verdicts[0] != verdicts[1]:
             version = columns[after].version
-            steps.append(Step(column=after, version=version, label=labels[version],
+            steps.append(Step(column=after, version=version, label=version,
                               verdicts=verdicts, modes=modes,
                               every_mode=len(modes) == len(rows) > 1))
     return tuple(steps)

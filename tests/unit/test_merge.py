@@ -189,11 +189,11 @@ def test_changed_rows_come_first_and_say_where_they_changed():
                  result("c.fixed"), result("d.verdict", verdict="xpass"))
     matrix = merged(new, old, mid)
     assert row(matrix, "b.raises[x=1.0]",
-               "function").change == "raises InternalError, verdict pass→fail from 2.16"
-    assert row(matrix, "b.raises[x=1.0]", "eager").change == "verdict pass→fail from 2.16"
-    assert row(matrix, "c.fixed[x=1.0]", "function").change == "ok from 2.21"
+               "function").change == "raises InternalError, verdict pass→fail from 2.16.2"
+    assert row(matrix, "b.raises[x=1.0]", "eager").change == "verdict pass→fail from 2.16.2"
+    assert row(matrix, "c.fixed[x=1.0]", "function").change == "ok from 2.21.0"
     assert row(matrix, "c.fixed[x=1.0]", "eager").change == ""
-    assert row(matrix, "d.verdict[x=1.0]", "graph").change == "verdict xfail→xpass from 2.21"
+    assert row(matrix, "d.verdict[x=1.0]", "graph").change == "verdict xfail→xpass from 2.21.0"
     changed = [r.changed for r in matrix.rows]
     assert changed == sorted(changed, reverse=True), "a changed row after an unchanged one"
     assert [(r.case, r.mode) for r in matrix.changed] == [
@@ -207,13 +207,16 @@ def test_a_change_back_and_forth_lists_each_step():
     matrix = merged(report("2.15.1", result("a")),
                     report("2.16.2", result("a", function=raised("ValueError", "v"))),
                     report("2.19.1", result("a")))
-    assert row(matrix, "a[x=1.0]", "function").change == "raises ValueError from 2.16; ok from 2.19"
+    assert (row(matrix, "a[x=1.0]", "function").change
+            == "raises ValueError from 2.16.2; ok from 2.19.1")
 
 
-def test_two_columns_of_one_minor_release_are_named_in_full():
-    matrix = merged(report("2.16.1", result("a")),
-                    report("2.16.2", result("a", function=raised("ValueError", "v"))))
-    assert row(matrix, "a[x=1.0]", "function").change == "raises ValueError from 2.16.2"
+def test_a_change_names_the_release_as_its_column_does_not_its_minor_release():
+    # "from 2.17" would claim 2.17.0, which did not run; the column is 2.17.1.
+    matrix = merged(report("2.16.2", result("a")),
+                    report("2.17.1", result("a", function=raised("ValueError", "v"))))
+    assert row(matrix, "a[x=1.0]", "function").change == "raises ValueError from 2.17.1"
+    assert matrix.points[0].change == "From 2.17.1: function: ok → ValueError."
 
 
 def test_reports_from_different_case_sets_show_absent_cells_not_a_change():
@@ -228,7 +231,7 @@ def test_reports_from_different_case_sets_show_absent_cells_not_a_change():
 def test_change_is_measured_across_a_version_where_the_row_is_absent():
     matrix = merged(report("2.15.1", result("a")), report("2.16.2", result("other")),
                     report("2.21.0", result("a", function=raised("TypeError", "t"))))
-    assert row(matrix, "a[x=1.0]", "function").change == "raises TypeError from 2.21"
+    assert row(matrix, "a[x=1.0]", "function").change == "raises TypeError from 2.21.0"
 
 
 def test_a_mode_without_an_outcome_is_not_run():
@@ -261,10 +264,10 @@ def test_points_fold_the_modes_of_a_case_and_point_and_changed_points_come_first
     assert [c.status for c in point.cells(1)] == ["ok", "ok", "ok", "ValueError"]
     (step,) = point.steps
     assert (step.column, step.version, step.label, step.verdicts) == (1, "2.16.2",
-                                                                      "2.16", ("pass", "fail"))
+                                                                      "2.16.2", ("pass", "fail"))
     assert step.modes == (("forward", "ok", "ValueError"),)
     assert step.text == "forward: ok → ValueError; verdict pass → fail"
-    assert point.change == "From 2.16: forward: ok → ValueError; verdict pass → fail."
+    assert point.change == "From 2.16.2: forward: ok → ValueError; verdict pass → fail."
     assert point.step_at(1) is step and point.step_at(0) is None
 
 
@@ -570,7 +573,7 @@ def test_html_cell_details_name_every_modes_status_and_what_changed():
     assert data["data-reason"] == "forward raises <script>"
     assert "data-change" not in cells[0][0]
     names = {attrs["data-name"]: attrs for attrs, _ in page.rows}
-    assert "From 2.17: forward: ok → ValueError; verdict xfail → fail." in "".join(page.text)
+    assert "From 2.17.1: forward: ok → ValueError; verdict xfail → fail." in "".join(page.text)
     assert names["seeds.nested[x=1.0]"]["class"].split() == ["p", "changed"]
     assert names["patterns.same[x=1.0]"]["class"].split() == ["p", "same"]
 
@@ -654,7 +657,7 @@ def test_markdown_opens_with_what_changed_then_one_row_per_case_and_point():
     assert lines[8] == "### What changed between releases"
     assert (
         lines[10]
-        == "- **a.changed[x=1.0]**: From 2.21: function: ValueError → InternalError; "
+        == "- **a.changed[x=1.0]**: From 2.21.0: function: ValueError → InternalError; "
         "verdict xfail → xpass."
     )
     assert lines[11] == ""
@@ -676,8 +679,8 @@ def test_markdown_names_the_point_the_change_and_the_release_it_started():
     changed = lines[lines.index("### What changed between releases") + 2:]
     changed = changed[:changed.index("")]
     assert changed == [
-        "- **docs.broken[x=1.0]**: From 2.17: every mode: ok → TypeError; verdict pass → error.",
-        "- **seeds.nested[x=1.0]**: From 2.17: forward: ok → ValueError; verdict xfail → fail.",
+        "- **docs.broken[x=1.0]**: From 2.17.1: every mode: ok → TypeError; verdict pass → error.",
+        "- **seeds.nested[x=1.0]**: From 2.17.1: forward: ok → ValueError; verdict xfail → fail.",
     ]
     table = [line for line in lines if line.startswith("| ")]
     assert table[1:] == [
@@ -694,7 +697,7 @@ def test_markdown_folds_a_crash_and_the_modes_it_stopped():
                                          modes=FULL),
                                   report("2.21.0", crashed, modes=FULL)))
     assert "| a[x=1.0] | pass | **crash: g; not run: rest** |" in text
-    assert "From 2.21: graph: ok → crash; the others: ok → not run; verdict pass → crash." in text
+    assert "From 2.21.0: graph: ok → crash; the others: ok → not run; verdict pass → crash." in text
     few = render.markdown(merged(report("2.16.2", result("a")), report("2.21.0", crashed)))
     assert (
         "| a[x=1.0] | pass | **crash: g; not run: e f** |" in few
@@ -706,7 +709,7 @@ def test_markdown_says_only_the_verdict_where_no_mode_ran():
     skipped["modes"] = {}
     text = render.markdown(merged(report("2.16.2", skipped), report("2.21.0", result("a"))))
     assert "| a[x=1.0] | skip | **pass** |" in text
-    assert "From 2.21: every mode: not run → ok; verdict skip → pass." in text
+    assert "From 2.21.0: every mode: not run → ok; verdict skip → pass." in text
 
 
 def test_markdown_says_when_nothing_changed():
@@ -728,7 +731,7 @@ def test_json_is_strict_and_keyed_by_version():
                                                            "distribution <found>"}
     first = data["rows"][0]
     assert (first["case"], first["mode"], first["change"]) == ("a.changed", "eager",
-                                                               "verdict xfail→xpass from 2.21")
+                                                               "verdict xfail→xpass from 2.21.0")
     assert first["cells"]["2.16.2"]["reason"] == HOSTILE
     assert first["cells"]["2.15.1"]["status"] == "not installed"
     assert len(data["rows"]) == 4 * 3, "a row per case, point and mode"
