@@ -3,7 +3,8 @@
 Two measurements, each by whole processes, N times, wall clock (CPU time beside it):
 
   recording: the same pytest session without and with --harness-record=DIR. The target is a
-    ratio of medians <= 1.20. By default the session is tests/data/record_project's tests; give
+    ratio of CPU-time medians <= 1.05 (CPU_TARGET: within 5% of the suite's CPU time), and of
+    wall-clock medians <= 1.20 (RECORD_TARGET). By default the session is tests/data/record_project's tests; give
     the larq suite with --python (an environment with larq 0.14.0) and --suite, e.g.
       --suite "--pyargs larq.quantizers_test larq.layers_test" --env TF_USE_LEGACY_KERAS=1
     or --hot N: one test calling one custom gradient N times (default 100000) with the same
@@ -19,6 +20,8 @@ machine. Exit status: 0 whatever the ratios; non-zero only when a run itself fai
 
 Usage (from the repository root):
   python scripts/bench_record.py --runs 5
+  python scripts/bench_record.py --runs 3 --check --skip_replay --python /path/to/tfp-venv/bin/python \
+      --suite "/path/to/tfp/special_test.py -k 'Dawsn or Erfcx'"
   python scripts/bench_record.py --runs 3 --python /path/to/larq-venv/bin/python \
       --suite "--pyargs larq.quantizers_test larq.layers_test" --env TF_USE_LEGACY_KERAS=1
       --skip_replay
@@ -42,6 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "data" / "record_project"
 RECORD_TARGET = 1.20
+CPU_TARGET = 1.05
 
 
 def child_cpu() -> float:
@@ -109,8 +113,8 @@ def bench_recording(args, work: Path, env: dict) -> None:
     recording = medians(base + [f"--harness-record={work / 'rec-bench'}"], cwd, env, args.runs, ok)
     print(f"recording: session without {plain[0]:.2f} s wall ({plain[1]:.2f} s CPU), with "
           f"--harness-record {recording[0]:.2f} s wall ({recording[1]:.2f} s CPU): ratio "
-          f"{recording[0] / plain[0]:.3f} wall, {recording[1] / plain[1]:.3f} CPU (target <= "
-          f"{RECORD_TARGET})")
+          f"{recording[0] / plain[0]:.3f} wall, {recording[1] / plain[1]:.3f} CPU (targets <= "
+          f"{RECORD_TARGET} wall, <= {CPU_TARGET} CPU)")
     if args.eager:
         eager = medians(base
                         + [f"--harness-record={work / 'rec-eager'}", "--harness-record-eager"], cwd,
@@ -119,6 +123,30 @@ def bench_recording(args, work: Path, env: dict) -> None:
               f"CPU): ratio {eager[0] / plain[0]:.3f} wall to the session without recording; "
               f"{_drawn(work / 'rec-bench')} drawn points without it, {_drawn(work / 'rec-eager')} "
               "with it")
+
+
+def bench_check(args, work: Path, env: dict) -> None:
+    """The whole session under --harness-check, and what its last line says of the replay: the
+    points and the replay's own seconds (median over the runs)."""
+    cwd = str(work / "project") if not args.suite else str(work)
+    suite = shlex.split(args.suite) if args.suite else ["tests"]
+    base = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(args.python),
+            *suite]
+    walls, cpus, replays, said = [], [], [], ""
+    for run in range(args.runs):
+        command = base + [f"--harness-check={work / f'check-{run}'}"]
+        cpu, start = child_cpu(), time.monotonic()
+        proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+        walls.append(time.monotonic() - start)
+        cpus.append(child_cpu() - cpu)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("harness check: ")]
+        if not lines or " replayed in " not in lines[0]:
+            sys.exit(f"{shlex.join(command)} said no replay:\n{proc.stdout[-2000:]}")
+        said = lines[0]
+        replays.append(float(said.split(" replayed in ")[1].split(" s")[0]))
+    print(f"--harness-check: session {statistics.median(walls):.2f} s wall "
+          f"({statistics.median(cpus):.2f} s CPU), of which the replay "
+          f"{statistics.median(replays):.1f} s; its line: {said}")
 
 
 def _drawn(folder: Path) -> int:
@@ -192,6 +220,9 @@ def main() -> None:
     parser.add_argument("--env", action="append", default=[],
                         help="NAME=VALUE for the suite's environment")
     parser.add_argument("--skip_replay", action="store_true")
+    parser.add_argument("--check", action="store_true",
+                        help="also run the session under --harness-check: its time, and the "
+                             "replay's time and points as its last line gives them")
     parser.add_argument("--eager", action="store_true",
                         help="also record with --harness-record-eager, and count the drawn points "
                              "of each")
@@ -205,6 +236,8 @@ def main() -> None:
         work = Path(work)
         shutil.copytree(PROJECT, work / "project")
         bench_recording(args, work, env)
+        if args.check and not args.hot:
+            bench_check(args, work, env)
         if not args.skip_replay and not args.hot:
             bench_replay(args, work, env)
 
