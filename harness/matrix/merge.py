@@ -37,6 +37,7 @@ __all__ = [
     "ABSENT",
     "Cell",
     "Column",
+    "Fold",
     "Matrix",
     "HOW_TO_MAKE",
     "MergeError",
@@ -62,6 +63,12 @@ NOT_RUN = "not run"  # the result exists but holds no outcome for this mode (ski
 # of the case's behaviour, so no change is measured to or from it.
 NO_KERAS3 = "no Keras 3"
 NO_KERAS3_NOTE = "needs Keras 3"
+# A mode with one of these statuses did not apply to the case and point: it skipped itself, or
+# has no outcome. The mode with no outcome beside a crash or a timeout is the exception (`Step`).
+_NOT_APPLYING = ("skip", NOT_RUN)
+# `Point.kind`s in the order the pages show them
+_KINDS = ("changed", "coverage", "same")
+_STOPS_THE_REST = ("crash", "timeout")
 
 
 
@@ -178,6 +185,14 @@ class Row:
 class Step:
     """One change of a case and point between two versions that ran it.
 
+    A change is real, or only a change of coverage. A mode's change is of coverage where it
+    begins or stops applying: it did not apply on one side (it skipped, or has no outcome, "not
+    run") and ran on the other (ok, an exception, a crash, a timeout). A mode with no outcome
+    beside a mode that crashed or timed out did not run because of that crash: its change is part
+    of the crash, so real. Every other change of a mode's status, and any change of the verdict,
+    is real. A step is real where any part of it is; its coverage part, if any, still counts
+    where the matrix folds coverage changes (`Matrix.folds`).
+
     Attributes:
       column: the index of the first column that behaves the new way.
       version: its version.
@@ -187,6 +202,7 @@ class Step:
       modes: (mode, status before, status after) for each mode whose status
         changed, in the matrix's mode order.
       every_mode: whether `modes` holds every mode of the case and point.
+      coverage: the modes of `modes` whose change is only of coverage.
     """
 
     column: int
@@ -195,46 +211,112 @@ class Step:
     verdicts: tuple[str, str]
     modes: tuple[tuple[str, str, str], ...] = ()
     every_mode: bool = False
+    coverage: tuple[str, ...] = ()
+
+    @property
+    def real(self) -> bool:
+        """Whether the verdict, an error or values changed: more than which modes apply."""
+        return self.verdicts[0] != self.verdicts[1] or any(m not in self.coverage
+                                                           for m, _, _ in self.modes)
+
+    @property
+    def starts(self) -> tuple[str, ...]:
+        """The modes that begin to apply here."""
+        return tuple(m for m, before, _ in self.modes if m in self.coverage
+                     and before in _NOT_APPLYING)
+
+    @property
+    def stops(self) -> tuple[str, ...]:
+        """The modes that stop applying here."""
+        return tuple(m for m in self.coverage if m not in self.starts)
 
     @property
     def text(self) -> str:
-        """What changed: "forward: ok → ValueError; verdict xfail → fail".
-
-        Modes that ended the same way are one group, "every mode" when they
-        are all of them and "the others" when they are the rest of them; a
-        mode of the group that came from elsewhere says so in brackets:
-        "every mode: ok → TypeError (saved_model was LookupError)".
-        """
-        groups: dict[str, list[tuple[str, str]]] = {}
-        for mode, before, after in self.modes:
-            groups.setdefault(after, []).append((mode, before))
-        rest = max(groups, key=lambda after: len(groups[after])) if len(groups) > 1 else None
-        if (rest is not None
-            and (not self.every_mode or len(groups[rest]) < (2 if rest == NOT_RUN else 3))):
-            # naming two modes is as short as "the others", unless they only stopped running
-            rest = None
-        parts = []
-        # Stable: in mode order, but what stopped running and "the others" last.
-        for after, members in sorted(groups.items(),
-                                     key=lambda item: (item[0] == rest, item[0] == NOT_RUN)):
-            befores = [before for _, before in members]
-            common = max(befores, key=befores.count)  # the most common; the first of equals
-            if after == rest:
-                who = "the others"
-            elif self.every_mode and len(groups) == 1:
-                who = "every mode"
-            else:
-                who = ", ".join(mode for mode, _ in members)
-            others: dict[str, list[str]] = {}
-            for mode, before in members:
-                if before != common:
-                    others.setdefault(before, []).append(mode)
-            note = "; ".join(f"{', '.join(modes)} {'were' if len(modes) > 1 else 'was'} {before}"
-                            for before, modes in others.items())
-            parts.append(f"{who}: {common} → {after}" + (f" ({note})" if note else ""))
+        """What changed, the real part first: "forward: ok → ValueError; verdict xfail → fail",
+        then "; keras3_mirrored: skip → ok" for a mode that began to apply."""
+        real = tuple(m for m in self.modes if m[0] not in self.coverage)
+        coverage = tuple(m for m in self.modes if m[0] in self.coverage)
+        parts = [_modes_text(real, self.every_mode and not coverage)] if real else []
         if self.verdicts[0] != self.verdicts[1]:
             parts.append(f"verdict {self.verdicts[0]} → {self.verdicts[1]}")
+        if coverage:
+            parts.append(_modes_text(coverage, self.every_mode and not real))
         return "; ".join(parts)
+
+
+def _modes_text(modes: Sequence[tuple[str, str, str]], whole: bool) -> str:
+    """"forward: ok → ValueError", for (mode, before, after) changes; `whole` when they are every
+    mode of the point.
+
+    Modes that ended the same way are one group, "every mode" when they are all of them and "the
+    others" when they are the rest of them; a mode of the group that came from elsewhere says so
+    in brackets: "every mode: ok → TypeError (saved_model was LookupError)".
+    """
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for mode, before, after in modes:
+        groups.setdefault(after, []).append((mode, before))
+    rest = max(groups, key=lambda after: len(groups[after])) if len(groups) > 1 else None
+    if rest is not None and (not whole or len(groups[rest]) < (2 if rest == NOT_RUN else 3)):
+        # naming two modes is as short as "the others", unless they only stopped running
+        rest = None
+    parts = []
+    # Stable: in mode order, but what stopped running and "the others" last.
+    for after, members in sorted(groups.items(),
+                                 key=lambda item: (item[0] == rest, item[0] == NOT_RUN)):
+        befores = [before for _, before in members]
+        common = max(befores, key=befores.count)  # the most common; the first of equals
+        if after == rest:
+            who = "the others"
+        elif whole and len(groups) == 1:
+            who = "every mode"
+        else:
+            who = ", ".join(mode for mode, _ in members)
+        others: dict[str, list[str]] = {}
+        for mode, before in members:
+            if before != common:
+                others.setdefault(before, []).append(mode)
+        note = "; ".join(f"{', '.join(names)} {'were' if len(names) > 1 else 'was'} {before}"
+                         for before, names in others.items())
+        parts.append(f"{who}: {common} → {after}" + (f" ({note})" if note else ""))
+    return "; ".join(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fold:
+    """Every case point where one mode begins, or stops, applying at one column.
+
+    Attributes:
+      mode: the mode.
+      column: the index of the column where it begins or stops applying.
+      label: that column's name in the matrix, as `Step.label`.
+      starts: True where the mode begins to apply, False where it stops.
+      points: (case[point], the mode's status where it applies: after the step where it begins,
+        before it where it stops), in the matrix's point order.
+    """
+
+    mode: str
+    column: int
+    label: str
+    starts: bool
+    points: tuple[tuple[str, str], ...]
+
+    @property
+    def text(self) -> str:
+        """"keras3_mirrored applies from 2.18.1: 64 points (60 ok, 4 RuntimeError)", or
+        "keras_mixed no longer applies from 2.16.2: 12 points (all ok before)"."""
+        verb = "applies" if self.starts else "no longer applies"
+        count = len(self.points)
+        statuses = [status for _, status in self.points]
+        # ok first, then the most frequent, then by name: the same page from the same reports
+        kinds = sorted(set(statuses), key=lambda s: (s != "ok", -statuses.count(s), s))
+        if len(kinds) == 1:
+            said = kinds[0] if count == 1 else f"all {kinds[0]}"
+            said += "" if self.starts else " before"
+        else:
+            said = ("" if self.starts else "before: ") + ", ".join(
+                f"{statuses.count(s)} {s}" for s in kinds)
+        return (f"{self.mode} {verb} from {self.label}: {count} point{'s' * (count != 1)} "
+                f"({said})")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,6 +352,17 @@ class Point:
         return bool(self.steps)
 
     @property
+    def real(self) -> bool:
+        """Whether a step of it is real: more than which modes apply changed (`Step`)."""
+        return any(s.real for s in self.steps)
+
+    @property
+    def kind(self) -> str:
+        """"changed" where a step is real, "coverage" where only which modes apply changed, else
+        "same"."""
+        return "changed" if self.real else "coverage" if self.steps else "same"
+
+    @property
     def change(self) -> str:
         """Every step: "From 2.16.2: forward: ok → ValueError. From 2.19.1: forward: ValueError
         → ok."."""
@@ -286,7 +379,11 @@ class Point:
 
 @dataclasses.dataclass(frozen=True)
 class Matrix:
-    """The merged reports: rows that changed between versions first."""
+    """The merged reports: rows that changed between versions first.
+
+    `points` and `folds` are the shape the pages show: the case points whose verdict, errors or
+    values changed first, and which modes begin or stop applying, folded by mode and release.
+    """
 
     columns: tuple[Column, ...]
     modes: tuple[str, ...]
@@ -302,8 +399,9 @@ class Matrix:
 
     @property
     def points(self) -> tuple[Point, ...]:
-        """One per case and point, the modes folded in: those that changed first, then by case
-        id."""
+        """One per case and point, the modes folded in: those with a real change first, then
+        those where only which modes apply changed, then the rest (`Point.kind`); each group by
+        case id."""
         grouped: dict[tuple[str, str], list[Row]] = {}
         # changed rows first, each group by case: first seen is the order wanted
         for row in self.rows:
@@ -314,8 +412,28 @@ class Matrix:
             rows.sort(key=lambda r: order.get(r.mode, len(order)))
             points.append(Point(case=case, point=point, rows=tuple(rows),
                                 steps=_steps(self.columns, rows)))
-        points.sort(key=lambda p: not p.changed)  # stable
+        points.sort(key=lambda p: _KINDS.index(p.kind))  # stable
         return tuple(points)
+
+    @property
+    def folds(self) -> tuple[Fold, ...]:
+        """Each mode that begins or stops applying at a column, with every case point where it
+        does, whatever else changed there: a real step's coverage part counts here too, so that
+        a fold's count is the whole count. In column order, then the matrix's mode order, a mode
+        that begins before one that stops."""
+        found: dict[tuple[int, str, bool], list[tuple[str, str]]] = {}
+        for point in self.points:
+            for step in point.steps:
+                for mode, before, after in step.modes:
+                    if mode in step.coverage:
+                        starts = mode in step.starts
+                        found.setdefault((step.column, mode, starts), []).append(
+                            (point.name, after if starts else before))
+        order = {mode: i for i, mode in enumerate(self.modes)}
+        keys = sorted(found, key=lambda k: (k[0], order.get(k[1], len(order)), not k[2], k[1]))
+        return tuple(Fold(mode=mode, column=column, label=self.columns[column].version,
+                          starts=starts, points=tuple(found[(column, mode, starts)]))
+                     for column, mode, starts in keys)
 
 
 # A version as PEP 440 spells it, with the separators it allows; TensorFlow's own nightly version
@@ -410,11 +528,23 @@ def _steps(columns: Sequence[Column], rows: Sequence[Row]) -> tuple[Step, ...]:
                       and NO_KERAS3 not in (r.cells[before].status, r.cells[after].status))
         verdicts = (rows[0].cells[before].verdict, rows[0].cells[after].verdict)
         if modes or verdicts[0] != verdicts[1]:
+            applies = {i: _applies(rows, i) for i in (before, after)}
+            coverage = tuple(mode for mode, _, _ in modes
+                             if {applies[before][mode], applies[after][mode]} == {True, False})
             version = columns[after].version
             steps.append(Step(column=after, version=version, label=version,
                               verdicts=verdicts, modes=modes,
-                              every_mode=len(modes) == len(rows) > 1))
+                              every_mode=len(modes) == len(rows) > 1, coverage=coverage))
     return tuple(steps)
+
+
+def _applies(rows: Sequence[Row], column: int) -> dict[str, Optional[bool]]:
+    """Whether each mode applied to the case and point (its rows) under column `column`: None for
+    a mode with no outcome beside one that crashed or timed out, which that stopped."""
+    statuses = {r.mode: r.cells[column].status for r in rows}
+    stopped = any(s in _STOPS_THE_REST for s in statuses.values())
+    return {mode: None if s == NOT_RUN and stopped else s not in _NOT_APPLYING
+            for mode, s in statuses.items()}
 
 
 def _union_environment(environments: Sequence[Mapping[str, str]]) -> dict[str, str]:

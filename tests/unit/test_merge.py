@@ -303,6 +303,107 @@ def test_a_step_says_every_mode_the_others_and_where_a_mode_came_from():
     )
 
 
+SKIP = {"status": "skip", "orders": [], "sources": [], "note": "a Keras 3 model under a strategy"}
+K3 = MODES + ("keras3_mirrored",)
+
+
+def test_a_mode_that_begins_to_apply_is_coverage_and_folds_by_mode_and_release():
+    matrix = merged(report("2.17.1", result("a", keras3_mirrored=SKIP), result("b"),
+                           result("c", verdict="xfail", keras3_mirrored=SKIP)),
+                    report("2.18.1", result("a"), result("b"),
+                           result("c", verdict="xfail",
+                                  keras3_mirrored=raised("RuntimeError", "r"))),
+                    modes=K3)
+    by_name = {p.name: p for p in matrix.points}
+    (step,) = by_name["a[x=1.0]"].steps
+    assert not step.real and step.starts == ("keras3_mirrored",) and step.stops == ()
+    assert step.text == "keras3_mirrored: skip → ok"
+    assert [p.kind for p in matrix.points] == ["coverage", "coverage", "same"]
+    (fold,) = matrix.folds
+    assert (fold.mode, fold.column, fold.starts) == ("keras3_mirrored", 1, True)
+    assert fold.points == (("a[x=1.0]", "ok"), ("c[x=1.0]", "RuntimeError"))
+    assert fold.text == "keras3_mirrored applies from 2.18.1: 2 points (1 ok, 1 RuntimeError)"
+
+
+def test_a_mode_that_stops_applying_folds_with_the_reverse_wording():
+    matrix = merged(report("2.15.1", result("a"), result("b"),
+                           result("c", graph=raised("ValueError", "v"), verdict="xfail")),
+                    report("2.16.2", result("a", graph=SKIP), result("b", graph=SKIP),
+                           result("c", graph=SKIP, verdict="xfail")))
+    (fold,) = matrix.folds
+    assert fold.text == "graph no longer applies from 2.16.2: 3 points (before: 2 ok, 1 ValueError)"
+    assert not any(p.real for p in matrix.points)
+    one = merged(report("2.15.1", result("a")), report("2.16.2", result("a", graph=SKIP)))
+    assert [f.text for f in one.folds] == [
+        "graph no longer applies from 2.16.2: 1 point (ok before)"]
+
+
+def test_an_error_that_changes_type_is_real_and_leads_the_coverage_change_beside_it():
+    # variables.cond_around_call from 2.13: TypeError became AttributeError in function, while a
+    # mode that had skipped began to apply; the first is what a reader must see.
+    matrix = merged(report("2.12.1", result("v", verdict="xfail", keras3_mirrored=SKIP,
+                                            function=raised("TypeError", "t"))),
+                    report("2.13.1", result("v", verdict="xfail",
+                                            keras3_mirrored=raised("AttributeError", "a"),
+                                            function=raised("AttributeError", "a"))),
+                    modes=K3)
+    (step,) = matrix.points[0].steps
+    assert step.real and matrix.points[0].kind == "changed"
+    assert step.coverage == ("keras3_mirrored",)
+    assert step.text == ("function: TypeError → AttributeError; "
+                         "keras3_mirrored: skip → AttributeError")
+    assert [f.text for f in matrix.folds] == [
+        "keras3_mirrored applies from 2.13.1: 1 point (AttributeError)"]
+
+
+def test_a_verdict_change_is_real_even_where_every_mode_only_began_to_apply():
+    skipped = result("a", verdict="skip", reason="needs TensorFlow >=2.21")
+    skipped["modes"] = {}
+    matrix = merged(report("2.16.2", skipped), report("2.21.0", result("a")))
+    (step,) = matrix.points[0].steps
+    assert step.real and step.starts == MODES
+    assert step.text == "verdict skip → pass; every mode: not run → ok"
+    assert [f.text for f in matrix.folds] == [f"{m} applies from 2.21.0: 1 point (ok)"
+                                              for m in MODES]
+
+
+def test_modes_stopped_by_a_crash_are_part_of_the_crash_not_a_change_of_coverage():
+    crashed = result("a", verdict="crash")
+    crashed["modes"] = {"graph": {"status": "crash", "error_message": "killed", "stage": "graph"}}
+    matrix = merged(report("2.16.2", result("a")), report("2.21.0", crashed),
+                    report("2.21.1", result("a")))
+    assert [(s.real, s.coverage) for s in matrix.points[0].steps] == [(True, ()), (True, ())]
+    assert matrix.folds == ()
+
+
+def test_a_status_change_between_two_ways_of_not_applying_is_kept_as_real():
+    # skip → not run is neither a mode beginning nor one stopping: it must not vanish from the
+    # real changes, nor be counted as coverage.
+    bare = result("a", graph=SKIP)
+    del bare["modes"]["graph"]
+    matrix = merged(report("2.16.2", result("a", graph=SKIP)), report("2.21.0", bare))
+    (step,) = matrix.points[0].steps
+    assert step.real and step.coverage == () and matrix.folds == ()
+
+
+def test_folds_are_one_per_mode_release_and_direction_in_column_then_mode_order():
+    matrix = merged(report("2.18.1", result("a", graph=SKIP, function=SKIP), result("b")),
+                    report("2.19.1", result("a"), result("b", graph=SKIP)),
+                    report("2.20.0", result("a", graph=SKIP), result("b", graph=SKIP)))
+    assert [(f.label, f.mode, f.starts, len(f.points)) for f in matrix.folds] == [
+        ("2.19.1", "function", True, 1), ("2.19.1", "graph", True, 1),
+        ("2.19.1", "graph", False, 1), ("2.20.0", "graph", False, 1)]
+
+
+def test_points_with_a_real_change_come_before_those_where_only_coverage_changed():
+    matrix = merged(report("2.20.0", result("a.coverage", graph=SKIP), result("b.same"),
+                           result("c.real")),
+                    report("2.21.0", result("a.coverage"), result("b.same"),
+                           result("c.real", function=raised("ValueError", "v"))))
+    assert [(p.case, p.kind) for p in matrix.points] == [
+        ("c.real", "changed"), ("a.coverage", "coverage"), ("b.same", "same")]
+
+
 def test_a_step_is_measured_across_a_version_where_the_point_is_absent_or_not_installed():
     matrix = merged(report("2.15.1", result("a")), report("2.16.2", result("other")),
                     report("2.21.0", result("a", function=raised("TypeError", "t"))),
@@ -709,7 +810,7 @@ def test_markdown_says_only_the_verdict_where_no_mode_ran():
     skipped["modes"] = {}
     text = render.markdown(merged(report("2.16.2", skipped), report("2.21.0", result("a"))))
     assert "| a[x=1.0] | skip | **pass** |" in text
-    assert "From 2.21.0: every mode: not run → ok; verdict skip → pass." in text
+    assert "From 2.21.0: verdict skip → pass; every mode: not run → ok." in text
 
 
 def test_markdown_says_when_nothing_changed():
