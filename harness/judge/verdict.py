@@ -194,9 +194,9 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
     if broken is not None:
         o, raising = broken
         return result_for(Verdict.ERROR,
-                   f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: "
-                   f"{o.error.first_line}",
-                   [f"{b.mode}: {b.error.type}: {b.error.first_line}" for b in raising])
+                          f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: "
+                          f"{o.error.first_line}",
+                          [f"{b.mode}: {b.error.type}: {b.error.first_line}" for b in raising])
     if found.deviations:
         return _failed(result_for, case, active, expected, found, skipped_lines)
     return _conclude(result_for, active, judged_oracles, expected, found, skipped_lines, tf_version,
@@ -245,7 +245,7 @@ def _failed(result_for: _ResultFor, case: Rules, active: Mapping[str, ModeOutcom
             skipped_lines: list[str]) -> Result:
     """A fail: the first deviation leads, then where along the ladder the results part (when modes
     deviate), the other deviations, the notes, and the hints that fit."""
-    # Along the ladder, only modes without a declared deviation result_for where the results part.
+    # Along the ladder, only modes without a declared deviation say where the results part.
     undeclared = {m: o for m, o in active.items() if m not in expected}
     ladder_line = (ladder(undeclared, case.tolerance, said=found.deviations)
                    if found.mode_deviations else None)
@@ -338,11 +338,9 @@ def _compare_modes(case: Rules, active: Mapping[str, ModeOutcome], reference: st
         if e is None:
             plain = [m for m in disagreements if not m.upstream]
             _spell_mode(found, mode, outcome, plain, malformed, no_custom)
-            found.deviations += ([no_custom] if no_custom else []) + deviation_lines(mode, outcome,
-                                                                                     plain,
-                                                                                     malformed,
-                                                                                   reference,
-                                                                                   active)
+            found.deviations += (([no_custom] if no_custom else [])
+                                 + deviation_lines(mode, outcome, plain, malformed, reference,
+                                                   active))
             found.weighted_only += [(mode if not plain else "", m.message) for m in disagreements
                                     if m.upstream]
             continue
@@ -405,10 +403,8 @@ def _case_broken(active: Mapping[str, ModeOutcome], found: _Findings):
         built = [m for m in active if m not in {o.mode for o in broken}]
         o = broken[0]
         raising = ", ".join(b.mode for b in broken)
-        found.deviations.insert(0,
-                                f"the case's build step raises {o.error.type} in {raising} but not "
-                                "in "
-                                   f"{', '.join(built)}: {o.error.first_line}")
+        found.deviations.insert(0, f"the case's build step raises {o.error.type} in {raising} but "
+                                f"not in {', '.join(built)}: {o.error.first_line}")
         return None
     return (broken[0], broken) if broken else None
 
@@ -438,7 +434,7 @@ def _conclude(result_for: _ResultFor, active: Mapping[str, ModeOutcome],
             return dataclasses.replace(
                 result_for(Verdict.PASS,
                            f"{agree}, but nothing checked that the values are right: {why_not}",
-                    notes + skipped_lines), unchecked=why_not)
+                           notes + skipped_lines), unchecked=why_not)
         return result_for(Verdict.PASS, f"{agree}{matched}" if checked else "",
                           notes + skipped_lines)
     met_lines = [f"as declared: {modes_of(e, found.met)} {e.outcome}: {e.reason}"
@@ -446,7 +442,7 @@ def _conclude(result_for: _ResultFor, active: Mapping[str, ModeOutcome],
     if not found.unmet:
         return result_for(Verdict.XFAIL,
                           "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in found.met),
-                   met_lines + notes + skipped_lines)
+                          met_lines + notes + skipped_lines)
     unmet_lines = [f"declared but did not happen on TensorFlow {tf_version}: "
                    f"{modes_of(e, found.unmet)} {e.outcome} ({e.reason}); they agree with "
                    f"{result_for.yardstick}: if TensorFlow fixed it, "

@@ -13,8 +13,8 @@ from harness.measure import upstream
 from harness.case import Case, Point
 from harness.measure.modes import _reuse
 from harness.measure.modes.shared import (Steps, Subject, build_error, build_subject, dense,
-                                          flat_outputs, is_target,
-                               tf, unconnected, upstream_tables, upstream_weights)
+                                          flat_outputs, is_target, tf, unconnected,
+                                          upstream_tables, upstream_weights)
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "graph"
@@ -34,8 +34,8 @@ def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, prog
         if tables is None or progress.upstream_error is not None:
             continue
         try:
-            weighted = _gradients(weighted, sources,
-                                  options, lambda i, t: upstream_weights(tables, k, i, t))
+            weighted = _gradients(weighted, sources, options,
+                                  lambda i, t: upstream_weights(tables, k, i, t))
             progress.upstream.append(weighted)
         except Exception as e:  # noqa: BLE001 - the case's grad_fn given a non-unit upstream
             progress.upstream_error = (e, f"order {k} with upstream weights")

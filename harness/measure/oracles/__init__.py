@@ -44,17 +44,17 @@ __all__ = ["consult", "DIRECTIONS"]
 
 
 def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
-          note: str = "") -> dict[str, OracleOutcome]:
+            note: str = "") -> dict[str, OracleOutcome]:
     """Every oracle the case has (and the numeric and upstream ones unless turned off) on `agreed`.
 
     `note` says whose values these are when they are not the yardstick mode's
     (it raised): it ends every oracle's note. An exception in an oracle's own
     code is that oracle's "error", never a quiet "not checked".
     """
-    # Without the numeric oracle, the upstream one has something to say only when the
-    # weighted chain raised (its values are compared across modes all the same).
     own = [name for name in ("reference", "analytic") if getattr(case, name) is not None]
     wanted = list(required_oracles(options, own))
+    # Without the numeric oracle, the upstream one has something to say only when the
+    # weighted chain raised (its values are compared across modes all the same).
     if options.upstream and not options.numeric and agreed.upstream_error is not None:
         wanted.insert(0, "upstream")
     if agreed.status is not Status.OK:
@@ -73,15 +73,15 @@ def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
                 found["numeric"] = numeric
                 if weighted is not None:
                     found["upstream"] = weighted
-            # the numeric oracle is off: only what the chain raised is seen
             elif name == "upstream":
+                # the numeric oracle is off: only what the chain raised is seen
                 found[name] = _upstream_without_numeric(agreed)
             elif name == "reference":
                 found[name] = _with_note(_reference(case, point, agreed, options), note)
             else:
                 found[name] = _with_note(_analytic(case, point, agreed), note)
-        # A fault in the oracle's own code must not pass quietly.
         except Exception as e:  # noqa: BLE001
+            # A fault in the oracle's own code must not pass quietly.
             error = OracleOutcome(name=name, status="error",
                                   note=f"the {name} oracle itself raised {type(e).__name__}: {e} "
                                        "(a fault in the harness's oracle code, not a verdict on "
@@ -93,11 +93,8 @@ def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
 
 
 def _upstream_without_numeric(agreed: ModeOutcome) -> OracleOutcome:
-    return upstream_failed(agreed,
-                           "the numeric oracle is off (--nonumeric): the weighted chain is only "
-                           "compared "
-                                    "across modes")
-
+    return upstream_failed(agreed, "the numeric oracle is off (--nonumeric): the weighted chain "
+                                   "is only compared across modes")
 
 
 def _with_note(outcome: OracleOutcome, note: str) -> OracleOutcome:
@@ -129,8 +126,8 @@ def _analytic(case: Case, point: Point, agreed: ModeOutcome) -> OracleOutcome:
         if len(values) != len(outputs):
             return OracleOutcome(name="analytic", status="error",
                                  note=f"analytic gives {len(values)} values at order {order}; the "
-                                      "case has "
-                                      f"{len(outputs)} {'outputs' if order == 0 else 'sources'}")
+                                      f"case has {len(outputs)} "
+                                      f"{'outputs' if order == 0 else 'sources'}")
         for index, (value, got) in enumerate(zip(values, outputs)):
             at = where(order, index, names)
             if value is None or got.value is None:
@@ -142,7 +139,7 @@ def _analytic(case: Case, point: Point, agreed: ModeOutcome) -> OracleOutcome:
             if np.shape(value) != got.shape:
                 lines.append((order,
                               f"{at}: analytic gives shape {list(np.shape(value))}, {agreed.mode} "
-                                     f"{list(got.shape)}"))
+                              f"{list(got.shape)}"))
                 continue
             want = Output.of(np.asarray(value).astype(got.value.dtype))
             m = compare_outputs(want, got, tolerance_for(got.dtype, case.tolerance),
@@ -168,6 +165,6 @@ def _reference(case: Case, point: Point, agreed: ModeOutcome, options: RunOption
                              note=f"the reference implementation raises {e.type} at {e.stage}: "
                                   f"{e.first_line}")
     found = compare_outcomes(outcome, agreed, tolerance=case.tolerance)
-    return oracle_outcome("reference",
-                          range(len(agreed.orders)), [(m.order or 0, m.message) for m in found],
-                    "ordinary autodiff of the reference implementation, eager")
+    return oracle_outcome("reference", range(len(agreed.orders)),
+                          [(m.order or 0, m.message) for m in found],
+                          "ordinary autodiff of the reference implementation, eager")
