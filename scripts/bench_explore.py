@@ -31,7 +31,8 @@ from harness.process import pool  # noqa: E402
 from harness.checking import CheckSpec  # noqa: E402
 from harness.measure.modes import CORE_MODES  # noqa: E402
 from harness.records import RunOptions  # noqa: E402
-from harness.process.worker import Job, Origins  # noqa: E402
+from harness.jobs import Job  # noqa: E402
+from harness.process.worker import Origins  # noqa: E402
 
 TARGET = 50.0
 

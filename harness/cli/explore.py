@@ -67,7 +67,7 @@ def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: in
     from harness.explore import search as explore  # noqa: PLC0415
     from harness.judge.judging import judged  # noqa: PLC0415
     from harness.records import Explored  # noqa: PLC0415
-    from harness.process.worker import Job  # noqa: PLC0415
+    from harness.jobs import Job  # noqa: PLC0415
 
     domains = {**dict(info.domains), **dict(given)}
     described = tuple((n, d.describe()) for n, d in domains.items())

@@ -142,7 +142,7 @@ class Run:
         return None
 
     def jobs(self) -> list:
-        from harness.process.worker import Job  # noqa: PLC0415
+        from harness.jobs import Job  # noqa: PLC0415
 
         s = self.s
         repro = bool(s.repro_dir) or s.command == REPRO_CMD

@@ -13,11 +13,10 @@ import dataclasses
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from harness import loader
+from harness.jobs import Carried, Death, Job
 from harness.mode_names import reference_of
-from harness.process.pool import Carried, Death
 from harness.records import CaseInfo, Measured, Result
 from harness.judge.verdict import died, judge_measured
-from harness.process.worker import Job
 
 __all__ = ["Finished", "each_judged", "judged"]
 

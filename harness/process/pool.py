@@ -33,10 +33,10 @@ from harness import loader
 from harness.process import head_start
 from harness.process import lifetime
 from harness.process import worker
-from harness.records import CaseInfo, Measured, Status
+from harness.jobs import Carried, Death, Job
+from harness.records import CaseInfo, Status
 
-__all__ = ["RECYCLE_MIB", "Carried", "Death", "InProcess", "PoolError", "WorkerPool",
-           "resident_mib"]
+__all__ = ["RECYCLE_MIB", "InProcess", "PoolError", "WorkerPool", "resident_mib"]
 
 # The last lines of a dead worker's output kept with its crash verdict.
 _TAIL_LINES = 12
@@ -47,38 +47,10 @@ _TAIL_LINES = 12
 # TensorFlow, Keras and the cases loaded holds about 700 MiB.
 RECYCLE_MIB = 2048
 
-OnStart = Callable[[worker.Job], None]
+OnStart = Callable[[Job], None]
 
 # The one clock for timeouts and job times; tests replace it.
 _clock = time.monotonic
-
-
-@dataclasses.dataclass(frozen=True)
-class Death:
-    """How a job's worker ended before it sent a measurement."""
-
-    status: Status  # Status.CRASH or Status.TIMEOUT
-    mode: str  # the mode it was running
-    how: str  # e.g. "killed by SIGABRT" or "ran past the 60 s timeout; its worker was killed"
-    output: str  # the last lines the worker wrote
-
-
-@dataclasses.dataclass(frozen=True)
-class Carried:
-    """One job at its end, as its worker left it, judged by no one yet: its index in the run, the
-    job, the seconds it took, any reproduction scripts, and what was measured or how the worker
-    died."""
-
-    index: int
-    job: worker.Job
-    seconds: float
-    scripts: dict  # point label -> (ok, script text or why there is none)
-    measured: Sequence[Measured] = ()
-    changed: Sequence[str] = ()  # the process-wide state the case changed, and threads it left
-    lost: str = ""  # why nothing measured could be sent, when it could not
-    death: Optional[Death] = None
-    # --inprocess: the cases before this one whose process-wide changes this process still carries.
-    after: tuple[str, ...] = ()
 
 
 class PoolError(Exception):
@@ -127,7 +99,7 @@ class _Worker:
             self.conn.send(("load", origins))  # it reads this once TensorFlow is imported
         self.ready = False
         self.index: Optional[int] = None
-        self.job: Optional[worker.Job] = None
+        self.job: Optional[Job] = None
         self.started = 0.0
         self.mode = "load"
         self.scripts: dict = {}
@@ -143,7 +115,7 @@ class _Worker:
         child.close()  # so a dead worker shows as end-of-file here
         return cls(process, conn, output, origins)
 
-    def assign(self, index: int, job: worker.Job) -> None:
+    def assign(self, index: int, job: Job) -> None:
         self.index, self.job, self.started, self.mode = index, job, _clock(), "setup"
         self.scripts = {}
         self.conn.send(("run", job))
@@ -199,7 +171,7 @@ class WorkerPool:
         self._count = 0
         self._workers: list[_Worker] = []
         self._catalogue: Optional[tuple[dict, list[CaseInfo]]] = None
-        self._jobs: Sequence[worker.Job] = ()
+        self._jobs: Sequence[Job] = ()
         self._pending: collections.deque[int] = collections.deque()
         self._finished: list[Carried] = []
         if early:
@@ -233,7 +205,7 @@ class WorkerPool:
             self._receive(None)
         return self._catalogue
 
-    def run(self, jobs: Sequence[worker.Job], on_start: OnStart, size: int) -> Iterator[Carried]:
+    def run(self, jobs: Sequence[Job], on_start: OnStart, size: int) -> Iterator[Carried]:
         """Runs `jobs` on `size` workers (at most one per job); yields each job as it finishes."""
         size = max(1, min(size, len(jobs)))
         for w in self._workers[size:]:
@@ -365,8 +337,7 @@ class InProcess:
     def start(self) -> tuple[dict, list[CaseInfo]]:
         return self._loaded.environment, [loader.info(c) for c in self._loaded.cases.values()]
 
-    def run(self, jobs: Sequence[worker.Job], on_start: OnStart,
-            size: int = 1) -> Iterator[Carried]:
+    def run(self, jobs: Sequence[Job], on_start: OnStart, size: int = 1) -> Iterator[Carried]:
         from harness.process import state  # noqa: PLC0415
 
         polluters: list[str] = []  # the cases whose changes this process still carries

@@ -20,9 +20,10 @@ from typing import Callable, Optional
 
 from harness.process import lifetime
 from harness.checking import CheckSpec
-from harness.records import Measured, RunOptions
+from harness.jobs import Job
+from harness.records import Measured
 
-__all__ = ["Job", "Loaded", "Origins", "load", "run_job", "serve"]
+__all__ = ["Loaded", "Origins", "load", "run_job", "serve"]
 
 # How a worker reports progress: notify("mode", name) as each mode starts, and
 # notify("scripts", {point: (ok, ScriptParts or why there are none)}) before running when
@@ -41,23 +42,6 @@ class Origins:
     # A recorded folder to replay (harness.record): (its path, the order, --expect texts, the
     # reviewed expectations file or "").
     recorded: Optional[tuple[str, int, tuple[str, ...], str]] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Job:
-    """One case to run: which points, in which modes, with what settings."""
-
-    case_id: str
-    order: int
-    points: tuple[str, ...]
-    modes: tuple[str, ...]
-    options: RunOptions
-    strict_xpass: bool
-    reruns: tuple[tuple[str, str], ...]  # (point label, rerun command)
-    repro: bool = False  # also write each point's standalone script
-    # explore: run the case at this one point, (name, value) for every argument, instead of its own
-    # points (`points` holds its label); what the modes build is kept for the next such job.
-    values: Optional[tuple] = None
 
 
 @dataclasses.dataclass(frozen=True)

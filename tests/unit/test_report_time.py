@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from harness.judge import judging
+from harness.jobs import Job
 from harness.process import pool
 from harness.process import worker
 from harness.matrix import merge
@@ -37,9 +38,8 @@ def result(point="x=1.0", verdict=Verdict.PASS, reason="", details=(), seconds=0
 
 
 def job(*points, case="tests.case"):
-    return worker.Job(case_id=case, order=1, points=tuple(points), modes=("eager",),
-                      options=RunOptions(), strict_xpass=False,
-                      reruns=tuple((p, f"rerun {p}") for p in points))
+    return Job(case_id=case, order=1, points=tuple(points), modes=("eager",), options=RunOptions(),
+               strict_xpass=False, reruns=tuple((p, f"rerun {p}") for p in points))
 
 
 def judged(infos, environment, job_, measured, changed, lost=""):

@@ -145,6 +145,7 @@ def test_the_verdict_on_a_case_that_changed_state_names_each_change_and_says_wha
 def test_in_process_the_cases_after_one_that_changed_state_say_their_verdict_may_not_be_their_own(
     monkeypatch,
 ):
+    from harness.jobs import Job
     from harness.judge import judging
     from harness.process import pool
     from harness.process import worker
@@ -161,9 +162,9 @@ def test_in_process_the_cases_after_one_that_changed_state_say_their_verdict_may
     monkeypatch.setattr(state, "snapshot", dict)  # the real one reads TensorFlow
     runner = pool.InProcess.__new__(pool.InProcess)
     runner._loaded, runner._infos = worker.Loaded({}, {"tensorflow": TF}, {}, frozenset()), {}
-    jobs = [worker.Job(case_id=c, order=1, points=("x=1.0",), modes=("eager",),
-                       options=RunOptions(), strict_xpass=False,
-                       reruns=(("x=1.0", "rerun"),)) for c in ("t.first", "t.polluter", "t.next")]
+    jobs = [Job(case_id=c, order=1, points=("x=1.0",), modes=("eager",), options=RunOptions(),
+                strict_xpass=False, reruns=(("x=1.0", "rerun"),))
+            for c in ("t.first", "t.polluter", "t.next")]
     done = judging.each_judged(runner.run(jobs, lambda job: None), {}, {"tensorflow": TF})
     details = {d.results[0].case: d.results[0].details for d in done}
     assert details["t.first"] == details["t.polluter"] == ("d",)
