@@ -5,7 +5,8 @@ Two measurements, each by whole processes, N times, wall clock (CPU time beside 
   recording: the same pytest session without and with --harness-record=DIR. The target is a
     ratio of CPU-time medians <= 1.05 (CPU_TARGET: within 5% of the suite's CPU time), and of
     wall-clock medians <= 1.20 (RECORD_TARGET). By default the session is
-    tests/data/record_project's tests; give the larq suite with --python (an environment with larq 0.14.0) and --suite, e.g.
+    tests/data/record_project's tests; give the larq suite with --python (an environment with
+    larq 0.14.0) and --suite, e.g.
       --suite "--pyargs larq.quantizers_test larq.layers_test" --env TF_USE_LEGACY_KERAS=1
     or --hot N: one test calling one custom gradient N times (default 100000) with the same
     value, the case where looking at every call for a new point would cost the most.
@@ -21,7 +22,8 @@ machine. Exit status: 0 whatever the ratios; non-zero only when a run itself fai
 Usage (from the repository root):
   python scripts/bench_record.py --runs 5
   python scripts/bench_record.py --runs 3 --check --skip_replay \
-      --python /path/to/tfp-venv/bin/python --suite "/path/to/tfp/special_test.py -k 'Dawsn or Erfcx'"
+      --python /path/to/tfp-venv/bin/python \
+      --suite "/path/to/tfp/special_test.py -k 'Dawsn or Erfcx'"
   python scripts/bench_record.py --runs 3 --python /path/to/larq-venv/bin/python \
       --suite "--pyargs larq.quantizers_test larq.layers_test" --env TF_USE_LEGACY_KERAS=1
       --skip_replay
