@@ -10,7 +10,7 @@ another's module for a record's sake.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from harness.records import Measured, RunOptions, Status
 
@@ -28,7 +28,10 @@ class Job:
     options: RunOptions
     strict_xpass: bool
     reruns: tuple[tuple[str, str], ...]  # (point label, rerun command)
-    repro: bool = False  # also write each point's standalone script
+    # Also write each point's standalone script with this builder, called as repro(case, job)
+    # before the case runs; the command line hands it in (harness.repro.script.for_points), so the
+    # worker imports no repro code. None: no scripts.
+    repro: Optional[Callable[..., dict]] = None
     # explore: run the case at this one point, (name, value) for every argument, instead of its own
     # points (`points` holds its label); what the modes build is kept for the next such job.
     values: Optional[tuple] = None

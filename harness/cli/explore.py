@@ -74,7 +74,7 @@ def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: in
     progress = Progress(total=limit)
     tried = [0]
 
-    def run_at(values, repro: bool = False):
+    def run_at(values, repro=None):
         label = explore.label_of(values)
         command, _ = explore_rerun(info, values, s, check)
         job = Job(case_id=info.id, order=info.order, points=(label,), modes=s.modes,
@@ -104,7 +104,9 @@ def explore_case(runner, info: CaseInfo, given: Sequence, s: Settings, limit: in
                         or ("Hypothesis drew no example" if not search.tried else ""))
     command, why = explore_rerun(info, search.values, s, check)
     if s.repro_dir:
-        _write_repro(run_at(search.values, repro=True), environment, info, s)
+        from harness.repro.script import for_points  # noqa: PLC0415
+
+        _write_repro(run_at(search.values, repro=for_points), environment, info, s)
     if check is None and not why:
         why = ("the check command calls the function alone: the case's tolerance, expectations and "
                "oracles are not in it")

@@ -145,7 +145,11 @@ class Run:
         from harness.jobs import Job  # noqa: PLC0415
 
         s = self.s
-        repro = bool(s.repro_dir) or s.command == REPRO_CMD
+        repro = None  # the builder of each point's script, imported only when scripts are wanted
+        if s.repro_dir or s.command == REPRO_CMD:
+            from harness.repro import script  # noqa: PLC0415
+
+            repro = script.for_points
         # A recorded function's points are one job each: a heavy call a test made (10,000
         # elements of a slow special function) has its own timeout and result, and never sinks
         # the cheap calls beside it. A library case's points share one job, its traces and graphs.

@@ -116,24 +116,6 @@ def _recorded_cases(folder: str, order: int, expect: tuple[str, ...], reviewed: 
         raise loader.LoadError(str(e)) from None
 
 
-def _scripts(case, job: Job) -> dict[str, tuple[bool, object]]:
-    from harness import loader  # noqa: PLC0415
-    from harness.repro import script  # noqa: PLC0415
-    from harness.repro.source import ReproError  # noqa: PLC0415
-
-    reruns = dict(job.reruns)
-    found = {}
-    for point in case.points:
-        try:
-            found[point.label] = (True,
-                                  script.parts(loader.narrow(case, [point.label]), point, job.modes,
-                                                     job.options.unconnected_zero,
-                                                     reruns[point.label]))
-        except ReproError as e:
-            found[point.label] = (False, str(e))
-    return found
-
-
 def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], list[str]]:
     """Runs `job`; returns what it measured at each point, and the global settings the case changed
     and the threads it left running (harness.process.state).
@@ -156,8 +138,8 @@ def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], l
             _reuse.close(_kept)
             _kept["for"] = (job.case_id, job.modes, job.options)
         keep = _reuse.kept(_kept)
-    if job.repro:
-        notify("scripts", _scripts(case, job))  # before running: a crash must not lose them
+    if job.repro is not None:
+        notify("scripts", job.repro(case, job))  # before running: a crash must not lose them
     with keep:
         measured = execute.measure(case, job.modes, job.options, lambda mode: notify("mode", mode))
     # Threads first: one that ends within the grace may change a setting on its way out.

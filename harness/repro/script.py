@@ -14,11 +14,13 @@ from typing import Sequence
 
 import numpy as np
 
+from harness import loader
 from harness.case import Case, Point
-from harness.repro.source import extract
+from harness.jobs import Job
+from harness.repro.source import ReproError, extract
 from harness.judge.tolerance import tolerance_for
 
-__all__ = ["ScriptParts", "parts", "render", "with_numeric"]
+__all__ = ["ScriptParts", "for_points", "parts", "render", "with_numeric"]
 
 _HEADER_IMPORTS = ("import json", "import platform", "import sys", "", "import numpy as np",
                    "import tensorflow as tf")
@@ -114,6 +116,24 @@ def parts(case: Case, point: Point, modes: Sequence[str], unconnected_zero: bool
         unconnected_zero=unconnected_zero, command=command,
         full=render(case, point, modes, unconnected_zero, command), origin=code.origin,
         library=code.library)
+
+
+def for_points(case: Case, job: Job) -> dict[str, tuple[bool, object]]:
+    """Each point's ScriptParts for `job`, or why there are none: {label: (True, parts) or
+    (False, why)}.
+
+    The command line hands this to the worker in the job (Job.repro), so the worker writes
+    reproductions without importing this package; it runs before the case, so a crash loses none.
+    """
+    reruns = dict(job.reruns)
+    found: dict[str, tuple[bool, object]] = {}
+    for point in case.points:
+        try:
+            found[point.label] = (True, parts(loader.narrow(case, [point.label]), point, job.modes,
+                                              job.options.unconnected_zero, reruns[point.label]))
+        except ReproError as e:
+            found[point.label] = (False, str(e))
+    return found
 
 
 def _described(case: Case, code) -> str:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from harness.cli import repro as cli_repro
+from harness.jobs import Job
 from harness.records import (
     Differentiated,
     ErrorInfo,
@@ -19,12 +20,14 @@ from harness.records import (
     OracleOutcome,
     Output,
     Result,
+    RunOptions,
     Status,
     Verdict,
 )
 from harness.repro import candidates, issue, minimize, script, short, verify
 from harness.repro.script import ScriptParts
 from tests.unit import in_process
+from tests.unit.outcomes import make_case
 
 # -- the pieces, without TensorFlow --------------------------------------------------------------
 
@@ -110,6 +113,25 @@ def test_what_the_short_script_cannot_show_says_why():
                                                             differ=(1,))})
     with pytest.raises(short.NotShort, match="reference oracle"):
         short.render(_parts(), reference)
+
+
+def test_the_builder_a_job_hands_the_worker_gives_each_point_its_parts_or_why_it_has_none():
+    case = make_case()
+    labels = tuple(p.label for p in case.points)
+    job = Job(case_id=case.id, order=1, points=labels, modes=("eager", "graph"),
+              options=RunOptions(), strict_xpass=False,
+              reruns=tuple((label, f"rerun {label}") for label in labels), repro=script.for_points)
+    found = job.repro(case, job)
+    assert {label: (ok, parts.point, parts.command) for label, (ok, parts) in found.items()} == {
+        "x=1.0": (True, "x=1.0", "rerun x=1.0"), "x=100.0": (True, "x=100.0", "rerun x=100.0")}
+
+    def inner(x):
+        return x
+
+    assert job.repro(make_case(fn=inner, points=[{"x": np.float32(1.0)}]), job) == {
+        "x=1.0": (False, "'inner' is not defined at the top level of "
+                         "tests.unit.test_short_repro_logic; define the function under test (or "
+                         "its builder) with def there")}
 
 
 def test_a_crash_runs_the_mode_that_dies_and_flushes_what_it_printed():
