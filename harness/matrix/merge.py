@@ -91,10 +91,34 @@ class Column:
 
     @property
     def label(self) -> str:
-        """The version, or "2.15.1 (not installed: REASON)"."""
-        if self.not_installed is None:
-            return self.version
-        return f"{self.version} ({NOT_INSTALLED}: {self.not_installed})"
+        """The version, "2.23.0.dev20261026 (commit ef696751006)" for a nightly, or "2.15.1 (not
+        installed: REASON)"."""
+        if self.not_installed is not None:
+            return f"{self.version} ({NOT_INSTALLED}: {self.not_installed})"
+        return f"{self.version} (commit {self.commit})" if self.commit else self.version
+
+    @property
+    def commit(self) -> str:
+        """The commit of a build between releases, such as a nightly; "" for a release.
+
+        A nightly's version ("2.23.0.dev20261026", or TensorFlow's own "2.23.0-dev20261026")
+        names a day, not a source; its tensorflow_git ("v1.12.1-148158-gef696751006", as
+        `git describe` writes it) names the commit after the "-g". A release's version says
+        what it is, so it has none here: its tensorflow_git describes it from a tag of its own
+        minor release ("v2.16.0-rc0-18-g5bc9d26649c" for 2.16.1). A build that is no dev
+        version but is described from another release's tag (the nightlies' "v1.12.1") is one
+        between releases too. Shards that disagree give each commit, joined by " / ".
+        """
+        git = str(self.environment.get("tensorflow_git", ""))
+        commits = re.findall(r"-g([0-9a-f]{7,40})\b", git)
+        if not commits:
+            return ""
+        minor = re.match(r"\d+\.\d+", self.version)
+        tags = re.findall(r"(?:^|/ )v?(\d+\.\d+)", git)
+        dev = re.search(r"dev", self.version, re.IGNORECASE)
+        if not dev and minor and tags and all(tag == minor.group(0) for tag in tags):
+            return ""
+        return " / ".join(commits)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -154,6 +154,23 @@ def test_versions_sort_in_pep_440_order(earlier, later):
         assert matrix.versions == (earlier, later)
 
 
+def test_only_a_build_between_releases_names_its_commit():
+    def commit(version, git):
+        return merge.Column(version=version, environment={"tensorflow_git": git}).commit
+    # A tf-nightly: its version names a day; tf.version.GIT_VERSION names the commit after "-g".
+    assert commit("2.23.0-dev20261026", "v1.12.1-148158-gef696751006") == "ef696751006"
+    assert commit("2.22.0.dev20260601", "v2.22.0-rc0-3-g0123456789a") == "0123456789a"
+    # A release is described from a tag of its own minor release: its version says what it is.
+    assert commit("2.16.1", "v2.16.0-rc0-18-g5bc9d26649c") == ""
+    # Built from the main branch under a release's number: the version does not say what it is.
+    assert commit("2.21.0", "v1.12.1-148158-gef696751006") == "ef696751006"
+    assert commit("2.23.0-dev20261026", "unknown") == ""
+    assert merge.Column(version="2.23.0-dev20261026").commit == ""
+    nightly = merge.Column(version="2.23.0-dev20261026",
+                           environment={"tensorflow_git": "v1.12.1-148158-gef696751006"})
+    assert nightly.label == "2.23.0-dev20261026 (commit ef696751006)"
+
+
 def test_rows_are_case_point_and_mode_and_cells_hold_status_and_verdict():
     matrix = merged(report("2.21.0", result("seeds.nested", verdict="xfail",
                                             function=raised("InternalError",
