@@ -13,7 +13,7 @@ import re
 from typing import Optional
 
 from harness.matrix.merge import (ABSENT, NO_KERAS3, NOT_INSTALLED, NOT_RUN, SCHEMA, Cell, Column,
-                                  Matrix, Point)
+                                  Fold, Matrix, Point)
 from harness.mode_names import KERAS3_MODES
 from harness.printable import printable
 from harness.records import VERDICTS
@@ -62,21 +62,68 @@ def _mark_class(status: str) -> str:
     return "m-exc"
 
 
+def _commit(column: Column) -> str:
+    return f"commit {column.commit}" if column.commit else ""
+
+
+def _environment(column: Column) -> list[str]:
+    """["commit ef696751006", "numpy 2.1.3", "python 3.11.7"]: what the build is, for a nightly,
+    then what it ran with."""
+    env = column.environment
+    return [_commit(column)] * bool(column.commit) + [f"{key} {env[key]}"
+                                                      for key in ("numpy", "python") if key in env]
+
+
 def _env_line(column: Column) -> str:
     if column.not_installed is not None:
         return f"{NOT_INSTALLED}: {column.not_installed}"
-    env = column.environment
-    parts = [f"{key} {env[key]}" for key in ("numpy", "python") if key in env]
-    return ", ".join(parts)
+    return ", ".join(_environment(column))
+
+
+# What the pages call the two kinds of change (`Step`): the words of every sentence about them.
+_REAL = "a verdict or a mode's outcome"
+_COVERAGE = "which modes apply"
 
 
 def _summary(matrix: Matrix, points: tuple[Point, ...]) -> str:
-    changed, total = sum(p.changed for p in points), len(points)
+    real = sum(p.kind == "changed" for p in points)
+    coverage = sum(p.kind == "coverage" for p in points)
+    total = len(points)
     if len(matrix.columns) < 2:
         return f"{total} case points from one TensorFlow version; nothing to compare."
-    if not changed:
+    if not real + coverage:
         return f"No case point of {total} changed between versions."
-    return f"{changed} of {total} case points changed between versions; they come first."
+    if not coverage:
+        return (f"At {real} of {total} case points {_REAL} changed between versions; they come "
+                "first.")
+    if not real:
+        return (f"At {coverage} of {total} case points only {_COVERAGE} changed between versions; "
+                "they come first.")
+    return (f"At {real} of {total} case points {_REAL} changed between versions, at {coverage} "
+            f"more only {_COVERAGE}; they come first, in that order.")
+
+
+def _lead(matrix: Matrix, points: tuple[Point, ...]) -> str:
+    """The first sentence under "What changed between releases"."""
+    real = [p for p in points if p.real]
+    if len(matrix.columns) < 2:
+        return "One TensorFlow version: nothing to compare."
+    if not any(p.changed for p in points):
+        return (f"Nothing: each of the {len(points)} case points behaves the same in every "
+                "version that ran it.")
+    if not real:
+        return f"No verdict and no mode's outcome changed; only {_COVERAGE} did, below."
+    return f"At {len(real)} of {len(points)} case points {_REAL} changed:"
+
+
+# The line above the folds; each renderer says how its table shows a cell that changed.
+_FOLDS_HEAD = (f"Where {_COVERAGE} changed (a mode skipped, or not run, on one side), by mode and "
+               "release; each point is in the table, {marked} where it changed{more}:")
+
+
+def _real_steps(point: Point) -> str:
+    """"From 2.13.1: function: TypeError → AttributeError." for each real step of the point."""
+    return " ".join(f"From {s.label}: {s.text}." for s in point.steps if s.real)
 
 
 def _mode_line(mode: str, cell: Cell) -> str:
@@ -138,14 +185,18 @@ def _md_cell(point: Point, index: int) -> str:
 def markdown(matrix: Matrix) -> str:
     """What changed between releases, then a table: a row per case and point, a column per version.
 
-    Each cell is the verdict and the modes that were not ok, by their marks
-    (`MODE_MARKS`, listed above the table); a cell that differs from the
-    version before it is in bold. A version that could not be installed says
-    why on the versions line.
+    What changed lists first each point whose verdict or a mode's outcome changed, with those
+    steps only (`Step.real`), then a line per mode, release and direction where a mode began or
+    stopped applying (`Matrix.folds`), naming the points where there are at most
+    `_NAMED_IN_FOLD`. Each cell is the verdict and the modes that were not ok, by their marks
+    (`MODE_MARKS`, listed above the table); a cell that differs from the version before it is in
+    bold. A version that could not be installed says why on the versions line, and a nightly
+    names its commit there and in its column's head.
     """
     points = matrix.points
-    versions = [f"{_md(c.version)}{' (not installed)' if c.not_installed is not None else ''}"
-                for c in matrix.columns]
+    heads = [_md(c.version) + (" (not installed)" if c.not_installed is not None
+                               else f" ({_md(_commit(c))})" if c.commit else "")
+             for c in matrix.columns]
     lines = ["## TensorFlow version matrix", ""]
     lines += [f"- **{_md(c.version)}**: {_md(_env_line(c))}" if _env_line(c)
               else f"- **{_md(c.version)}**"
@@ -154,23 +205,36 @@ def markdown(matrix: Matrix) -> str:
               + ", ".join(f"{_mark(m)} {_md(m)}" for m in matrix.modes)
               + ". A cell in bold differs from the "
               "version before it.", "", "### What changed between releases", ""]
-    changed = [p for p in points if p.changed]
-    if len(matrix.columns) < 2:
-        lines.append("One TensorFlow version: nothing to compare.")
-    elif not changed:
-        lines.append(f"Nothing: each of the {len(points)} case points behaves the same in every "
-                     "version that ran it.")
-    for point in changed:
-        lines.append(f"- **{_md(point.name)}**: " + " ".join(f"From {_md(s.label)}: {_md(s.text)}."
-                                                               for s in point.steps))
+    lines += _md_changes(matrix, points)
     lines += ["", "### Every case point", "", _summary(matrix, points), "",
-              "| case[point] | " + " | ".join(versions) + " |",
-              "|---|" + "---|" * len(versions)]
+              "| case[point] | " + " | ".join(heads) + " |",
+              "|---|" + "---|" * len(heads)]
     for point in points:
         cells = [f"**{_md(_md_cell(point, i))}**" if point.step_at(i) else _md(_md_cell(point, i))
                  for i in range(len(matrix.columns))]
         lines.append(f"| {_md(point.name)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+# A fold of this many points or fewer names them on its line; a longer one leaves them to the table.
+_NAMED_IN_FOLD = 3
+
+
+def _md_changes(matrix: Matrix, points: tuple[Point, ...]) -> list[str]:
+    """The lines under "What changed between releases": the lead, the real changes, the folds."""
+    lines = [_md(_lead(matrix, points))]
+    real = [p for p in points if p.real]
+    if real:
+        lines.append("")
+    lines += [f"- **{_md(p.name)}**: {_md(_real_steps(p))}" for p in real]
+    folds = matrix.folds
+    if folds:
+        lines += ["", _md(_FOLDS_HEAD.format(marked="in bold", more="")), ""]
+    for fold in folds:
+        names = (": " + ", ".join(name for name, _ in fold.points)
+                 if len(fold.points) <= _NAMED_IN_FOLD else "")
+        lines.append(f"- {_md(fold.text + names)}.")
+    return lines
 
 
 # --- HTML -----------------------------------------------------------------------------------------
@@ -182,6 +246,20 @@ _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1em 1.2em;
        color: #1f2328; }
 h1 { font-size: 1.4em; margin: 0 0 .3em; }
+h2 { font-size: 1.15em; margin: .8em 0 .3em; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12.5px; }
+#changes p { margin: .3em 0; }
+#changes ul { margin: .2em 0 .5em; padding-left: 1.4em; }
+#changes li { margin: .15em 0; }
+#changes a { color: inherit; text-decoration: none; }
+#changes a:hover code { text-decoration: underline; }
+#changes ul.real code { font-weight: 600; }
+#changes summary { cursor: pointer; }
+#changes p.points { margin: .2em 0 .5em; max-height: 10em; overflow: auto; font-size: 12px;
+                    color: #444c56; }
+#changes p.points code { font-size: 11.5px; }
+tr.p { scroll-margin-top: 9em; }
+tr.p:target td.name { background: #fff8c5; }
 p.meta { margin: .2em 0; color: #444c56; }
 .legend { display: flex; flex-wrap: wrap; gap: .3em 1.1em; margin: .6em 0; padding: .5em .8em;
           border: 1px solid #d0d7de; border-radius: 6px; background: #f6f8fa; font-size: 12.5px; }
@@ -222,11 +300,12 @@ td.c .v { display: block; margin: 0 0 2px 1px; overflow: hidden; text-overflow: 
           white-space: nowrap; }
 td.c.differs .v { padding-left: 3px; }
 .marks { display: flex; flex-wrap: wrap; gap: 2px; }
-.mk { display: inline-block; width: 19px; height: 15px; line-height: 13px; font-size: 10px;
-      font-weight: 600;
+.mk { display: inline-block; min-width: 19px; height: 15px; line-height: 13px; font-size: 10px;
+      font-weight: 600; padding: 0 1px;
       text-align: center; border: 1px solid; border-radius: 3px;
       font-family: ui-monospace, SFMono-Regular, Menlo,
       monospace; }
+.mk.long { letter-spacing: -.08em; }
 .mk.m-ok { background: #ffffff; color: #1a7f37; border-color: #8ccf9f; }
 .mk.m-exc { background: #cf222e; color: #ffffff; border-color: #a40e26; }
 .mk.m-crash { background: #000000; color: #ffffff; border-color: #000000; }
@@ -314,6 +393,11 @@ _JS = """
   [only, theme].forEach(function (el) { el.addEventListener('change', filter); });
   search.addEventListener('input', filter);
   filter();
+  // A link from the list of changes to a row the filters hide shows every row first.
+  document.getElementById('changes').addEventListener('click', function (e) {
+    var a = e.target.closest('a'), tr = a && document.getElementById(a.hash.slice(1));
+    if (tr && tr.hidden) { only.checked = false; theme.value = ''; search.value = ''; filter(); }
+  });
 })();
 """
 
@@ -386,10 +470,16 @@ def _html_cell(point: Point, columns: tuple[Column, ...], index: int) -> str:
 def _html_head(column: Column) -> str:
     # The reason can be long: it is in the title, the page's first lines and every cell, not here,
     # where it would widen the column.
-    note = NOT_INSTALLED if column.not_installed is not None else _env_line(column)
-    small = f"<small>{_e(note)}</small>" if note else ""
+    if column.not_installed is not None:
+        notes = [NOT_INSTALLED]
+    else:  # a nightly's commit on a line of its own: it names the build, as the version does
+        others = ", ".join(_environment(column)[bool(column.commit):])
+        notes = [line for line in (_commit(column), others) if line]
+    small = "".join(f"<small>{_e(line)}</small>" for line in notes)
     classes = "version noinst" if column.not_installed is not None else "version"
-    return f'<th class="{classes}" title="{_e(column.label)}">{_e(column.version)}{small}</th>'
+    # a nightly's version is wider than its column: it may break before its ".dev" or "-dev"
+    version = re.sub(r"(?=[-.]dev)", "<wbr>", _e(column.version))
+    return f'<th class="{classes}" title="{_e(column.label)}">{version}{small}</th>'
 
 
 def _html_legend(matrix: Matrix) -> str:
@@ -430,11 +520,6 @@ def html(matrix: Matrix) -> str:
     counts = {t: sum(p.theme == t for p in points) for t in themes}
     options = "".join(f'<option value="{_e(t)}">{_e(t)} ({counts[t]})</option>' for t in themes)
     versions = _html_versions(matrix)
-    names = ("verdict", "reason", "change", "modes", "details", "rerun")
-    code = ("modes", "details", "rerun")
-    fields = "".join(f'<dt>{_e(name)}</dt><dd '
-                     f'id="p-{name}"{" class=code" if name in code else ""}></dd>'
-                     for name in names)
     heads = "".join(_html_head(c) for c in matrix.columns)
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -448,11 +533,13 @@ def html(matrix: Matrix) -> str:
 <body>
 <h1>TensorFlow version matrix</h1>
 <p class="meta">TensorFlow {_e(versions)}</p>
+{_html_changes(matrix, points)}
+<h2>Every case point</h2>
 <p class="meta">{_e(_summary(matrix, points))}
 Hover over a cell or a mark for its explanation; click a cell for the details.</p>
 {_html_legend(matrix)}
 <div class="controls">
-<label><input type="checkbox" id="only-changed"> only rows that changed</label>
+<label><input type="checkbox" id="only-changed"> only rows where {_e(_REAL)} changed</label>
 <label>theme <select id="theme"><option value="">all ({len(points)})</option>{options}
 </select></label>
 <label>search <input type="search" id="search" placeholder="case[point]"></label>
@@ -466,39 +553,82 @@ Hover over a cell or a mark for its explanation; click a cell for the details.</
 </tbody>
 </table>
 </div>
-<div id="panel" hidden><button id="p-close" title="close" aria-label="close">&times;</button>
-<h2 id="p-head"></h2><dl>{fields}</dl></div>
+{_html_panel()}
 <script>{_JS}</script>
 </body>
 </html>
 """
 
 
+# The table's groups of rows, by `Point.kind`: (kind, heading).
+_GROUPS = (("changed", f"{_REAL[0].upper()}{_REAL[1:]} changed"),
+           ("coverage", f"Only {_COVERAGE} changed"),
+           ("same", "Same in every version that ran it"))
+
+
+def _row_id(index: int) -> str:
+    """The id of the row of `matrix.points[index]`, which the list of changes links to."""
+    return f"pt-{index}"
+
+
+def _html_panel() -> str:
+    """The details panel, empty: the script fills it from the clicked cell's data attributes."""
+    names = ("verdict", "reason", "change", "modes", "details", "rerun")
+    code = ("modes", "details", "rerun")
+    fields = "".join(f'<dt>{_e(name)}</dt><dd '
+                     f'id="p-{name}"{" class=code" if name in code else ""}></dd>'
+                     for name in names)
+    return ('<div id="panel" hidden><button id="p-close" title="close" aria-label="close">'
+            f'&times;</button>\n<h2 id="p-head"></h2><dl>{fields}</dl></div>')
+
+
 def _html_rows(matrix: Matrix) -> list[str]:
-    """The table's rows: the points that changed between versions under one heading row, then the
-    others under another; a group with no point has no heading."""
+    """The table's rows, a group per `Point.kind` under a heading row (`_GROUPS`); a group with no
+    point has no heading."""
     points = matrix.points
     width = 1 + len(matrix.columns)
-    changed = [p for p in points if p.changed]
     body = []
-    groups = ((f"Changed between versions ({len(changed)})", "changed", changed),
-              (f"Same in every version that ran it ({len(points) - len(changed)})", "same",
-               [p for p in points if not p.changed]))
-    for title, kind, group in groups:
+    for kind, heading in _GROUPS:
+        group = [(i, p) for i, p in enumerate(points) if p.kind == kind]
         if not group:
             continue
         body.append(f'<tr class="group" data-kind="{kind}"><th '
-                    f'colspan="{width}"><span>{_e(title)}</span></th></tr>')
-        for point in group:
+                    f'colspan="{width}"><span>{_e(f"{heading} ({len(group)})")}</span></th></tr>')
+        for index, point in group:
             cells = "".join(_html_cell(point, matrix.columns, i)
                             for i in range(len(matrix.columns)))
             change = f'<span class="change">{_e(point.change)}</span>' if point.change else ""
             body.append(
-                f'<tr class="p {kind}" data-name="{_e(point.name)}" '
+                f'<tr class="p {kind}" id="{_row_id(index)}" data-name="{_e(point.name)}" '
                 f'data-theme="{_e(point.theme)}"><td '
                 f'class="name"><code>{_breakable(point.name)}</code>{change}</td>{cells}</tr>'
             )
     return body
+
+
+def _html_changes(matrix: Matrix, points: tuple[Point, ...]) -> str:
+    """What changed between releases, as the Markdown says it (`markdown`): each point whose
+    verdict or a mode's outcome changed, linked to its row, then one line per fold, its points
+    in a <details> element."""
+    real = "".join(f'<li><a href="#{_row_id(i)}"><code>{_breakable(p.name)}</code></a>: '
+                   f"{_e(_real_steps(p))}</li>" for i, p in enumerate(points) if p.real)
+    html_ = f"<p>{_e(_lead(matrix, points))}</p>"
+    html_ += f'<ul class="real">{real}</ul>' if real else ""
+    folds = matrix.folds
+    if folds:
+        head = _FOLDS_HEAD.format(marked="its cell barred", more="; open a line for its points")
+        html_ += f'<p>{_e(head)}</p><ul class="folds">'
+        html_ += "".join(_html_fold(fold, points) for fold in folds) + "</ul>"
+    return f'<section id="changes"><h2>What changed between releases</h2>{html_}</section>'
+
+
+def _html_fold(fold: Fold, points: tuple[Point, ...]) -> str:
+    ids = {p.name: _row_id(i) for i, p in enumerate(points)}
+    names = ", ".join(f'<a href="#{ids[name]}"><code>{_breakable(name)}</code></a>'
+                      f'{"" if status == "ok" else f" ({_e(status)})"}'
+                      for name, status in fold.points)
+    return (f"<li><details><summary>{_e(fold.text)}</summary>"
+            f'<p class="points">{names}</p></details></li>')
 
 
 def _html_versions(matrix: Matrix) -> str:
@@ -508,7 +638,9 @@ def _html_versions(matrix: Matrix) -> str:
     versions = (f"{len(matrix.columns)} versions, {matrix.columns[0].version} to "
                 f"{matrix.columns[-1].version}"
                 if len(matrix.columns) > 1 else matrix.columns[0].version)
-    versions += "; each column names its NumPy and Python." if installed else "."
+    nightly = " and, for a build between releases, its commit" if any(
+        c.commit for c in matrix.columns if c.not_installed is None) else ""
+    versions += f"; each column names its NumPy and Python{nightly}." if installed else "."
     versions += "".join(f" {c.version} is not installed: {c.not_installed}." for c in matrix.columns
                         if c.not_installed is not None)
     return versions

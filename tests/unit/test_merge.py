@@ -773,12 +773,13 @@ def test_markdown_opens_with_what_changed_then_one_row_per_case_and_point():
         and "e eager, f function, g graph" in lines[6]
     )
     assert lines[8] == "### What changed between releases"
+    assert lines[10] == "At 1 of 4 case points a verdict or a mode's outcome changed:"
     assert (
-        lines[10]
+        lines[12]
         == "- **a.changed[x=1.0]**: From 2.21.0: function: ValueError → InternalError; "
         "verdict xfail → xpass."
     )
-    assert lines[11] == ""
+    assert lines[13] == ""
     table = [line for line in lines if line.startswith("|")]
     assert len(table) == 2 + len(matrix.points) == 2 + 4
     assert {_columns(line) for line in table} == {1 + len(matrix.columns)}
@@ -794,7 +795,7 @@ def test_markdown_opens_with_what_changed_then_one_row_per_case_and_point():
 
 def test_markdown_names_the_point_the_change_and_the_release_it_started():
     lines = render.markdown(forward_alone()).splitlines()
-    changed = lines[lines.index("### What changed between releases") + 2:]
+    changed = lines[lines.index("### What changed between releases") + 4:]
     changed = changed[:changed.index("")]
     assert changed == [
         "- **docs.broken[x=1.0]**: From 2.17.1: every mode: ok → TypeError; verdict pass → error.",
