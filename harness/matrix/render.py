@@ -57,7 +57,7 @@ def _mark_class(status: str) -> str:
         return "m-ok"
     if status in ("crash", "timeout"):
         return f"m-{status}"
-    if status in (NOT_RUN, "skip"):
+    if status in (NOT_RUN, "skip", NO_KERAS3):  # a missing Keras 3 is a skip, not an exception
         return "m-none"
     return "m-exc"
 
@@ -438,7 +438,9 @@ def _html_marks(point: Point, index: int) -> str:
     for row in point.rows:
         cell = row.cells[index]
         classes = ["mk", _mark_class(cell.status)]
-        if before is not None and row.cells[before].status != cell.status:
+        # Keras 3's arrival in 2.16 is no change of the case (merge.NO_KERAS3): no mark moves
+        if (before is not None and row.cells[before].status != cell.status
+                and NO_KERAS3 not in (row.cells[before].status, cell.status)):
             classes.append("moved")
         marks.append(f'<span class="{" ".join(classes)}" title="{_e(_mode_line(row.mode, cell))}">'
                      f'{_e(_mark(row.mode))}</span>')

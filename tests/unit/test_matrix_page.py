@@ -172,3 +172,15 @@ def test_a_nightly_column_names_its_commit_in_both_heads_and_sorts_after_the_rel
     assert "<small>commit ef696751006</small>" in head.group(2)
     release = re.search(r'<th class="version" title="2\.18\.1">2\.18\.1(.*?)</th>', page)
     assert release and "commit" not in release.group(1)
+
+
+def test_a_mark_for_a_missing_keras3_is_a_skip_and_does_not_move_when_keras3_arrives():
+    missing = {"status": "skip", "orders": [], "sources": [],
+               "note": "needs Keras 3 (the keras package, 3.0 or later)"}
+    matrix = merged(report("2.15.1", result("a", keras3_mirrored=missing)),
+                    report("2.16.2", result("a")), modes=MODES)
+    (_, cells), = parse(render.html(matrix)).rows
+    marks = [{text: attrs["class"].split() for attrs, text in mark_list}
+             for _, mark_list, _ in cells]
+    assert "m-none" in marks[0]["k3ms"] and "m-exc" not in marks[0]["k3ms"]
+    assert "moved" not in marks[1]["k3ms"]
