@@ -5,15 +5,19 @@ checked by harness.matrix.reports (`load_report`, re-exported here); harness.mat
 the renderings.
 
 Rows are (case, point, mode); columns are TensorFlow versions, taken from each
-report's environment.tensorflow and sorted by numeric release. Reports of the
+report's environment.tensorflow and sorted in PEP 440's order (a nightly after
+the release before it, before its own release). Reports of the
 same version are shards of one run and are unioned. A cell holds what the mode
 did (ok, the exception class, crash, timeout) and the verdict on that case and
 point, with the explanation. A row that a version's reports do not have is
 "absent" there: reports from different case sets merge without error.
 
 `Matrix.points` folds the modes of each case and point into one `Point`, with
-each `Step` where its behaviour changed between versions: the shape the
-Markdown and HTML pages show.
+each `Step` where its behaviour changed between versions. A step is real (a
+verdict or a mode's outcome changed) or only of coverage (a mode began or
+stopped applying); `Matrix.folds` counts the coverage changes by mode, release
+and direction. That is the shape the Markdown and HTML pages show: real
+changes first, then the folds.
 """
 
 from __future__ import annotations

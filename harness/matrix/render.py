@@ -1,8 +1,10 @@
 """Renders a merged matrix: Markdown, one self-contained HTML page, and JSON.
 
 Each renderer is a pure `fn(matrix) -> str`; `outputs.main` writes the files.
-The Markdown and HTML show one row per case and point (`Matrix.points`), the
-modes folded into each cell; the JSON keeps a row per case, point and mode.
+The Markdown and HTML open with what changed between releases, real changes
+first and then which modes began or stopped applying (`Matrix.folds`), and show
+one row per case and point (`Matrix.points`), the modes folded into each cell;
+the JSON keeps a row per case, point and mode.
 """
 
 from __future__ import annotations
@@ -506,15 +508,19 @@ def _html_legend(matrix: Matrix) -> str:
 
 
 def html(matrix: Matrix) -> str:
-    """One self-contained page: a row per case and point, a column per version.
+    """One self-contained page: what changed between releases, then a row per case and point
+    and a column per version.
 
-    Each cell has its verdict's colour and one mark per mode, coloured by what
+    What changed is the Markdown's list (`markdown`): the real changes, each linked to its row,
+    then a line per fold whose points open in a <details> element. The rows come in three groups
+    (`Point.kind`): a real change, only which modes apply changed, the same everywhere. A
+    nightly's column head names its commit. Each cell has its verdict's colour and one mark per mode, coloured by what
     the mode did. Inline CSS and JavaScript only; every text from a report is
     escaped. A cell's explanation, and each mark's status, show on hover (the
     title); a click on a cell shows the details panel: the reason, what changed,
     every mode's status and error, the result's details and the rerun command.
-    The rows can be filtered to those that changed, by theme (the case id's
-    prefix) and by a search of case[point].
+    The rows can be filtered to those with a real change, by theme (the case
+    id's prefix) and by a search of case[point].
     """
     points = matrix.points
     body = _html_rows(matrix)
@@ -614,14 +620,14 @@ def _html_changes(matrix: Matrix, points: tuple[Point, ...]) -> str:
     in a <details> element."""
     real = "".join(f'<li><a href="#{_row_id(i)}"><code>{_breakable(p.name)}</code></a>: '
                    f"{_e(_real_steps(p))}</li>" for i, p in enumerate(points) if p.real)
-    html_ = f"<p>{_e(_lead(matrix, points))}</p>"
-    html_ += f'<ul class="real">{real}</ul>' if real else ""
+    text = f"<p>{_e(_lead(matrix, points))}</p>"
+    text += f'<ul class="real">{real}</ul>' if real else ""
     folds = matrix.folds
     if folds:
         head = _FOLDS_HEAD.format(marked="its cell barred", more="; open a line for its points")
-        html_ += f'<p>{_e(head)}</p><ul class="folds">'
-        html_ += "".join(_html_fold(fold, points) for fold in folds) + "</ul>"
-    return f'<section id="changes"><h2>What changed between releases</h2>{html_}</section>'
+        text += f'<p>{_e(head)}</p><ul class="folds">'
+        text += "".join(_html_fold(fold, points) for fold in folds) + "</ul>"
+    return f'<section id="changes"><h2>What changed between releases</h2>{text}</section>'
 
 
 def _html_fold(fold: Fold, points: tuple[Point, ...]) -> str:
