@@ -514,9 +514,9 @@ def html(matrix: Matrix) -> str:
     What changed is the Markdown's list (`markdown`): the real changes, each linked to its row,
     then a line per fold whose points open in a <details> element. The rows come in three groups
     (`Point.kind`): a real change, only which modes apply changed, the same everywhere. A
-    nightly's column head names its commit. Each cell has its verdict's colour and one mark per mode, coloured by what
-    the mode did. Inline CSS and JavaScript only; every text from a report is
-    escaped. A cell's explanation, and each mark's status, show on hover (the
+    nightly's column head names its commit. Each cell has its verdict's colour and one mark per
+    mode, coloured by what the mode did. Inline CSS and JavaScript only; every text from a report
+    is escaped. A cell's explanation, and each mark's status, show on hover (the
     title); a click on a cell shows the details panel: the reason, what changed,
     every mode's status and error, the result's details and the rerun command.
     The rows can be filtered to those with a real change, by theme (the case
