@@ -27,7 +27,7 @@ import json
 import sys
 from typing import Optional
 
-__all__ = ["PINS", "Pin", "PinError", "requirements", "versions"]
+__all__ = ["PINS", "Pin", "PinError", "released", "requirements", "versions"]
 
 
 class PinError(ValueError):
@@ -44,11 +44,14 @@ class Pin:
       numpy: the NumPy requirement specifier, e.g. "<2".
       keras3: the exact Keras 3 release, or None before 2.16, whose `keras` is
         Keras 2 (TensorFlow's own dependency).
+      released: the day the release was published on PyPI (YYYY-MM-DD): the date a bisect
+        prints beside it.
     """
 
     tf_keras: Optional[str]
     numpy: str
     keras3: Optional[str] = None
+    released: Optional[str] = None
 
 
 # Keyed by the exact TensorFlow release to install: the newest patch of each
@@ -56,23 +59,28 @@ class Pin:
 # their .1 releases supersede them). Every row is a measured install and a
 # matrix run (docs/matrix.md); add a release only after both.
 PINS: dict[str, Pin] = {
-    "2.12.1": Pin(tf_keras=None, numpy="<2"),
-    "2.13.1": Pin(tf_keras=None, numpy="<2"),
-    "2.14.1": Pin(tf_keras="2.14.1", numpy="<2"),
-    "2.15.1": Pin(tf_keras="2.15.1", numpy="<2"),
+    "2.12.1": Pin(tf_keras=None, numpy="<2", released="2023-07-05"),
+    "2.13.1": Pin(tf_keras=None, numpy="<2", released="2023-09-26"),
+    "2.14.1": Pin(tf_keras="2.14.1", numpy="<2", released="2023-11-14"),
+    "2.15.1": Pin(tf_keras="2.15.1", numpy="<2", released="2024-03-08"),
     # 2.16 and 2.17 list NumPy 2 wheels for newer Pythons only; on 3.11 they need NumPy 1.
-    "2.16.2": Pin(tf_keras="2.16.0", numpy="<2", keras3="3.4.1"),
-    "2.17.1": Pin(tf_keras="2.17.0", numpy="<2", keras3="3.6.0"),
-    "2.18.1": Pin(tf_keras="2.18.0", numpy="<2.1", keras3="3.9.0"),
-    "2.19.1": Pin(tf_keras="2.19.0", numpy="<2.2", keras3="3.11.2"),
-    "2.20.0": Pin(tf_keras="2.20.1", numpy=">=1.26", keras3="3.13.2"),
-    "2.21.0": Pin(tf_keras="2.21.0", numpy=">=1.26", keras3="3.15.1"),
+    "2.16.2": Pin(tf_keras="2.16.0", numpy="<2", keras3="3.4.1", released="2024-06-28"),
+    "2.17.1": Pin(tf_keras="2.17.0", numpy="<2", keras3="3.6.0", released="2024-10-24"),
+    "2.18.1": Pin(tf_keras="2.18.0", numpy="<2.1", keras3="3.9.0", released="2025-03-12"),
+    "2.19.1": Pin(tf_keras="2.19.0", numpy="<2.2", keras3="3.11.2", released="2025-08-13"),
+    "2.20.0": Pin(tf_keras="2.20.1", numpy=">=1.26", keras3="3.13.2", released="2025-08-13"),
+    "2.21.0": Pin(tf_keras="2.21.0", numpy=">=1.26", keras3="3.15.1", released="2026-03-06"),
 }
 
 
 def versions() -> list[str]:
     """The TensorFlow releases the table has pins for, oldest first."""
     return sorted(PINS, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def released() -> dict[str, str]:
+    """Each release's PyPI publication day (YYYY-MM-DD), where the table has it."""
+    return {version: pin.released for version, pin in PINS.items() if pin.released}
 
 
 def requirements(version: str) -> list[str]:
