@@ -43,7 +43,11 @@ LEFT_TO_CI = (
      "the test command: CI runs every test in its own environment"),
     (re.compile(r"-m pytest -q (tests/unit|-m slow)"),
      "a test command: CI runs every test in its own environment"),
-    (re.compile(r"scripts/matrix\.py"), "the version matrix: CI runs it on three releases"),
+    (re.compile(r"scripts/matrix\.py|-m harness matrix\b"),
+     "the version matrix: CI runs it on three releases"),
+    (re.compile(r"-m harness bisect\b"),
+     "a bisect installs TensorFlow builds (about 645 MB each for nightlies); its search is tested "
+     "without them"),
 )
 TIMEOUT = 900
 

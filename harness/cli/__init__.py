@@ -9,6 +9,8 @@
     explore   explore, and a run's --explore
     merge     merge: reports of several releases into one version matrix
     record    record DIR -- CMD
+    matrix    matrix and bisect: the harness under other TensorFlow builds; they read their own
+              flags, which no other command takes
 
 This process never imports TensorFlow unless --inprocess is given: workers (harness.process.worker,
 harness.process.pool) load the cases and run them, so `--help` and every usage error answer in a
@@ -26,8 +28,16 @@ from absl import app
 
 from harness.cli.explore import explore_command
 from harness.cli.help import parse_flags, usage_exit
+from harness.cli.matrix import bisect_command, matrix_command
 from harness.cli.merge import merge_command
-from harness.cli.options import EXPLORE_CMD, MERGE_CMD, RECORD_CMD, UsageError
+from harness.cli.options import (
+    BISECT_CMD,
+    EXPLORE_CMD,
+    MATRIX_CMD,
+    MERGE_CMD,
+    RECORD_CMD,
+    UsageError,
+)
 from harness.cli.record import record_command
 from harness.cli.run_loop import Run
 from harness.cli.settings import refuse_other_flags, settings_for, split_command
@@ -39,6 +49,10 @@ def run(argv: Sequence[str]) -> int:
     """Runs the harness for parsed flags and positional arguments; returns the exit status."""
     command, args = split_command(argv)
     refuse_other_flags(command, args)
+    if command == MATRIX_CMD:
+        return matrix_command(args)
+    if command == BISECT_CMD:
+        return bisect_command(args)
     settings = settings_for(command, args)
     if command == MERGE_CMD:
         return merge_command(settings)

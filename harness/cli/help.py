@@ -12,18 +12,21 @@ from typing import Optional
 from absl import flags
 
 from harness.cli.options import (
+    BISECT_CMD,
     CHECK_CMD,
     EXPLORE_CMD,
     FLAG_TABLE,
     GROUPS,
     HELP_ARGS,
     LIST_CMD,
+    MATRIX_CMD,
     MERGE_CMD,
     RECORD_CMD,
     REPLAY_CMD,
     REPRO_CMD,
     RUN_CMD,
 )
+from harness.matrix import pins
 from harness.records import exit_status_text
 
 VERDICT_EXIT = exit_status_text()
@@ -127,6 +130,45 @@ COMMANDS = {
         ),
         "Exit status: CMD's own; 2 for a usage error.",
     ),
+    MATRIX_CMD: (
+        "python -m harness matrix --versions V[,V...] --out_dir DIR [flags] [-- HARNESS_ARGS]",
+        "run the cases under several TensorFlow builds, merged into a matrix",
+        (
+            "Runs the case library (or the --case_file cases, or a --recorded recording) under "
+            "each TensorFlow build of --versions, each in its own virtual environment (made once "
+            "and cached in --cache_dir, with the pin table's tf-keras, Keras 3 and NumPy; a "
+            "nightly with the keras-nightly of its day and no tf-keras, so its tf_keras cases "
+            "skip), and merges the reports into OUT_DIR/matrix.md, matrix.html and matrix.json. "
+            "The environments run this harness: it is not installed into them. A build that "
+            "cannot be installed is a column saying why. The run flags given, and the arguments "
+            "after --, go to every run. The pin table's releases: "
+            + ", ".join(pins.versions()) + "."
+        ),
+        ("python -m harness matrix --versions 2.16..2.21,nightly --out_dir matrix --mode all",),
+        (
+            "Exit status: 0 when every build gave a report, whatever its verdicts; 1 when one "
+            "was not installed or gave none; 2 for a usage error."
+        ),
+    ),
+    BISECT_CMD: (
+        "python -m harness bisect CASE_ID|repro.py --good V --bad V [flags] [-- HARNESS_ARGS]",
+        "find the first TensorFlow build where a case's result changed",
+        (
+            "Finds the first build between --good and --bad where the case's verdict, or a mode's "
+            "status or error type, differs from the good build's (a repro.py: its exit status): "
+            "one binary search over the pin table's releases and the index's tf-nightly builds "
+            "between them, releases first where that costs nothing, observing at most "
+            "ceil(log2 n) + 2 of the n builds, in the matrix's cached environments. A nightly "
+            "2.22.0.devDATE lies after every 2.21.x and before 2.22.0. Prints the last good and "
+            "first bad builds, their days and GIT_VERSIONs, and the commits between them."
+        ),
+        ("python -m harness bisect regressions.silu_beta_shape_127690 --good 2.21.0 "
+         "--bad nightly",),
+        (
+            "Exit status: 0 when the first differing build was found; 1 when an end could not be "
+            "observed or both ends agree; 2 for a usage error."
+        ),
+    ),
 }
 
 
@@ -163,7 +205,7 @@ def _flag_help(f) -> str:
     """A flag's whole help, for COMMAND --help: without the "check/repro PATH.py:NAME: " that
     says in --helpfull which command takes it."""
     said = re.sub(r"^(check/repro/explore PATH\.py:NAME|check/repro "
-                  r"PATH\.py:NAME|repro|merge|explore|record): (.)",
+                  r"PATH\.py:NAME|repro|merge|explore|record|matrix/bisect|matrix|bisect): (.)",
                   lambda m: m[2].upper(), help_line(f))
     text = textwrap.fill(said, width=96, initial_indent="      ", subsequent_indent="      ",
                          break_on_hyphens=False)
@@ -183,12 +225,13 @@ def _main_help() -> str:
     width = max(len(name(f)) for fs in grouped.values() for f in fs)
     targets = {RUN_CMD: "", CHECK_CMD: " PATH.py:NAME", REPRO_CMD: " CASE_ID|PATH.py:NAME",
                MERGE_CMD: " REPORT.json...",
-               EXPLORE_CMD: " PATH.py:NAME|CASE_ID", REPLAY_CMD: " DIR", RECORD_CMD: " DIR -- CMD"}
+               EXPLORE_CMD: " PATH.py:NAME|CASE_ID", REPLAY_CMD: " DIR", RECORD_CMD: " DIR -- CMD",
+               MATRIX_CMD: " --versions V", BISECT_CMD: " CASE_ID|repro.py"}
     commands = [(command + targets[command], COMMANDS[command][1]) for command in COMMANDS]
     commands.append((LIST_CMD, "the selected cases with their descriptions (the same as --list)"))
     left = max(len(c) for c, _ in commands)
     lines = [
-        f"usage: python -m harness [{'|'.join([*COMMANDS, LIST_CMD])}] [ARGS] [flags]",
+        f"usage: python -m harness [{'|'.join([*COMMANDS, LIST_CMD])}] [ARGS]",
         "",
         "Runs TensorFlow custom-gradient cases in several modes and judges whether they agree.",
         "",

@@ -271,6 +271,54 @@ ACCEPT = flags.DEFINE_boolean(
     "passes goes, a reason written by hand stays; prints what changed (pytest: "
     "--harness-accept).")
 
+VERSIONS = flags.DEFINE_string(
+    "versions", None,
+    "matrix: the TensorFlow builds, a comma list. Each item is a release of the pin table "
+    "(2.16.2), all (every release of it), a range of its releases (2.16..2.21 or 2.16.2..2.21.0: "
+    "both ends included, an end a minor or a release), nightly (the newest tf-nightly for this "
+    "Python) or a tf-nightly build (2.22.0.dev20260601).")
+
+OUT_DIR = flags.DEFINE_string(
+    "out_dir", None,
+    "matrix/bisect: the folder for each build's JSON report and log (created). matrix writes "
+    "the merged matrix there too (matrix.md, matrix.html, matrix.json) unless told otherwise; "
+    "bisect without it uses a temporary folder, removed at its end.")
+
+CACHE_DIR = flags.DEFINE_string(
+    "cache_dir", "~/.cache/harness/matrix",
+    "matrix/bisect: where the environments are kept between runs, one per build. A build whose "
+    "environment is there installs nothing.")
+
+PYTHON = flags.DEFINE_string(
+    "python", None,
+    "matrix/bisect: the Python interpreter the environments are made from (default: this one). "
+    "Nightlies are chosen among the builds with a wheel for it.")
+
+INSTALLER = flags.DEFINE_string(
+    "installer", "auto",
+    "matrix/bisect: what builds the environments: auto, uv or pip. With auto, uv where it is on "
+    "PATH (much faster for TensorFlow's wheels), else venv and pip.")
+
+INDEX_URL = flags.DEFINE_string(
+    "index_url", None,
+    "matrix/bisect: the package index tf-nightly builds are listed and installed from. Default: "
+    "$UV_DEFAULT_INDEX, $UV_INDEX_URL or $PIP_INDEX_URL, else https://pypi.org/simple.")
+
+GOOD = flags.DEFINE_string(
+    "good", None,
+    "bisect: the build with the old result, a release of the pin table or a tf-nightly build. "
+    "It must lie before --bad.")
+
+BAD = flags.DEFINE_string(
+    "bad", None,
+    "bisect: the build with the new result: a release of the pin table, nightly (the newest "
+    "tf-nightly) or a tf-nightly build.")
+
+BISECT_JSON = flags.DEFINE_string(
+    "bisect_json", None,
+    "repro: a bisect's answer (bisect --json_out, schema harness.bisect/1) for the same case. "
+    "ISSUE.md then names the last good and first bad builds and the commits between them.")
+
 OUTPUT_FLAGS = (JSON_OUT, JUNIT_OUT, JSONL_OUT, MARKDOWN_OUT, HTML_OUT)
 
 CASES_PER_EXTRA_WORKER = 8
@@ -325,7 +373,16 @@ def _folder_ok(value) -> bool:
     return True
 
 
+def _installer_ok(value) -> bool:
+    if value not in ("auto", "uv", "pip"):
+        raise flags.ValidationError(f"{value!r} is not an installer; give auto, uv or pip")
+    return True
+
+
 flags.register_validator("mode", _mode_ok)
+
+
+flags.register_validator(INSTALLER.name, _installer_ok)
 
 
 flags.register_validator(TIMEOUT.name, _timeout_ok)
@@ -338,7 +395,7 @@ for _flag in OUTPUT_FLAGS:
     flags.register_validator(_flag.name, _output_ok)
 
 
-for _flag in (REPRO_DIR, OUT):
+for _flag in (REPRO_DIR, OUT, OUT_DIR, CACHE_DIR):
     flags.register_validator(_flag.name, _folder_ok)
 
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
@@ -348,9 +405,14 @@ RUN_CMD, CHECK_CMD, REPRO_CMD, MERGE_CMD, EXPLORE_CMD = "run", "check", "repro",
 
 
 REPLAY_CMD, RECORD_CMD = "replay", "record"
+MATRIX_CMD, BISECT_CMD = "matrix", "bisect"
 LIST_CMD = "list"  # a run with --list, under a name of its own
 
 RUNS_CASES = (RUN_CMD, CHECK_CMD, REPRO_CMD, EXPLORE_CMD, REPLAY_CMD)
+
+# The commands that run the harness under other TensorFlow builds: each of them passes the run
+# flags it takes on to every run (harness.cli.matrix).
+ACROSS = (MATRIX_CMD, BISECT_CMD)
 
 
 SELECTION, JUDGING, REPORTS, EXECUTION = "Selection", "Modes and oracles", "Reports", "Execution"
@@ -364,21 +426,22 @@ GROUPS = (SELECTION, JUDGING, REPORTS, EXECUTION)
 FLAG_TABLE = {
     flag.name: (group, commands)
     for flag, group, commands in (
-        (CASES, SELECTION, (RUN_CMD, REPLAY_CMD)),  # check runs one function at its --inputs
-        (CASE_FILES, SELECTION, RUNS_CASES),
-        (LIBRARY, SELECTION, RUNS_CASES),
+        # check runs one function at its --inputs; bisect takes its case id as its target
+        (CASES, SELECTION, (RUN_CMD, REPLAY_CMD, MATRIX_CMD)),
+        (CASE_FILES, SELECTION, RUNS_CASES + ACROSS),
+        (LIBRARY, SELECTION, RUNS_CASES + ACROSS),
         (LIST, SELECTION, (RUN_CMD, REPLAY_CMD)),
         (SHARD_INDEX, SELECTION, (RUN_CMD, REPLAY_CMD)),
         (NUM_SHARDS, SELECTION, (RUN_CMD, REPLAY_CMD)),
-        (MODE, JUDGING, RUNS_CASES),
-        (NUMERIC, JUDGING, RUNS_CASES),
-        (NUMERIC_FULL, JUDGING, RUNS_CASES),
-        (UPSTREAM, JUDGING, RUNS_CASES),
-        (UNCONNECTED, JUDGING, RUNS_CASES),
-        (STRICT_NONE, JUDGING, RUNS_CASES),
-        (REPEAT, JUDGING, RUNS_CASES),
-        (STRICT_XPASS, JUDGING, RUNS_CASES),
-        (JSON_OUT, REPORTS, RUNS_CASES + (MERGE_CMD,)),
+        (MODE, JUDGING, RUNS_CASES + ACROSS),
+        (NUMERIC, JUDGING, RUNS_CASES + ACROSS),
+        (NUMERIC_FULL, JUDGING, RUNS_CASES + ACROSS),
+        (UPSTREAM, JUDGING, RUNS_CASES + ACROSS),
+        (UNCONNECTED, JUDGING, RUNS_CASES + ACROSS),
+        (STRICT_NONE, JUDGING, RUNS_CASES + ACROSS),
+        (REPEAT, JUDGING, RUNS_CASES + ACROSS),
+        (STRICT_XPASS, JUDGING, RUNS_CASES + ACROSS),
+        (JSON_OUT, REPORTS, RUNS_CASES + (MERGE_CMD,) + ACROSS),
         (JUNIT_OUT, REPORTS, RUNS_CASES),
         (JSONL_OUT, REPORTS, (RUN_CMD, CHECK_CMD, REPRO_CMD, REPLAY_CMD)),
         (
@@ -393,9 +456,9 @@ FLAG_TABLE = {
         (
             JOBS,
             EXECUTION,
-            (RUN_CMD, CHECK_CMD, REPRO_CMD, REPLAY_CMD),
+            (RUN_CMD, CHECK_CMD, REPRO_CMD, REPLAY_CMD) + ACROSS,
         ),  # explore runs one example at a time
-        (TIMEOUT, EXECUTION, RUNS_CASES),
+        (TIMEOUT, EXECUTION, RUNS_CASES + ACROSS),
         (INPROCESS, EXECUTION, RUNS_CASES),
         (INPUTS, None, (CHECK_CMD, REPRO_CMD)),
         (ORDER, None, (CHECK_CMD, REPRO_CMD, EXPLORE_CMD, REPLAY_CMD)),
@@ -409,14 +472,23 @@ FLAG_TABLE = {
         (EXAMPLES, None, (EXPLORE_CMD,)),
         (SEED, EXECUTION, (RUN_CMD, EXPLORE_CMD)),
         (EXPLORE, EXECUTION, (RUN_CMD,)),
-        (MARKDOWN_OUT, None, (MERGE_CMD,)),
-        (HTML_OUT, None, (MERGE_CMD,)),
-        (RECORDED, SELECTION, (RUN_CMD, REPRO_CMD)),
+        (MARKDOWN_OUT, None, (MERGE_CMD, MATRIX_CMD)),
+        (HTML_OUT, None, (MERGE_CMD, MATRIX_CMD)),
+        (RECORDED, SELECTION, (RUN_CMD, REPRO_CMD) + ACROSS),
         (RECORD_POINTS, None, (RECORD_CMD,)),
         (RECORD_EAGER, None, (RECORD_CMD,)),
         (RECORD_INCLUDE, None, (RECORD_CMD,)),
         (RECORD_CHECK, None, (RECORD_CMD,)),
         (EXPECTATIONS, None, (REPLAY_CMD,)),
         (ACCEPT, None, (REPLAY_CMD,)),
+        (VERSIONS, None, (MATRIX_CMD,)),
+        (OUT_DIR, None, ACROSS),
+        (CACHE_DIR, None, ACROSS),
+        (PYTHON, None, ACROSS),
+        (INSTALLER, None, ACROSS),
+        (INDEX_URL, None, ACROSS),
+        (GOOD, None, (BISECT_CMD,)),
+        (BAD, None, (BISECT_CMD,)),
+        (BISECT_JSON, None, (REPRO_CMD,)),
     )
 }

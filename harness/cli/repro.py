@@ -137,7 +137,9 @@ def write_repro(folder: Path, result, scripts: dict, environment: dict, info: Ca
     return write_outputs([(str(folder / "ISSUE.md"),
                             issue.render(result, text, environment, info.description, output,
                                          note=note, seen=_seen(s.matrix, result, expected),
-                                         origin=parts.origin, library=parts.library))])
+                                         origin=parts.origin, library=parts.library,
+                                         bisected=issue.bisect_line(s.bisect) if s.bisect
+                                         else ""))])
 
 
 def _prepared(folder: Path) -> bool:

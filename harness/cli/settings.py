@@ -21,6 +21,7 @@ from harness import mode_names
 from harness import report as _report
 from harness.cli.help import COMMANDS
 from harness.cli.options import (
+    BISECT_JSON,
     CASE_FILES,
     CASES,
     CASES_PER_EXTRA_WORKER,
@@ -141,6 +142,8 @@ class Settings:
     minimize_seconds: float
     # --matrix_json's contents
     matrix: Optional[dict] = dataclasses.field(default=None, compare=False)
+    # repro --bisect_json's contents (harness.bisect/1)
+    bisect: Optional[dict] = dataclasses.field(default=None, compare=False)
     explore: int = 0  # --explore N
     examples: int = 0  # explore --examples
     seed: Optional[int] = None
@@ -218,6 +221,7 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
     accept_into = accept_target(command)  # before the recording is read and said
     recorded = recorded_folder(command, args)
     target = args[0] if args and command != REPLAY_CMD else None
+    bisect = read_bisect(BISECT_JSON.value, target) if BISECT_JSON.value else None
     check = (check_spec(target, domains) if target
              and (command == CHECK_CMD or ".py:" in target) else None)
     if command == EXPLORE_CMD:
@@ -253,7 +257,8 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
         list_only=LIST.value or listing, json_out=JSON_OUT.value, junit_out=JUNIT_OUT.value,
         jsonl_out=jsonl_path(), jsonl_named=bool(JSONL_OUT.value), repro_dir=REPRO_DIR.value,
         out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
-        minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, explore=EXPLORE.value,
+        minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, bisect=bisect,
+        explore=EXPLORE.value,
         examples=EXAMPLES.value, seed=SEED.value, domains=tuple(domains), recorded=recorded,
         accept_into=accept_into)
 
@@ -623,4 +628,28 @@ def read_matrix(path: str) -> dict:
         raise UsageError(f"--matrix_json {path}: not a version matrix (schema harness.matrix/1); "
                          "make one with python -m harness merge REPORT.json ... --json_out "
                          "matrix.json")
+    return data
+
+
+def read_bisect(path: str, target: Optional[str]) -> dict:
+    """repro --bisect_json's answer, refused before any case runs when it is not a bisect's or is
+    a bisect of another case than the one repro writes."""
+    import fnmatch  # noqa: PLC0415
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--bisect_json {path}: cannot read it as JSON ({e}); give the file "
+                         "bisect --json_out wrote") from None
+    if (not isinstance(data, dict) or data.get("schema") != "harness.bisect/1"
+            or not all(isinstance(data.get(k), dict) for k in ("good", "bad"))):
+        raise UsageError(f"--bisect_json {path}: not a bisect's answer (schema harness.bisect/1); "
+                         "make one with python -m harness bisect CASE_ID --good V --bad V "
+                         "--json_out bisect.json")
+    bisected = str(data.get("target", ""))
+    case = (target or "").split("[")[0]
+    if case and bisected and not (fnmatch.fnmatchcase(case, bisected.split("[")[0])
+                                  or bisected.endswith(".py")):
+        raise UsageError(f"--bisect_json {path} bisected {bisected}, not {case}; bisect {case}, or "
+                         "drop --bisect_json")
     return data

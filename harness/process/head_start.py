@@ -7,12 +7,12 @@ the rest, instead of after it; the worker pool (harness.process.pool) takes it o
 worker and sends it where the cases come from, as it does to every worker it starts.
 
 `start` runs before the flags are parsed, so it goes by the words of the command line alone: it
-starts a worker unless help is asked for, the word merge (the one command that runs no case)
-is given, or --inprocess is. A guess that turns out wrong (a usage error, a --flagfile that says
---inprocess) costs the start of a process that runs no case (a usage error took about 0.2 s
-longer on two cores): it is ended (`discard`) when this process exits, or as soon as the run
-knows it needs none. A worker that cannot be started here is started later by the pool, as
-without a head start. Plain standard library: no NumPy, no absl, no TensorFlow.
+starts a worker unless help is asked for, the word merge, matrix or bisect (the commands that
+run no case here) is given, or --inprocess is. A guess that turns out wrong (a usage error, a
+--flagfile that says --inprocess) costs the start of a process that runs no case (a usage error
+took about 0.2 s longer on two cores): it is ended (`discard`) when this process exits, or as
+soon as the run knows it needs none. A worker that cannot be started here is started later by the
+pool, as without a head start. Plain standard library: no NumPy, no absl, no TensorFlow.
 
 Until the worker is taken, SIGTERM, which would otherwise end this process at once and leave the
 worker to find its parent gone, ends the worker and reaps it first, then ends this process by
@@ -35,12 +35,13 @@ from harness.process import lifetime
 
 __all__ = ["Started", "discard", "run_worker", "start", "take", "wanted"]
 
-# Arguments after which no worker is needed: help (printed before any flag is parsed), the one
-# command that reads reports only, and running the cases in this process. absl takes a flag
+# Arguments after which no worker is needed: help (printed before any flag is parsed), the
+# commands that run no case in this process's workers (merge reads reports; matrix and bisect run
+# the cases in other environments), and running the cases in this process. absl takes a flag
 # after one dash as after two.
 _SHORT_HELP = ("-h", "-?")
 _NO_WORKER_FLAGS = ("help", "inprocess")  # and what begins so: --helpfull, --inprocess=true
-_NO_WORKER_COMMANDS = ("merge",)
+_NO_WORKER_COMMANDS = ("merge", "matrix", "bisect")
 
 
 @dataclasses.dataclass(frozen=True)

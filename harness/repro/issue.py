@@ -7,7 +7,7 @@ from typing import Mapping
 from harness.judge.compare import compare_outcomes
 from harness.records import Result, Status, Verdict
 
-__all__ = ["render"]
+__all__ = ["bisect_line", "render"]
 
 
 def _headline(result: Result) -> str:
@@ -112,7 +112,7 @@ binary
 
 ### TensorFlow version
 
-{tensorflow} ({tensorflow_git}){seen_line}
+{tensorflow} ({tensorflow_git}){seen_line}{bisect_line}
 
 ### Custom code
 
@@ -146,14 +146,35 @@ Found by the harness case `{case}` at `{point}` (verdict `{verdict}`): `{rerun}`
 """
 
 
+def _build(build: Mapping) -> str:
+    kind = "tf-nightly" if ".dev" in str(build.get("version", "")) else "tensorflow"
+    day = f"{build['date']}, " if build.get("date") else ""
+    return f"{kind} {build.get('version', '?')} ({day}GIT_VERSION {build.get('git') or 'unknown'})"
+
+
+def bisect_line(bisected: Mapping) -> str:
+    """The sentence a bisect's answer (schema harness.bisect/1) adds: between which builds the
+    result changed, and the commits between them."""
+    good, bad = bisected["good"], bisected["bad"]
+    commits = (f": {bisected['compare']}" if bisected.get("compare")
+               else "; the commits between them are unknown")
+    return (f"Bisected with the harness over {bisected.get('n', '?')} TensorFlow builds "
+            f"(`python -m harness bisect`, {bisected.get('observed', '?')} of them run): the "
+            f"result changed between {_build(good)}, the last as before, and {_build(bad)}, "
+            f"the first that differs ({bad.get('result', '')}){commits}")
+
+
 def render(result: Result, script: str, environment: Mapping[str, str], description: str,
-           output: str, seen: str = "", note: str = "", origin: str = "", library: str = "") -> str:
+           output: str, seen: str = "", note: str = "", origin: str = "", library: str = "",
+           bisected: str = "") -> str:
     """The issue text for `result`: the template's headings, the environment, the explanation,
     `script` (repro.py) and `output`, what running it printed.
 
     Args:
       seen: a sentence naming the TensorFlow releases where this was seen (from a version
         matrix), if known.
+      bisected: a sentence naming the builds where the result changed (`bisect_line`), if
+        known.
       note: a sentence on the script, e.g. why it is the complete one.
       origin, library: for a function from an installed library, its module and name and the
         distribution with its version: the title and "Custom code" name them.
@@ -169,6 +190,7 @@ def render(result: Result, script: str, environment: Mapping[str, str], descript
         **{key: environment.get(key, "?")
            for key in ("tensorflow", "tensorflow_git", "platform", "python", "numpy")},
         seen_line=f"\n\n{seen}" if seen else "",
+        bisect_line=f"\n\n{bisected}" if bisected else "",
         custom=f"No: the function under test, `{origin}`, comes from {library}" if library
         else "Yes", behaviour=_behaviour(result, *([f"function `{origin}`"] if origin else [])),
         reason=result.reason, details=details, script=script.rstrip(),

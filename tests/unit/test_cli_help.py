@@ -9,7 +9,9 @@ no TensorFlow in a fresh process either.
 import ast
 import dataclasses
 import os
+import re
 import shlex
+import subprocess
 import sys
 
 import pytest
@@ -23,7 +25,7 @@ from tests import helpers
 from tests.helpers import REPO, imported
 from tests.unit.in_process import harness
 
-COMMANDS = ("run", "check", "repro", "merge", "explore", "replay", "record")
+COMMANDS = ("run", "check", "repro", "merge", "explore", "replay", "record", "matrix", "bisect")
 
 
 def section(text, heading):
@@ -123,11 +125,9 @@ def test_a_command_s_help_has_its_usage_its_flags_and_an_example(command):
     said = text[:text.index("\nExample:\n")].replace("python -m harness --help", "")
     for name, (_, commands) in cli_options.FLAG_TABLE.items():
         # another command's flag is not shown (the example may give a run's)
-        if command not in commands:
-            assert f"--{name}" not in said and cli_help.written_as(flags.FLAGS[name]) not in said, (
-                command,
-                name,
-            )
+        if command not in commands:  # a whole flag: --out is not shown by --out_dir
+            written = re.escape(cli_help.written_as(flags.FLAGS[name]))
+            assert not re.search(rf"(--{name}|{written})(?![\w-])", said), (command, name)
     example = section(text, "Example:")
     assert example and all(line.startswith("  python -m harness ") for line in example)
     if command != "run":
@@ -223,10 +223,10 @@ def test_no_command_s_help_imports_tensorflow():
     (["merge", "--inputs", "x"],
      "--inputs is a flag of python -m harness check and repro, not of merge"),
     (["merge", "a.json", "--markdown_out=m.md", "--mode=eager"],
-     "--mode is a flag of python -m harness run, check, repro, explore and replay, not of merge"),
+     "--mode is a flag of python -m harness run, check, repro, explore, replay, matrix and bisect, "
+     "not of merge"),
     (["check", "f.py:f", "--inputs=1.0", "--markdown_out=m.md"],
-     "--markdown_out is a flag of python -m harness merge, "
-                                                                 "not of check"),
+     "--markdown_out is a flag of python -m harness merge and matrix, not of check"),
     (["check", "f.py:f", "--inputs=1.0", "--point=x=1.0", "--out=o"],
      "--point, --out are flags of python -m harness repro, not of check"),
     (["repro", "seeds.custom_square", "--out=o", "--repro_dir=d"],
@@ -240,7 +240,7 @@ def test_no_command_s_help_imports_tensorflow():
     (["run", "--out=o"], "--out is a flag of python -m harness repro, not of a plain run"),
     # One function has no cases to select or shard, and a missing file is said at once.
     (["check", "f.py:f", "--inputs=1.0", "--cases=x"],
-     "--cases is a flag of python -m harness run and replay, not of check"),
+     "--cases is a flag of python -m harness run, replay and matrix, not of check"),
     (["check", "f.py:f", "--inputs=1.0", "--shard_index=0"],
      "--shard_index is a flag of python -m harness run"),
     (["check", "missing.py:f", "--inputs=1.0"],
@@ -282,7 +282,7 @@ def test_flags_of_two_other_commands_are_named_in_one_line():
             flags.FLAGS[name].present = 1
         with pytest.raises(cli_options.UsageError,
                            match=r"^--mode is a flag of python -m harness run, check, repro, "
-                                                 r"explore and replay; "
+                                                 r"explore, replay, matrix and bisect; "
                                                  r"--inputs is a flag of python -m harness check "
                                                  r"and repro, not of merge; give the command they "
                                                  r"belong to, or drop them$"):
@@ -353,23 +353,20 @@ def test_cases_splits_at_commas_outside_brackets_only():
         assert cli_options.CASES.value == ["t.mul[x=2.0,y=3.0]", "docs.*"]
 
 
-def test_the_matrix_scripts_help_names_the_harness_arguments_and_keeps_versions_whole(monkeypatch,
-                                                                                      capsys):
+def test_the_matrix_help_names_the_harness_arguments_and_every_release_kept_whole():
     # `-- HARNESS_ARGS` must be mentioned, and a version such as "2.17.1" never wrapped at its dots.
-    import importlib.util
-
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts the checkout first on it
-    monkeypatch.setenv("COLUMNS", "80")  # as wide as a terminal's help, whatever runs the tests
-    spec = importlib.util.spec_from_file_location("matrix_script",
-                                                  os.path.join(REPO, "scripts", "matrix.py"))
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    with pytest.raises(SystemExit) as done:
-        script.parse(["--help"])
-    assert done.value.code == 0
-    shown = capsys.readouterr().out
-    assert "[-- HARNESS_ARGS...]" in shown.splitlines()[0]
-    assert "HARNESS_ARGS, after `--`, go to every harness run unchanged" in shown
+    text = harness("matrix", "--help").stdout
+    assert "[-- HARNESS_ARGS]" in text.splitlines()[0]
+    assert "the arguments after --, go to every run" in " ".join(text.split())
     from harness.matrix import pins
     for version in pins.versions():
-        assert f" {version}," in shown or f" {version}." in shown, version
+        assert re.search(rf"(^|\s){re.escape(version)}[,.](\s|$)", text, re.M), version
+
+
+@pytest.mark.subprocess
+def test_the_matrix_script_is_the_matrix_command(tmp_path):
+    # The README's `python scripts/matrix.py ...` lines run `python -m harness matrix ...`.
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "matrix.py"), "--help"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == cli_help.command_help("matrix") + "\n"
