@@ -31,7 +31,7 @@ import tempfile
 import threading
 from typing import Optional, Sequence
 
-from harness.process import lifetime
+from harness import lifetime
 
 __all__ = ["Started", "discard", "run_worker", "start", "take", "wanted"]
 

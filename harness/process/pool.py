@@ -29,9 +29,8 @@ import tempfile
 import time
 from typing import Callable, Iterator, Optional, Sequence
 
-from harness import loader
+from harness import lifetime, loader
 from harness.process import head_start
-from harness.process import lifetime
 from harness.process import worker
 from harness.jobs import Carried, Death, Job
 from harness.records import CaseInfo, Status

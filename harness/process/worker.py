@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Callable, Optional
 
-from harness.process import lifetime
+from harness import lifetime
 from harness.checking import CheckSpec
 from harness.jobs import Job
 from harness.records import Measured

@@ -25,7 +25,7 @@ from typing import Optional
 
 import numpy as np
 
-from harness.process import lifetime
+from harness import lifetime
 from harness.repro.verify import Interrupted, Ran
 
 # What a short script computes, read from its globals after it ran: each mode's values (or the

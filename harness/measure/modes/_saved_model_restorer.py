@@ -136,7 +136,7 @@ def main() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     # TensorFlow comes in here, before the first request.
     import harness.measure.modes.shared  # noqa: F401, PLC0415
-    from harness.process import lifetime  # noqa: PLC0415
+    from harness import lifetime  # noqa: PLC0415
 
     lifetime.exit_with_parent()
     for line in sys.stdin:
