@@ -1,5 +1,6 @@
 """The import graph of harness/, read from the source (no module is imported, so no TensorFlow):
-measuring never reaches judging, and no module imports itself through others (a circle).
+measuring never reaches judging, no arrow climbs back up into or out of the worker processes, and
+no module imports itself through others (a circle).
 
 Every import counts, the ones inside functions too: a lazy import is still a dependency, only a
 later one. `from P import name` depends on the module P.name when there is one, else on P.
@@ -97,6 +98,48 @@ def test_measuring_never_imports_judging():
     reached = [" -> ".join(chain) for start in MEASURING for goal in JUDGING
                for chain in [path_to(graph, start, goal)] if chain]
     assert not reached, "measuring reaches judging:\n" + "\n".join(reached)
+
+
+# The entry side: the command line and the modules a user calls, which start the worker processes.
+ENTRY = ("harness.__main__", "harness.api", "harness.run_here", "harness.cli")
+# The tools the command line drives, above the worker processes. record/ is not among them: a
+# worker loads recorded functions as cases through it, as it loads case files through the loader.
+TOOLS = ("harness.repro", "harness.explore", "harness.report", "harness.matrix")
+
+
+def under(*packages: str):
+    """Whether a module is one of `packages` or inside one."""
+    return lambda module: any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def arrows(graph: dict[str, set[str]], source, target) -> list[str]:
+    """Each import from a module `source` holds for to one `target` holds for, as "a -> b"."""
+    return sorted(f"{a} -> {b}" for a in graph if source(a) for b in graph[a] if target(b))
+
+
+def test_only_the_entry_side_reaches_into_the_worker_processes():
+    """harness/process/ starts workers and runs jobs in them; the records a job is carried in
+    (harness.jobs) and the process lifetimes (harness.lifetime) sit below it, so nothing under it
+    imports it: not the judge for a record, nor the SavedModel restorer or repro's candidate runner
+    for the lifetime helpers."""
+    above = under(*ENTRY, "harness.process")
+    found = arrows(import_graph(), lambda module: not above(module), under("harness.process"))
+    assert not found, "an arrow climbs back up into harness/process/:\n" + "\n".join(found)
+
+
+def test_the_worker_processes_import_no_tool_above_them():
+    """What a worker needs of a tool is handed to it by the command line (the repro builder rides
+    in its job), so harness/process/ imports no tool and no part of the command line."""
+    found = arrows(import_graph(), under("harness.process"), under(*TOOLS, "harness.cli"))
+    assert not found, "an arrow climbs back up out of harness/process/:\n" + "\n".join(found)
+
+
+def test_an_arrow_is_named_from_the_importer_to_what_it_imports():
+    graph = {"p.worker": {"p.pool", "t.script"}, "t.script": {"low"}, "j.judging": {"p.pool"},
+             "j.judge": set(), "low": set()}
+    assert arrows(graph, under("p"), under("t")) == ["p.worker -> t.script"]
+    assert arrows(graph, under("j.judging", "t"), under("p")) == ["j.judging -> p.pool"]
+    assert arrows(graph, under("j.judge"), under("p")) == []  # not a prefix of j.judging's name
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
