@@ -1,4 +1,5 @@
-"""python -m harness matrix from an installed package, outside any checkout, with real TensorFlow.
+"""python -m harness matrix and bisect with real TensorFlow: from an installed package, and a
+case id refused before any environment is made.
 
 The package is laid out as setup.cfg installs it (harness/, and cases/ as harness/cases) in a
 folder of its own, and the command runs from another folder with only that on PYTHONPATH. The
@@ -19,7 +20,7 @@ import pytest
 from harness.matrix import envs
 from tests.helpers import ROOT
 
-pytestmark = pytest.mark.slow  # TensorFlow starts in the environment's run
+pytestmark = pytest.mark.slow  # TensorFlow starts, in the environment's run or in the check
 
 ONLY_INSTALLED = '''
 import numpy as np
@@ -79,3 +80,12 @@ def test_an_installed_harness_runs_itself_in_each_environment(tmp_path):
     assert report["environment"]["tensorflow"] == version
     matrix = json.loads((work / "out" / "matrix.json").read_text())
     assert [v["version"] for v in matrix["versions"]] == [version]
+
+
+def test_a_bisect_of_a_case_that_does_not_exist_is_refused_before_any_environment(tmp_path):
+    from tests import helpers
+
+    proc = helpers.harness("bisect", "regressions.no_such_case", "--good=2.21.0", "--bad=nightly",
+                           f"--cache_dir={tmp_path / 'cache'}", cwd=str(tmp_path), timeout=300)
+    helpers.assert_usage_error(proc, "'regressions.no_such_case' selects no case")
+    assert not (tmp_path / "cache").exists()
