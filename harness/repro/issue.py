@@ -160,8 +160,8 @@ def bisect_line(bisected: Mapping) -> str:
                else "; the commits between them are unknown")
     return (f"Bisected with the harness over {bisected.get('n', '?')} TensorFlow builds "
             f"(`python -m harness bisect`, {bisected.get('observed', '?')} of them run): the "
-            f"result changed between {_build(good)}, the last as before, and {_build(bad)}, "
-            f"the first that differs ({bad.get('result', '')}){commits}")
+            f"result changed between {_build(good)}, the last with the --good build's result, and "
+            f"{_build(bad)}, the first with another ({bad.get('result', '')}){commits}")
 
 
 def render(result: Result, script: str, environment: Mapping[str, str], description: str,

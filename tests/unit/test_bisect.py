@@ -177,8 +177,9 @@ def test_issue_md_s_bisect_line_names_both_builds_and_the_commits():
     assert issue.bisect_line(ANSWER) == (
         "Bisected with the harness over 165 TensorFlow builds (`python -m harness bisect`, 10 of "
         "them run): the result changed between tf-nightly 2.22.0.dev20260601 (2026-06-01, "
-        "GIT_VERSION v1.12.1-9-ga), the last as before, and tf-nightly 2.22.0.dev20260602 "
-        "(2026-06-02, GIT_VERSION v1.12.1-10-gb), the first that differs (xpass): "
+        "GIT_VERSION v1.12.1-9-ga), the last with the --good build's result, and tf-nightly "
+        "2.22.0.dev20260602 (2026-06-02, GIT_VERSION v1.12.1-10-gb), the first with another "
+        "(xpass): "
         "https://github.com/tensorflow/tensorflow/compare/a...b")
 
 
