@@ -226,12 +226,13 @@ def _locked(path: Path) -> Iterator[None]:
 def _build(env: Path, wanted: Wanted, python: str, python_version_: str, installer: str,
            log: Callable[[str], None]) -> None:
     """Builds the environment `env` afresh, its marker last."""
+    # First, so that a build the index does not have leaves nothing behind in the cache.
+    requirements = list(wanted.requirements()) + list(_OWN_REQUIREMENTS)
     if env.exists():
         log(f"{env.name}: half-built (no {MARKER} marker); rebuilding")
         shutil.rmtree(env)
     install_log = env.with_name(env.name + ".install.log")
     install_log.write_text("", encoding="utf-8")
-    requirements = list(wanted.requirements()) + list(_OWN_REQUIREMENTS)
     log(f"{env.name}: creating with {installer}: {' '.join(requirements)}")
     _create(env, wanted, requirements, python, installer, install_log)
     (env / MARKER).write_text(json.dumps({"requirements": requirements,
