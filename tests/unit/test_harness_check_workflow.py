@@ -154,8 +154,8 @@ def test_a_version_without_pins_or_a_malformed_list_stops_the_run_saying_why(tex
     assert error.startswith("::error title=harness check::") and said in error
 
 
-def test_a_checkout_that_is_not_the_harness_is_refused_naming_harness_repository(monkeypatch, tmp_path,
-                                                                           capsys):
+def test_a_checkout_that_is_not_the_harness_is_refused_naming_harness_repository(
+        monkeypatch, tmp_path, capsys):
     error = versions("2.21.0", monkeypatch, tmp_path, capsys, harness=tmp_path)
     assert "harness-repository" in error and "harness/matrix/pins.py" in error
 
@@ -173,7 +173,8 @@ def test_every_job_checks_out_the_same_harness_the_workflows_own_unless_harness_
     # workflow_repository and workflow_sha are the called workflow's own. A repository given
     # without a ref is installed from its default branch.
     assert spec["repository"] == ("${{ inputs.harness-repository || "
-                                  "fromJSON(toJSON(job)).workflow_repository || github.repository }}")
+                                  "fromJSON(toJSON(job)).workflow_repository || "
+                                  "github.repository }}")
     assert spec["ref"] == ("${{ inputs.harness-ref || (!inputs.harness-repository && "
                            "(fromJSON(toJSON(job)).workflow_sha || github.sha)) || '' }}")
     assert spec["persist-credentials"] is False
