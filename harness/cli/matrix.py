@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from absl import flags
 
@@ -37,6 +37,9 @@ from harness.cli.options import (
     UsageError,
 )
 from harness.cli.settings import distinct_outputs, recorded_folder
+
+if TYPE_CHECKING:  # the command line imports the matrix's modules only when a command runs
+    from harness.matrix import command
 
 __all__ = ["bisect_command", "matrix_command"]
 
@@ -88,7 +91,7 @@ def _run_args(passthrough: Sequence[str]) -> list[str]:
     return found + list(passthrough)
 
 
-def _where():
+def _where() -> command.Where:
     """Where the environments come from, checked: the cache folder, the interpreter (run once),
     the installer and the index."""
     from harness.matrix import command, envs, nightly  # noqa: PLC0415

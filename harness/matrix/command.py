@@ -78,6 +78,7 @@ class BisectPlan:
 
 
 def say(line: str) -> None:
+    """One line of the command's progress on stdout, at once (the runs take minutes)."""
     print(line, flush=True)
 
 
@@ -94,6 +95,7 @@ def _nightly(version: str, index: nightly.Index, python: str) -> envs.Wanted:
     """A nightly's environment: what it installs is read from the index only when it is built,
     so a cached one is reused without the index."""
     def requirements() -> list[str]:
+        """tf-nightly==VERSION and its day's keras-nightly, once the index is seen to have it."""
         try:
             listed = index.versions(nightly.PACKAGE, python)
         except nightly.IndexReadError as e:
@@ -218,7 +220,8 @@ class Observer:
     """Observes one build for the bisect: its environment prepared (from the cache when it is
     there), then the harness's report or the script's ending read."""
 
-    def __init__(self, plan: BisectPlan, index: nightly.Index, python: str, folder: Path):
+    def __init__(self, plan: BisectPlan, index: nightly.Index, python: str,
+                 folder: Path) -> None:
         self.plan, self.index, self.python, self.folder = plan, index, python, folder
 
     def __call__(self, version: str) -> bisect.Observation:
@@ -309,6 +312,7 @@ def answer(found: bisect.Found, target: str, seconds: float) -> dict:
     released = pins.released()
 
     def build(o: bisect.Observation) -> dict:
+        """One end of the answer: the build, its day, GIT_VERSION and result."""
         return {"version": o.version, "tensorflow": o.tensorflow, "git": o.git,
                 "date": builds.date_of(o.version, released), "result": o.summary}
 

@@ -55,7 +55,7 @@ class InstallError(Exception):
       reason: one line: the step that failed and the installer's last error line.
     """
 
-    def __init__(self, version: str, reason: str):
+    def __init__(self, version: str, reason: str) -> None:
         super().__init__(f"TensorFlow {version}: {reason}")
         self.version = version
         self.reason = reason
@@ -111,6 +111,7 @@ class Env:
 
     @property
     def python(self) -> Path:
+        """The environment's interpreter."""
         return self.path / "bin" / "python"
 
 

@@ -103,7 +103,7 @@ class Index:
         PACKAGE/index.html is read).
     """
 
-    def __init__(self, url: str):
+    def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
         self._read: dict[str, list[str]] = {}
 
