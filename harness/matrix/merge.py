@@ -209,6 +209,11 @@ class Row:
         return bool(self.change)
 
 
+# The verdicts a case beginning or stopping to apply may have on its other side and still be a
+# change of coverage only (Step.real).
+_QUIET_VERDICTS = ("pass", "xfail")
+
+
 @dataclasses.dataclass(frozen=True)
 class Step:
     """One change of a case and point between two versions that ran it.
@@ -243,9 +248,16 @@ class Step:
 
     @property
     def real(self) -> bool:
-        """Whether the verdict, an error or values changed: more than which modes apply."""
-        return self.verdicts[0] != self.verdicts[1] or any(m not in self.coverage
-                                                           for m, _, _ in self.modes)
+        """Whether the verdict, an error or values changed: more than which modes apply. A case
+        that begins or stops applying as a whole (skip on one side, with every mode's change one
+        of coverage) is coverage where the other side is a pass or an xfail: the seven tf_keras
+        cases skip under a nightly, which has no tf-keras. Where it fails there, or anything else,
+        it is real: a failure that appears with a case must lead the page."""
+        modes_real = any(m not in self.coverage for m, _, _ in self.modes)
+        if modes_real or self.verdicts[0] == self.verdicts[1]:
+            return modes_real
+        other = [v for v in self.verdicts if v != "skip"]
+        return not (len(other) == 1 and other[0].split(" ")[0] in _QUIET_VERDICTS)
 
     @property
     def starts(self) -> tuple[str, ...]:

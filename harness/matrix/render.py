@@ -114,7 +114,10 @@ def _lead(matrix: Matrix, points: tuple[Point, ...]) -> str:
         return (f"Nothing: each of the {len(points)} case points behaves the same in every "
                 "version that ran it.")
     if not real:
-        return f"No verdict and no mode's outcome changed; only {_COVERAGE} did, below."
+        # Not "no verdict changed": a case that begins to apply and passes changed its verdict
+        # from skip, and is a change of coverage all the same (merge.Step.real).
+        return (f"Only {_COVERAGE} changed, below: wherever a mode ran in both versions its "
+                "outcome is the same.")
     return f"At {len(real)} of {len(points)} case points {_REAL} changed:"
 
 

@@ -102,8 +102,8 @@ def test_only_coverage_changes_are_said_to_be_no_real_change():
     matrix = merged(report("2.17.1", result("a", keras3_mirrored=SKIP)),
                     report("2.18.1", result("a")), modes=MODES)
     section = _section(render.markdown(matrix))
-    assert section[0] == ("No verdict and no mode's outcome changed; only which modes apply did, "
-                          "below.")
+    assert section[0] == ("Only which modes apply changed, below: wherever a mode ran in both "
+                          "versions its outcome is the same.")
     assert section[-1] == "- keras3_mirrored applies from 2.18.1: 1 point (ok): a[x=1.0]."
     assert "At 1 of 1 case points only which modes apply changed" in render.markdown(matrix)
 

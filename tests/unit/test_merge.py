@@ -373,15 +373,28 @@ def test_an_error_that_changes_type_is_real_and_leads_the_coverage_change_beside
         "keras3_mirrored applies from 2.13.1: 1 point (AttributeError)"]
 
 
-def test_a_verdict_change_is_real_even_where_every_mode_only_began_to_apply():
+def test_a_case_that_begins_to_apply_and_passes_is_a_change_of_coverage():
+    # As the tf_keras cases skip under a nightly (no tf-keras) and pass under a release: which
+    # cases apply changed, nothing about them.
     skipped = result("a", verdict="skip", reason="needs TensorFlow >=2.21")
     skipped["modes"] = {}
     matrix = merged(report("2.16.2", skipped), report("2.21.0", result("a")))
     (step,) = matrix.points[0].steps
-    assert step.real and step.starts == MODES
-    assert step.text == "verdict skip → pass; every mode: not run → ok"
+    assert not step.real and step.starts == MODES
+    assert matrix.points[0].kind == "coverage"
     assert [f.text for f in matrix.folds] == [f"{m} applies from 2.21.0: 1 point (ok)"
                                               for m in MODES]
+
+
+@pytest.mark.parametrize("verdict", ["fail", "xpass", "error"])
+def test_a_case_that_begins_to_apply_with_anything_but_a_pass_is_a_real_change(verdict):
+    # A failure that arrives with the case must lead the page, not hide in a fold.
+    skipped = result("a", verdict="skip", reason="needs TensorFlow >=2.21")
+    skipped["modes"] = {}
+    matrix = merged(report("2.16.2", skipped), report("2.21.0", result("a", verdict=verdict)))
+    (step,) = matrix.points[0].steps
+    assert step.real and step.starts == MODES
+    assert step.text == f"verdict skip → {verdict}; every mode: not run → ok"
 
 
 def test_modes_stopped_by_a_crash_are_part_of_the_crash_not_a_change_of_coverage():
@@ -828,7 +841,8 @@ def test_markdown_says_only_the_verdict_where_no_mode_ran():
     skipped["modes"] = {}
     text = render.markdown(merged(report("2.16.2", skipped), report("2.21.0", result("a"))))
     assert "| a[x=1.0] | skip | **pass** |" in text
-    assert "From 2.21.0: verdict skip → pass; every mode: not run → ok." in text
+    # The case began to apply and passes: folded with the modes that began to apply.
+    assert "- eager applies from 2.21.0: 1 point (ok): a[x=1.0]." in text
 
 
 def test_markdown_says_when_nothing_changed():
