@@ -617,12 +617,18 @@ def check_repro_flags(command: str) -> Optional[dict]:
     return matrix
 
 
-def read_matrix(path: str) -> dict:
+def _json_of(flag: str, path: str, made_by: str):
+    """The JSON in `path`, given as --`flag`; a usage error naming `made_by` (the command that
+    writes such a file) where it cannot be read."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise UsageError(f"--matrix_json {path}: cannot read it as JSON ({e}); give the file merge "
-                         "--json_out wrote") from None
+        raise UsageError(f"--{flag} {path}: cannot read it as JSON ({e}); give the file "
+                         f"{made_by} wrote") from None
+
+
+def read_matrix(path: str) -> dict:
+    data = _json_of("matrix_json", path, "merge --json_out")
     if (not isinstance(data, dict) or data.get("schema") != "harness.matrix/1"
         or not isinstance(data.get("rows"), list)):
         raise UsageError(f"--matrix_json {path}: not a version matrix (schema harness.matrix/1); "
@@ -636,11 +642,7 @@ def read_bisect(path: str, target: Optional[str]) -> dict:
     a bisect of another case than the one repro writes."""
     import fnmatch  # noqa: PLC0415
 
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UsageError(f"--bisect_json {path}: cannot read it as JSON ({e}); give the file "
-                         "bisect --json_out wrote") from None
+    data = _json_of("bisect_json", path, "bisect --json_out")
     if (not isinstance(data, dict) or data.get("schema") != "harness.bisect/1"
             or not all(isinstance(data.get(k), dict) for k in ("good", "bad"))):
         raise UsageError(f"--bisect_json {path}: not a bisect's answer (schema harness.bisect/1); "
