@@ -436,7 +436,9 @@ class Result:
         when an oracle did, and for every other verdict.
       undeclared: on a fail, each deviation that no expectation declares, as --expect spells
         it ("function,graph:values differ", "graph:TypeError", "numeric:values differ"), where
-        one can declare it: what accepting writes into an expectations file. Empty otherwise.
+        one can declare it: what accepting writes into an expectations file. Empty otherwise,
+        and where declaring exactly these would not make the point an xfail (a deviation beside
+        them that no expectation spells).
       seconds: wall time of this point: its job's (one case, all its points,
         as the modes batch them) divided by the job's number of points, since
         a point's own time cannot be told apart (harness.process.pool); 0.0 when not

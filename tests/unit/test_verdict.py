@@ -1,10 +1,12 @@
 """The verdict rules: hand-built outcomes in, one Result out (DESIGN.md, Judging)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from harness.case import BAD_GRADIENT, VALUES_DIFFER, Expectation
-from harness.records import Differentiated, ModeOutcome, Status, Verdict
+from harness.records import Differentiated, ModeOutcome, Output, Status, Verdict
 from harness.judge.tolerance import Tol
 from harness.judge.verdict import applicable, died, judge, skipped
 from tests.unit.outcomes import RERUN, TF, X, make_case, ok, raised
@@ -488,3 +490,20 @@ def test_a_fail_spells_each_deviation_as_the_expectation_that_declares_it(outcom
     again = run(make_case(*declared), *outcomes)
     assert again.verdict is Verdict.XFAIL, again.reason
     assert again.undeclared == ()
+
+
+def test_a_fail_with_a_deviation_no_expectation_spells_offers_no_spelling():
+    # function's values differ (spellable); graph's differ with upstream weights only, which no
+    # expectation declares: declaring the first alone would leave the point failing, so accepting
+    # must not write it and call the point declared.
+    upstream_only = ok("graph")
+    weighted = (Output.of(np.asarray(5.0, np.float32)),)
+    upstream_only = dataclasses.replace(upstream_only, upstream=(weighted,))
+    agreed = [dataclasses.replace(o, upstream=((Output.of(np.asarray(2.0, np.float32)),),))
+              for o in (ok("eager"), ok("function", grad=3.0))]
+    failed = run(make_case(), *agreed, upstream_only)
+    assert failed.verdict is Verdict.FAIL and failed.undeclared == ()
+    # Without the unspellable one, the spelling stands.
+    alone = run(make_case(), *agreed,
+                dataclasses.replace(upstream_only, upstream=agreed[0].upstream))
+    assert alone.verdict is Verdict.FAIL and alone.undeclared == ("function:values differ",)
