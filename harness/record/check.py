@@ -135,8 +135,10 @@ class Checking:
 
     def _replay(self) -> None:
         if self.json_out:
-            Path(self.json_out).parent.mkdir(parents=True, exist_ok=True)
-            self._replay_into(Path(self.json_out).resolve())
+            kept = Path(self.json_out).resolve()
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.unlink(missing_ok=True)  # an earlier run's report must not pass for this one's
+            self._replay_into(kept)
             return
         with tempfile.TemporaryDirectory(prefix="harness-check-") as scratch:
             self._replay_into(Path(scratch) / "replay.json")
