@@ -223,7 +223,9 @@ class Evaluator:
         # A slow eager forward makes a slower eager tape, which also holds every intermediate of
         # the forward until the gradient is taken (an eager while loop's, iteration by iteration):
         # the traced function computes the same gradients, where they are the agreed mode's.
-        if order not in self._gradients and (self.slow or self._often(order, "gradients")):
+        traceable = self.case.fn is not None  # a builder's function is never traced (`base`)
+        if order not in self._gradients and ((self.slow and traceable)
+                                             or self._often(order, "gradients")):
             self._gradients[order] = self._traced_gradients(order)
         if self._gradients.get(order) is None:
             # Every order up to the case's from one evaluation, where it runs: the orders below

@@ -288,7 +288,10 @@ def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence,
         how += (f"; {', '.join(names[slot] for slot in swept)} read element by element from one "
                 "shift of all its elements, its values being elementwise in it")
     if evaluator.traced_orders or evaluator.traced_against:
-        how += "; evaluated through a tf.function" + _traced_check(evaluator, agreed)
+        # Only the case's own gradients (for their rounding) may have been traced, the values
+        # differenced being eager.
+        what = "evaluated" if evaluator.traced_orders else "the case's own gradients evaluated"
+        how += f"; {what} through a tf.function" + _traced_check(evaluator, agreed)
     if evaluator.not_float64 and not evaluator.wide:
         how += f"; not in float64: {evaluator.not_float64}"
     return f"central differences in {evaluator.dtype()} with step {step:g}, {how}"
