@@ -158,7 +158,8 @@ COMMANDS = {
             "status or error type, differs from the good build's (a repro.py: its exit status): "
             "one binary search over the pin table's releases and the index's tf-nightly builds "
             "between them, releases first where that costs nothing, observing at most "
-            "ceil(log2 n) + 2 of the n builds, in the matrix's cached environments. A nightly "
+            "ceil(log2 n) + 2 of the n builds (one more for each that cannot be installed), in "
+            "the matrix's cached environments. A nightly "
             "2.22.0.devDATE lies after every 2.21.x and before 2.22.0. Prints the last good and "
             "first bad builds, their days and GIT_VERSIONs, and the commits between them."
         ),

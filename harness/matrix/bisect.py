@@ -4,7 +4,8 @@ Pure: what is observed at a build is given to `search` as a function.
 The builds lie in one order (harness.matrix.builds): the releases of the pin table and the
 tf-nightly builds the index has, from the good build to the bad one, both included; n is their
 number. One binary search runs over them all, so it observes at most ceil(log2 n) + 2 builds (its
-two ends, then ceil(log2 (n - 1)) probes at most). Releases come first where that costs nothing:
+two ends, then ceil(log2 (n - 1)) probes at most), where every build can be observed: each one
+that cannot (not installed) costs one more probe. Releases come first where that costs nothing:
 each probe may be any build that still halves the worst case, and a release among those is taken
 before a nightly, so the release where a result changed is observed, not inferred, whenever the
 search can afford it. A build that cannot be observed (not installed, no report) is left out and
@@ -201,12 +202,19 @@ def _line(word: str, o: Observation, released: Mapping[str, str]) -> str:
 
 def _releases_line(found: Found, is_release: Callable[[str], bool]) -> str:
     """Where the change lies among releases: after which one, and the first that has it."""
+    # Only up to the last good build: a release between it and the first bad one was not
+    # observed (it could not be installed), and may be where the change is.
+    good = found.chain.index(found.good.version)
     at = found.chain.index(found.bad.version)
-    before = [v for v in found.chain[:at] if is_release(v)]
+    before = [v for v in found.chain[:good + 1] if is_release(v)]
+    unknown = [v for v in found.chain[good + 1:at] if is_release(v)]
     after = [v for v in found.chain[at:] if is_release(v)]
     seen = {o.version for o in found.taken if not o.failed}
     first = (f"first in {after[0]} ({'observed' if after[0] in seen else 'by order: not observed'})"
              if after else "in no release of the pin table yet")
+    if unknown:
+        first = (f"in {', '.join(unknown)} (not observed) or later: {first}" if after
+                 else f"in {', '.join(unknown)} (not observed) or in no release yet")
     return (f"among releases: the change comes after {before[-1] if before else 'none observed'}"
             f" and is {first}")
 
@@ -223,8 +231,11 @@ def render(found: Found, released: Mapping[str, str], is_release: Callable[[str]
     built = sum(1 for o in found.taken if o.installed)
     reused = sum(1 for o in found.taken if not o.installed and not o.failed)
     failed = len(found.taken) - built - reused
+    bound = (f"at most ceil(log2 n) + 2 = {limit(n)}" if not failed
+             else f"at most ceil(log2 n) + 2 = {limit(n)} where every build is observed, one "
+                  "more for each that is not")
     lines.append(f"tried {len(found.taken)} of n = {n} builds from {found.chain[0]} to "
-                 f"{found.chain[-1]} (at most ceil(log2 n) + 2 = {limit(n)}): {built} "
+                 f"{found.chain[-1]} ({bound}): {built} "
                  f"environment{'s' if built != 1 else ''} installed, {reused} reused from the "
                  f"cache" + (f", {failed} not installed" if failed else ""))
     return lines

@@ -161,6 +161,19 @@ def test_the_answer_names_both_builds_their_days_commits_and_what_it_cost():
                                 "2.23.0.dev20261026 (at most ceil(log2 n) + 2 = 5)")
 
 
+def test_a_release_that_could_not_be_observed_is_not_claimed_as_good():
+    # 2.21.0 lies between the last good and the first bad build and could not be installed: the
+    # change may be in it, so the answer may not say it comes after it; and the bound on builds
+    # holds only where every build is observed.
+    chain = ["2.19.1", "2.20.0", "2.21.0.dev20250101", "2.21.0", "2.22.0.dev20260205"]
+    found = bisect.search(chain, Fake(chain, changed=4, broken={"2.21.0"}), is_release)
+    assert (found.good.version, found.bad.version) == ("2.21.0.dev20250101", "2.22.0.dev20260205")
+    lines = bisect.render(found, pins.released(), is_release)
+    assert lines[3] == ("among releases: the change comes after 2.20.0 and is in 2.21.0 (not "
+                        "observed) or in no release yet")
+    assert "where every build is observed, one more for each that is not" in lines[-1]
+
+
 # -- repro --bisect_json --------------------------------------------------------------------------
 
 ANSWER = {"schema": "harness.bisect/1", "target": "regressions.silu_beta_shape_127690", "n": 165,
