@@ -40,11 +40,13 @@ __all__ = ["RECYCLE_MIB", "InProcess", "PoolError", "WorkerPool", "resident_mib"
 # The last lines of a dead worker's output kept with its crash verdict.
 _TAIL_LINES = 12
 
-# A worker resident above this after a job is replaced by a fresh one: memory a heavy job made
-# the process take (an eager tape over a 10,000-element while loop holds 8 GB) is rarely given
-# back to the system, and would stay with the worker through every later job. A worker with
-# TensorFlow, Keras and the cases loaded holds about 700 MiB.
-RECYCLE_MIB = 2048
+# A worker grown by more than this over its size once loaded is replaced by a fresh one after its
+# job: memory a heavy job made the process take (an eager tape over a 10,000-element while loop
+# holds 8 GB) is rarely given back to the system, and would stay with the worker through every
+# later job. Measured from the loaded size (about 700 MiB with TensorFlow, Keras and the cases on
+# a CPU; more where a GPU's runtime is loaded), so that a worker large from the start is not
+# replaced after every job.
+RECYCLE_MIB = 1536
 
 OnStart = Callable[[Job], None]
 
@@ -103,6 +105,7 @@ class _Worker:
         self.mode = "load"
         self.scripts: dict = {}
         self.stopping = False
+        self.loaded_mib = 0.0  # resident once TensorFlow and the cases are loaded
 
     @classmethod
     def spawn(cls, context, origins: worker.Origins, folder: str, number: int) -> "_Worker":
@@ -249,6 +252,7 @@ class WorkerPool:
             kind = message[0]
             if kind == "ready":
                 w.ready, w.mode = True, "idle"
+                w.loaded_mib = resident_mib(w.process.pid) or 0.0
                 if self._catalogue is None:
                     self._catalogue = (message[1], message[2])
             elif kind == "load_error":
@@ -265,7 +269,7 @@ class WorkerPool:
                 w.release()
                 if message[2]:  # it changed global state and has exited
                     self._replace(w)
-                elif (resident_mib(w.process.pid) or 0.0) > RECYCLE_MIB:
+                elif (resident_mib(w.process.pid) or 0.0) > w.loaded_mib + RECYCLE_MIB:
                     self._replace(w)  # its next job starts in a process of the usual size
 
     def _died(self, w: _Worker) -> None:
