@@ -72,6 +72,7 @@ def fake_pool(monkeypatch, clock, timeout=None):
     w = pool._Worker.__new__(pool._Worker)
     w.conn, w.process, w.output = here, FakeProcess(), "/nonexistent/worker.log"
     w.ready, w.index, w.job, w.started, w.mode, w.scripts = True, None, None, 0.0, "idle", {}
+    w.loaded_mib = 0.0
     w.end_group = lambda: None
     w.exited = lambda timeout: None  # a real one waits on the process id
     p = pool.WorkerPool.__new__(pool.WorkerPool)
