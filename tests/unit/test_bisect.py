@@ -47,12 +47,13 @@ def test_the_search_finds_every_change_point_within_ceil_log2_n_plus_2_observati
         fake = Fake(chain, changed)
         found = bisect.search(chain, fake, is_release)
         assert (found.good.version, found.bad.version) == (chain[changed - 1], chain[changed])
-        # The issue's bound, computed here from its formula, not from the module.
+        # The bound a bisect promises, ceil(log2 n) + 2 (the two ends, then halving), computed
+        # here from that formula, not from the module.
         assert len(fake.asked) <= math.ceil(math.log2(n)) + 2, (n, changed, fake.asked)
         assert fake.asked[:2] == [chain[0], chain[-1]]
 
 
-def test_the_bound_is_the_issue_s():
+def test_the_bound_is_ceil_log2_n_plus_2():
     # 165 builds from 2.21.0 to the newest nightly: 8 probes and the two ends.
     assert [bisect.limit(n) for n in (2, 3, 4, 5, 165)] == [3, 4, 4, 5, 10]
 
