@@ -26,7 +26,7 @@ _FROM = {
     **{name: "harness.records"
        for name in ("ErrorInfo", "ModeOutcome", "OracleOutcome", "Output", "Result",
                                             "Status", "Usage", "Verdict")},
-    **{name: "harness.judge.tolerance"
+    **{name: "harness.criteria.tolerance"
        for name in ("DEFAULT_TOLERANCES", "NUMERIC_TOLERANCES", "Tol")},
 }
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from harness import mode_names
 from harness.domain import Domain
-from harness.judge.tolerance import Tol, ToleranceOverride
+from harness.criteria.tolerance import Tol, ToleranceOverride
 from harness.versions import VersionRange, parse_range
 
 __all__ = [

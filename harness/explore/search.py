@@ -366,10 +366,10 @@ def _source(where: str) -> str:
 
 def _differences(result: Result, info: Optional[CaseInfo]) -> tuple:
     """(mode, kind, order, source, weighted) for every difference from the yardstick mode and every
-    malformed gradient (harness.judge.compare: "value", "none", "nonfinite", "dtype", "shape",
+    malformed gradient (harness.criteria.compare: "value", "none", "nonfinite", "dtype", "shape",
     "status", "error_type", "count", "gradient") that the verdict's lines report: a declared
     deviation that happened is not part of the failure, and may come and go while shrinking."""
-    from harness.judge.compare import check_gradients, compare_outcomes  # noqa: PLC0415
+    from harness.criteria.compare import check_gradients, compare_outcomes  # noqa: PLC0415
 
     said = "\n".join((result.reason,) + tuple(result.details))
     ref = result.outcomes.get(result.yardstick)

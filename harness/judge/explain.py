@@ -11,7 +11,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from harness.case import Expectation
-from harness.judge.compare import Mismatch, compare_outcomes
+from harness.criteria.compare import Mismatch, compare_outcomes
 from harness.mode_names import LADDER
 from harness.records import ModeOutcome, OracleOutcome, Status
 

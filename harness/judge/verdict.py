@@ -1,6 +1,6 @@
 """The verdict rules: outcomes and expectations in, one Result out. Pure.
 
-Working out which expectations apply (`applicable`, in harness.judge.rules with the
+Working out which expectations apply (`applicable`, in harness.criteria.rules with the
 other rules the measuring side reads too) is kept apart from deciding what
 happened (`judge`), which is the one place an outcome becomes a verdict. A run judges in the main
 process, which never imports TensorFlow or the user's code: workers send plain `Measured` records
@@ -19,7 +19,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Expectation
-from harness.judge.compare import Mismatch, check_gradients, compare_outcomes
+from harness.criteria.compare import Mismatch, check_gradients, compare_outcomes
 from harness.judge.explain import (
     ORACLE_WORDS,
     deviation_lines,
@@ -45,8 +45,8 @@ from harness.records import (
     Status,
     Verdict,
 )
-from harness.judge.rules import Rules, applicable, required_oracles, yardstick
-from harness.judge.tolerance import Tol
+from harness.criteria.rules import Rules, applicable, required_oracles, yardstick
+from harness.criteria.tolerance import Tol
 
 __all__ = ["died", "judge", "judge_measured", "skipped"]
 

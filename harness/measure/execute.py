@@ -22,7 +22,7 @@ from harness.measure import probe
 from harness.case import Case
 from harness.measure.modes.shared import tf
 from harness.records import Measured, ModeOutcome, RunOptions, Status, error_info
-from harness.judge.rules import oracle_subject, yardstick
+from harness.criteria.rules import oracle_subject, yardstick
 
 __all__ = ["environment", "measure"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from harness.judge.compare import compare_outcomes
+from harness.criteria.compare import compare_outcomes
 from harness.records import Result, Status, Verdict
 
 __all__ = ["bisect_line", "render"]

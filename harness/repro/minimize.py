@@ -40,7 +40,7 @@ import numpy as np
 from harness.repro.candidates import Runner
 from harness.repro.short import Expected
 from harness.repro.verify import Interrupted, Ran, shows
-from harness.judge.tolerance import ToleranceOverride, tolerance_for
+from harness.criteria.tolerance import ToleranceOverride, tolerance_for
 
 __all__ = ["Minimized", "MissingReducer", "minimize", "require"]
 

@@ -18,7 +18,7 @@ from harness import loader
 from harness.case import Case, Point
 from harness.jobs import Job
 from harness.repro.source import ReproError, extract
-from harness.judge.tolerance import tolerance_for
+from harness.criteria.tolerance import tolerance_for
 
 __all__ = ["ScriptParts", "for_points", "parts", "render", "with_numeric"]
 

@@ -22,10 +22,10 @@ import re
 import textwrap
 from typing import Optional
 
-from harness.judge.compare import check_gradients, compare_outcomes
+from harness.criteria.compare import check_gradients, compare_outcomes
 from harness.records import ModeOutcome, Result, Status
 from harness.repro.script import WRITTEN_OUT, ScriptParts
-from harness.judge.tolerance import (
+from harness.criteria.tolerance import (
     NUMERIC_STEPS,
     ToleranceOverride,
     numeric_tolerance_for,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from harness.case import BAD_GRADIENT, VALUES_DIFFER, Case, CaseError, Expectation
-from harness.judge.tolerance import Tol
+from harness.criteria.tolerance import Tol
 
 
 def f(x):
@@ -253,8 +253,8 @@ def test_case_runs_only_inside_its_tf_versions():
 
 @pytest.mark.subprocess
 def test_pure_modules_import_without_tensorflow():
-    code = ("import sys\nimport harness, harness.case, harness.records, harness.judge.tolerance, "
-            "harness.versions\nimport harness.judge.compare, harness.judge.verdict, "
+    code = ("import sys\nimport harness, harness.case, harness.records, harness.versions\n"
+            "import harness.criteria.tolerance, harness.criteria.compare, harness.judge.verdict, "
             "harness.report\nimport harness.report.json_report, harness.report.junit, "
             "harness.report.text\nassert 'tensorflow' not in sys.modules, 'tensorflow was "
             "imported'\n")

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from harness.judge.compare import check_gradients, compare_outcomes, compare_outputs, where
+from harness.criteria.compare import check_gradients, compare_outcomes, compare_outputs, where
 from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, Status
-from harness.judge.tolerance import DEFAULT_TOLERANCES, Tol
+from harness.criteria.tolerance import DEFAULT_TOLERANCES, Tol
 
 F32 = DEFAULT_TOLERANCES["float32"]
 INF = np.inf

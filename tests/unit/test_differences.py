@@ -1,13 +1,13 @@
-"""harness.judge.differences on closed-form functions: the truth of every case here is its
+"""harness.criteria.differences on closed-form functions: the truth of every case here is its
 calculus."""
 
 import math
 
 import pytest
 
-from harness.judge import differences
-from harness.judge.differences import JUMP, KINK, NOISY, NONFINITE, assess
-from harness.judge.tolerance import NUMERIC_STEPS, NUMERIC_TOLERANCES
+from harness.criteria import differences
+from harness.criteria.differences import JUMP, KINK, NOISY, NONFINITE, assess
+from harness.criteria.tolerance import NUMERIC_STEPS, NUMERIC_TOLERANCES
 
 # (dtype the differences are computed in, dtype of the gradient): the oracle evaluates in float64
 # where the function allows it, and in the source's own dtype where it does not.

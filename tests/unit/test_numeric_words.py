@@ -5,12 +5,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from harness.judge import differences
-from harness.judge.differences import Judged
+from harness.criteria import differences
+from harness.criteria.differences import Judged
 from harness.measure.oracles import words
 from harness.measure.oracles.directions import Direction
 from harness.measure.oracles.findings import OrderFindings, Finding
-from harness.judge.tolerance import Tol
+from harness.criteria.tolerance import Tol
 
 TOL = Tol(rtol=1e-5, atol=0.0)
 AGREED = SimpleNamespace(mode="eager", usage=None,

@@ -4,11 +4,11 @@ the narrow-dtype tolerance, the yardstick, which points a step trains, and its l
 import numpy as np
 
 from harness.measure import upstream
-from harness.judge.compare import compare_outcomes
+from harness.criteria.compare import compare_outcomes
 from harness.measure.modes import CORE_MODES, FULL_MODES, KERAS3_MODES, STEP_MODES, parse_modes
 from harness.measure.modes.step_rules import MIXED, WIDTH, weight_row, why_not
 from harness.records import Differentiated, ErrorInfo, ModeOutcome, Output, Status
-from harness.judge.rules import oracle_subject, yardstick
+from harness.criteria.rules import oracle_subject, yardstick
 from tests.unit.outcomes import TF, make_case
 
 X = (Differentiated("x", "float32", (2,)),)

@@ -19,7 +19,7 @@ from harness.records import (
 )
 from harness.repro import issue
 from harness.judge import explain
-from harness.judge.rules import oracle_subject, yardstick
+from harness.criteria.rules import oracle_subject, yardstick
 from harness.judge.verdict import judge
 
 X = (Differentiated("x", "float32", ()),)

@@ -7,7 +7,7 @@ import pytest
 
 from harness.case import BAD_GRADIENT, VALUES_DIFFER, Expectation
 from harness.records import Differentiated, ModeOutcome, Output, Status, Verdict
-from harness.judge.tolerance import Tol
+from harness.criteria.tolerance import Tol
 from harness.judge.verdict import applicable, died, judge, skipped
 from tests.unit.outcomes import RERUN, TF, X, make_case, ok, raised
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.judge.tolerance import DEFAULT_TOLERANCES, Tol, tolerance_for
+from harness.criteria.tolerance import DEFAULT_TOLERANCES, Tol, tolerance_for
 from harness.versions import parse_range, release_tuple
 
 # -- version ranges --------------------------------------------------------------------

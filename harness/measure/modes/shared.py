@@ -11,7 +11,7 @@ is reported at order 0 and not differentiated.
 What belongs here is code more than one mode runs, in the worker (or the SavedModel
 restorer process), with TensorFlow imported. Code the main process runs, or that needs
 no TensorFlow, belongs elsewhere: records and their rules in harness.records, comparison
-in harness.judge.compare, judging in harness.judge.verdict. Importing this module imports
+in harness.criteria.compare, judging in harness.judge.verdict. Importing this module imports
 TensorFlow.
 """
 

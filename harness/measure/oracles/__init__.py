@@ -33,12 +33,12 @@ import dataclasses
 import numpy as np
 
 from harness.case import Case, Point
-from harness.judge.compare import compare_outcomes, compare_outputs, where
+from harness.criteria.compare import compare_outcomes, compare_outputs, where
 from harness.measure.oracles.directions import DIRECTIONS
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions, Status
-from harness.judge.tolerance import tolerance_for
-from harness.judge.rules import required_oracles
+from harness.criteria.tolerance import tolerance_for
+from harness.criteria.rules import required_oracles
 
 __all__ = ["consult", "DIRECTIONS"]
 

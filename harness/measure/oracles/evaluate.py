@@ -16,12 +16,12 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from harness.judge import differences
+from harness.criteria import differences
 from harness.measure import upstream
 from harness.case import Case, Point
 from harness.measure.modes.shared import Steps, build_subject, is_target, tape_chains, tf
 from harness.records import RunOptions, error_info
-from harness.judge.tolerance import NUMERIC_STEPS
+from harness.criteria.tolerance import NUMERIC_STEPS
 
 __all__ = ["CaseRaised", "Evaluator", "NotWide", "SLOW_POINT_S", "TRACE_AFTER_S",
            "TRACE_AGREEMENT"]

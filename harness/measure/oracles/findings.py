@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from harness.judge import differences
+from harness.criteria import differences
 from harness.measure.oracles.directions import Direction
-from harness.judge.tolerance import Tol
+from harness.criteria.tolerance import Tol
 
 __all__ = ["OVERFLOW", "PARTIAL", "OrderFindings", "Finding"]
 

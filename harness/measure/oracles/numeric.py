@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from harness.judge import differences
+from harness.criteria import differences
 from harness.case import Case, Point
 from harness.measure.oracles import words
 from harness.measure.oracles.directions import (
@@ -34,7 +34,7 @@ from harness.measure.oracles.evaluate import CaseRaised, Evaluator, NotWide
 from harness.measure.oracles.findings import OVERFLOW, PARTIAL, OrderFindings, Finding
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions
-from harness.judge.tolerance import NUMERIC_STEPS, numeric_tolerance_for
+from harness.criteria.tolerance import NUMERIC_STEPS, numeric_tolerance_for
 from harness.measure.modes.shared import tf
 
 __all__ = ["ELEMENT_LIMIT", "run"]

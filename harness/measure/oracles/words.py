@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
-from harness.judge import differences
+from harness.criteria import differences
 from harness.measure import upstream
-from harness.judge.compare import where
+from harness.criteria.compare import where
 from harness.measure.oracles.directions import element_label
 from harness.measure.oracles.findings import OVERFLOW, PARTIAL, OrderFindings, Finding
 from harness.records import ModeOutcome

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.records import ModeOutcome, Output, Status
-from harness.judge.tolerance import Tol, ToleranceOverride, narrow_tolerance_for, tolerance_for
+from harness.criteria.tolerance import Tol, ToleranceOverride, narrow_tolerance_for, tolerance_for
 
 __all__ = ["Mismatch", "compare_outputs", "compare_outcomes", "check_gradients", "where"]
 

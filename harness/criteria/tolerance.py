@@ -45,7 +45,7 @@ _EXACT = Tol(rtol=0.0, atol=0.0)
 
 # Central differences against analytic derivatives: the relative part only. The absolute part
 # is not a constant, which would hide every gradient smaller than it (a wrong sign on a gradient
-# of 6e-4 passed a fixed float32 atol of 2e-3): harness.judge.differences derives it from the
+# of 6e-4 passed a fixed float32 atol of 2e-3): harness.criteria.differences derives it from the
 # differences' own rounding at the step used, and calls a direction whose steps disagree (a noisy
 # forward, a kink, a jump) by its name instead of judging the gradient by it. The relative parts
 # are the harness issue's starting point, as in JAX's check_grads (1e-2 in float32 for its
@@ -57,7 +57,7 @@ NUMERIC_TOLERANCES: Mapping[str, Tol] = {
     "float64": Tol(rtol=1e-5, atol=0.0),
 }
 # The starting finite-difference step, relative to max(1, |x|), for the dtype the differences
-# are computed in: about eps ** (1/3), which balances the two errors; harness.judge.differences
+# are computed in: about eps ** (1/3), which balances the two errors; harness.criteria.differences
 # shrinks it where the function is not smooth within it (a domain edge, a singularity).
 NUMERIC_STEPS: Mapping[str, float] = {
     "float16": 2.0 ** -4,
