@@ -1,6 +1,7 @@
 """The import graph of harness/, read from the source (no module is imported, so no TensorFlow):
-measuring never reaches judging, no arrow climbs back up into or out of the worker processes, and
-no module imports itself through others (a circle).
+measuring never reaches judging nor judging measuring, the criteria both read sit below both, no
+arrow climbs back up into or out of the worker processes, and no module imports itself through
+others (a circle).
 
 Every import counts, the ones inside functions too: a lazy import is still a dependency, only a
 later one. `from P import name` depends on the module P.name when there is one, else on P.
@@ -86,20 +87,6 @@ def path_to(graph: dict[str, set[str]], start: str, goal: str) -> Optional[list[
     return None
 
 
-# The measuring side: what a worker imports to run a case, and the transport that carries its
-# measurement back. None of it may reach the code that judges or words a verdict.
-MEASURING = ("harness.process.worker", "harness.measure.execute", "harness.process.pool",
-             "harness.measure.oracles")
-JUDGING = ("harness.judge.verdict", "harness.judge.explain")
-
-
-def test_measuring_never_imports_judging():
-    graph = import_graph()
-    reached = [" -> ".join(chain) for start in MEASURING for goal in JUDGING
-               for chain in [path_to(graph, start, goal)] if chain]
-    assert not reached, "measuring reaches judging:\n" + "\n".join(reached)
-
-
 # The entry side: the command line and the modules a user calls, which start the worker processes.
 ENTRY = ("harness.__main__", "harness.api", "harness.run_here", "harness.cli")
 # The tools the command line drives, above the worker processes. record/ is not among them: a
@@ -115,6 +102,63 @@ def under(*packages: str):
 def arrows(graph: dict[str, set[str]], source, target) -> list[str]:
     """Each import from a module `source` holds for to one `target` holds for, as "a -> b"."""
     return sorted(f"{a} -> {b}" for a in graph if source(a) for b in graph[a] if target(b))
+
+
+# The measuring side: what a worker imports to run a case (all of harness/measure/), and the
+# transport that carries its measurement back. None of it may reach the code that judges or words
+# a verdict: anything under harness/judge/.
+MEASURING = ("harness.measure", "harness.process.worker", "harness.process.pool")
+JUDGING = ("harness.judge",)
+# What both sides decide with (tolerances, comparing values, the numeric differences, the case's
+# rules): a layer below both, resting on the plain records and the case alone.
+CRITERIA = ("harness.criteria",)
+BELOW_CRITERIA = ("harness.records", "harness.case", "harness.domain", "harness.mode_names",
+                  "harness.versions")
+
+
+def chains(graph: dict[str, set[str]], source, target) -> list[str]:
+    """The import chain from each module `source` holds for to each one `target` holds for that
+    it reaches, as "a -> b -> c"."""
+    return [" -> ".join(chain) for start in sorted(graph) if source(start)
+            for goal in sorted(graph) if target(goal) and goal != start
+            for chain in [path_to(graph, start, goal)] if chain]
+
+
+def test_measuring_never_imports_judging():
+    """An oracle's match or differ along a direction is decided in the worker, by the criteria
+    (harness.criteria) the judge reads too; the verdict is decided in the main process alone."""
+    reached = chains(import_graph(), under(*MEASURING), under(*JUDGING))
+    assert not reached, "measuring reaches judging:\n" + "\n".join(reached)
+
+
+def test_judging_never_imports_measuring():
+    """The verdict is decided from the plain records a worker carries back, so the main process
+    judges without the code (and the TensorFlow) that measures."""
+    reached = chains(import_graph(), under(*JUDGING), under(*MEASURING, "harness.process"))
+    assert not reached, "judging reaches measuring:\n" + "\n".join(reached)
+
+
+def test_the_criteria_sit_below_both_sides():
+    """harness/criteria/ imports, however indirectly, nothing but itself and the plain records and
+    the case: not the measuring side, not the judge, not the worker processes, the command line
+    or a tool, all of which stand on it."""
+    allowed = under(*CRITERIA, *BELOW_CRITERIA)
+    reached = chains(import_graph(), under(*CRITERIA), lambda module: not allowed(module))
+    assert not reached, "the criteria reach a layer above them:\n" + "\n".join(reached)
+
+
+def test_both_sides_stand_on_the_criteria():
+    graph = import_graph()
+    for side in (MEASURING, JUDGING):
+        assert chains(graph, under(*side), under(*CRITERIA)), side
+
+
+def test_a_chain_is_named_for_each_pair_it_joins():
+    graph = {"m.run": {"m.oracle"}, "m.oracle": {"c.tol"}, "j.verdict": {"c.tol"}, "c.tol": set()}
+    assert chains(graph, under("m"), under("c")) == ["m.oracle -> c.tol",
+                                                     "m.run -> m.oracle -> c.tol"]
+    assert chains(graph, under("m"), under("j")) == []
+    assert chains(graph, under("c"), lambda module: not under("c")(module)) == []
 
 
 def test_only_the_entry_side_reaches_into_the_worker_processes():
