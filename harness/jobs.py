@@ -35,6 +35,9 @@ class Job:
     # explore: run the case at this one point, (name, value) for every argument, instead of its own
     # points (`points` holds its label); what the modes build is kept for the next such job.
     values: Optional[tuple] = None
+    # Modes stopped in an earlier run of this job, each with why (the pool stops a mode that grows
+    # its worker past --mode_memory_mib): reported skipped with that reason, not run again.
+    stopped: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

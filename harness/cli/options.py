@@ -93,6 +93,15 @@ TIMEOUT = flags.DEFINE_float("timeout", 300.0,
                              "never). The time covers all its modes and points; a killed case is "
                              "reported as timeout.", lower_bound=0.1)
 
+MODE_MEMORY_MIB = flags.DEFINE_float(
+    "mode_memory_mib", 1024.0,
+    "MiB one mode may grow its worker by at a case's points (0: no limit). A mode that grows it "
+    "more is stopped with its worker, and the case runs again without it, that mode reported "
+    "skipped with what it took: TensorFlow's eager tape keeps every tensor of the forward until "
+    "the gradient, so eager mode at a large point can need many times what the same gradient "
+    "needs in a tf.function. Read from /proc (Linux); elsewhere, and with --inprocess, no limit.",
+    lower_bound=0)
+
 INPROCESS = flags.DEFINE_bool(
     "inprocess", False,
     "Run every case in this process, for debugging with pdb. There are no workers, so "

@@ -50,6 +50,7 @@ from harness.cli.options import (
     MINIMIZE_SECONDS,
     MERGE_CMD,
     MODE,
+    MODE_MEMORY_MIB,
     NUM_SHARDS,
     NUMERIC,
     NUMERIC_FULL,
@@ -150,6 +151,7 @@ class Settings:
     domains: tuple = ()  # explore --domain: (argument, Domain) pairs
     recorded: Optional[str] = None  # replay DIR, or repro --recorded DIR: the recorded folder
     accept_into: Optional[str] = None  # replay --accept: the expectations file it writes
+    mode_memory_mib: float = 0.0  # --mode_memory_mib: what one mode may grow its worker by
 
 
 @dataclasses.dataclass(frozen=True)
@@ -258,7 +260,7 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
         jsonl_out=jsonl_path(), jsonl_named=bool(JSONL_OUT.value), repro_dir=REPRO_DIR.value,
         out=OUT.value, full=FULL.value, minimize=MINIMIZE.value,
         minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, bisect=bisect,
-        explore=EXPLORE.value,
+        explore=EXPLORE.value, mode_memory_mib=MODE_MEMORY_MIB.value,
         examples=EXAMPLES.value, seed=SEED.value, domains=tuple(domains), recorded=recorded,
         accept_into=accept_into)
 
@@ -507,7 +509,8 @@ def runner_for(s: Settings, at_once: Optional[int] = None):
         head_start.discard()
         return pool.InProcess(s.origins)
     return pool.WorkerPool(s.timeout, s.origins,
-                           workers_at_once(s.jobs) if at_once is None else at_once)
+                           workers_at_once(s.jobs) if at_once is None else at_once,
+                           memory_mib=s.mode_memory_mib)
 
 
 def workers_at_once(jobs: int) -> int:

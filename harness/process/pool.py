@@ -48,6 +48,9 @@ _TAIL_LINES = 12
 # replaced after every job.
 RECYCLE_MIB = 1536
 
+# How often a busy worker's size is read when a mode's memory is limited: one small read of /proc.
+_MEMORY_POLL_S = 0.1
+
 OnStart = Callable[[Job], None]
 
 # The one clock for timeouts and job times; tests replace it.
@@ -106,6 +109,7 @@ class _Worker:
         self.scripts: dict = {}
         self.stopping = False
         self.loaded_mib = 0.0  # resident once TensorFlow and the cases are loaded
+        self.mode_mib = 0.0  # resident as its current mode started
 
     @classmethod
     def spawn(cls, context, origins: worker.Origins, folder: str, number: int) -> "_Worker":
@@ -119,6 +123,7 @@ class _Worker:
 
     def assign(self, index: int, job: Job) -> None:
         self.index, self.job, self.started, self.mode = index, job, _clock(), "setup"
+        self.mode_mib = resident_mib(self.process.pid) or 0.0
         self.scripts = {}
         self.conn.send(("run", job))
 
@@ -163,9 +168,12 @@ class WorkerPool:
     jobs for.
     """
 
-    def __init__(self, timeout: float, origins: worker.Origins, at_once: int = 1):
+    def __init__(self, timeout: float, origins: worker.Origins, at_once: int = 1,
+                 memory_mib: float = 0.0):
         self._context = multiprocessing.get_context("spawn")
         self._origins = origins
+        self._memory_mib = memory_mib  # what one mode may grow its worker by; 0: no limit
+        self._began: dict[int, float] = {}  # a job run again: when its first run started
         lifetime.end_at_exit()  # a worker this pool loses track of, and the resource tracker
         early = head_start.take()
         self._folder = early.folder if early else tempfile.mkdtemp(prefix="harness-workers-")
@@ -215,11 +223,13 @@ class WorkerPool:
         while len(self._workers) < size:
             self._spawn()
         self._pending = collections.deque(range(len(jobs)))
-        self._jobs = jobs
+        self._jobs = list(jobs)  # a job run again without a mode takes its place
+        self._began = {}
         while self._pending or any(w.job for w in self._workers):
             self._dispatch(on_start)
             self._receive(self._wait())
             self._expire()
+            self._limit_memory()
             # A worker that finished takes its next job before the caller judges what it sent,
             # so it never waits for that.
             self._dispatch(on_start)
@@ -229,8 +239,11 @@ class WorkerPool:
     def _wait(self) -> Optional[float]:
         """Seconds until the first running case times out; None: wait for a message."""
         if self._timeout is None:
-            return None
+            return _MEMORY_POLL_S if self._memory_mib > 0 and any(w.job for w in self._workers) \
+                else None
         busy = [w.started + self._timeout - _clock() for w in self._workers if w.job]
+        if busy and self._memory_mib > 0:
+            busy.append(_MEMORY_POLL_S)
         return max(0.0, min(busy)) if busy else None
 
     def _dispatch(self, on_start: OnStart) -> None:
@@ -238,6 +251,7 @@ class WorkerPool:
             if w.ready and w.job is None and self._pending:
                 index = self._pending.popleft()
                 w.assign(index, self._jobs[index])
+                w.started = self._began.get(index, w.started)  # its timeout covers every run
                 on_start(self._jobs[index])
 
     def _receive(self, timeout: Optional[float]) -> None:
@@ -260,6 +274,7 @@ class WorkerPool:
                 raise loader.LoadError(message[1])
             elif kind == "mode":
                 w.mode = message[1]
+                w.mode_mib = resident_mib(w.process.pid) or 0.0
             elif kind == "scripts":
                 w.scripts = message[1]
             elif kind == "done":
@@ -299,6 +314,29 @@ class WorkerPool:
                                               death=Death(Status.TIMEOUT, w.mode, how,
                                                           _tail(w.output))))
                 self._replace(w)
+
+    def _limit_memory(self) -> None:
+        """Stops each worker whose current mode grew it past the budget. Its job runs again
+        without that mode, which is reported skipped with what it took, so that the other modes
+        still judge the point. What runs outside the modes (setting a case up, the oracles) has no
+        budget."""
+        if self._memory_mib <= 0:
+            return
+        for w in list(self._workers):
+            if w.job is None or w.mode not in w.job.modes:
+                continue
+            grown = (resident_mib(w.process.pid) or 0.0) - w.mode_mib
+            if grown <= self._memory_mib:
+                continue
+            index, job = w.index, w.job
+            why = (f"its worker grew by {grown:,.0f} MiB running it here, past the "
+                   f"{self._memory_mib:,.0f} MiB a mode may add (--mode_memory_mib; 0: no limit), "
+                   "and was stopped; the other modes ran again without it")
+            w.kill()
+            self._jobs[index] = dataclasses.replace(job, stopped=job.stopped + ((w.mode, why),))
+            self._began.setdefault(index, w.started)
+            self._pending.appendleft(index)
+            self._replace(w)
 
     def _replace(self, w: _Worker) -> None:
         self._retire(w)

@@ -138,6 +138,8 @@ def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], l
             _reuse.close(_kept)
             _kept["for"] = (job.case_id, job.modes, job.options)
         keep = _reuse.kept(_kept)
+    if job.stopped:
+        case = dataclasses.replace(case, skip_modes={**case.skip_modes, **dict(job.stopped)})
     if job.repro is not None:
         notify("scripts", job.repro(case, job))  # before running: a crash must not lose them
     with keep:

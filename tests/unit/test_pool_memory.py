@@ -1,5 +1,6 @@
 """A worker that a heavy job left large is replaced: what the pool reads of a process's memory."""
 
+import dataclasses
 import os
 
 import pytest
@@ -22,3 +23,49 @@ def test_resident_memory_grows_with_what_a_process_holds():
 def test_a_process_that_is_not_there_has_no_resident_memory():
     # Above Linux's largest pid_max (2**22): no process has it.
     assert pool.resident_mib(2**22 + 7) is None
+
+
+# -- a mode that grows its worker past the budget --------------------------------------------------
+
+def _pool_running(monkeypatch, sizes, budget=1024.0):
+    """A pool (tests.unit.test_report_time's stand-in) running one three-mode job, whose worker's
+    resident size is read from `sizes` in turn; returns the pool, the worker and its pipe."""
+    from tests.unit.test_report_time import FakeClock, fake_pool, job
+
+    p, w, there = fake_pool(monkeypatch, FakeClock())
+    p._memory_mib = budget
+    sizes = iter(sizes)
+    monkeypatch.setattr(pool, "resident_mib", lambda pid: next(sizes))
+    spawned = []
+    monkeypatch.setattr(p, "_spawn", lambda: spawned.append(1))
+    the_job = job("a", "b")
+    p._jobs = [dataclasses.replace(the_job, modes=("eager", "function", "graph"))]
+    w.assign(0, p._jobs[0])  # reads its size: 700
+    there.recv()
+    there.send(("mode", "eager"))
+    p._receive(5)  # reads its size as the mode starts: 710
+    return p, w, spawned
+
+
+def test_a_mode_grown_past_the_budget_is_stopped_and_its_job_runs_again_without_it(monkeypatch):
+    p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0, 1800.0])
+    p._limit_memory()  # 1800 - 710 = 1090 MiB over the mode's start: past 1024
+    assert w not in p._workers and spawned == [1]  # stopped, and a fresh worker takes the job
+    assert list(p._pending) == [0] and p._finished == []
+    [(mode, why)] = p._jobs[0].stopped
+    assert mode == "eager"
+    assert why == ("its worker grew by 1,090 MiB running it here, past the 1,024 MiB a mode may "
+                   "add (--mode_memory_mib; 0: no limit), and was stopped; the other modes ran "
+                   "again without it")
+
+
+def test_a_mode_within_the_budget_runs_on(monkeypatch):
+    p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0, 1700.0])
+    p._limit_memory()  # 990 MiB: within
+    assert w in p._workers and not spawned and not p._pending and p._jobs[0].stopped == ()
+
+
+def test_no_budget_reads_no_size(monkeypatch):
+    p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0], budget=0.0)
+    p._limit_memory()  # a third read would end the sizes
+    assert w in p._workers and not p._pending

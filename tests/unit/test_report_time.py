@@ -72,12 +72,13 @@ def fake_pool(monkeypatch, clock, timeout=None):
     w = pool._Worker.__new__(pool._Worker)
     w.conn, w.process, w.output = here, FakeProcess(), "/nonexistent/worker.log"
     w.ready, w.index, w.job, w.started, w.mode, w.scripts = True, None, None, 0.0, "idle", {}
-    w.loaded_mib = 0.0
+    w.loaded_mib = w.mode_mib = 0.0
     w.end_group = lambda: None
     w.exited = lambda timeout: None  # a real one waits on the process id
     p = pool.WorkerPool.__new__(pool.WorkerPool)
     p._timeout, p._workers, p._finished, p._pending = timeout, [w], [], collections.deque()
     p._catalogue, p._infos, p._jobs, p._count = ({"tensorflow": "2.17.1"}, []), {}, (), 1
+    p._memory_mib, p._began = 0.0, {}
     return p, w, there
 
 
