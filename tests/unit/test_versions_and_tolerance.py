@@ -2,7 +2,14 @@
 
 import pytest
 
-from harness.criteria.tolerance import DEFAULT_TOLERANCES, Tol, tolerance_for
+from harness.criteria.tolerance import (
+    DEFAULT_TOLERANCES,
+    NUMERIC_TOLERANCES,
+    Tol,
+    gradient_rounding,
+    numeric_atol,
+    tolerance_for,
+)
 from harness.versions import parse_range, release_tuple
 
 # -- version ranges --------------------------------------------------------------------
@@ -119,3 +126,29 @@ def test_empty_override_mapping_keeps_the_table():
 def test_negative_tolerance_is_rejected(rtol, atol):
     with pytest.raises(ValueError):
         Tol(rtol=rtol, atol=atol)
+
+
+# -- the numeric oracle's widened atol -------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype,eps,smallest", [("float32", 2.0 ** -23, 2.0 ** -126),
+                                                ("float16", 2.0 ** -10, 2.0 ** -14),
+                                                ("float64", 2.0 ** -52, 2.0 ** -1022)])
+def test_the_numeric_atol_is_widened_by_the_rounding_of_the_terms_a_gradient_sums(dtype, eps,
+                                                                                   smallest):
+    table = NUMERIC_TOLERANCES[dtype]
+    assert table.atol == 0.0
+    assert gradient_rounding(dtype, 3.0) == 16.0 * eps * 3.0
+    assert numeric_atol(table, dtype, 3.0) == 16.0 * eps * 3.0
+    # never below the smallest normal, under which a gradient cannot be told from 0
+    assert numeric_atol(table, dtype, 0.0) == smallest
+    # a case's own atol is widened, not replaced
+    assert numeric_atol(Tol(rtol=1e-3, atol=0.5), dtype, 3.0) == 0.5 + 16.0 * eps * 3.0
+
+
+def test_the_gradients_own_rounding_widens_the_numeric_atol_only_beyond_the_floor():
+    tol = Tol(rtol=2e-3, atol=1e-4)
+    floor = 16.0 * 2.0 ** -23 * 10.0
+    assert numeric_atol(tol, "float32", 10.0, own=floor / 2) == tol.atol + floor
+    assert numeric_atol(tol, "float32", 10.0, own=floor * 3) == tol.atol + floor * 3
+    assert numeric_atol(tol, "float32", 10.0, own=0.0) == numeric_atol(tol, "float32", 10.0)

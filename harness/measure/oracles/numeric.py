@@ -34,7 +34,12 @@ from harness.measure.oracles.evaluate import CaseRaised, Evaluator, NotWide
 from harness.measure.oracles.findings import OVERFLOW, PARTIAL, OrderFindings, Finding
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
 from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions
-from harness.criteria.tolerance import NUMERIC_STEPS, numeric_tolerance_for
+from harness.criteria.tolerance import (
+    NUMERIC_STEPS,
+    gradient_rounding,
+    numeric_atol,
+    numeric_tolerance_for,
+)
 from harness.measure.modes.shared import tf
 
 __all__ = ["ELEMENT_LIMIT", "run"]
@@ -43,9 +48,6 @@ __all__ = ["ELEMENT_LIMIT", "run"]
 # get a direction of its own: each costs two evaluations or more. A point with more is checked
 # along seeded random directions, as its note says (--numeric_full lifts the limit).
 ELEMENT_LIMIT = 1024
-
-# The rounding a gradient carries in its own dtype, in ulps of the terms it sums.
-GRADIENT_ULPS = 16.0
 
 
 def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
@@ -419,11 +421,11 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
     tol_dtype, h = _tolerance(case, agreed, evaluator, direction)
     tol = numeric_tolerance_for(tol_dtype, case.oracle_tolerance)
     analytic, unconnected = directional(grads, direction)
-    # The gradient's own rounding in its dtype: relative to the size of the terms it sums, which
-    # a gradient that cancels to about 0 (a Hessian times ones) does not show, but the weighted
-    # chain's gradient of the same order, computed with other upstream weights, does.
+    # The size of the terms the gradient sums, whose rounding in its dtype widens its atol
+    # (numeric_atol): a gradient that cancels to about 0 (a Hessian times ones) does not show it,
+    # but the weighted chain's gradient of the same order, computed with other upstream weights,
+    # does.
     terms = max(scale(g, direction) for g in both if g is not None)
-    floor = max(GRADIENT_ULPS * differences.epsilon(tol_dtype) * terms, differences.tiny(tol_dtype))
     picks, left_out = _picks(direction, along(0.0)[chain])
     size = h / NUMERIC_STEPS[evaluator.dtype()]  # the point's size along the direction, at least 1
     # The gradient's own rounding takes an evaluation of the case's gradients in float64: asked
@@ -431,8 +433,9 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
     judged = differences.assess(0.0 if analytic is None else analytic,
                                 lambda t: _readout(along(t / h)[chain], picks), h,
                                 eps=differences.epsilon(evaluator.dtype()), rtol=tol.rtol,
-                                atol=tol.atol + floor, scale=scale(grads, direction),
-                                wider=lambda: tol.atol + max(floor, _own_rounding(
+                                atol=numeric_atol(tol, tol_dtype, terms),
+                                scale=scale(grads, direction),
+                                wider=lambda: numeric_atol(tol, tol_dtype, terms, _own_rounding(
                                     agreed, evaluator, order, chain, direction, analytic,
                                     tol_dtype, size)),
                                 least=differences.epsilon(evaluator.dtype()) * size)
@@ -539,5 +542,5 @@ def _own_rounding(agreed: ModeOutcome, evaluator: Evaluator, order: int, chain: 
                              and np.all(np.isfinite(o.value))])
     else:
         below = scale(gradients(agreed.orders[order - 1]), direction)
-    cap = GRADIENT_ULPS * differences.epsilon(dtype) * max(below, size)
+    cap = gradient_rounding(dtype, max(below, size))
     return min(2.0 * abs(analytic - value), cap)
