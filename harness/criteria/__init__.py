@@ -7,8 +7,10 @@ criterion is written once and both sides read it. Named for what they are, the c
 is held to, rather than for either side that applies them.
 
 The layer sits below both: nothing here imports harness.measure, harness.judge, harness.process,
-the command line or a tool; it rests on the plain records and the case (harness.records,
-harness.case) alone. Nothing here decides a verdict or words one (harness.judge).
+the command line or a tool; it rests on the plain records and the case alone (harness.records,
+harness.case and the small modules the case reads), as tests/unit/test_imports.py holds. Nothing
+here decides a verdict or words one: an oracle's match or differ is decided with these where it
+is measured (harness.measure.oracles says why), the verdict in the main process (harness.judge).
 
 - `tolerance`: the tolerance tables, a case's override over them, and the one rule that widens
   the numeric oracle's absolute part by a gradient's own rounding.

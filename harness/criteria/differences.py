@@ -36,7 +36,9 @@ computed to a tolerance). So the answer here is never one quotient against a fix
    (ROUNDED), are no evidence either way.
 
 `assess` returns a `Judged`: "match", "differ", or one of the unresolved kinds, each with the
-numbers its message needs.
+numbers its message needs. The numeric oracle calls it in the worker, where phi is evaluated: a
+direction's match or differ is decided where it is measured (harness.measure.oracles says why),
+and the verdict from the oracle's outcome in the main process (harness.judge.verdict).
 """
 
 from __future__ import annotations

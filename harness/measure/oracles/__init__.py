@@ -24,6 +24,17 @@ results agree or disagree, they only say whether the agreed values are right.
 The package: this module runs them and holds the reference and analytic oracles; `numeric` the
 numeric and upstream ones, with `evaluate` (the shifted evaluations), `directions` (where to move),
 `findings` (what was found, as data) and `words` (the sentences that explain it).
+
+Where each thing is decided: an oracle's match or differ is decided here, in the worker, where it
+is measured, by the same criteria the judge uses (harness.criteria: the tolerances, the comparison
+of values, the differences' own error). The evidence stays here because it is too large to carry
+back (every value of the reference implementation, and two shifted evaluations or more per element
+for the numeric oracle), and because the numeric oracle's next evaluation depends on what the last
+one showed (a shorter step where a step does not settle it, the gradient's own rounding only where
+the first step does not match). What goes back is each oracle's outcome, with the numbers its
+sentences need. The verdict is decided in the main process alone (harness.judge.verdict), from
+those outcomes and the modes'; nothing here imports harness.judge, and harness.criteria imports
+neither side (both held by tests/unit/test_imports.py).
 """
 
 from __future__ import annotations

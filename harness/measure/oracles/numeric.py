@@ -4,9 +4,14 @@ Order k is the gradient of the sum of the order k-1 values, so each element of i
 against central differences of that sum, computed with the case's own order k-1: element by
 element, or, where the order k-1 values are elementwise in a source (a diagonal Jacobian, which a
 probe shows), every element of that source from one shift of all of them. The weighted chain
-(harness.measure.upstream) is checked the same way with its upstream weights. This module evaluates
-and judges; what it finds is plain data (harness.measure.oracles.findings), put into words by
-harness.measure.oracles.words.
+(harness.measure.upstream) is checked the same way with its upstream weights.
+
+This module evaluates, and decides each direction's match or differ where it evaluates, with the
+criteria the judge reads too: the differences' own error (harness.criteria.differences) and the
+numeric tolerances (harness.criteria.tolerance). What it finds is plain data
+(harness.measure.oracles.findings), put into words by harness.measure.oracles.words, and sent back
+as the oracle's outcome; it decides no verdict (harness.measure.oracles says why the line runs
+there).
 """
 
 from __future__ import annotations
