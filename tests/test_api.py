@@ -1,6 +1,7 @@
-"""The library API inside a user's own suite: the README's absltest and pytest examples.
+"""The library API inside a user's own suite: docs/your-tests-and-ci.md's absltest and pytest
+examples.
 
-Both styles are real tests here; the README shows the same code.
+Both styles are real tests here; the page shows the same code.
 """
 
 import numpy as np

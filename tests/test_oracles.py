@@ -214,13 +214,13 @@ def test_the_ladder_modes_run_the_seed(mode):
     assert r.outcomes[mode].orders == r.outcomes["eager"].orders
 
 
-def test_the_readme_case_file_runs_as_the_readme_says(tmp_path):
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+def test_the_docs_case_file_runs_as_its_page_says(tmp_path):
+    text = (Path(__file__).resolve().parent.parent / "docs" / "writing-cases.md").read_text()
     start = text.index("```python\nimport numpy as np\nimport tensorflow as tf\nfrom harness "
                        "import VALUES_DIFFER")
     source = text[start + len("```python\n"):text.index("```", start + 10)]
     namespace: dict = {}
-    exec(compile(source, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
+    exec(compile(source, "docs/writing-cases.md", "exec"), namespace)  # noqa: S102 - its example
     [case] = namespace["CASES"]
     results = run(case)
     assert [r.verdict for r in results] == [Verdict.PASS, Verdict.XFAIL]

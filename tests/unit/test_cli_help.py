@@ -365,7 +365,8 @@ def test_the_matrix_help_names_the_harness_arguments_and_every_release_kept_whol
 
 @pytest.mark.subprocess
 def test_the_matrix_script_is_the_matrix_command(tmp_path):
-    # The README's `python scripts/matrix.py ...` lines run `python -m harness matrix ...`.
+    # docs/version-matrix.md's `python scripts/matrix.py ...` lines run
+    # `python -m harness matrix ...`.
     proc = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "matrix.py"), "--help"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -9,7 +9,8 @@ from harness.records import VERDICTS, Verdict, exit_status_text
 from harness.report import junit, text
 from tests.helpers import ROOT
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The verdicts and the exit status are documented on this page, which the README links to.
+VERDICTS_PAGE = (ROOT / "docs" / "oracles-and-verdicts.md").read_text(encoding="utf-8")
 
 
 def test_every_verdict_is_in_the_table_once():
@@ -37,14 +38,15 @@ def test_every_reporter_reads_the_table():
                                                                                    if v.is_failure}
 
 
-def test_the_exit_status_sentence_is_the_tables_in_the_help_and_the_readme():
+def test_the_exit_status_sentence_is_the_tables_in_the_help_and_the_verdicts_page():
     sentence = exit_status_text()
     assert sentence == ("Exit status: 0 when every verdict is pass, xfail, xpass or skip; 1 when "
                         "any is fail, flaky, error, crash or timeout; 2 for a usage error.")
     assert cli_help.VERDICT_EXIT == sentence
     assert " ".join(cli_help.command_help("check").split()).count(sentence) == 1
-    assert sentence[:-1] in " ".join(README.split())
-    table = README[README.index("| verdict | meaning |"):README.index("Exit status: 0")]
+    assert sentence[:-1] in " ".join(VERDICTS_PAGE.split())
+    table = VERDICTS_PAGE[VERDICTS_PAGE.index("| verdict | meaning |"):
+                          VERDICTS_PAGE.index("Exit status: 0")]
     assert re.findall(r"`(\w+)`",
                       " ".join(line.split("|")[1] for line in table.splitlines()[2:] if line)) == [
         "pass", "fail", "flaky", "xfail", "xpass", "error", "crash", "timeout", "skip"]
