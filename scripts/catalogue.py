@@ -101,11 +101,11 @@ def render(cases: Sequence, results: Sequence, modes: Sequence[str],
         "An outcome is `ok` (every order computed) or the exception class and where it was raised "
         "(forward, or the derivative order). The numeric column is the numeric oracle on the "
         "agreed values, the upstream column the same check with seeded upstream weights (the "
-        "README's upstream-gradient check): `match`, `differ`, or `skip` (not checked; the report "
-        "says why). A verdict is `pass` when every mode agrees with eager and the numeric "
-        "derivative matches (`pass (unchecked)` when no oracle could judge the values: agreement "
-        "is all it shows), `xfail` when the modes or the oracles deviate as the case declares; the "
-        "reasons follow each table.",
+        "[upstream-gradient check](oracles-and-verdicts.md#upstream-gradients)): `match`, "
+        "`differ`, or `skip` (not checked; the report says why). A verdict is `pass` when every "
+        "mode agrees with eager and the numeric derivative matches (`pass (unchecked)` when no "
+        "oracle could judge the values: agreement is all it shows), `xfail` when the modes or the "
+        "oracles deviate as the case declares; the reasons follow each table.",
         "",
         "Themes: " + ", ".join(f"[{t}](#{t})" for t in themes) + ".",
     ]
