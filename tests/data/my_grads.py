@@ -1,4 +1,4 @@
-"""The function the README's `check` and `repro` examples name: a stable softplus with a
+"""The function the `check` and `repro` examples of docs/ name: a stable softplus with a
 hand-written first derivative (the tf.custom_gradient docstring's log1pexp)."""
 
 import tensorflow as tf

@@ -1,6 +1,6 @@
 """One of the user project's tests in unittest's style, for `python -m harness record DIR -- CMD`
-(the README's and `record --help`'s example: unittest discovers it here; the recording tests run
-pytest on tests/ only)."""
+(docs/your-tests-and-ci.md's and `record --help`'s example: unittest discovers it here; the
+recording tests run pytest on tests/ only)."""
 
 import unittest
 
