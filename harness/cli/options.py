@@ -95,8 +95,8 @@ TIMEOUT = flags.DEFINE_float("timeout", 300.0,
 
 MODE_MEMORY_MIB = flags.DEFINE_float(
     "mode_memory_mib", 1024.0,
-    "MiB one mode may grow its worker by at a case's points (0: no limit). A mode that grows it "
-    "more is stopped with its worker, and the case runs again without it, that mode reported "
+    "MiB one mode may grow its worker by (0: no limit). A mode that grows it more at a case's "
+    "points is stopped with its worker, and the case runs again without it, that mode reported "
     "skipped with what it took: TensorFlow's eager tape keeps every tensor of the forward until "
     "the gradient, so eager mode at a large point can need many times what the same gradient "
     "needs in a tf.function. Read from /proc (Linux); elsewhere, and with --inprocess, no limit.",
@@ -468,6 +468,7 @@ FLAG_TABLE = {
             (RUN_CMD, CHECK_CMD, REPRO_CMD, REPLAY_CMD) + ACROSS,
         ),  # explore runs one example at a time
         (TIMEOUT, EXECUTION, RUNS_CASES + ACROSS),
+        (MODE_MEMORY_MIB, EXECUTION, RUNS_CASES + ACROSS),
         (INPROCESS, EXECUTION, RUNS_CASES),
         (INPUTS, None, (CHECK_CMD, REPRO_CMD)),
         (ORDER, None, (CHECK_CMD, REPRO_CMD, EXPLORE_CMD, REPLAY_CMD)),
