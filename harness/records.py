@@ -15,8 +15,8 @@ import numpy as np
 from harness.versions import parse_range
 
 __all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Differentiated",
-           "RunOptions", "Usage", "error_info", "OracleOutcome", "Measured", "Verdict", "Result",
-           "Explored", "Report"]
+           "RunOptions", "Usage", "error_info", "OracleStatus", "OracleOutcome", "Measured",
+           "Verdict", "Result", "Explored", "Report"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -360,6 +360,30 @@ def exit_status_text() -> str:
             "2 for a usage error.")
 
 
+class OracleStatus(str, enum.Enum):
+    """How one oracle's check of the agreed values at one point ended.
+
+    A str, equal to its value, so that the JSON report, JUnit and the text report write the same
+    words as before and a status read back from a report's JSON compares equal to it.
+    """
+
+    MATCH = "match"  # the agreed values match the oracle at every order it checked
+    DIFFER = "differ"  # they differ from it at some order: `differ` says which
+    SKIP = "skip"  # not checked: `note` says why
+    ERROR = "error"  # the oracle itself could not be computed: `note` says why
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @property
+    def judged(self) -> bool:
+        """Whether the oracle judged the values (they match it or differ from it)."""
+        return self in (OracleStatus.MATCH, OracleStatus.DIFFER)
+
+
 @dataclasses.dataclass(frozen=True)
 class OracleOutcome:
     """What one oracle said about the agreed values at one point.
@@ -367,8 +391,7 @@ class OracleOutcome:
     Attributes:
       name: "numeric", "upstream" (the numeric check of the weighted chain),
         "reference" or "analytic".
-      status: "match", "differ", "skip" (not checked: `note` says why) or
-        "error" (the oracle itself could not be computed: `note` says why).
+      status: an OracleStatus (a plain string given here is read as one).
       orders: the orders that were checked.
       differ: the orders where the values differ from the oracle.
       details: one line per difference: where, both values, the error and the tolerance.
@@ -378,12 +401,15 @@ class OracleOutcome:
     """
 
     name: str
-    status: str
+    status: OracleStatus
     orders: tuple[int, ...] = ()
     differ: tuple[int, ...] = ()
     details: tuple[str, ...] = ()
     note: str = ""
     no_gradient: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", OracleStatus(self.status))
 
 
 @dataclasses.dataclass(frozen=True)

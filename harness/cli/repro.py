@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 
 from harness.cli.help import WIDTH
 from harness.cli.settings import Settings, say, write_outputs
-from harness.records import CaseInfo
+from harness.records import CaseInfo, OracleStatus
 
 REPRO_VERDICTS = ("fail", "xpass", "crash")
 
@@ -75,7 +75,7 @@ def _reproduction(result, parts, tolerance, full: bool):
     except short.NotShort:
         pass
     expected = short.full_expected(result, tolerance, numeric=numeric)
-    if expected.exit == 0 and any(o.status == "differ" for o in result.oracles.values()):
+    if expected.exit == 0 and any(o.status is OracleStatus.DIFFER for o in result.oracles.values()):
         note += (" The script shows the modes agreeing; that the agreed values are wrong is the "
                  "harness's oracle finding, above.")
     return full_text, expected, note.strip()

@@ -24,7 +24,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from harness.case import Domain, point_label
-from harness.records import CaseInfo, Result, Status, Verdict
+from harness.records import CaseInfo, OracleStatus, Result, Status, Verdict
 
 __all__ = ["DATABASE", "MAX_ELEMENTS", "ExploreError", "Search", "cause", "validate_domains",
            "inputs_literal", "parse_domain", "points", "require", "search"]
@@ -345,7 +345,7 @@ def cause(result: Result, info: Optional[CaseInfo] = None) -> tuple:
     modes = tuple(sorted((m, o.status.value, o.error.type if o.error else "", _stage(o.error))
                          for m, o in result.outcomes.items() if o.status is not Status.OK))
     oracles = tuple(sorted(_oracle_cause(o) for o in result.oracles.values()
-                           if o.status in ("differ", "error")))
+                           if o.status in (OracleStatus.DIFFER, OracleStatus.ERROR)))
     return result.verdict.value, modes, _differences(result, info), oracles, _non_finite(result)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from harness.case import Expectation
 from harness.criteria.compare import Mismatch, compare_outcomes
 from harness.mode_names import LADDER
-from harness.records import ModeOutcome, OracleOutcome, Status
+from harness.records import ModeOutcome, OracleOutcome, OracleStatus, Status
 
 __all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "PARTLY_OUTSIDE", "REGISTERED",
            "partly_outside_line", "deviation_lines", "distinct", "fallback", "hints", "ladder",
@@ -122,7 +122,7 @@ def unchecked(ref: ModeOutcome, oracles: Mapping[str, OracleOutcome],
         return ""
     if not oracles:
         return "no oracle ran"
-    skipped = [name for name, o in oracles.items() if o.status == "skip"]
+    skipped = [name for name, o in oracles.items() if o.status is OracleStatus.SKIP]
     if len(skipped) == len(oracles):
         names = skipped[0] if len(skipped) == 1 else f"{', '.join(skipped[:-1])} and {skipped[-1]}"
         return (
@@ -190,7 +190,7 @@ def hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutco
                      f"order{got}; a function that uses variables returns a pair: the input "
                      "gradients, and a list with one per variable")
     upstream = oracles.get("upstream")
-    if (upstream is not None and upstream.status == "differ"
+    if (upstream is not None and upstream.status is OracleStatus.DIFFER
         and any(line.startswith(MISHANDLES) for line in lines)):
         hints.append("hint: grad_fn must return the upstream gradient dy times the derivative, "
                      "linear in dy as the chain rule is: one that returns the derivative alone, "

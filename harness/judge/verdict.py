@@ -40,6 +40,7 @@ from harness.records import (
     Measured,
     ModeOutcome,
     OracleOutcome,
+    OracleStatus,
     Result,
     RunOptions,
     Status,
@@ -194,7 +195,7 @@ def _judged(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_
     early = _unjudgeable(result_for, case, point, outcomes, active, skipped_lines, repeats or {})
     if early is not None:
         return early
-    judged_oracles = {name: o for name, o in oracles.items() if o.status in ("match", "differ")}
+    judged_oracles = {name: o for name, o in oracles.items() if o.status.judged}
     try:
         expected = applicable(case, point, tuple(active) + tuple(judged_oracles), tf_version)
     except ValueError as e:
@@ -258,7 +259,7 @@ def _no_gradient_notes(oracles: Mapping[str, OracleOutcome], active: Mapping[str
     unjudged = oracles["numeric"].no_gradient if "numeric" in oracles else ()
     if not unjudged:
         return []
-    judged = oracles["numeric"].status in ("match", "differ")
+    judged = oracles["numeric"].status.judged
     others = len(active[yardstick_mode].sources) - len(unjudged) if judged else 0
     return [no_gradient_line(unjudged, others)]
 
@@ -393,23 +394,23 @@ def _read_oracles(oracles: Mapping[str, OracleOutcome], expected: Mapping[str, E
     """Adds what each oracle says to `found`; (name, note) of the first oracle that raised, if
     one did."""
     for name, o in oracles.items():
-        if o.status == "error":
+        if o.status is OracleStatus.ERROR:
             return name, o.note
         e = expected.get(name)
-        if o.status == "skip":
+        if o.status is OracleStatus.SKIP:
             found.notes.append(f"{name} oracle not checked: {o.note}")
         elif e is None:
-            if o.status == "differ":
+            if o.status is OracleStatus.DIFFER:
                 found.spell(name, VALUES_DIFFER)
                 # Modes whose plain values agree but weighted ones do not (forward mode aside).
                 found.deviations.append(oracle_line(o, [m for m, _ in found.weighted_only
                                                         if m not in ("", "forward")]))
                 found.deviations += [f"{name}: {line}" for line in o.details[1:]]
-        elif o.status == "differ" and e.orders and not set(o.differ) <= set(e.orders):
+        elif o.status is OracleStatus.DIFFER and e.orders and not set(o.differ) <= set(e.orders):
             found.deviations.append(f"{name}: expected {e.describe()}; got instead: "
                                     + oracle_line(o))
         else:
-            (found.met if o.status == "differ" else found.unmet).append((name, e))
+            (found.met if o.status is OracleStatus.DIFFER else found.unmet).append((name, e))
             found.notes += [f"{name}: {line}" for line in o.details]
     return None
 

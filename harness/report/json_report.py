@@ -116,7 +116,7 @@ def _mode(outcome: ModeOutcome) -> dict:
 
 
 def _oracle(o: OracleOutcome) -> dict:
-    return {"status": o.status, "orders": list(o.orders), "differ": list(o.differ),
+    return {"status": o.status.value, "orders": list(o.orders), "differ": list(o.differ),
             "details": list(o.details), "note": o.note}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from harness.criteria.compare import compare_outcomes
-from harness.records import Result, Status, Verdict
+from harness.records import OracleStatus, Result, Status, Verdict
 
 __all__ = ["bisect_line", "render"]
 
@@ -21,7 +21,7 @@ def _headline(result: Result) -> str:
         )
     if result.modes_disagree:
         return f"{names} disagree"
-    differ = [n for n, o in result.oracles.items() if o.status == "differ"]
+    differ = [n for n, o in result.oracles.items() if o.status is OracleStatus.DIFFER]
     if "upstream" in differ and "numeric" not in differ:
         o = result.oracles["upstream"]
         if o.details and o.details[0].startswith(("grad_fn fails", "the function raises")):
@@ -84,12 +84,13 @@ def _behaviour(result: Result, function: str = "`tf.custom_gradient` function") 
         )
     if result.modes_disagree:
         return f"The same {function}, {at}, does not do the same in every mode: {_how(result)}."
-    if result.oracles.get("upstream") is not None and result.oracles["upstream"].status == "differ":
+    upstream = result.oracles.get("upstream")
+    if upstream is not None and upstream.status is OracleStatus.DIFFER:
         return (f"The {function}, {at}, gives the same result in every mode, and it is wrong "
                 "inside any loss but the plain sum of its outputs: `repro.py` computes the plain "
                 "sum only, so it shows the modes agreeing; the harness's upstream-gradient check "
                 "(the explanation below) is what shows the difference:")
-    if any(o.status == "differ" for o in result.oracles.values()):
+    if any(o.status is OracleStatus.DIFFER for o in result.oracles.values()):
         return f"The {function}, {at}, gives the same result in every mode, and it is wrong:"
     return f"The {function}, {at}, gives the same result in every mode:"
 

@@ -23,7 +23,7 @@ import textwrap
 from typing import Optional
 
 from harness.criteria.compare import check_gradients, compare_outcomes
-from harness.records import ModeOutcome, Result, Status
+from harness.records import ModeOutcome, OracleStatus, Result, Status
 from harness.repro.script import WRITTEN_OUT, ScriptParts
 from harness.criteria.tolerance import (
     NUMERIC_STEPS,
@@ -129,7 +129,7 @@ def deviation(result: Result, tolerance: ToleranceOverride = None) -> _Deviation
     if malformed:
         first = check_gradients(active[malformed[0]])[0].message
         return _Deviation("gradient", malformed[0], tuple(malformed[1:]), first)
-    differ = [name for name, o in result.oracles.items() if o.status == "differ"]
+    differ = [name for name, o in result.oracles.items() if o.status is OracleStatus.DIFFER]
     if "numeric" in differ:
         return _Deviation("numeric", yardstick, (), "the values differ from the numeric derivative")
     if differ:

@@ -47,7 +47,7 @@ from harness.case import Case, Point
 from harness.criteria.compare import compare_outcomes, compare_outputs, where
 from harness.measure.oracles.directions import DIRECTIONS
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
-from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions, Status
+from harness.records import ModeOutcome, OracleOutcome, OracleStatus, Output, RunOptions, Status
 from harness.criteria.tolerance import tolerance_for
 from harness.criteria.rules import required_oracles
 
@@ -70,7 +70,8 @@ def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
         wanted.insert(0, "upstream")
     if agreed.status is not Status.OK:
         why = f"{agreed.mode} computed no values to check"
-        return {name: OracleOutcome(name=name, status="skip", note=why) for name in wanted}
+        return {name: OracleOutcome(name=name, status=OracleStatus.SKIP, note=why)
+                for name in wanted}
     # The oracles that run the case import TensorFlow; the package's findings and words do not.
     from harness.measure.oracles import numeric as numeric_oracle
 
@@ -93,7 +94,7 @@ def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
                 found[name] = _with_note(_analytic(case, point, agreed), note)
         except Exception as e:  # noqa: BLE001
             # A fault in the oracle's own code must not pass quietly.
-            error = OracleOutcome(name=name, status="error",
+            error = OracleOutcome(name=name, status=OracleStatus.ERROR,
                                   note=f"the {name} oracle itself raised {type(e).__name__}: {e} "
                                        "(a fault in the harness's oracle code, not a verdict on "
                                        "the case)")
@@ -118,24 +119,24 @@ def _analytic(case: Case, point: Point, agreed: ModeOutcome) -> OracleOutcome:
     try:
         expected = case.analytic(*[np.array(v) for v in point.values])
     except Exception as e:  # noqa: BLE001 - the case's own code
-        return OracleOutcome(name="analytic", status="error",
+        return OracleOutcome(name="analytic", status=OracleStatus.ERROR,
                              note=f"analytic raises {type(e).__name__}: {e}")
     if not isinstance(expected, dict) or not all(isinstance(k, int) for k in expected):
-        return OracleOutcome(name="analytic", status="error",
+        return OracleOutcome(name="analytic", status=OracleStatus.ERROR,
                              note="analytic must return a dict {order: values}, e.g. {1: "
                                   "np.float64(...)}")
     names = [s.name for s in agreed.sources]
     lines: list[tuple[int, str]] = []
     for order in sorted(expected):
         if not 0 <= order < len(agreed.orders):
-            return OracleOutcome(name="analytic", status="error",
+            return OracleOutcome(name="analytic", status=OracleStatus.ERROR,
                                  note=f"analytic gives order {order}; the case computes orders 0 "
                                       f"to {case.order}")
         values = expected[order]
         values = list(values) if isinstance(values, (list, tuple)) else [values]
         outputs = agreed.orders[order]
         if len(values) != len(outputs):
-            return OracleOutcome(name="analytic", status="error",
+            return OracleOutcome(name="analytic", status=OracleStatus.ERROR,
                                  note=f"analytic gives {len(values)} values at order {order}; the "
                                       f"case has {len(outputs)} "
                                       f"{'outputs' if order == 0 else 'sources'}")
@@ -172,7 +173,7 @@ def _reference(case: Case, point: Point, agreed: ModeOutcome, options: RunOption
     outcome = dataclasses.replace(eager.run(plain, options)[0], mode="reference")
     if outcome.status is not Status.OK:
         e = outcome.error
-        return OracleOutcome(name="reference", status="error",
+        return OracleOutcome(name="reference", status=OracleStatus.ERROR,
                              note=f"the reference implementation raises {e.type} at {e.stage}: "
                                   f"{e.first_line}")
     found = compare_outcomes(outcome, agreed, tolerance=case.tolerance)

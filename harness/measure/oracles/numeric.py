@@ -38,7 +38,7 @@ from harness.measure.oracles.directions import (
 from harness.measure.oracles.evaluate import CaseRaised, Evaluator, NotWide
 from harness.measure.oracles.findings import OVERFLOW, PARTIAL, OrderFindings, Finding
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
-from harness.records import ModeOutcome, OracleOutcome, Output, RunOptions
+from harness.records import ModeOutcome, OracleOutcome, OracleStatus, Output, RunOptions
 from harness.criteria.tolerance import (
     NUMERIC_STEPS,
     gradient_rounding,
@@ -62,7 +62,7 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     why_not = _why_not_numeric(case, point, agreed)
     evaluator, why = (None, why_not) if why_not else _evaluator(case, point, agreed, with_upstream)
     if evaluator is None:
-        return _both(agreed, options, "skip", why + checked_note)
+        return _both(agreed, options, OracleStatus.SKIP, why + checked_note)
     symmetric = tuple(s.name in case.symmetric for s in agreed.sources)
     aside = _none_by_design(case, agreed, options)
     checks: list[tuple[OrderFindings, Optional[OrderFindings]]] = []
@@ -84,7 +84,7 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
                     + stopped + "".join("; " + u for u in found.unchecked))
     numeric = oracle_outcome("numeric", range(1, case.order + 1), found.plain, numeric_note)
     if not any(plain.compared for plain, _ in checks):  # nothing was checked at all
-        numeric = OracleOutcome(name="numeric", status="skip", note=numeric_note)
+        numeric = OracleOutcome(name="numeric", status=OracleStatus.SKIP, note=numeric_note)
     no_gradient = tuple(agreed.sources[slot].name for slot in aside)
     numeric = dataclasses.replace(numeric, no_gradient=no_gradient)
     if not options.upstream:
@@ -139,7 +139,7 @@ def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: Evaluator, not
     if agreed.upstream_error is not None:
         return upstream_failed(agreed, note)
     if not agreed.upstream:
-        return OracleOutcome(name="upstream", status="skip",
+        return OracleOutcome(name="upstream", status=OracleStatus.SKIP,
                              note="the weighted chain was not computed")
     note = f"upstream weights seeded by case and point (harness.measure.upstream); {note}"
     note += "".join("; " + u for u in found.weighted_unchecked)
@@ -149,22 +149,23 @@ def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: Evaluator, not
     if nothing_checked:
         numeric_unchecked = [u for u in found.unchecked if "has a kink" not in u]
         if found.weighted_unchecked == numeric_unchecked:  # said once, by the numeric oracle
-            return OracleOutcome(name="upstream", status="skip",
+            return OracleOutcome(name="upstream", status=OracleStatus.SKIP,
                                  note="not checked, for the reason the numeric oracle gives")
-        return OracleOutcome(name="upstream", status="skip", note=note)
+        return OracleOutcome(name="upstream", status=OracleStatus.SKIP, note=note)
     if found.both and not found.weighted:
         # Every weighted difference sits at an order where the plain contraction differs too: the
         # numeric derivative cannot tell there whether grad_fn also mishandles its upstream
         # gradient.
         orders = [order for order, _ in found.both]
         untrue = words.has_custom_gradient(agreed) and set(orders) <= found.untrue
-        return OracleOutcome(name="upstream", status="skip", note=words.cannot_tell(orders, untrue))
+        return OracleOutcome(name="upstream", status=OracleStatus.SKIP,
+                             note=words.cannot_tell(orders, untrue))
     outcome = oracle_outcome("upstream", range(1, case.order + 1), found.weighted, note)
     both = tuple(line for _, line in found.both)
     return dataclasses.replace(outcome, details=outcome.details + both)
 
 
-def _both(agreed: ModeOutcome, options: RunOptions, status: str,
+def _both(agreed: ModeOutcome, options: RunOptions, status: OracleStatus,
           note: str) -> tuple[OracleOutcome, Optional[OracleOutcome]]:
     """Both oracles with one status and note; what the weighted chain raised is seen regardless."""
     numeric = OracleOutcome(name="numeric", status=status, note=note)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.records import ModeOutcome, OracleOutcome
+from harness.records import ModeOutcome, OracleOutcome, OracleStatus
 
 __all__ = ["oracle_outcome", "upstream_failed"]
 
@@ -21,12 +21,13 @@ def upstream_failed(agreed: ModeOutcome, note: str) -> OracleOutcome:
         line = (f"grad_fn fails when its upstream gradient is not all ones: {agreed.mode} raises "
                 f"{e.type} at {e.stage}: {e.first_line}; at the plain contraction (every upstream "
                 "gradient 1) it computes its values")
-    return OracleOutcome(name="upstream", status="differ", orders=(), differ=(e.order or 0,),
-                         details=(line,), note=note)
+    return OracleOutcome(name="upstream", status=OracleStatus.DIFFER, orders=(),
+                         differ=(e.order or 0,), details=(line,), note=note)
 
 
 def oracle_outcome(name: str, checked: Sequence[int], lines: Sequence[tuple[int, str]],
                    note: str) -> OracleOutcome:
     differ = tuple(sorted({order for order, _ in lines}))
-    return OracleOutcome(name=name, status="differ" if differ else "match", orders=tuple(checked),
-                         differ=differ, details=tuple(line for _, line in lines), note=note)
+    status = OracleStatus.DIFFER if differ else OracleStatus.MATCH
+    return OracleOutcome(name=name, status=status, orders=tuple(checked), differ=differ,
+                         details=tuple(line for _, line in lines), note=note)
