@@ -201,7 +201,8 @@ def _judged(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_
     except ValueError as e:
         return result_for(Verdict.ERROR, str(e))
 
-    found = _Findings(notes=_unobservable(expected, active))
+    expected, unobserved = _unobservable(expected, active)
+    found = _Findings(notes=unobserved)
     reference = result_for.yardstick = yardstick(case, point, outcomes, tf_version, reference)
     if point in case.drawn:
         found.notes += partly_outside_line(_non_finite(outcomes[reference]))
@@ -316,16 +317,15 @@ def _outside_domain(active: Mapping[str, ModeOutcome]) -> bool:
     return True
 
 
-def _unobservable(expected: dict[str, Expectation], active: Mapping[str, ModeOutcome]) -> list[str]:
-    """Drops from `expected` what this run cannot see (gradient use where the probe did not watch),
-    like an oracle that did not run; a note for each."""
-    notes = []
-    for mode, e in list(expected.items()):
-        if e.outcome == GRADIENT_UNUSED and mode in active and active[mode].usage is None:
-            notes.append(f"{mode}: gradient use is not observed in this run, so '{e.describe()}' "
-                         "is not judged")
-            del expected[mode]
-    return notes
+def _unobservable(expected: Mapping[str, Expectation],
+                  active: Mapping[str, ModeOutcome]) -> tuple[dict[str, Expectation], list[str]]:
+    """`expected` without what this run cannot see (gradient use where the probe did not watch),
+    like an oracle that did not run; and a note for each left out."""
+    unseen = {mode: e for mode, e in expected.items()
+              if e.outcome == GRADIENT_UNUSED and mode in active and active[mode].usage is None}
+    notes = [f"{mode}: gradient use is not observed in this run, so '{e.describe()}' is not judged"
+             for mode, e in unseen.items()]
+    return {mode: e for mode, e in expected.items() if mode not in unseen}, notes
 
 
 def _spell_mode(found: _Findings, mode: str, outcome: ModeOutcome, plain: Sequence,
