@@ -1,14 +1,15 @@
 """The verdict rules: outcomes and expectations in, one Result out. Pure.
 
-Working out which expectations apply (`applicable`, in harness.criteria.rules with the
-other rules the measuring side reads too) is kept apart from deciding what
-happened (`judge`), which is the one place an outcome becomes a verdict. A run judges in the main
-process, which never imports TensorFlow or the user's code: workers send plain `Measured` records
-and `judge_measured` turns them into Results, so nothing a case file does to the harness inside its
-own process can change a verdict.
+Working out which expectations apply (`applicable`, in harness.criteria.rules with the other rules
+the measuring side reads too) is kept apart from deciding what happened (`judge`), which is the one
+place an outcome becomes a verdict; and deciding is kept apart from wording: what the modes and the
+oracles show is gathered first, into frozen records, the verdict is decided from them, and only
+then put into words. A run judges in the main process, which never imports TensorFlow or the
+user's code: workers send plain `Measured` records and `judge_measured` turns them into Results,
+so nothing a case file does to the harness inside its own process can change a verdict.
 
-`case` here is anything carrying the rules a verdict reads: a Case, or the
-CaseInfo the main process holds (id, order, expectations, tolerance).
+`case` here is anything carrying the rules a verdict reads: a Case, or the CaseInfo the main
+process holds (id, order, expectations, tolerance).
 """
 
 from __future__ import annotations
@@ -106,45 +107,99 @@ def _flaky(outcomes: Mapping[str, ModeOutcome],
     return lines
 
 
-class _ResultFor:
-    """Makes the Result for one point: what the judging found so far goes into every verdict."""
-
-    def __init__(self, case: Rules, point: str, outcomes: Mapping[str, ModeOutcome],
-                 oracles: dict[str, OracleOutcome], rerun: str):
-        self.case, self.point, self.outcomes, self.oracles, self.rerun = (case, point, outcomes,
-                                                                          oracles, rerun)
-        self.disagree = False
-        self.yardstick = ""  # once chosen
-        self.undeclared: tuple[str, ...] = ()  # on a fail: Result.undeclared
-
-    def __call__(self, verdict: Verdict, reason: str, details: Sequence[str] = ()) -> Result:
-        return Result(case=self.case.id, point=self.point, order=self.case.order, verdict=verdict,
-                      reason=reason, details=tuple(details), outcomes=dict(self.outcomes),
-                      rerun=self.rerun, oracles=self.oracles, modes_disagree=self.disagree,
-                      yardstick=self.yardstick,
-                      undeclared=self.undeclared if verdict is Verdict.FAIL else ())
+_Pairs = tuple[tuple[str, Expectation], ...]  # (mode or oracle, its expectation)
+# (the first, all) of the modes whose build step raised where that is the whole story
+_CaseError = Optional[tuple[ModeOutcome, tuple[ModeOutcome, ...]]]
 
 
-@dataclasses.dataclass
-class _Findings:
-    """What comparing the modes and reading the oracles found, before the verdict."""
+@dataclasses.dataclass(frozen=True)
+class _Said:
+    """A verdict in words: what a Result says of its point besides the outcomes."""
 
-    notes: list[str]
-    deviations: list[str] = dataclasses.field(default_factory=list)
-    # Differences only in the weighted chain come after the oracles' lines: when the
-    # upstream oracle says why (a grad_fn mishandling its upstream gradient), that leads.
-    weighted_only: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    met: list[tuple[str, Expectation]] = dataclasses.field(default_factory=list)
-    unmet: list[tuple[str, Expectation]] = dataclasses.field(default_factory=list)
-    mode_deviations: bool = False
-    # Each undeclared deviation's outcome as an Expectation spells it, with the modes or oracles
+    verdict: Verdict
+    reason: str
+    details: tuple[str, ...] = ()
+    unchecked: str = ""  # on a pass: why nothing checked its values (Result.unchecked)
+    undeclared: tuple[str, ...] = ()  # on a fail: Result.undeclared
+
+
+@dataclasses.dataclass(frozen=True)
+class _Seen:
+    """What the modes or the oracles show against their expectations, before any verdict: each
+    helper returns one, and they add up in the order a fail lists them."""
+
+    deviations: tuple[str, ...] = ()
+    # Differences only in the weighted chain, as (mode, line), the mode "" where its plain values
+    # differ too. They come after the oracles' lines: when the upstream oracle says why (a grad_fn
+    # mishandling its upstream gradient), that leads.
+    weighted_only: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+    met: _Pairs = ()
+    unmet: _Pairs = ()
+    # Each undeclared deviation's outcome as an Expectation spells it, with the mode or oracle
     # showing it: what an expectation would declare.
-    undeclared: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    spelled: tuple[tuple[str, str], ...] = ()
 
-    def spell(self, where: str, outcome: str) -> None:
-        self.undeclared.setdefault(outcome, [])
-        if where not in self.undeclared[outcome]:
-            self.undeclared[outcome].append(where)
+    def __add__(self, other: "_Seen") -> "_Seen":
+        return _Seen(*(getattr(self, f.name) + getattr(other, f.name)
+                       for f in dataclasses.fields(self)))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Evidence:
+    """Everything the verdict on one point is decided from and worded with, gathered first."""
+
+    active: Mapping[str, ModeOutcome]  # the modes that ran
+    oracles: Mapping[str, OracleOutcome]  # every oracle's outcome
+    judged_oracles: Mapping[str, OracleOutcome]  # the oracles that said match or differ
+    expected: Mapping[str, Expectation]  # the expectations that apply, and this run can observe
+    yardstick: str
+    disagree: bool  # whether any mode's values differ from the yardstick's
+    failed_oracle: Optional[tuple[str, str]]  # (name, note) of the first oracle that raised
+    case_error: _CaseError
+    deviations: tuple[str, ...]  # in the order a fail lists them
+    mode_deviations: bool  # whether modes deviate, so that the ladder says where they part
+    notes: tuple[str, ...]
+    met: _Pairs
+    unmet: _Pairs
+    undeclared: tuple[str, ...]  # each undeclared deviation as --expect spells it
+    skipped_lines: tuple[str, ...]
+
+
+# Which rule decided a verdict: each is worded its own way.
+_ORACLE_RAISED = "an oracle raised"
+_CASE_RAISED = "the case's own step raised"
+_DEVIATES = "a deviation no expectation declares"
+_AGREES = "nothing deviates, nothing declared"
+_AS_DECLARED = "every declared deviation happened"
+_NOT_HAPPENED = "a declared deviation did not happen"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Decision:
+    """The verdict on a point, and the rule that gave it."""
+
+    verdict: Verdict
+    rule: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Point:
+    """The point judged, and what every Result for it carries whatever its verdict."""
+
+    case: Rules
+    label: str
+    outcomes: Mapping[str, ModeOutcome]
+    oracles: dict[str, OracleOutcome]
+    rerun: str
+
+    def result(self, said: _Said, evidence: Optional[_Evidence] = None) -> Result:
+        return Result(case=self.case.id, point=self.label, order=self.case.order,
+                      verdict=said.verdict, reason=said.reason, details=said.details,
+                      outcomes=dict(self.outcomes), rerun=self.rerun, oracles=self.oracles,
+                      modes_disagree=evidence.disagree if evidence else False,
+                      yardstick=evidence.yardstick if evidence else "",
+                      unchecked=said.unchecked, undeclared=said.undeclared)
 
 
 def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_version: str,
@@ -158,8 +213,8 @@ def judge(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_ve
       point: the label of the point judged.
       outcomes: mode name to outcome; must include `reference`.
       tf_version: the running TensorFlow version, for version-ranged expectations.
-      reference: the default yardstick mode; the one every other mode is
-        compared with is yardstick()'s choice from it, as for the oracles.
+      reference: the default yardstick mode; the one every other mode is compared with is
+        yardstick()'s choice from it, as for the oracles.
       rerun: the command line that reruns this case and point alone.
       strict_xpass: make an unmet expectation a failure.
       oracles: what each oracle said about the yardstick mode's values.
@@ -187,51 +242,34 @@ def _judged(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome], *, tf_
             reference: str, rerun: str, strict_xpass: bool,
             oracles: Optional[Mapping[str, OracleOutcome]],
             repeats: Optional[Mapping[str, Sequence[ModeOutcome]]]) -> Result:
-    """`judge`, with every undeclared deviation of a fail spelled as --expect would."""
-    oracles = dict(oracles or {})
-    result_for = _ResultFor(case, point, outcomes, oracles, rerun)
-    skipped_lines = _skipped_lines(outcomes)
+    """`judge`, with every undeclared deviation of a fail spelled as --expect would.
+
+    First whether the modes can be judged at all and which expectations apply; then the evidence
+    (what the modes and the oracles show against those expectations), the verdict decided from
+    it, and its words."""
+    at = _Point(case, point, outcomes, dict(oracles or {}), rerun)
+    skipped_lines = tuple(_skipped_lines(outcomes))
     active = {m: o for m, o in outcomes.items() if o.status is not Status.SKIP}
-    early = _unjudgeable(result_for, case, point, outcomes, active, skipped_lines, repeats or {})
-    if early is not None:
-        return early
-    judged_oracles = {name: o for name, o in oracles.items() if o.status.judged}
+    stopped = _unjudgeable(case, point, outcomes, active, skipped_lines, repeats or {})
+    if stopped is not None:
+        return at.result(stopped)
+    judged_oracles = {name: o for name, o in at.oracles.items() if o.status.judged}
     try:
         expected = applicable(case, point, tuple(active) + tuple(judged_oracles), tf_version)
-    except ValueError as e:
-        return result_for(Verdict.ERROR, str(e))
+    except ValueError as e:  # two expectations cover one mode here
+        return at.result(_Said(Verdict.ERROR, str(e)))
 
-    expected, unobserved = _unobservable(expected, active)
-    found = _Findings(notes=unobserved)
-    reference = result_for.yardstick = yardstick(case, point, outcomes, tf_version, reference)
-    if point in case.drawn:
-        found.notes += partly_outside_line(_non_finite(outcomes[reference]))
-    result_for.disagree = _compare_modes(case, active, reference, expected, found)
-    failed_oracle = _read_oracles(oracles, expected, found)
-    found.notes += _no_gradient_notes(oracles, active, result_for.yardstick)
-    if failed_oracle is not None:
-        name, note = failed_oracle
-        return result_for(Verdict.ERROR, f"{name} oracle: {note}", [note])
-    if found.weighted_only:
-        found.mode_deviations = True
-        found.deviations += [line for _, line in found.weighted_only]
-    broken = _case_broken(active, found)
-    if broken is not None:
-        o, raising = broken
-        return result_for(Verdict.ERROR,
-                          f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: "
-                          f"{o.error.first_line}",
-                          [f"{b.mode}: {b.error.type}: {b.error.first_line}" for b in raising])
-    if found.deviations:
-        return _failed(result_for, case, active, expected, found, skipped_lines)
-    return _conclude(result_for, active, judged_oracles, expected, found, skipped_lines, tf_version,
-                     strict_xpass)
+    evidence = _gathered(at, active, judged_oracles, expected, tf_version, reference,
+                         skipped_lines)
+    decision = _decided(evidence, strict_xpass)
+    return at.result(_worded(decision, evidence, case, tf_version), evidence)
 
 
-def _unjudgeable(result_for: _ResultFor, case: Rules, point: str,
-                 outcomes: Mapping[str, ModeOutcome], active: Mapping[str, ModeOutcome],
-                 skipped_lines: list[str],
-                 repeats: Mapping[str, Sequence[ModeOutcome]]) -> Optional[Result]:
+# -- whether the modes can be judged at all -------------------------------------------------
+
+def _unjudgeable(case: Rules, point: str, outcomes: Mapping[str, ModeOutcome],
+                 active: Mapping[str, ModeOutcome], skipped_lines: tuple[str, ...],
+                 repeats: Mapping[str, Sequence[ModeOutcome]]) -> Optional[_Said]:
     """The verdict when the modes cannot be compared at all: a mode crashed or timed out, a mode's
     values changed between runs, no mode ran, or a drawn point is outside the function's domain;
     None when they can be."""
@@ -239,48 +277,19 @@ def _unjudgeable(result_for: _ResultFor, case: Rules, point: str,
         dead = [o for o in outcomes.values() if o.status is status]
         if dead:
             lines = [f"{o.mode}: {o.error.first_line if o.error else status.value}" for o in dead]
-            return result_for(verdict, lines[0], lines)
+            return _Said(verdict, lines[0], tuple(lines))
 
     changing = _flaky(outcomes, repeats)
     if changing:
-        return result_for(Verdict.FLAKY, changing[0], changing)
+        return _Said(Verdict.FLAKY, changing[0], tuple(changing))
     if not active:
-        return result_for(Verdict.SKIP, skipped_lines[0], skipped_lines)
+        return _Said(Verdict.SKIP, skipped_lines[0], skipped_lines)
     if point in case.drawn and _outside_domain(active):
         line = ("outside the function's domain: the values were drawn (no recorded value to "
                 "replay), and its forward is NaN or infinite at every element in every mode, so "
                 "nothing here can be judged")
-        return result_for(Verdict.SKIP, line, [line])
+        return _Said(Verdict.SKIP, line, (line,))
     return None
-
-
-def _no_gradient_notes(oracles: Mapping[str, OracleOutcome], active: Mapping[str, ModeOutcome],
-                       yardstick_mode: str) -> list[str]:
-    """The line naming the sources the numeric oracle found no gradient for, if it found any."""
-    unjudged = oracles["numeric"].no_gradient if "numeric" in oracles else ()
-    if not unjudged:
-        return []
-    judged = oracles["numeric"].status.judged
-    others = len(active[yardstick_mode].sources) - len(unjudged) if judged else 0
-    return [no_gradient_line(unjudged, others)]
-
-
-def _failed(result_for: _ResultFor, case: Rules, active: Mapping[str, ModeOutcome],
-            expected: Mapping[str, Expectation], found: _Findings,
-            skipped_lines: list[str]) -> Result:
-    """A fail: the first deviation leads, then where along the ladder the results part (when modes
-    deviate), the other deviations, the notes, and the hints that fit."""
-    # Along the ladder, only modes without a declared deviation say where the results part.
-    undeclared = {m: o for m, o in active.items() if m not in expected}
-    ladder_line = (ladder(undeclared, case.tolerance, said=found.deviations)
-                   if found.mode_deviations else None)
-    result_for.undeclared = tuple(f"{','.join(where)}:{outcome}"
-                                  for outcome, where in sorted(found.undeclared.items()))
-    lines = said_once(found.deviations[:1] + ([ladder_line] if ladder_line else [])
-                      + found.deviations[1:]
-                      + found.notes + skipped_lines, active)
-    return result_for(Verdict.FAIL, found.deviations[0],
-                      lines + hints(active, result_for.oracles, lines))
 
 
 def _skipped_lines(outcomes: Mapping[str, ModeOutcome]) -> list[str]:
@@ -304,17 +313,48 @@ def _non_finite(outcome: ModeOutcome) -> tuple[int, int]:
 
 def _outside_domain(active: Mapping[str, ModeOutcome]) -> bool:
     """Whether every mode computed a forward, and not one element of it is finite."""
-    forwards = [o.orders[0] for o in active.values() if o.status is Status.OK and o.orders
-                and o.orders[0]]
+    forwards = [o.orders[0] for o in active.values()
+                if o.status is Status.OK and o.orders and o.orders[0]]
     if not forwards or len(forwards) < sum(1 for o in active.values() if o.top_order is None):
         return False
     for outputs in forwards:
         for output in outputs:
             value = np.asarray(output.value) if output.value is not None else None
             if (value is None or value.dtype.kind not in "fc" or value.size == 0
-                or np.isfinite(value).any()):
+                    or np.isfinite(value).any()):
                 return False
     return True
+
+
+# -- gathering the evidence ------------------------------------------------------------------
+
+def _gathered(at: _Point, active: Mapping[str, ModeOutcome],
+              judged_oracles: Mapping[str, OracleOutcome], expected: Mapping[str, Expectation],
+              tf_version: str, reference: str, skipped_lines: tuple[str, ...]) -> _Evidence:
+    """What the modes and the oracles show at the point, against the expectations that apply."""
+    case = at.case
+    expected, unobserved = _unobservable(expected, active)
+    chosen = yardstick(case, at.label, at.outcomes, tf_version, reference)
+    outside = (partly_outside_line(_non_finite(at.outcomes[chosen])) if at.label in case.drawn
+               else [])
+    modes, disagree = _modes_seen(case, active, chosen, expected)
+    failed = next(((name, o.note) for name, o in at.oracles.items()
+                   if o.status is OracleStatus.ERROR), None)
+    read = _Seen() if failed else sum(
+        (_oracle_seen(name, o, expected.get(name), modes.weighted_only)
+         for name, o in at.oracles.items()), _Seen())
+    seen = modes + read
+    weighted_only = tuple(line for _, line in modes.weighted_only)
+    unbuilt, case_error = _case_broken(active, seen.met)
+    return _Evidence(
+        active=active, oracles=at.oracles, judged_oracles=judged_oracles, expected=expected,
+        yardstick=chosen, disagree=disagree, failed_oracle=failed, case_error=case_error,
+        deviations=unbuilt + seen.deviations + weighted_only,
+        mode_deviations=bool(modes.deviations or weighted_only),
+        notes=(tuple(unobserved) + tuple(outside) + seen.notes
+               + tuple(_no_gradient_notes(at.oracles, active, chosen))),
+        met=seen.met, unmet=seen.unmet, undeclared=_spelled(seen.spelled),
+        skipped_lines=skipped_lines)
 
 
 def _unobservable(expected: Mapping[str, Expectation],
@@ -328,153 +368,216 @@ def _unobservable(expected: Mapping[str, Expectation],
     return {mode: e for mode, e in expected.items() if mode not in unseen}, notes
 
 
-def _spell_mode(found: _Findings, mode: str, outcome: ModeOutcome, plain: Sequence,
-                malformed: Sequence, no_custom: Optional[str]) -> None:
+def _modes_seen(case: Rules, active: Mapping[str, ModeOutcome], chosen: str,
+                expected: Mapping[str, Expectation]) -> tuple[_Seen, bool]:
+    """What every mode shows against the yardstick, and against its expectation if it has one;
+    and whether any mode's values differ from the yardstick's."""
+    each = [_mode_seen(case, mode, outcome, active, chosen, expected.get(mode))
+            for mode, outcome in active.items()]
+    return sum((seen for seen, _ in each), _Seen()), any(differ for _, differ in each)
+
+
+def _mode_seen(case: Rules, mode: str, outcome: ModeOutcome, active: Mapping[str, ModeOutcome],
+               chosen: str, e: Optional[Expectation]) -> tuple[_Seen, bool]:
+    """What one mode shows against the yardstick mode `chosen`, and against its expectation `e` if
+    it has one; and whether its values differ from the yardstick's."""
+    disagreements = ([] if mode == chosen
+                     else compare_outcomes(active[chosen], outcome, tolerance=case.tolerance))
+    differ = bool(disagreements)
+    malformed = check_gradients(outcome)
+    no_custom = fallback(outcome, case.order)
+    plain = [m for m in disagreements if not m.upstream]
+    weighted = [m.message for m in disagreements if m.upstream]
+    if e is None:
+        lines = deviation_lines(mode, outcome, plain, malformed, chosen, active)
+        return _Seen(deviations=tuple(([no_custom] if no_custom else []) + lines),
+                     weighted_only=tuple(("" if plain else mode, line) for line in weighted),
+                     spelled=_spelled_mode(mode, outcome, plain, malformed, no_custom)), differ
+    if e.outcome == GRADIENT_UNUSED:
+        # the fallback explains every difference, weighted ones too
+        happened = _met(e, outcome, disagreements, malformed)
+        weighted_only = ()
+    else:
+        # A declared deviation is met at the plain contraction; a weighted difference where the
+        # plain values agree is not what it declares.
+        happened = _met(e, outcome, plain, malformed)
+        weighted_only = tuple((mode, line) for line in weighted) if happened is False else ()
+    notes = (no_custom,) if no_custom and e.outcome != GRADIENT_UNUSED else ()
+    if happened is None:
+        got = deviation_lines(mode, outcome, disagreements, malformed, chosen, active)
+        deviation = (f"{mode}: expected {e.describe()}; got instead: "
+                     + " | ".join(got or [outcome.status.value]))
+        return _Seen(deviations=(deviation,), weighted_only=weighted_only, notes=notes), differ
+    declared = ((mode, e),)
+    return _Seen(weighted_only=weighted_only, notes=notes, met=declared if happened else (),
+                 unmet=() if happened else declared), differ
+
+
+def _spelled_mode(mode: str, outcome: ModeOutcome, plain: Sequence[Mismatch],
+                  malformed: Sequence[Mismatch],
+                  no_custom: Optional[str]) -> tuple[tuple[str, str], ...]:
     """A mode's undeclared deviation, as the expectation that `_met` finds met would declare it:
     the error it raises; else the custom gradient unused (which explains any difference), a
     malformed gradient (which cannot agree), or values that differ from the yardstick's (not
     where only the yardstick raises: its own error is the deviation then)."""
     if outcome.status is Status.ERROR and outcome.error is not None:
-        found.spell(mode, outcome.error.type)
-    elif outcome.status is not Status.OK:
-        return
-    elif no_custom:
-        found.spell(mode, GRADIENT_UNUSED)
-    elif malformed:
-        found.spell(mode, BAD_GRADIENT)
-    elif any(m.kind not in ("status", "error_type") for m in plain):
-        found.spell(mode, VALUES_DIFFER)
+        return ((outcome.error.type, mode),)
+    if outcome.status is not Status.OK:
+        return ()
+    if no_custom:
+        return ((GRADIENT_UNUSED, mode),)
+    if malformed:
+        return ((BAD_GRADIENT, mode),)
+    if any(m.kind not in ("status", "error_type") for m in plain):
+        return ((VALUES_DIFFER, mode),)
+    return ()
 
 
-def _compare_modes(case: Rules, active: Mapping[str, ModeOutcome], reference: str,
-                   expected: Mapping[str, Expectation], found: _Findings) -> bool:
-    """Compares every mode with the yardstick, against its expectation if it has one; whether any
-    mode's values differ from the yardstick's."""
-    ref = active[reference]
-    disagree = False
-    for mode, outcome in active.items():
-        disagreements = ([] if mode == reference
-                         else compare_outcomes(ref, outcome, tolerance=case.tolerance))
-        disagree = disagree or bool(disagreements)
-        malformed = check_gradients(outcome)
-        no_custom = fallback(outcome, case.order)
-        e = expected.get(mode)
-        if e is None:
-            plain = [m for m in disagreements if not m.upstream]
-            _spell_mode(found, mode, outcome, plain, malformed, no_custom)
-            found.deviations += (([no_custom] if no_custom else [])
-                                 + deviation_lines(mode, outcome, plain, malformed, reference,
-                                                   active))
-            found.weighted_only += [(mode if not plain else "", m.message) for m in disagreements
-                                    if m.upstream]
-            continue
-        # the fallback explains every difference, weighted ones too
-        if e.outcome == GRADIENT_UNUSED:
-            happened = _met(e, outcome, disagreements, malformed)
-        else:
-            # A declared deviation is met at the plain contraction; a weighted difference where the
-            # plain values agree is not what it declares.
-            happened = _met(e, outcome, [m for m in disagreements if not m.upstream], malformed)
-            if happened is False:
-                found.weighted_only += [(mode, m.message) for m in disagreements if m.upstream]
-        if no_custom and e.outcome != GRADIENT_UNUSED:
-            found.notes.append(no_custom)
-        if happened is None:
-            got = deviation_lines(mode, outcome, disagreements, malformed, reference, active)
-            found.deviations.append(f"{mode}: expected {e.describe()}; got instead: "
-                                    + " | ".join(got or [outcome.status.value]))
-        else:
-            (found.met if happened else found.unmet).append((mode, e))
-    found.mode_deviations = bool(found.deviations)
-    return disagree
+def _oracle_seen(name: str, o: OracleOutcome, e: Optional[Expectation],
+                 weighted_only: Sequence[tuple[str, str]]) -> _Seen:
+    """What one oracle that did not raise says, against its expectation `e` if it has one;
+    `weighted_only` is what the modes showed in the weighted chain alone."""
+    if o.status is OracleStatus.SKIP:
+        return _Seen(notes=(f"{name} oracle not checked: {o.note}",))
+    if e is None:
+        if o.status is not OracleStatus.DIFFER:
+            return _Seen()
+        # Modes whose plain values agree but weighted ones do not (forward mode aside).
+        blamed = [m for m, _ in weighted_only if m not in ("", "forward")]
+        return _Seen(deviations=((oracle_line(o, blamed),)
+                                 + tuple(f"{name}: {line}" for line in o.details[1:])),
+                     spelled=((VALUES_DIFFER, name),))
+    if o.status is OracleStatus.DIFFER and e.orders and not set(o.differ) <= set(e.orders):
+        return _Seen(deviations=(f"{name}: expected {e.describe()}; got instead: "
+                                 + oracle_line(o),))
+    declared = ((name, e),)
+    return _Seen(notes=tuple(f"{name}: {line}" for line in o.details),
+                 met=declared if o.status is OracleStatus.DIFFER else (),
+                 unmet=() if o.status is OracleStatus.DIFFER else declared)
 
 
-def _read_oracles(oracles: Mapping[str, OracleOutcome], expected: Mapping[str, Expectation],
-                  found: _Findings) -> Optional[tuple[str, str]]:
-    """Adds what each oracle says to `found`; (name, note) of the first oracle that raised, if
-    one did."""
-    for name, o in oracles.items():
-        if o.status is OracleStatus.ERROR:
-            return name, o.note
-        e = expected.get(name)
-        if o.status is OracleStatus.SKIP:
-            found.notes.append(f"{name} oracle not checked: {o.note}")
-        elif e is None:
-            if o.status is OracleStatus.DIFFER:
-                found.spell(name, VALUES_DIFFER)
-                # Modes whose plain values agree but weighted ones do not (forward mode aside).
-                found.deviations.append(oracle_line(o, [m for m, _ in found.weighted_only
-                                                        if m not in ("", "forward")]))
-                found.deviations += [f"{name}: {line}" for line in o.details[1:]]
-        elif o.status is OracleStatus.DIFFER and e.orders and not set(o.differ) <= set(e.orders):
-            found.deviations.append(f"{name}: expected {e.describe()}; got instead: "
-                                    + oracle_line(o))
-        else:
-            (found.met if o.status is OracleStatus.DIFFER else found.unmet).append((name, e))
-            found.notes += [f"{name}: {line}" for line in o.details]
-    return None
+def _no_gradient_notes(oracles: Mapping[str, OracleOutcome], active: Mapping[str, ModeOutcome],
+                       yardstick_mode: str) -> list[str]:
+    """The line naming the sources the numeric oracle found no gradient for, if it found any."""
+    unjudged = oracles["numeric"].no_gradient if "numeric" in oracles else ()
+    if not unjudged:
+        return []
+    judged = oracles["numeric"].status.judged
+    others = len(active[yardstick_mode].sources) - len(unjudged) if judged else 0
+    return [no_gradient_line(unjudged, others)]
 
 
-def _case_broken(active: Mapping[str, ModeOutcome], found: _Findings):
-    """(the first, all) of the modes whose build step (or the harness's own code) raised where
-    that was not declared, when that is the whole story: an error. Built in some modes and not in
-    others is a difference between the modes instead, which leads the deviations."""
-    declared = dict(found.met)
-    broken = [o for o in active.values() if o.status is Status.ERROR
-              and o.error.stage in _CASE_STAGES
+def _case_broken(active: Mapping[str, ModeOutcome],
+                 met: _Pairs) -> tuple[tuple[str, ...], _CaseError]:
+    """The modes whose build step (or the harness's own code) raised where that was not declared.
+    Built in some modes and not in others is a difference between the modes: (the line that leads
+    the deviations, None). Where that is the whole story, an error: ((), (the first, all))."""
+    declared = dict(met)
+    broken = [o for o in active.values()
+              if o.status is Status.ERROR and o.error.stage in _CASE_STAGES
               and o.mode not in declared]
     if broken and len(broken) < len(active) and all(o.error.stage == "build" for o in broken):
         built = [m for m in active if m not in {o.mode for o in broken}]
         o = broken[0]
         raising = ", ".join(b.mode for b in broken)
-        found.deviations.insert(0, f"the case's build step raises {o.error.type} in {raising} but "
-                                f"not in {', '.join(built)}: {o.error.first_line}")
-        return None
-    return (broken[0], broken) if broken else None
+        return (f"the case's build step raises {o.error.type} in {raising} but not in "
+                f"{', '.join(built)}: {o.error.first_line}",), None
+    return (), ((broken[0], tuple(broken)) if broken else None)
 
 
-def _conclude(result_for: _ResultFor, active: Mapping[str, ModeOutcome],
-              judged_oracles: Mapping[str, OracleOutcome], expected: Mapping[str, Expectation],
-              found: _Findings, skipped_lines: list[str], tf_version: str,
-              strict_xpass: bool) -> Result:
-    """No deviation: a pass (saying what checked the values, or why nothing did), an xfail, or an
-    xpass."""
-    checked = [n for n in ("numeric", "reference", "analytic") if n in judged_oracles
-               and n not in expected]
+def _spelled(pairs: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """Each undeclared deviation as --expect spells it ("function,graph:values differ"), by
+    outcome, from (outcome, mode or oracle) pairs."""
+    where: dict[str, list[str]] = {}
+    for outcome, who in pairs:
+        if who not in where.setdefault(outcome, []):
+            where[outcome].append(who)
+    return tuple(f"{','.join(whom)}:{outcome}" for outcome, whom in sorted(where.items()))
+
+
+# -- deciding the verdict --------------------------------------------------------------------
+
+def _decided(evidence: _Evidence, strict_xpass: bool) -> _Decision:
+    """The verdict the evidence calls for, and the rule that calls for it, first rule first."""
+    if evidence.failed_oracle is not None:
+        return _Decision(Verdict.ERROR, _ORACLE_RAISED)
+    if evidence.case_error is not None:
+        return _Decision(Verdict.ERROR, _CASE_RAISED)
+    if evidence.deviations:
+        return _Decision(Verdict.FAIL, _DEVIATES)
+    if not evidence.expected:
+        return _Decision(Verdict.PASS, _AGREES)
+    if not evidence.unmet:
+        return _Decision(Verdict.XFAIL, _AS_DECLARED)
+    return _Decision(Verdict.FAIL if strict_xpass else Verdict.XPASS, _NOT_HAPPENED)
+
+
+# -- wording it ------------------------------------------------------------------------------
+
+def _worded(decision: _Decision, evidence: _Evidence, case: Rules, tf_version: str) -> _Said:
+    """The decided verdict in words: its reason, and the lines that follow it."""
+    if decision.rule == _ORACLE_RAISED:
+        name, note = evidence.failed_oracle
+        return _Said(decision.verdict, f"{name} oracle: {note}", (note,))
+    if decision.rule == _CASE_RAISED:
+        o, raising = evidence.case_error
+        return _Said(decision.verdict,
+                     f"the case's {o.error.stage} step raises {o.error.type} in {o.mode}: "
+                     f"{o.error.first_line}",
+                     tuple(f"{b.mode}: {b.error.type}: {b.error.first_line}" for b in raising))
+    if decision.rule == _DEVIATES:
+        return _failed(evidence, case)
+    if decision.rule == _AGREES:
+        return _passed(evidence)
+    met_lines = tuple(f"as declared: {modes_of(e, evidence.met)} {e.outcome}: {e.reason}"
+                      for e in distinct(evidence.met))
+    if decision.rule == _AS_DECLARED:
+        return _Said(decision.verdict,
+                     "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in evidence.met),
+                     met_lines + evidence.notes + evidence.skipped_lines)
+    unmet_lines = tuple(f"declared but did not happen on TensorFlow {tf_version}: "
+                        f"{modes_of(e, evidence.unmet)} {e.outcome} ({e.reason}); they agree with "
+                        f"{evidence.yardstick}: if TensorFlow fixed it, "
+                        "narrow the expectation's tf_versions" for e in distinct(evidence.unmet))
+    return _Said(decision.verdict, unmet_lines[0],
+                 unmet_lines + met_lines + evidence.notes + evidence.skipped_lines)
+
+
+def _failed(evidence: _Evidence, case: Rules) -> _Said:
+    """A fail: the first deviation leads, then where along the ladder the results part (when modes
+    deviate), the other deviations, the notes, and the hints that fit."""
+    deviations, active = evidence.deviations, evidence.active
+    # Along the ladder, only modes without a declared deviation say where the results part.
+    undeclared = {m: o for m, o in active.items() if m not in evidence.expected}
+    ladder_line = (ladder(undeclared, case.tolerance, said=deviations)
+                   if evidence.mode_deviations else None)
+    lines = said_once(deviations[:1] + ((ladder_line,) if ladder_line else ()) + deviations[1:]
+                      + evidence.notes + evidence.skipped_lines, active)
+    return _Said(Verdict.FAIL, deviations[0], tuple(lines + hints(active, evidence.oracles, lines)),
+                 undeclared=evidence.undeclared)
+
+
+def _passed(evidence: _Evidence) -> _Said:
+    """A pass: the modes agree, and no expectation applies; saying what checked the values, or
+    why nothing did."""
+    checked = [n for n in ("numeric", "reference", "analytic") if n in evidence.judged_oracles]
     words = [ORACLE_WORDS[n] for n in checked]
-    if "upstream" in judged_oracles and "upstream" not in expected:
+    if "upstream" in evidence.judged_oracles:
         if "numeric" in checked:
             both = "with and without upstream weights"
             words[0] += f" ({both})" if len(words) > 1 else f", {both}"
         else:
             checked, words = checked + ["upstream"], words + [ORACLE_WORDS["upstream"]]
     matched = (", and match " + " and ".join(words)) if checked else ""
-    notes = found.notes
-    if not expected:
-        agree = ("all modes agree" if len(active) > 1
-                 else f"{result_for.yardstick} computes its values")
-        why_not = unchecked(active[result_for.yardstick], result_for.oracles, checked)
-        if why_not:
-            return dataclasses.replace(
-                result_for(Verdict.PASS,
-                           f"{agree}, but nothing checked that the values are right: {why_not}",
-                           notes + skipped_lines), unchecked=why_not)
-        return result_for(Verdict.PASS, f"{agree}{matched}" if checked else "",
-                          notes + skipped_lines)
-    met_lines = [f"as declared: {modes_of(e, found.met)} {e.outcome}: {e.reason}"
-                 for e in distinct(found.met)]
-    if not found.unmet:
-        return result_for(Verdict.XFAIL,
-                          "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in found.met),
-                          met_lines + notes + skipped_lines)
-    unmet_lines = [f"declared but did not happen on TensorFlow {tf_version}: "
-                   f"{modes_of(e, found.unmet)} {e.outcome} ({e.reason}); they agree with "
-                   f"{result_for.yardstick}: if TensorFlow fixed it, "
-                   "narrow the expectation's tf_versions" for e in distinct(found.unmet)]
-    verdict = Verdict.FAIL if strict_xpass else Verdict.XPASS
-    return result_for(verdict, unmet_lines[0], unmet_lines + met_lines + notes + skipped_lines)
-
-
+    agree = ("all modes agree" if len(evidence.active) > 1
+             else f"{evidence.yardstick} computes its values")
+    lines = evidence.notes + evidence.skipped_lines
+    why_not = unchecked(evidence.active[evidence.yardstick], evidence.oracles, checked)
+    if why_not:
+        return _Said(Verdict.PASS,
+                     f"{agree}, but nothing checked that the values are right: {why_not}", lines,
+                     unchecked=why_not)
+    return _Said(Verdict.PASS, f"{agree}{matched}" if checked else "", lines)
 def skipped(case: Rules, point: str, reason: str, rerun: str) -> Result:
     """A Result for a point that was not run."""
     return Result(case=case.id, point=point, order=case.order, verdict=Verdict.SKIP,
