@@ -1,45 +1,149 @@
-"""Mode names: every mode, the groups `--mode` selects, the ladder and the yardstick mode.
+"""Mode names: one row per mode (ROWS), and everything derived from the rows: every mode, the groups
+`--mode` selects, the ladder, the modes the repro scripts write out; the parsing of `--mode` and the
+yardstick mode.
 
-Plain names and the parsing of `--mode`, apart from the runners (harness.measure.modes), so that the
-main process, the case API and the verdict rules name modes without importing a runner or
-TensorFlow.
+Plain data, apart from the runners (harness.measure.modes), so that the main process, the case API,
+the verdict rules, the matrix page and the repro scripts name modes without importing a runner or
+TensorFlow. A new mode is one row in ROWS and its runner module (harness.measure.modes says how);
+nothing else names it.
+
+The tuples (KNOWN_MODES, CORE_MODES, LADDER, WRITTEN_OUT, ...) are derived from ROWS each time one
+is read as an attribute of this module (`mode_names.LADDER`), so that a row added to ROWS is in all
+of them; `from harness.mode_names import LADDER` takes the tuple as it is at that moment.
 """
 
 from __future__ import annotations
 
-__all__ = ["BY_NAME_ONLY", "CORE_MODES", "EXTRA_MODES", "FULL_MODES", "KERAS3_MODES",
-           "KNOWN_MODES", "LADDER", "REFERENCE_MODE", "STEP_MODES", "TRAINING_STEPS", "parse_modes",
-           "reference_of"]
+import dataclasses
+from typing import Callable
 
-# What `--mode all` runs, in this order: the three the design names.
-CORE_MODES: tuple[str, ...] = ("eager", "function", "graph")
-# Selected by name, or with `--mode full`.
-EXTRA_MODES: tuple[str, ...] = ("no_autograph", "xla", "forward", "saved_model")
-# Selected by name only: TensorFlow documents that a model saved without
-# experimental_custom_gradients cannot be differentiated through a custom
-# gradient, so this mode raises by design; it reproduces tensorflow#40166.
-BY_NAME_ONLY: tuple[str, ...] = ("saved_model_nocg",)
-# One training step of a tf_keras model (harness.measure.modes.keras_step): `--mode keras` selects
-# them, and neither `all` nor `full` does. A step computes order 1 only, so it is never the
-# yardstick while another mode runs, and a selection of steps alone gets `eager` beside them
-# (parse_modes).
-STEP_MODES: tuple[str, ...] = ("keras_eager", "keras_fit", "keras_xla", "keras_mixed",
-                               "keras_mirrored")
-# The same steps of a Keras 3 model (harness.measure.modes.keras3_step): `--mode keras3` selects
-# them.
-KERAS3_MODES: tuple[str, ...] = ("keras3_eager", "keras3_fit", "keras3_xla", "keras3_mixed",
-                                 "keras3_mirrored")
-# Every training-step mode, of either Keras: order 1 only, never the yardstick beside another mode.
-TRAINING_STEPS: tuple[str, ...] = STEP_MODES + KERAS3_MODES
-# Every mode name, in the order results are shown: the ladder first.
-KNOWN_MODES: tuple[str, ...] = ("eager", "no_autograph", "function", "xla", "graph", "forward",
-                                "saved_model", "saved_model_nocg") + STEP_MODES + KERAS3_MODES
-FULL_MODES: tuple[str, ...] = tuple(m for m in KNOWN_MODES if m in CORE_MODES + EXTRA_MODES)
-# From plain eager execution to a v1 graph, one step at a time: a disagreement
-# is explained by the first step on this ladder where the results part.
-LADDER: tuple[str, ...] = ("eager", "no_autograph", "function", "xla", "graph")
+__all__ = ["BY_NAME", "BY_NAME_ONLY", "CORE", "CORE_MODES", "EXTRA", "EXTRA_MODES", "FULL_MODES",
+           "FUNCTION", "GRAPH", "KERAS", "KERAS3", "KERAS3_MODES", "KNOWN_MODES", "LADDER", "Mode",
+           "REFERENCE_MODE", "ROWS", "STEP_MODES", "TAPE", "TRAINING_STEPS", "WRITTEN_OUT",
+           "parse_modes", "reference_of"]
+
+# The groups a mode is in: which word of `--mode` selects it besides its own name.
+CORE = "core"  # `all` (and `full`): the three the design names
+EXTRA = "extra"  # `full`
+BY_NAME = "by name"  # its name only
+KERAS = "keras"  # `keras`: one training step of a tf_keras model (harness.measure.modes.keras_step)
+KERAS3 = "keras3"  # `keras3`: the same steps of a Keras 3 model (harness.measure.modes.keras3_step)
+# The words of `--mode` that select groups, and the groups each selects.
+_SELECTS = {"all": (CORE,), "full": (CORE, EXTRA), "keras": (KERAS,), "keras3": (KERAS3,)}
+
+# How the reproduction scripts write a mode out (harness.repro.script and harness.repro.short).
+TAPE = "tape"  # the nested tapes, run as they are
+FUNCTION = "function"  # the nested tapes inside one tf.function, with the row's function_options
+GRAPH = "graph"  # a tf.compat.v1 graph, tf.gradients and a Session
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    """One mode, as everything outside its runner sees it.
+
+    Attributes:
+      name: what `--mode`, expectations, `skip_modes` and the reports call it.
+      group: CORE, EXTRA, BY_NAME, KERAS or KERAS3: which word of `--mode` selects it. A training
+        step (KERAS, KERAS3) computes order 1 only, so it is never the yardstick while another
+        mode runs, and a selection of steps alone gets the yardstick mode beside them.
+      mark: its mark in the version matrix's cells (harness.matrix.render): short, and no other
+        mode's.
+      ladder: whether it is a step on the ladder from plain eager execution to a v1 graph, where a
+        disagreement is explained by the first step at which the results part; the steps are in
+        the order of ROWS.
+      runner: the module under harness.measure.modes that runs it, where several modes share one;
+        empty for the module named after the mode.
+      repro: how the reproduction scripts write it out: TAPE, FUNCTION or GRAPH; empty for a mode
+        they leave out (forward and the SavedModel modes take a second process or a pass per
+        element, more than a bug report's script should carry; a report on them names the harness
+        command instead).
+      function_options: for FUNCTION, tf.function's keyword arguments as code ("jit_compile=True").
+      autograph: whether it traces the case's code through AutoGraph (a fix hint reads it).
+    """
+
+    name: str
+    group: str
+    mark: str
+    ladder: bool = False
+    runner: str = ""
+    repro: str = ""
+    function_options: str = ""
+    autograph: bool = False
+
+    def __post_init__(self) -> None:
+        if self.group not in (CORE, EXTRA, BY_NAME, KERAS, KERAS3):
+            raise ValueError(f"mode {self.name!r}: unknown group {self.group!r}")
+        if self.repro not in ("", TAPE, FUNCTION, GRAPH):
+            raise ValueError(f"mode {self.name!r}: unknown repro {self.repro!r}")
+        if self.function_options and self.repro != FUNCTION:
+            raise ValueError(f"mode {self.name!r}: function_options is for a FUNCTION repro")
+
+
+# Every mode, in the order results are shown: the ladder first.
+ROWS: dict[str, Mode] = {row.name: row for row in (
+    Mode("eager", CORE, "e", ladder=True, repro=TAPE),
+    Mode("no_autograph", EXTRA, "na", ladder=True, repro=FUNCTION,
+         function_options="autograph=False"),
+    Mode("function", CORE, "f", ladder=True, repro=FUNCTION, autograph=True),
+    Mode("xla", EXTRA, "x", ladder=True, repro=FUNCTION, function_options="jit_compile=True",
+         autograph=True),
+    Mode("graph", CORE, "g", ladder=True, repro=GRAPH),
+    Mode("forward", EXTRA, "fw"),
+    Mode("saved_model", EXTRA, "sm", autograph=True),
+    # TensorFlow documents that a model saved without experimental_custom_gradients cannot be
+    # differentiated through a custom gradient, so this mode raises by design; it reproduces
+    # tensorflow#40166.
+    Mode("saved_model_nocg", BY_NAME, "nc", runner="saved_model"),
+    Mode("keras_eager", KERAS, "ke", runner="keras_step"),
+    Mode("keras_fit", KERAS, "kf", runner="keras_step", autograph=True),
+    Mode("keras_xla", KERAS, "kx", runner="keras_step", autograph=True),
+    Mode("keras_mixed", KERAS, "kmp", runner="keras_step", autograph=True),
+    Mode("keras_mirrored", KERAS, "kms", runner="keras_step", autograph=True),
+    Mode("keras3_eager", KERAS3, "k3e", runner="keras3_step"),
+    Mode("keras3_fit", KERAS3, "k3f", runner="keras3_step"),
+    Mode("keras3_xla", KERAS3, "k3x", runner="keras3_step"),
+    Mode("keras3_mixed", KERAS3, "k3mp", runner="keras3_step"),
+    Mode("keras3_mirrored", KERAS3, "k3ms", runner="keras3_step"),
+)}
+
 # Every other mode is compared with this one when it runs; else with the first selected.
 REFERENCE_MODE = "eager"
+
+
+def _where(keep: Callable[[Mode], bool]) -> tuple[str, ...]:
+    return tuple(name for name, row in ROWS.items() if keep(row))
+
+
+def _in(*groups: str) -> tuple[str, ...]:
+    return _where(lambda row: row.group in groups)
+
+
+# Each derived tuple, by its name, from the rows as they are when it is read.
+_DERIVED: dict[str, Callable[[], tuple[str, ...]]] = {
+    # Every mode name, in the order results are shown.
+    "KNOWN_MODES": lambda: tuple(ROWS),
+    # What `--mode all` runs, in this order.
+    "CORE_MODES": lambda: _in(CORE),
+    # Selected by name, or with `--mode full`.
+    "EXTRA_MODES": lambda: _in(EXTRA),
+    "FULL_MODES": lambda: _in(CORE, EXTRA),
+    # Selected by name only.
+    "BY_NAME_ONLY": lambda: _in(BY_NAME),
+    "STEP_MODES": lambda: _in(KERAS),
+    "KERAS3_MODES": lambda: _in(KERAS3),
+    # Every training-step mode, of either Keras: order 1 only, never the yardstick beside another.
+    "TRAINING_STEPS": lambda: _in(KERAS, KERAS3),
+    # From plain eager execution to a v1 graph, one step at a time.
+    "LADDER": lambda: _where(lambda row: row.ladder),
+    # The modes the reproduction scripts write out.
+    "WRITTEN_OUT": lambda: _where(lambda row: bool(row.repro)),
+}
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    if name in _DERIVED:
+        return _DERIVED[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
@@ -54,26 +158,20 @@ def parse_modes(text: str) -> tuple[str, ...]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     known = ("'all' (the three core modes), 'full' (all but saved_model_nocg and the "
              "training-step modes), 'keras' (the tf_keras training-step modes), 'keras3' (the "
-             f"Keras 3 ones) or a comma list of {', '.join(KNOWN_MODES)}")
+             f"Keras 3 ones) or a comma list of {', '.join(ROWS)}")
     if not names:
         raise ValueError(f"no mode given: use {known}")
     selected: set[str] = set()
     for name in names:
-        if name == "all":
-            selected.update(CORE_MODES)
-        elif name == "full":
-            selected.update(FULL_MODES)
-        elif name == "keras":
-            selected.update(STEP_MODES)
-        elif name == "keras3":
-            selected.update(KERAS3_MODES)
-        elif name in KNOWN_MODES:
+        if name in _SELECTS:
+            selected.update(_in(*_SELECTS[name]))
+        elif name in ROWS:
             selected.add(name)
         else:
             raise ValueError(f"unknown mode {name!r}: use {known}")
-    if selected <= set(TRAINING_STEPS):
+    if selected <= set(_in(KERAS, KERAS3)):
         selected.add(REFERENCE_MODE)
-    return tuple(m for m in KNOWN_MODES if m in selected)
+    return tuple(m for m in ROWS if m in selected)
 
 
 def reference_of(modes: tuple[str, ...]) -> str:

@@ -10,9 +10,9 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
+from harness import mode_names
 from harness.case import Expectation
 from harness.criteria.compare import Mismatch, compare_outcomes
-from harness.mode_names import LADDER
 from harness.records import ModeOutcome, OracleOutcome, OracleStatus, Status
 
 __all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "PARTLY_OUTSIDE", "REGISTERED",
@@ -64,7 +64,8 @@ def ladder(outcomes: Mapping[str, ModeOutcome], tolerance,
            said: Sequence[str] = ()) -> Optional[str]:
     """Where along eager, no_autograph, function, xla, graph the results first part; the
     difference itself only when no line in `said` already says it."""
-    steps = [m for m in LADDER if m in outcomes and outcomes[m].status is not Status.SKIP]
+    steps = [m for m in mode_names.LADDER
+             if m in outcomes and outcomes[m].status is not Status.SKIP]
     if len(steps) < 2:
         return None
     for before, after in zip(steps, steps[1:]):
@@ -148,9 +149,6 @@ def said_once(lines: Sequence[str], outcomes: Mapping[str, ModeOutcome]) -> list
     return kept
 
 
-# The modes that trace the case's code through AutoGraph.
-_AUTOGRAPH_MODES = frozenset({"function", "xla", "saved_model", "keras_fit", "keras_xla",
-                              "keras_mixed", "keras_mirrored"})
 _WRONG_COUNT = re.compile(r"expected to return (\d+) gradients?, but returned (\d+)")
 _NONE_GRADIENT = re.compile(r"gradient wrt (\S+): \w+=None \(unconnected\) numeric=")
 
@@ -168,7 +166,7 @@ def hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutco
     if branching:
         # Where a mode that runs AutoGraph raises it too, AutoGraph left the `if` alone; else only
         # the modes without AutoGraph (graph, no_autograph, ...) do, and AutoGraph converted it.
-        if not any(m in _AUTOGRAPH_MODES for m in branching):
+        if not any(m in mode_names.ROWS and mode_names.ROWS[m].autograph for m in branching):
             hints.append("hint: a Python `if` or bool() on a tensor cannot run in graph code "
                          "without AutoGraph (a tf.compat.v1 graph, autograph=False): use tf.cond "
                          "or tf.where")

@@ -14,13 +14,13 @@ import json
 import re
 from typing import Optional
 
+from harness import mode_names
 from harness.matrix.merge import (ABSENT, NO_KERAS3, NOT_INSTALLED, NOT_RUN, SCHEMA, Cell, Column,
                                   Fold, Matrix, Point)
-from harness.mode_names import KERAS3_MODES
 from harness.printable import printable
 from harness.records import VERDICTS
 
-__all__ = ["MODE_MARKS", "html", "json_text", "markdown"]
+__all__ = ["html", "json_text", "markdown"]
 
 # One display row per verdict (from the one table of verdicts, records.VERDICTS) and per kind of
 # missing cell: (css class, colour, text colour, meaning).
@@ -30,13 +30,6 @@ _LEGEND = tuple((v.value, style.colour, style.text_colour, style.meaning)
     ("noinst", "#eeeeee", "#5a5a5a", "this TensorFlow version could not be installed"),
 )
 _KNOWN = {name for name, *_ in _LEGEND}
-
-# The mark of each mode inside a cell, and in the Markdown's cells.
-MODE_MARKS = {"eager": "e", "no_autograph": "na", "function": "f", "xla": "x", "graph": "g",
-              "forward": "fw", "saved_model": "sm", "saved_model_nocg": "nc", "keras_eager": "ke",
-              "keras_fit": "kf", "keras_xla": "kx", "keras_mixed": "kmp", "keras_mirrored": "kms",
-              "keras3_eager": "k3e", "keras3_fit": "k3f", "keras3_xla": "k3x",
-              "keras3_mixed": "k3mp", "keras3_mirrored": "k3ms"}
 
 # A mode's status as its mark shows it: (css class, what the legend says).
 _MARK_LEGEND = (
@@ -49,9 +42,11 @@ _MARK_LEGEND = (
 
 
 def _mark(mode: str) -> str:
-    # A mode without a mark (one this harness does not know, from another version's report) shows
-    # its whole name: two letters of it could be another mode's mark.
-    return MODE_MARKS.get(mode, mode)
+    """The mark of `mode` inside a cell, and in the Markdown's cells: its row's, in
+    harness.mode_names. A mode without a row (one this harness does not know, from another
+    version's report) shows its whole name: two letters of it could be another mode's mark."""
+    row = mode_names.ROWS.get(mode)
+    return row.mark if row is not None else mode
 
 
 def _mark_class(status: str) -> str:
@@ -161,7 +156,8 @@ def _md_cell(point: Point, index: int) -> str:
         if cell.status != "ok":
             groups.setdefault(cell.status, []).append(_mark(mode))
     missing = {mode for mode, cell in zip(point.modes, cells) if cell.status == NO_KERAS3}
-    if missing and missing >= {m for m in point.modes if m in KERAS3_MODES}:  # said without marks
+    keras3 = mode_names.KERAS3_MODES
+    if missing and missing >= {m for m in point.modes if m in keras3}:  # said without marks
         groups[NO_KERAS3] = []
     quiet = (NOT_RUN, "skip")
     # nothing ran (a skipped point), or everything was ok
@@ -194,9 +190,9 @@ def markdown(matrix: Matrix) -> str:
     steps only (`Step.real`), then a line per mode, release and direction where a mode began or
     stopped applying (`Matrix.folds`), naming the points where there are at most
     `_NAMED_IN_FOLD`. Each cell is the verdict and the modes that were not ok, by their marks
-    (`MODE_MARKS`, listed above the table); a cell that differs from the version before it is in
-    bold. A version that could not be installed says why on the versions line, and a nightly
-    names its commit there and in its column's head.
+    (each mode's row's `mark` in harness.mode_names, listed above the table); a cell that differs
+    from the version before it is in bold. A version that could not be installed says why on the
+    versions line, and a nightly names its commit there and in its column's head.
     """
     points = matrix.points
     heads = [_md(c.version) + (" (not installed)" if c.not_installed is not None

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from harness import loader
+from harness import loader, mode_names
 from harness.case import Case, Point
 from harness.jobs import Job
 from harness.repro.source import ReproError, extract
@@ -39,12 +39,6 @@ def _literal(value: np.ndarray) -> str:
         return {"nan": "float('nan')", "inf": "float('inf')", "-inf": "float('-inf')"}.get(s, s)
 
     return f"np.array({text(value)}, dtype={numpy_dtype})"
-
-
-# The modes the script writes out. forward and the SavedModel modes take a
-# second process or a pass per element, more than a bug report's script should
-# carry; a report on them names the harness command instead.
-WRITTEN_OUT = ("eager", "no_autograph", "function", "xla", "graph")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,9 +157,33 @@ def render(case: Case, point: Point, modes: Sequence[str], unconnected_zero: boo
         header="\n".join(_HEADER_IMPORTS), imports=("\n".join(imports) + "\n") if imports else "",
         definitions=code.definitions + "\n\n\n" if code.definitions else "",
         make=make, inputs=inputs, names=list(point.names), wrt=list(case.wrt_indices),
-        order_value=case.order, modes=[m for m in modes if m in WRITTEN_OUT],
-        unconnected="ZERO" if unconnected_zero else "NONE", tolerances=tolerances, body=_BODY,
+        order_value=case.order, modes=[m for m in modes if m in mode_names.WRITTEN_OUT],
+        unconnected="ZERO" if unconnected_zero else "NONE", tolerances=tolerances,
+        body=_BODY.replace(_RUNNERS, _runners()),
     )
+
+
+def _runners() -> str:
+    """main()'s dict from each mode the script can write out (harness.mode_names.WRITTEN_OUT) to
+    what runs it: run_eager for a TAPE row, run_graph for a GRAPH row, run_function with the row's
+    function_options for a FUNCTION row."""
+    calls = {mode_names.TAPE: "run_eager", mode_names.GRAPH: "run_graph"}
+    items = []
+    for name in mode_names.WRITTEN_OUT:
+        row = mode_names.ROWS[name]
+        call = calls.get(row.repro) or (f"lambda: run_function({row.function_options})"
+                                        if row.function_options else "run_function")
+        items.append(f'"{name}": {call}')
+    head = _RUNNERS[:_RUNNERS.index("RUNNERS")] + "{"
+    lines = [head]
+    for item in items:
+        if lines[-1] != head and len(lines[-1]) + len(item) + 3 > 100:
+            lines[-1] += ","
+            lines.append(" " * len(head))
+        elif lines[-1] != head:
+            lines[-1] += ", "
+        lines[-1] += item
+    return "\n".join(lines) + "}\n"
 
 
 def with_numeric(full: str, mode: str, order: int, dtype: str, step: float, rtol: float,
@@ -227,6 +245,9 @@ TOLERANCE = {tolerances}  # dtype: (rtol, atol), |got - eager| <= atol + rtol * 
 NUMERIC = None  # set where the harness's numeric oracle says the values are wrong: see wrong()
 
 {body}'''
+
+# The line of _BODY that render replaces with the dict of each written-out mode's runner (_runners).
+_RUNNERS = "    runners = RUNNERS\n"
 
 _BODY = textwrap.dedent('''
     def outputs(result):
@@ -448,9 +469,7 @@ _BODY = textwrap.dedent('''
         environment = {"tensorflow": tf.version.VERSION, "tensorflow_git": tf.version.GIT_VERSION,
                        "numpy": np.__version__, "python": platform.python_version(),
                        "platform": platform.platform()}
-        runners = {"eager": run_eager, "function": run_function, "graph": run_graph,
-                   "no_autograph": lambda: run_function(autograph=False),
-                   "xla": lambda: run_function(jit_compile=True)}
+        runners = RUNNERS
         results = {mode: runners[mode]() for mode in MODES}
         problems = disagreements(results)
         numeric = wrong(results)

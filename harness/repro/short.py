@@ -22,9 +22,10 @@ import re
 import textwrap
 from typing import Optional
 
+from harness import mode_names
 from harness.criteria.compare import check_gradients, compare_outcomes
 from harness.records import ModeOutcome, OracleStatus, Result, Status
-from harness.repro.script import WRITTEN_OUT, ScriptParts
+from harness.repro.script import ScriptParts
 from harness.criteria.tolerance import (
     NUMERIC_STEPS,
     ToleranceOverride,
@@ -34,9 +35,9 @@ from harness.criteria.tolerance import (
 
 __all__ = ["NotShort", "Expected", "Short", "deviation", "numeric_check", "render"]
 
-# The modes it writes out are the complete script's (script.WRITTEN_OUT): the tapes as they are,
-# inside tf.function with these options, and a v1 graph.
-_FUNCTION_OPTIONS = {"function": "", "no_autograph": "autograph=False", "xla": "jit_compile=True"}
+# The modes it writes out are the complete script's (harness.mode_names.WRITTEN_OUT), each as its
+# row's `repro` says: the tapes as they are, inside tf.function with the row's options, or a v1
+# graph.
 
 
 class NotShort(ValueError):
@@ -89,14 +90,14 @@ def deviation(result: Result, tolerance: ToleranceOverride = None) -> _Deviation
     if dead:
         if any(active[m].status is Status.TIMEOUT for m in dead):
             raise NotShort(f"{dead[0]} timed out: a script that hangs shows nothing on its own")
-        if dead[0] not in WRITTEN_OUT:
+        if dead[0] not in mode_names.WRITTEN_OUT:
             raise NotShort(f"{dead[0]} crashed, and the short script writes out "
-                           f"{', '.join(WRITTEN_OUT)} only")
+                           f"{', '.join(mode_names.WRITTEN_OUT)} only")
         return _Deviation("crash", dead[0], (dead[0],), f"{dead[0]} kills the process")
     yardstick = result.yardstick or next(iter(active), "")
     if yardstick not in active:
         raise NotShort("no mode ran to compare the others with")
-    if yardstick not in WRITTEN_OUT:
+    if yardstick not in mode_names.WRITTEN_OUT:
         raise NotShort(f"the modes are compared with {yardstick}, which the short script does not "
                        "write out")
     ref = active[yardstick]
@@ -109,23 +110,23 @@ def deviation(result: Result, tolerance: ToleranceOverride = None) -> _Deviation
             errors.append(mode)
         elif found:
             values.append(mode)
-    unwritten = [m for m in errors + values if m not in WRITTEN_OUT]
+    unwritten = [m for m in errors + values if m not in mode_names.WRITTEN_OUT]
     if errors:
         if unwritten and len(unwritten) == len(errors):
             raise NotShort(f"only {', '.join(unwritten)} deviate, which the short script does not "
                            "write out")
-        modes = tuple(m for m in errors if m in WRITTEN_OUT)
+        modes = tuple(m for m in errors if m in mode_names.WRITTEN_OUT)
         said = "; ".join(f"{m} {_said(active[m])}" for m in (yardstick,) + modes)
         return _Deviation("errors", yardstick, modes, said)
     if values:
-        modes = tuple(m for m in values if m in WRITTEN_OUT)
+        modes = tuple(m for m in values if m in mode_names.WRITTEN_OUT)
         if not modes:
             raise NotShort(f"only {', '.join(unwritten)} deviate, which the short script does not "
                            "write out")
         return _Deviation("values", yardstick, modes,
                           f"{', '.join(modes)} return other values than {yardstick}")
-    malformed = [m for m, o in active.items() if m in WRITTEN_OUT and o.status is Status.OK
-                 and check_gradients(o)]
+    malformed = [m for m, o in active.items() if m in mode_names.WRITTEN_OUT
+                 and o.status is Status.OK and check_gradients(o)]
     if malformed:
         first = check_gradients(active[malformed[0]])[0].message
         return _Deviation("gradient", malformed[0], tuple(malformed[1:]), first)
@@ -136,7 +137,7 @@ def deviation(result: Result, tolerance: ToleranceOverride = None) -> _Deviation
         raise NotShort(f"the modes agree and the {differ[0]} oracle says the values are wrong; the "
                        "short script shows mode differences, malformed gradients and the numeric "
                        "derivative only")
-    shown = tuple(m for m in active if m != yardstick and m in WRITTEN_OUT)
+    shown = tuple(m for m in active if m != yardstick and m in mode_names.WRITTEN_OUT)
     return _Deviation("none", yardstick, shown, "every mode agrees")
 
 
@@ -195,11 +196,12 @@ def _orders_code(fn: str, names: list[str], wrt: list[str], order: int,
     return lines
 
 
-def _graph_code(fn: str, names: list[str], constants: list[str], parts: ScriptParts, wrt: list[str],
-                order: int, unconnected: str, keep: bool) -> list[str]:
+def _graph_code(mode: str, fn: str, names: list[str], constants: list[str], parts: ScriptParts,
+                wrt: list[str], order: int, unconnected: str, keep: bool) -> list[str]:
+    """`mode` written out as a GRAPH row is (harness.mode_names): a v1 graph and a Session."""
     sources = wrt[0] if len(wrt) == 1 else f"[{', '.join(wrt)}]"
     results = ["y"] + [f"d{k}y" if k > 1 else "dy" for k in range(1, order + 1)]
-    lines = ["# graph: a tf.compat.v1 graph, tf.gradients and a Session.", "try:",
+    lines = [f"# {mode}: a tf.compat.v1 graph, tf.gradients and a Session.", "try:",
              "    graph = tf.Graph()", "    with graph.as_default():"]
     for name, dtype, shape in zip(names, parts.dtypes, parts.shapes):
         lines.append(f"        {name} = tf.compat.v1.placeholder(tf.{dtype}, shape={list(shape)})")
@@ -215,14 +217,14 @@ def _graph_code(fn: str, names: list[str], constants: list[str], parts: ScriptPa
     feed = ", ".join(f"{n}: {c}" for n, c in zip(names, constants))
     fetch = f"session.run(tf.nest.flatten([{', '.join(results)}]), feed_dict={{{feed}}})"
     lines += ["    with tf.compat.v1.Session(graph=graph) as session:"]
-    lines += ([f"        found['graph'] = {fetch}", "    print('graph: ok', *found['graph'])"]
+    lines += ([f"        found[{mode!r}] = {fetch}", f"    print('{mode}: ok', *found[{mode!r}])"]
               if keep else
-              [f"        print('graph: ok', *{fetch})", "    found['graph'] = 'ok'"])
+              [f"        print('{mode}: ok', *{fetch})", f"    found[{mode!r}] = 'ok'"])
     lines += [
               "except Exception as e:",
-              "    found['graph'] = type(e).__name__",
+              f"    found[{mode!r}] = type(e).__name__",
               "    said = (str(e).strip().splitlines() or [''])[0]",
-              "    print(f'graph: {said}' if said.startswith(type(e).__name__) else f'graph: "
+              f"    print(f'{mode}: {{said}}' if said.startswith(type(e).__name__) else f'{mode}: "
               "{type(e).__name__}: {said}')",
               ""]
     return lines
@@ -257,9 +259,9 @@ def _top_names(parts: ScriptParts) -> set[str]:
 
 def _run_pair(mode: str) -> str:
     """The (name, function) pair the short script runs `mode` with."""
-    if mode == "eager":
+    if mode_names.ROWS[mode].repro == mode_names.TAPE:
         return f"({mode!r}, gradients)"
-    options = _FUNCTION_OPTIONS[mode]
+    options = mode_names.ROWS[mode].function_options
     return f"({mode!r}, tf.function(gradients{', ' + options if options else ''}))"
 
 
@@ -288,7 +290,7 @@ def render(parts: ScriptParts, result: Result, tolerance: ToleranceOverride = No
     if parts.definitions:
         lines += [parts.definitions, "", ""]
     expression = parts.expression
-    tape_modes = [m for m in shown if m != "graph"]
+    tape_modes = [m for m in shown if mode_names.ROWS[m].repro != mode_names.GRAPH]
     if tape_modes or dev.kind == "numeric":
         lines += _orders_code(expression, names, wrt, parts.order, unconnected) + ["", ""]
     lines += [f"{c} = {v}" for c, v in zip(constants, parts.inputs)]
@@ -313,8 +315,8 @@ def render(parts: ScriptParts, result: Result, tolerance: ToleranceOverride = No
                   "        said = (said[-1] if said[0] == 'in user code:' else said[0]).strip()",
                   "        print(f'{mode}: {said}' if said.startswith(type(e).__name__) else "
                   "f'{mode}: {type(e).__name__}: {said}')"]
-    if "graph" in shown:
-        lines += [""] + _graph_code(expression, names, constants, parts, wrt, parts.order,
+    for mode in (m for m in shown if mode_names.ROWS[m].repro == mode_names.GRAPH):
+        lines += [""] + _graph_code(mode, expression, names, constants, parts, wrt, parts.order,
                                     unconnected, keep)
     lines += _verdict_code(dev, parts, ref, constants, tolerance, result)
     expected = Expected(exit=None if dev.kind == "crash" else 0 if dev.kind == "none" else 1,
@@ -468,7 +470,7 @@ def full_expected(result: Result, tolerance: ToleranceOverride = None,
     """What the complete script (harness.repro.script) must show for `result`: each mode it
     writes out as the harness saw it, and exit 1 when those modes disagree, a gradient is
     malformed, or (`numeric`: the script checks it) the numeric derivative differs."""
-    written = {m: o for m, o in result.outcomes.items() if m in WRITTEN_OUT
+    written = {m: o for m, o in result.outcomes.items() if m in mode_names.WRITTEN_OUT
                and o.status is not Status.SKIP}
     if not written:
         raise NotShort("no mode the script writes out ran")

@@ -887,11 +887,11 @@ def test_an_unchecked_pass_shows_as_such_in_the_matrix():
 def test_every_known_mode_has_a_mark_of_its_own():
     # The five training-step modes once all showed as "ke" (the first two letters of their names),
     # so a matrix cell could not say which of them raised.
-    from harness.measure.modes import KNOWN_MODES
+    from harness import mode_names
 
-    marks = [render.MODE_MARKS.get(mode) for mode in KNOWN_MODES]
-    assert None not in marks, [m for m in KNOWN_MODES if m not in render.MODE_MARKS]
-    assert len(set(marks)) == len(marks), marks
+    marks = [render._mark(mode) for mode in mode_names.KNOWN_MODES]
+    assert marks == [mode_names.ROWS[mode].mark for mode in mode_names.KNOWN_MODES]
+    assert all(marks) and len(set(marks)) == len(marks), marks
 
 
 def test_markdown_says_no_keras3_where_every_keras3_mode_skipped_for_want_of_it():
