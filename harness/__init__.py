@@ -22,10 +22,10 @@ _FROM = {
     "assert_consistent": "harness.api", "check": "harness.api",
     **{name: "harness.case"
        for name in ("BAD_GRADIENT", "GRADIENT_UNUSED", "ORACLES", "VALUES_DIFFER", "Case",
-                                         "CaseError", "Domain", "Expectation", "Point")},
+                    "CaseError", "Domain", "Expectation", "Point")},
     **{name: "harness.records"
        for name in ("ErrorInfo", "ModeOutcome", "OracleOutcome", "Output", "Result",
-                                            "Status", "Usage", "Verdict")},
+                    "Status", "Usage", "Verdict")},
     **{name: "harness.criteria.tolerance"
        for name in ("DEFAULT_TOLERANCES", "NUMERIC_TOLERANCES", "Tol")},
 }

@@ -101,8 +101,8 @@ def compare_outputs(ref: Output, got: Output, tol: Tol, *, ref_mode: str, mode: 
         idx = _index(i, a.shape)
         return Mismatch("value", at,
                         f"{at}: {pair}: {int(differ.sum())} of {a.size} elements differ; "
-                                     f"first at {idx}: {mode}={a.flat[i]} {ref_mode}={b.flat[i]} "
-                                     "(exact match required)")
+                        f"first at {idx}: {mode}={a.flat[i]} {ref_mode}={b.flat[i]} "
+                        "(exact match required)")
     for mask_a, mask_b in zip(_nonfinite_masks(a), _nonfinite_masks(b)):
         if (mask_a != mask_b).any():
             i = int(np.flatnonzero(mask_a != mask_b)[0])

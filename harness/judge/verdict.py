@@ -62,8 +62,8 @@ _CASE_STAGES = frozenset({"build", "harness"})
 
 def _met(e: Expectation, outcome: ModeOutcome, disagreements: list[Mismatch],
          malformed: list[Mismatch]) -> Optional[bool]:
-    """True if `outcome` is the declared deviation, False if it is the normal
-    behaviour instead, None if it is some other deviation."""
+    """True if `outcome` is the declared deviation, False if it is the normal behaviour instead,
+    None if it is some other deviation."""
     if e.outcome == VALUES_DIFFER:
         if outcome.status is not Status.OK:
             return None
@@ -609,12 +609,11 @@ def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequ
                    changed: Sequence[str] = (), lost: str = "") -> list[Result]:
     """Judges what a worker measured for `case` at `points`: one Result per point.
 
-    A measurement that is not what was asked for (a point, a mode or a
-    required oracle missing) is an `error`: something in the process that
-    ran the case broke or replaced the harness's measuring; so is a case that `changed` global
-    TensorFlow state (each entry says what), as its values were computed
-    under, or left behind, a different TensorFlow. `lost` says why the worker
-    could send none of its measurement, when it could not.
+    A measurement that is not what was asked for (a point, a mode or a required oracle missing)
+    is an `error`: something in the process that ran the case broke or replaced the harness's
+    measuring; so is a case that `changed` global TensorFlow state (each entry says what), as its
+    values were computed under, or left behind, a different TensorFlow. `lost` says why the
+    worker could send none of its measurement, when it could not.
     """
     if not case.runs_on(tf_version):
         reason = f"the case needs TensorFlow {case.tf_versions}; this is {tf_version}"
@@ -645,9 +644,8 @@ def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequ
                              rerun=reruns[label], strict_xpass=strict_xpass, oracles=m.oracles,
                              repeats=m.repeats))
     notes = dict(case.notes)
-    results = [dataclasses.replace(r, details=r.details + (notes[r.point],)) if r.point in notes
-               else r
-               for r in results]
+    results = [dataclasses.replace(r, details=r.details + (notes[r.point],))
+               if r.point in notes else r for r in results]
     if changed:
         reason = ("the case left process-wide state changed, which later cases in its process "
                   f"would inherit: {'; '.join(changed)}; undo each change, and join each thread it "
@@ -669,8 +667,6 @@ def _malformed(m: Optional[Measured], modes: Sequence[str], wanted: Sequence[str
     ran = any(o.status is not Status.SKIP for o in m.outcomes.values())
     absent = [name for name in wanted if name not in m.oracles] if ran else []
     if absent:
-        return (
-            f"the worker sent no result for the {' and '.join(absent)}"
-            f" oracle{'s' if len(absent) > 1 else ''}"
-        )
+        return (f"the worker sent no result for the {' and '.join(absent)}"
+                f" oracle{'s' if len(absent) > 1 else ''}")
     return ""

@@ -34,9 +34,18 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.case import Case, Point
-from harness.measure.modes.shared import (Steps, Subject, build_error, build_subject, flat_outputs,
-                                          is_target, tape_chains,
-                               tf, upstream_tables, upstream_weights)
+from harness.measure.modes.shared import (
+    Steps,
+    Subject,
+    build_error,
+    build_subject,
+    flat_outputs,
+    is_target,
+    tape_chains,
+    tf,
+    upstream_tables,
+    upstream_weights,
+)
 from harness.records import ModeOutcome, RunOptions, Status
 
 NAME = "forward"

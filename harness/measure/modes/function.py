@@ -8,9 +8,16 @@ from __future__ import annotations
 
 from harness.case import Case
 from harness.measure.modes import _reuse
-from harness.measure.modes.shared import (Steps, Subject, build_error, build_subject, tape_chains,
-                                          tf, traced_as_is,
-                                  upstream_tables)
+from harness.measure.modes.shared import (
+    Steps,
+    Subject,
+    build_error,
+    build_subject,
+    tape_chains,
+    tf,
+    traced_as_is,
+    upstream_tables,
+)
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "function"

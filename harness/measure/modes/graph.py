@@ -1,8 +1,8 @@
-"""Mode `graph`: a fresh tf.Graph, repeated tf.gradients and a tf.compat.v1.Session,
-exactly as the StackOverflow seed runs it, without touching the global eager switch.
+"""Mode `graph`: a fresh tf.Graph, repeated tf.gradients and a tf.compat.v1.Session, exactly as the
+StackOverflow seed runs it, without touching the global eager switch.
 
-One graph per case and input signature is built once with placeholders and fed
-for every point of that signature.
+One graph per case and input signature is built once with placeholders and fed for every point of
+that signature.
 """
 
 from __future__ import annotations
@@ -12,9 +12,19 @@ from typing import Sequence
 from harness.measure import upstream
 from harness.case import Case, Point
 from harness.measure.modes import _reuse
-from harness.measure.modes.shared import (Steps, Subject, build_error, build_subject, dense,
-                                          flat_outputs, is_target, tf, unconnected,
-                                          upstream_tables, upstream_weights)
+from harness.measure.modes.shared import (
+    Steps,
+    Subject,
+    build_error,
+    build_subject,
+    dense,
+    flat_outputs,
+    is_target,
+    tf,
+    unconnected,
+    upstream_tables,
+    upstream_weights,
+)
 from harness.records import ModeOutcome, RunOptions
 
 NAME = "graph"
@@ -73,8 +83,8 @@ def _run_point(session, progress: Steps, feed, subject: Subject, point: Point,
                               progress.upstream_error)
         except Exception:  # noqa: BLE001 - found again below, with the order it belongs to
             pass
-    # Either building stopped at an order, or running failed somewhere: run order
-    # by order to keep what works and name the order that does not.
+    # Either building stopped at an order, or running failed somewhere: run order by order to keep
+    # what works and name the order that does not.
     done = []
     for k, order in enumerate(orders):
         try:
@@ -104,9 +114,9 @@ class _Built:
         self.error = None
         self.session = None
         with self.graph.as_default():
-            self.placeholders = [tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape,
-                                                          name=n)
-                                 for n, v in zip(point.names, point.values)]
+            self.placeholders = [
+                tf.compat.v1.placeholder(tf.as_dtype(v.dtype), shape=v.shape, name=n)
+                for n, v in zip(point.names, point.values)]
             self.tables = None
             if options.upstream:
                 self.tables = tf.compat.v1.placeholder(

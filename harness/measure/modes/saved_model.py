@@ -44,9 +44,17 @@ from typing import Optional, Sequence
 
 from harness.measure import upstream
 from harness.case import Case, Point
-from harness.measure.modes.shared import (Subject, build_error, build_subject, flat_outputs,
-                                          forward, portable, restored, tf,
-                                  traced_as_is)
+from harness.measure.modes.shared import (
+    Subject,
+    build_error,
+    build_subject,
+    flat_outputs,
+    forward,
+    portable,
+    restored,
+    tf,
+    traced_as_is,
+)
 from harness.records import ErrorInfo, ModeOutcome, RunOptions, Status
 
 __all__ = ["OBSERVES_GRADIENTS", "runner_for"]

@@ -298,7 +298,7 @@ class Subject:
                                shape=tuple(point.values[i].shape))
                 for n, i in zip(self.case.wrt, self.case.wrt_indices)]
         return tuple(args) + tuple(Differentiated(name=f"var{i}", dtype=v.dtype.base_dtype.name,
-                                          shape=tuple(v.shape.as_list()))
+                                                  shape=tuple(v.shape.as_list()))
                                    for i, v in enumerate(self.variables))
 
     def ok(self, mode: str, orders: Sequence[Sequence], point: Point,

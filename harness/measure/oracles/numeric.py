@@ -270,8 +270,8 @@ def _directions(evaluator: Evaluator, order: int, options: RunOptions, symmetric
     found = [d for slot in flat for d in swept(bases, slot, outputs)]
     if options.numeric_full:
         return found + elements(bases, symmetric, rest), (), {}
-    return found + elements(bases, symmetric, rest), flat, {slot: read[slot] for slot in read
-                                                           if slot in flat}
+    kept = {slot: read[slot] for slot in read if slot in flat}
+    return found + elements(bases, symmetric, rest), flat, kept
 
 
 def _still(directions: list[Direction], aside: Sequence[int]) -> list[Direction]:
@@ -448,7 +448,7 @@ def _finding(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: int,
     if judged.outcome == "differ" and left_out and direction.picks is None:
         judged = dataclasses.replace(judged, outcome="unresolved", kind=PARTIAL)
     if judged.outcome == "differ" and _rounds_to_infinity(analytic, judged.numeric, tol_dtype,
-                                                         tol.rtol, direction):
+                                                          tol.rtol, direction):
         judged = dataclasses.replace(judged, outcome="match")
     raised = along.raised if chain == 0 else evaluator.weighted_error
     return Finding(direction, analytic, judged, tol, tuple(unconnected), raised, left_out)
