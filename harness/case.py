@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from harness import mode_names
+from harness import mode_names, oracle_names
 from harness.domain import Domain
 from harness.criteria.tolerance import Tol, ToleranceOverride
 from harness.versions import VersionRange, parse_range
@@ -36,10 +36,9 @@ BAD_GRADIENT = "bad gradient"  # a gradient whose shape or dtype is not its inpu
 GRADIENT_UNUSED = "gradient unused"  # the custom gradient function was never called
 _OUTCOMES = (VALUES_DIFFER, BAD_GRADIENT, GRADIENT_UNUSED)
 
-# The independent answers a case's agreed values are checked against. An
+# The independent answers a case's agreed values are checked against (harness.oracle_names). An
 # expectation may name them where it names modes, with outcome VALUES_DIFFER.
-# "upstream" is the numeric check of the weighted chain (harness.measure.upstream).
-ORACLES = ("numeric", "upstream", "reference", "analytic")
+ORACLES = oracle_names.ORACLES
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _EXCEPTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -498,16 +497,16 @@ class Case:
             if not e.modes:
                 raise _fail(self.id, field, "name the modes that deviate")
             for mode in e.modes:
-                if mode not in mode_names.KNOWN_MODES and mode not in ORACLES:
+                if mode not in mode_names.KNOWN_MODES and mode not in oracle_names.ROWS:
                     raise _fail(self.id, field,
                                 f"unknown mode {mode!r}; known modes: "
                                 f"{', '.join(mode_names.KNOWN_MODES)}; oracles: "
-                                f"{', '.join(ORACLES)}")
+                                f"{', '.join(oracle_names.ROWS)}")
             if e.outcome not in _OUTCOMES and not _EXCEPTION_NAME.match(e.outcome or ""):
                 raise _fail(self.id, field,
                             f"outcome {e.outcome!r} is neither an exception class name nor "
                             "VALUES_DIFFER, BAD_GRADIENT or GRADIENT_UNUSED")
-            oracles = [m for m in e.modes if m in ORACLES]
+            oracles = [m for m in e.modes if m in oracle_names.ROWS]
             if oracles and (e.outcome != VALUES_DIFFER or len(oracles) != len(e.modes)):
                 raise _fail(self.id, field,
                             "an expectation on an oracle says the agreed values differ from it: "
@@ -522,9 +521,10 @@ class Case:
                                 f"order {order!r} is not between 0 and the case's order "
                                 f"{self.order}")
             for oracle in oracles:
-                if oracle in ("reference", "analytic") and getattr(self, oracle) is None:
+                given_by = oracle_names.ROWS[oracle].case_field
+                if given_by and getattr(self, given_by) is None:
                     raise _fail(self.id, field,
-                                f"the case has no {oracle} oracle; give Case({oracle}=...)")
+                                f"the case has no {oracle} oracle; give Case({given_by}=...)")
             if e.outcome == VALUES_DIFFER and mode_names.REFERENCE_MODE in e.modes:
                 raise _fail(self.id, field,
                             f"values are compared with {mode_names.REFERENCE_MODE!r}, so it cannot "

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Iterable, Optional, Sequence
 
 from harness.case import Case, CaseError
+from harness.oracle_names import case_oracles
 from harness.records import CaseInfo
 
 __all__ = ["LoadError", "builtin_cases", "case_file_cases", "cases_of_module", "info", "narrow",
@@ -178,9 +179,7 @@ def info(case: Case) -> CaseInfo:
         expectations=tuple(case.expectations),
         tolerance=case.tolerance,
         tf_versions=case.tf_versions,
-        oracles=tuple(
-            name for name in ("reference", "analytic") if getattr(case, name) is not None
-        ),
+        oracles=case_oracles(case),
         arguments=tuple(
             (n, v.dtype.name, v.shape) for n, v in zip(case.points[0].names, case.points[0].values)
         ),

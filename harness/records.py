@@ -389,8 +389,8 @@ class OracleOutcome:
     """What one oracle said about the agreed values at one point.
 
     Attributes:
-      name: "numeric", "upstream" (the numeric check of the weighted chain),
-        "reference" or "analytic".
+      name: its row's name in harness.oracle_names: "numeric", "upstream" (the numeric check of
+        the weighted chain), "reference" or "analytic".
       status: an OracleStatus (a plain string given here is read as one).
       orders: the orders that were checked.
       differ: the orders where the values differ from the oracle.

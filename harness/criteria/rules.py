@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence, Union
 
+from harness import oracle_names
 from harness.case import GRADIENT_UNUSED, Case, Expectation
 from harness.mode_names import TRAINING_STEPS
 from harness.records import CaseInfo, ModeOutcome, RunOptions, Status
@@ -97,8 +98,14 @@ def _yardstick(default: str, modes: Sequence[str], expected: Mapping[str, Expect
 
 
 def required_oracles(options: RunOptions, case_oracles: Sequence[str]) -> tuple[str, ...]:
-    """The oracles every point with a mode that ran must come back with: the numeric one (with the
-    upstream one when that check is on) unless turned off, and the case's own ("reference",
-    "analytic"). The one place this is decided: the oracles run these, the judge demands them."""
-    numeric = ("numeric",) + (("upstream",) if options.upstream else ()) if options.numeric else ()
-    return numeric + tuple(name for name in ("reference", "analytic") if name in case_oracles)
+    """The oracles every point with a mode that ran must come back with, in their rows' order
+    (harness.oracle_names): each one its option turns on (the numeric one, and the upstream one
+    beside it when that check is on too) unless turned off, and the case's own (reference,
+    analytic). The one place this is decided: the oracles run these, the judge demands them."""
+    def on(row: oracle_names.Oracle) -> bool:
+        if row.case_field:
+            return row.name in case_oracles
+        return (bool(getattr(options, row.option))
+                and (not row.beside or on(oracle_names.ROWS[row.beside])))
+
+    return tuple(name for name, row in oracle_names.ROWS.items() if on(row))

@@ -10,12 +10,12 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from harness import mode_names
+from harness import mode_names, oracle_names
 from harness.case import Expectation
 from harness.criteria.compare import Mismatch, compare_outcomes
 from harness.records import ModeOutcome, OracleOutcome, OracleStatus, Status
 
-__all__ = ["MISHANDLES", "NO_GRADIENT", "ORACLE_WORDS", "PARTLY_OUTSIDE", "REGISTERED",
+__all__ = ["MISHANDLES", "NO_GRADIENT", "PARTLY_OUTSIDE", "REGISTERED",
            "partly_outside_line", "deviation_lines", "distinct", "fallback", "hints", "ladder",
            "modes_of", "no_gradient_line", "oracle_line", "said_once", "unchecked"]
 
@@ -81,11 +81,6 @@ def ladder(outcomes: Mapping[str, ModeOutcome], tolerance,
     return None
 
 
-ORACLE_WORDS = {"numeric": "the numeric derivative",
-                "upstream": "the numeric derivative with upstream weights",
-                 "reference": "the reference implementation", "analytic": "the analytic values"}
-
-
 MISHANDLES = "grad_fn mishandles its upstream gradient: "
 # The same finding where no custom gradient was seen to run (harness.measure.oracles.words).
 REGISTERED = ("a gradient TensorFlow registers for an op mishandles its upstream gradient (no "
@@ -96,7 +91,7 @@ def oracle_line(o: OracleOutcome, weighted_disagree: Sequence[str] = ()) -> str:
     """The oracle's headline. The upstream oracle blames grad_fn only while the modes that take
     reverse-mode gradients agree on the weighted values (forward mode uses the body's JVP where
     it has one, so it may well differ); otherwise a mode may be at fault, and it says so."""
-    if o.name == "upstream" and o.details:
+    if o.name == oracle_names.UPSTREAM and o.details:
         line = o.details[0]
         for prefix, blamed in ((MISHANDLES, "grad_fn"), (REGISTERED, "the op's gradient")):
             if weighted_disagree and line.startswith(prefix):
@@ -106,7 +101,8 @@ def oracle_line(o: OracleOutcome, weighted_disagree: Sequence[str] = ()) -> str:
         return line
     orders = ", ".join(map(str, o.differ))
     first = f": {o.details[0]}" if o.details else ""
-    return f"the agreed values differ from {ORACLE_WORDS[o.name]} at order {orders}{first}"
+    words = oracle_names.ROWS[o.name].words
+    return f"the agreed values differ from {words} at order {orders}{first}"
 
 
 def unchecked(ref: ModeOutcome, oracles: Mapping[str, OracleOutcome],
@@ -187,7 +183,7 @@ def hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutco
         hints.append("hint: grad_fn must return one gradient per input of the function, in "
                      f"order{got}; a function that uses variables returns a pair: the input "
                      "gradients, and a list with one per variable")
-    upstream = oracles.get("upstream")
+    upstream = oracles.get(oracle_names.UPSTREAM)
     if (upstream is not None and upstream.status is OracleStatus.DIFFER
         and any(line.startswith(MISHANDLES) for line in lines)):
         hints.append("hint: grad_fn must return the upstream gradient dy times the derivative, "

@@ -19,10 +19,10 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
+from harness import oracle_names
 from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Expectation
 from harness.criteria.compare import Mismatch, check_gradients, compare_outcomes
 from harness.judge.explain import (
-    ORACLE_WORDS,
     deviation_lines,
     distinct,
     fallback,
@@ -49,6 +49,7 @@ from harness.records import (
 )
 from harness.criteria.rules import Rules, applicable, required_oracles, yardstick
 from harness.criteria.tolerance import Tol
+from harness.oracle_names import NUMERIC, UPSTREAM
 
 __all__ = ["died", "judge", "judge_measured", "skipped"]
 
@@ -459,10 +460,10 @@ def _oracle_seen(name: str, o: OracleOutcome, e: Optional[Expectation],
 def _no_gradient_notes(oracles: Mapping[str, OracleOutcome], active: Mapping[str, ModeOutcome],
                        yardstick_mode: str) -> list[str]:
     """The line naming the sources the numeric oracle found no gradient for, if it found any."""
-    unjudged = oracles["numeric"].no_gradient if "numeric" in oracles else ()
+    unjudged = oracles[NUMERIC].no_gradient if NUMERIC in oracles else ()
     if not unjudged:
         return []
-    judged = oracles["numeric"].status.judged
+    judged = oracles[NUMERIC].status.judged
     others = len(active[yardstick_mode].sources) - len(unjudged) if judged else 0
     return [no_gradient_line(unjudged, others)]
 
@@ -560,14 +561,14 @@ def _failed(evidence: _Evidence, case: Rules) -> _Said:
 def _passed(evidence: _Evidence) -> _Said:
     """A pass: the modes agree, and no expectation applies; saying what checked the values, or
     why nothing did."""
-    checked = [n for n in ("numeric", "reference", "analytic") if n in evidence.judged_oracles]
-    words = [ORACLE_WORDS[n] for n in checked]
-    if "upstream" in evidence.judged_oracles:
-        if "numeric" in checked:
-            both = "with and without upstream weights"
+    checked = [n for n in oracle_names.STANDALONE if n in evidence.judged_oracles]
+    words = [oracle_names.ROWS[n].words for n in checked]
+    if UPSTREAM in evidence.judged_oracles:
+        if oracle_names.ROWS[UPSTREAM].beside in checked:
+            both = oracle_names.ROWS[UPSTREAM].joined
             words[0] += f" ({both})" if len(words) > 1 else f", {both}"
         else:
-            checked, words = checked + ["upstream"], words + [ORACLE_WORDS["upstream"]]
+            checked, words = checked + [UPSTREAM], words + [oracle_names.ROWS[UPSTREAM].words]
     matched = (", and match " + " and ".join(words)) if checked else ""
     agree = ("all modes agree" if len(evidence.active) > 1
              else f"{evidence.yardstick} computes its values")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from harness import oracle_names
 from harness.criteria.compare import compare_outcomes
+from harness.oracle_names import NUMERIC, UPSTREAM
 from harness.records import OracleStatus, Result, Status, Verdict
 
 __all__ = ["bisect_line", "render"]
@@ -22,8 +24,8 @@ def _headline(result: Result) -> str:
     if result.modes_disagree:
         return f"{names} disagree"
     differ = [n for n, o in result.oracles.items() if o.status is OracleStatus.DIFFER]
-    if "upstream" in differ and "numeric" not in differ:
-        o = result.oracles["upstream"]
+    if UPSTREAM in differ and NUMERIC not in differ:
+        o = result.oracles[UPSTREAM]
         if o.details and o.details[0].startswith(("grad_fn fails", "the function raises")):
             return (
                 f"every mode agrees ({names}), and the weighted chain raises where the plain one"
@@ -34,10 +36,8 @@ def _headline(result: Result) -> str:
             " numeric derivative"
         )
     if differ:
-        words = {"numeric": "the numeric derivative",
-                 "upstream": "the numeric derivative with upstream weights",
-                 "reference": "the reference implementation", "analytic": "the analytic values"}
-        return f"every mode agrees ({names}), and the values differ from {words[differ[0]]}"
+        words = oracle_names.ROWS[differ[0]].words
+        return f"every mode agrees ({names}), and the values differ from {words}"
     return f"{names} agree"
 
 
@@ -84,7 +84,7 @@ def _behaviour(result: Result, function: str = "`tf.custom_gradient` function") 
         )
     if result.modes_disagree:
         return f"The same {function}, {at}, does not do the same in every mode: {_how(result)}."
-    upstream = result.oracles.get("upstream")
+    upstream = result.oracles.get(UPSTREAM)
     if upstream is not None and upstream.status is OracleStatus.DIFFER:
         return (f"The {function}, {at}, gives the same result in every mode, and it is wrong "
                 "inside any loss but the plain sum of its outputs: `repro.py` computes the plain "

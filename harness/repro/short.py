@@ -24,6 +24,7 @@ from typing import Optional
 
 from harness import mode_names
 from harness.criteria.compare import check_gradients, compare_outcomes
+from harness.oracle_names import NUMERIC
 from harness.records import ModeOutcome, OracleStatus, Result, Status
 from harness.repro.script import ScriptParts
 from harness.criteria.tolerance import (
@@ -131,7 +132,7 @@ def deviation(result: Result, tolerance: ToleranceOverride = None) -> _Deviation
         first = check_gradients(active[malformed[0]])[0].message
         return _Deviation("gradient", malformed[0], tuple(malformed[1:]), first)
     differ = [name for name, o in result.oracles.items() if o.status is OracleStatus.DIFFER]
-    if "numeric" in differ:
+    if NUMERIC in differ:
         return _Deviation("numeric", yardstick, (), "the values differ from the numeric derivative")
     if differ:
         raise NotShort(f"the modes agree and the {differ[0]} oracle says the values are wrong; the "
@@ -379,7 +380,7 @@ def numeric_check(result: Result, parts: ScriptParts, tolerance: ToleranceOverri
     Raises:
       NotShort: the oracle names no order.
     """
-    numeric = result.oracles["numeric"]
+    numeric = result.oracles[NUMERIC]
     if not numeric.differ:
         raise NotShort("the numeric oracle differs, with no order saying where")
     match = re.search(r"central differences in (\w+) with step ([0-9.e+-]+)", numeric.note)

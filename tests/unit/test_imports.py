@@ -113,7 +113,7 @@ JUDGING = ("harness.judge",)
 # rules): a layer below both, resting on the plain records and the case alone.
 CRITERIA = ("harness.criteria",)
 BELOW_CRITERIA = ("harness.records", "harness.case", "harness.domain", "harness.mode_names",
-                  "harness.versions")
+                  "harness.oracle_names", "harness.versions")
 
 
 def chains(graph: dict[str, set[str]], source, target) -> list[str]:

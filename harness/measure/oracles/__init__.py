@@ -21,9 +21,24 @@ oracles say so, apart from agreement:
 Each runs in eager mode on the point's values; none can make the modes'
 results agree or disagree, they only say whether the agreed values are right.
 
-The package: this module runs them and holds the reference and analytic oracles; `numeric` the
-numeric and upstream ones, with `evaluate` (the shifted evaluations), `directions` (where to move),
-`findings` (what was found, as data) and `words` (the sentences that explain it).
+The package: this module runs them (`consult`, each oracle by its run in RUNS) and holds the
+reference and analytic oracles; `numeric` the numeric and upstream ones, with `evaluate` (the
+shifted evaluations), `directions` (where to move), `findings` (what was found, as data) and
+`words` (the sentences that explain it).
+
+To add an oracle, write two things:
+
+1. its row in harness.oracle_names.ROWS: its name, its words (what a verdict says the values were
+   checked against), what turns it on (a RunOptions flag, or a Case field the case sets), and, for
+   one computed by another oracle's run, which oracle it is beside and the words joined to that
+   one's; the rows' order is the order the reports show them in;
+2. its run, here or in a module of this package that this module imports: a function registered
+   with `@runs(name)`, taking (case, point, agreed, options, note) and returning {name:
+   OracleOutcome} (harness.measure.oracles.outcomes.oracle_outcome builds one from the orders it
+   checked and a line per difference), with `note` at the end of the outcome's own note.
+
+Nothing else names an oracle: which ones a point must come back with (harness.criteria.rules), the
+case API's validation of expectations, the verdict's and the bug report's words read the rows.
 
 Where each thing is decided: an oracle's match or differ is decided here, in the worker, where it
 is measured, by the same criteria the judge uses (harness.criteria: the tolerances, the comparison
@@ -40,18 +55,37 @@ neither side (both held by tests/unit/test_imports.py).
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable, Mapping
 
 import numpy as np
 
+from harness import oracle_names
 from harness.case import Case, Point
 from harness.criteria.compare import compare_outcomes, compare_outputs, where
+from harness.criteria.rules import required_oracles
+from harness.criteria.tolerance import tolerance_for
 from harness.measure.oracles.directions import DIRECTIONS
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
+from harness.oracle_names import ANALYTIC, NUMERIC, REFERENCE, UPSTREAM, case_oracles
 from harness.records import ModeOutcome, OracleOutcome, OracleStatus, Output, RunOptions, Status
-from harness.criteria.tolerance import tolerance_for
-from harness.criteria.rules import required_oracles
 
-__all__ = ["consult", "DIRECTIONS"]
+__all__ = ["consult", "DIRECTIONS", "RUNS", "runs"]
+
+
+# Each oracle's run, under its row's name in harness.oracle_names: (case, point, agreed, options,
+# note) -> {name: OracleOutcome}, its own outcome and those of the oracles beside it that the same
+# run computes. `runs` registers one.
+Run = Callable[[Case, Point, ModeOutcome, RunOptions, str], Mapping[str, OracleOutcome]]
+RUNS: dict[str, Run] = {}
+
+
+def runs(name: str) -> Callable[[Run], Run]:
+    """Registers the decorated function as the run of the oracle named `name`."""
+    def register(run: Run) -> Run:
+        RUNS[name] = run
+        return run
+
+    return register
 
 
 def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
@@ -62,36 +96,21 @@ def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     (it raised): it ends every oracle's note. An exception in an oracle's own
     code is that oracle's "error", never a quiet "not checked".
     """
-    own = [name for name in ("reference", "analytic") if getattr(case, name) is not None]
-    wanted = list(required_oracles(options, own))
+    wanted = list(required_oracles(options, case_oracles(case)))
     # Without the numeric oracle, the upstream one has something to say only when the
     # weighted chain raised (its values are compared across modes all the same).
     if options.upstream and not options.numeric and agreed.upstream_error is not None:
-        wanted.insert(0, "upstream")
+        wanted.insert(0, UPSTREAM)
     if agreed.status is not Status.OK:
         why = f"{agreed.mode} computed no values to check"
         return {name: OracleOutcome(name=name, status=OracleStatus.SKIP, note=why)
                 for name in wanted}
-    # The oracles that run the case import TensorFlow; the package's findings and words do not.
-    from harness.measure.oracles import numeric as numeric_oracle
-
     found: dict[str, OracleOutcome] = {}
     for name in wanted:
-        if name in found:
+        if name in found:  # the run of the oracle it is beside computed it
             continue
         try:
-            if name == "numeric":
-                numeric, weighted = numeric_oracle.run(case, point, agreed, options, note)
-                found["numeric"] = numeric
-                if weighted is not None:
-                    found["upstream"] = weighted
-            elif name == "upstream":
-                # the numeric oracle is off: only what the chain raised is seen
-                found[name] = _upstream_without_numeric(agreed)
-            elif name == "reference":
-                found[name] = _with_note(_reference(case, point, agreed, options), note)
-            else:
-                found[name] = _with_note(_analytic(case, point, agreed), note)
+            found.update(RUNS[name](case, point, agreed, options, note))
         except Exception as e:  # noqa: BLE001
             # A fault in the oracle's own code must not pass quietly.
             error = OracleOutcome(name=name, status=OracleStatus.ERROR,
@@ -99,14 +118,41 @@ def consult(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
                                        "(a fault in the harness's oracle code, not a verdict on "
                                        "the case)")
             found[name] = error
-            if name == "numeric" and "upstream" in wanted:
-                found["upstream"] = dataclasses.replace(error, name="upstream")
+            # The oracles beside it come from the same run.
+            found.update({other: dataclasses.replace(error, name=other) for other in wanted
+                          if oracle_names.ROWS[other].beside == name})
     return {name: found[name] for name in wanted if name in found}
 
 
-def _upstream_without_numeric(agreed: ModeOutcome) -> OracleOutcome:
-    return upstream_failed(agreed, "the numeric oracle is off (--nonumeric): the weighted chain "
-                                   "is only compared across modes")
+@runs(NUMERIC)
+def _numeric(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
+             note: str) -> dict[str, OracleOutcome]:
+    # The oracles that run the case import TensorFlow; the package's findings and words do not.
+    from harness.measure.oracles import numeric
+
+    plain, weighted = numeric.run(case, point, agreed, options, note)
+    return {NUMERIC: plain} if weighted is None else {NUMERIC: plain, UPSTREAM: weighted}
+
+
+@runs(UPSTREAM)
+def _upstream_without_numeric(case: Case, point: Point, agreed: ModeOutcome,
+                              options: RunOptions, note: str) -> dict[str, OracleOutcome]:
+    # Where the numeric oracle runs, its run gives this one's outcome; it is off here, so only
+    # what the weighted chain raised is seen.
+    return {UPSTREAM: upstream_failed(agreed, "the numeric oracle is off (--nonumeric): the "
+                                              "weighted chain is only compared across modes")}
+
+
+@runs(REFERENCE)
+def _run_reference(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
+                   note: str) -> dict[str, OracleOutcome]:
+    return {REFERENCE: _with_note(_reference(case, point, agreed, options), note)}
+
+
+@runs(ANALYTIC)
+def _run_analytic(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
+                  note: str) -> dict[str, OracleOutcome]:
+    return {ANALYTIC: _with_note(_analytic(case, point, agreed), note)}
 
 
 def _with_note(outcome: OracleOutcome, note: str) -> OracleOutcome:
@@ -119,24 +165,24 @@ def _analytic(case: Case, point: Point, agreed: ModeOutcome) -> OracleOutcome:
     try:
         expected = case.analytic(*[np.array(v) for v in point.values])
     except Exception as e:  # noqa: BLE001 - the case's own code
-        return OracleOutcome(name="analytic", status=OracleStatus.ERROR,
+        return OracleOutcome(name=ANALYTIC, status=OracleStatus.ERROR,
                              note=f"analytic raises {type(e).__name__}: {e}")
     if not isinstance(expected, dict) or not all(isinstance(k, int) for k in expected):
-        return OracleOutcome(name="analytic", status=OracleStatus.ERROR,
+        return OracleOutcome(name=ANALYTIC, status=OracleStatus.ERROR,
                              note="analytic must return a dict {order: values}, e.g. {1: "
                                   "np.float64(...)}")
     names = [s.name for s in agreed.sources]
     lines: list[tuple[int, str]] = []
     for order in sorted(expected):
         if not 0 <= order < len(agreed.orders):
-            return OracleOutcome(name="analytic", status=OracleStatus.ERROR,
+            return OracleOutcome(name=ANALYTIC, status=OracleStatus.ERROR,
                                  note=f"analytic gives order {order}; the case computes orders 0 "
                                       f"to {case.order}")
         values = expected[order]
         values = list(values) if isinstance(values, (list, tuple)) else [values]
         outputs = agreed.orders[order]
         if len(values) != len(outputs):
-            return OracleOutcome(name="analytic", status=OracleStatus.ERROR,
+            return OracleOutcome(name=ANALYTIC, status=OracleStatus.ERROR,
                                  note=f"analytic gives {len(values)} values at order {order}; the "
                                       f"case has {len(outputs)} "
                                       f"{'outputs' if order == 0 else 'sources'}")
@@ -144,7 +190,7 @@ def _analytic(case: Case, point: Point, agreed: ModeOutcome) -> OracleOutcome:
             at = where(order, index, names)
             if value is None or got.value is None:
                 if (value is None) != (got.value is None):
-                    side = "analytic" if value is None else agreed.mode
+                    side = ANALYTIC if value is None else agreed.mode
                     lines.append((order,
                                   f"{at}: {side} gives None (unconnected), the other a value"))
                 continue
@@ -155,10 +201,10 @@ def _analytic(case: Case, point: Point, agreed: ModeOutcome) -> OracleOutcome:
                 continue
             want = Output.of(np.asarray(value).astype(got.value.dtype))
             m = compare_outputs(want, got, tolerance_for(got.dtype, case.tolerance),
-                                ref_mode="analytic", mode=agreed.mode, at=at)
+                                ref_mode=ANALYTIC, mode=agreed.mode, at=at)
             if m:
                 lines.append((order, m.message))
-    return oracle_outcome("analytic", sorted(expected), lines, "closed form written in the case")
+    return oracle_outcome(ANALYTIC, sorted(expected), lines, "closed form written in the case")
 
 
 # -- reference ------------------------------------------------------------------------------
@@ -170,13 +216,13 @@ def _reference(case: Case, point: Point, agreed: ModeOutcome, options: RunOption
         case, points=[point], expectations=(), kinks={}, skip_modes={}, reference=None,
         analytic=None, fn=case.reference if case.fn is not None else None,
         build=case.reference if case.build is not None else None)
-    outcome = dataclasses.replace(eager.run(plain, options)[0], mode="reference")
+    outcome = dataclasses.replace(eager.run(plain, options)[0], mode=REFERENCE)
     if outcome.status is not Status.OK:
         e = outcome.error
-        return OracleOutcome(name="reference", status=OracleStatus.ERROR,
+        return OracleOutcome(name=REFERENCE, status=OracleStatus.ERROR,
                              note=f"the reference implementation raises {e.type} at {e.stage}: "
                                   f"{e.first_line}")
     found = compare_outcomes(outcome, agreed, tolerance=case.tolerance)
-    return oracle_outcome("reference", range(len(agreed.orders)),
+    return oracle_outcome(REFERENCE, range(len(agreed.orders)),
                           [(m.order or 0, m.message) for m in found],
                           "ordinary autodiff of the reference implementation, eager")

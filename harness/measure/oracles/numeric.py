@@ -38,6 +38,7 @@ from harness.measure.oracles.directions import (
 from harness.measure.oracles.evaluate import CaseRaised, Evaluator, NotWide
 from harness.measure.oracles.findings import OVERFLOW, PARTIAL, OrderFindings, Finding
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
+from harness.oracle_names import NUMERIC, UPSTREAM
 from harness.records import ModeOutcome, OracleOutcome, OracleStatus, Output, RunOptions
 from harness.criteria.tolerance import (
     NUMERIC_STEPS,
@@ -82,9 +83,9 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     found = _Lines.collect(checks, agreed, evaluator, symmetric)
     numeric_note = (note + words.none_by_design([agreed.sources[slot].name for slot in aside])
                     + stopped + "".join("; " + u for u in found.unchecked))
-    numeric = oracle_outcome("numeric", range(1, case.order + 1), found.plain, numeric_note)
+    numeric = oracle_outcome(NUMERIC, range(1, case.order + 1), found.plain, numeric_note)
     if not any(plain.compared for plain, _ in checks):  # nothing was checked at all
-        numeric = OracleOutcome(name="numeric", status=OracleStatus.SKIP, note=numeric_note)
+        numeric = OracleOutcome(name=NUMERIC, status=OracleStatus.SKIP, note=numeric_note)
     no_gradient = tuple(agreed.sources[slot].name for slot in aside)
     numeric = dataclasses.replace(numeric, no_gradient=no_gradient)
     if not options.upstream:
@@ -139,7 +140,7 @@ def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: Evaluator, not
     if agreed.upstream_error is not None:
         return upstream_failed(agreed, note)
     if not agreed.upstream:
-        return OracleOutcome(name="upstream", status=OracleStatus.SKIP,
+        return OracleOutcome(name=UPSTREAM, status=OracleStatus.SKIP,
                              note="the weighted chain was not computed")
     note = f"upstream weights seeded by case and point (harness.measure.upstream); {note}"
     note += "".join("; " + u for u in found.weighted_unchecked)
@@ -149,18 +150,18 @@ def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: Evaluator, not
     if nothing_checked:
         numeric_unchecked = [u for u in found.unchecked if "has a kink" not in u]
         if found.weighted_unchecked == numeric_unchecked:  # said once, by the numeric oracle
-            return OracleOutcome(name="upstream", status=OracleStatus.SKIP,
+            return OracleOutcome(name=UPSTREAM, status=OracleStatus.SKIP,
                                  note="not checked, for the reason the numeric oracle gives")
-        return OracleOutcome(name="upstream", status=OracleStatus.SKIP, note=note)
+        return OracleOutcome(name=UPSTREAM, status=OracleStatus.SKIP, note=note)
     if found.both and not found.weighted:
         # Every weighted difference sits at an order where the plain contraction differs too: the
         # numeric derivative cannot tell there whether grad_fn also mishandles its upstream
         # gradient.
         orders = [order for order, _ in found.both]
         untrue = words.has_custom_gradient(agreed) and set(orders) <= found.untrue
-        return OracleOutcome(name="upstream", status=OracleStatus.SKIP,
+        return OracleOutcome(name=UPSTREAM, status=OracleStatus.SKIP,
                              note=words.cannot_tell(orders, untrue))
-    outcome = oracle_outcome("upstream", range(1, case.order + 1), found.weighted, note)
+    outcome = oracle_outcome(UPSTREAM, range(1, case.order + 1), found.weighted, note)
     both = tuple(line for _, line in found.both)
     return dataclasses.replace(outcome, details=outcome.details + both)
 
@@ -168,11 +169,11 @@ def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: Evaluator, not
 def _both(agreed: ModeOutcome, options: RunOptions, status: OracleStatus,
           note: str) -> tuple[OracleOutcome, Optional[OracleOutcome]]:
     """Both oracles with one status and note; what the weighted chain raised is seen regardless."""
-    numeric = OracleOutcome(name="numeric", status=status, note=note)
+    numeric = OracleOutcome(name=NUMERIC, status=status, note=note)
     if not options.upstream:
         return numeric, None
     weighted = (upstream_failed(agreed, note) if agreed.upstream_error is not None
-                else OracleOutcome(name="upstream", status=status, note=note))
+                else OracleOutcome(name=UPSTREAM, status=status, note=note))
     return numeric, weighted
 
 

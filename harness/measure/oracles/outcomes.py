@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from harness.oracle_names import UPSTREAM
 from harness.records import ModeOutcome, OracleOutcome, OracleStatus
 
 __all__ = ["oracle_outcome", "upstream_failed"]
@@ -21,7 +22,7 @@ def upstream_failed(agreed: ModeOutcome, note: str) -> OracleOutcome:
         line = (f"grad_fn fails when its upstream gradient is not all ones: {agreed.mode} raises "
                 f"{e.type} at {e.stage}: {e.first_line}; at the plain contraction (every upstream "
                 "gradient 1) it computes its values")
-    return OracleOutcome(name="upstream", status=OracleStatus.DIFFER, orders=(),
+    return OracleOutcome(name=UPSTREAM, status=OracleStatus.DIFFER, orders=(),
                          differ=(e.order or 0,), details=(line,), note=note)
 
 
