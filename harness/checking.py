@@ -148,8 +148,8 @@ def parse_expect(text: str) -> tuple[tuple[str, ...], str, str]:
     Raises:
       InputError: the text does not have that form, or names an unknown mode.
     """
-    from harness import mode_names  # noqa: PLC0415
-    from harness.case import _OUTCOMES, ORACLES  # noqa: PLC0415
+    from harness import mode_names, oracle_names  # noqa: PLC0415
+    from harness.case import _OUTCOMES  # noqa: PLC0415
 
     parts = [p.strip() for p in text.split(":", 2)]
     if len(parts) < 2 or not parts[0] or not parts[1]:
@@ -159,12 +159,12 @@ def parse_expect(text: str) -> tuple[tuple[str, ...], str, str]:
     for name in names:
         if name == "all":
             modes += [m for m in mode_names.KNOWN_MODES if m not in modes]
-        elif name in mode_names.KNOWN_MODES or name in ORACLES:
+        elif name in mode_names.KNOWN_MODES or name in oracle_names.ROWS:
             modes.append(name)
         else:
             raise InputError(f"--expect {text!r}: unknown mode {name!r}; use 'all', modes "
                              f"({', '.join(mode_names.KNOWN_MODES)}) or oracles "
-                             f"({', '.join(ORACLES)})")
+                             f"({', '.join(oracle_names.ROWS)})")
     outcome = parts[1]
     if outcome not in _OUTCOMES and not outcome.isidentifier():
         raise InputError(f"--expect {text!r}: {outcome!r} is neither an exception class name nor "
