@@ -322,8 +322,8 @@ def test_a_point_slow_in_its_mode_is_traced_from_the_start_gradients_too(monkeyp
         wrong.reason
     note = wrong.oracles["numeric"].note
     # Float64 values against float64 ones: to TRACE_AGREEMENT, 1e-9.
-    assert ("evaluated through a tf.function (its values at the point are an eager evaluation's "
-            "to a relative 1e-09)") in note, note
+    assert ("evaluated through a tf.function (its values at the point are eager mode's to a "
+            "relative 1e-09)") in note, note
 
 
 def test_a_forward_that_cannot_be_traced_is_evaluated_eagerly(monkeypatch):

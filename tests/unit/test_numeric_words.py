@@ -99,5 +99,5 @@ def test_the_note_says_what_the_traced_values_were_found_equal_to():
     agreed = SimpleNamespace(**{**vars(AGREED), "mode": "function"})
     note = words.numeric_note(traced, agreed, [], [False], 2.0 ** -17)
     assert note.endswith("; evaluated through a tf.function (its values at the point are "
-                         "function's to a relative 7.6e-06 and an eager evaluation's to a "
-                         "relative 1e-09)"), note
+                         "function mode's to a relative 7.6e-06 and an eager evaluation's to "
+                         "a relative 1e-09)"), note

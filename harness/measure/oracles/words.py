@@ -301,8 +301,8 @@ def _traced_check(evaluator: "Evaluator", agreed: ModeOutcome) -> str:
     """What the traced function's values at the point were found equal to."""
     # "eager": the oracle's own eager evaluation of the function, not eager mode's outcome (which
     # may have been skipped).
-    said = [f"{'an eager evaluation' if against == 'eager' else agreed.mode}'s to a relative "
-            f"{rtol:.2g}"
+    said = [f"{'an eager evaluation' if against == 'eager' else agreed.mode + ' mode'}'s to a "
+            f"relative {rtol:.2g}"
             for against, rtol in sorted(evaluator.traced_against.items())]
     return f" (its values at the point are {' and '.join(said)})" if said else ""
 
