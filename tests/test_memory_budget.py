@@ -39,7 +39,7 @@ def test_eager_mode_past_the_budget_is_stopped_and_the_traced_modes_judge_the_po
     grown = int(line.split("grew by ")[1].split(" MiB")[0].replace(",", ""))
     assert 256 < grown < 1024, line  # stopped on the way to its 1 GiB, not after it
     assert line.endswith(" MiB running it here, past the 256 MiB a mode may add "
-                         "(--mode_memory_mib; 0: no limit), and was stopped; the other modes ran "
+                         "(--mode_memory_mib; 0: no limit), and was stopped; the point was run "
                          "again without it"), line
 
 

@@ -94,7 +94,7 @@ TIMEOUT = flags.DEFINE_float("timeout", 300.0,
                              "reported as timeout.", lower_bound=0.1)
 
 MODE_MEMORY_MIB = flags.DEFINE_float(
-    "mode_memory_mib", 1024.0,
+    "mode_memory_mib", 2048.0,
     "MiB one mode may grow its worker by (0: no limit). A mode that grows it more at a case's "
     "points is stopped with its worker, and the case runs again without it, that mode reported "
     "skipped with what it took: TensorFlow's eager tape keeps every tensor of the forward until "

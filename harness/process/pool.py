@@ -331,7 +331,7 @@ class WorkerPool:
             index, job = w.index, w.job
             why = (f"its worker grew by {grown:,.0f} MiB running it here, past the "
                    f"{self._memory_mib:,.0f} MiB a mode may add (--mode_memory_mib; 0: no limit), "
-                   "and was stopped; the other modes ran again without it")
+                   "and was stopped; the point was run again without it")
             w.kill()
             self._jobs[index] = dataclasses.replace(job, stopped=job.stopped + ((w.mode, why),))
             self._began.setdefault(index, w.started)

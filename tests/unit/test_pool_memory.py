@@ -55,7 +55,7 @@ def test_a_mode_grown_past_the_budget_is_stopped_and_its_job_runs_again_without_
     [(mode, why)] = p._jobs[0].stopped
     assert mode == "eager"
     assert why == ("its worker grew by 1,090 MiB running it here, past the 1,024 MiB a mode may "
-                   "add (--mode_memory_mib; 0: no limit), and was stopped; the other modes ran "
+                   "add (--mode_memory_mib; 0: no limit), and was stopped; the point was run "
                    "again without it")
 
 
