@@ -570,8 +570,9 @@ def _passed(evidence: _Evidence) -> _Said:
         else:
             checked, words = checked + [UPSTREAM], words + [oracle_names.ROWS[UPSTREAM].words]
     matched = (", and match " + " and ".join(words)) if checked else ""
-    agree = ("all modes agree" if len(evidence.active) > 1
-             else f"{evidence.yardstick} computes its values")
+    agree = (f"{evidence.yardstick} computes its values" if len(evidence.active) == 1
+             else f"the {len(evidence.active)} modes that ran agree" if evidence.skipped_lines
+             else "all modes agree")
     lines = evidence.notes + evidence.skipped_lines
     why_not = unchecked(evidence.active[evidence.yardstick], evidence.oracles, checked)
     if why_not:

@@ -132,6 +132,9 @@ def test_a_skipped_mode_is_left_out_and_said():
     r = run(make_case(), *agreeing(), skipped)
     assert r.verdict is Verdict.PASS
     assert "forward skipped: 1000 elements exceed 256" in r.details
+    # Not "all modes agree": one did not run.
+    assert r.reason.startswith("the 3 modes that ran agree, but nothing checked"), r.reason
+    assert run(make_case(), *agreeing()).reason.startswith("all modes agree, but nothing")
 
 
 def test_a_skipped_reference_hands_over_to_the_next_mode():
