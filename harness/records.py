@@ -127,7 +127,7 @@ class CaseInfo:
     order: int
     points: tuple[str, ...]
     expectations: tuple = ()  # harness.case.Expectation
-    tolerance: object = None  # harness.judge.tolerance.ToleranceOverride
+    tolerance: object = None  # harness.criteria.tolerance.ToleranceOverride
     tf_versions: Optional[str] = None
     oracles: tuple[str, ...] = ()
     # For explore (harness.explore.search): each argument's (name, dtype, shape) at the first point,
