@@ -488,12 +488,13 @@ def _case_broken(active: Mapping[str, ModeOutcome],
 
 def _spelled(pairs: Sequence[tuple[str, str]]) -> tuple[str, ...]:
     """Each undeclared deviation as --expect spells it ("function,graph:values differ"), by
-    outcome, from (outcome, mode or oracle) pairs."""
-    where: dict[str, list[str]] = {}
+    outcome, from (outcome, mode or oracle) pairs: the modes apart from the oracles, since one
+    expectation declares either, never both."""
+    where: dict[tuple[str, bool], list[str]] = {}
     for outcome, who in pairs:
-        if who not in where.setdefault(outcome, []):
-            where[outcome].append(who)
-    return tuple(f"{','.join(whom)}:{outcome}" for outcome, whom in sorted(where.items()))
+        if who not in where.setdefault((outcome, who in oracle_names.ROWS), []):
+            where[(outcome, who in oracle_names.ROWS)].append(who)
+    return tuple(f"{','.join(whom)}:{outcome}" for (outcome, _), whom in sorted(where.items()))
 
 
 # -- deciding the verdict --------------------------------------------------------------------

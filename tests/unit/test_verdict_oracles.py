@@ -265,3 +265,20 @@ def test_mode_names_all_full_and_lists_keep_the_ladder_order():
     assert parse_modes("full,saved_model_nocg")[-1] == "saved_model_nocg"
     with pytest.raises(ValueError, match="unknown mode 'jit'"):
         parse_modes("all,jit")
+
+
+def test_a_fail_of_a_mode_and_an_oracle_spells_each_in_an_expectation_of_its_own():
+    # One expectation declares modes or oracles, never both (a Case refuses the mix), so a fail
+    # with both spells them apart, and declaring exactly those makes the point an xfail.
+    from harness.checking import parse_expect
+
+    numeric = OracleOutcome(name="numeric", status="differ", orders=(1,), differ=(1,),
+                            details=("order 1 gradient wrt x: eager=2 numeric=5",))
+    outcomes = [ok("eager"), ok("function", grad=3.0), ok("graph")]
+    failed = run(make_case(), *outcomes, oracles={"numeric": numeric})
+    assert failed.verdict is Verdict.FAIL
+    assert failed.undeclared == ("function:values differ", "numeric:values differ")
+    declared = [Expectation(modes=list(modes), outcome=outcome, reason="accepted")
+                for modes, outcome, _ in map(parse_expect, failed.undeclared)]
+    again = run(make_case(*declared), *outcomes, oracles={"numeric": numeric})
+    assert again.verdict is Verdict.XFAIL, again.reason
