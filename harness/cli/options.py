@@ -95,10 +95,11 @@ TIMEOUT = flags.DEFINE_float("timeout", 300.0,
 
 MODE_MEMORY_MIB = flags.DEFINE_float(
     "mode_memory_mib", 2048.0,
-    "MiB one mode may grow its worker by (0: no limit). A mode that grows it more at a case's "
-    "points is stopped with its worker, and the case runs again without it, that mode reported "
-    "skipped with what it took: TensorFlow's eager tape keeps every tensor of the forward until "
-    "the gradient, so eager mode at a large point can need many times what the same gradient "
+    "MiB of memory one mode may add to its worker (0: no limit). A mode that adds more at a "
+    "case's points (counted in what the worker allocates, RssAnon, not in the libraries it maps, "
+    "such as a GPU runtime loaded on first use) is stopped with its worker, and the case runs "
+    "again without it, that mode reported skipped with what it took: TensorFlow's eager tape "
+    "keeps every tensor of the forward until the gradient, so eager mode at a large point can need many times what the same gradient "
     "needs in a tf.function. Read from /proc (Linux); elsewhere, and with --inprocess, no limit.",
     lower_bound=0)
 

@@ -72,13 +72,16 @@ def _tail(path: str, lines: int = _TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def resident_mib(pid: int) -> Optional[float]:
-    """The process's resident memory now (VmRSS), in MiB; None where /proc does not say (not
-    Linux, or the process is gone)."""
+def resident_mib(pid: int, anonymous: bool = False) -> Optional[float]:
+    """The process's resident memory now (VmRSS), in MiB, or with `anonymous` its anonymous part
+    alone (RssAnon: what it allocated, tensors included, without the pages of the libraries it
+    mapped, such as a GPU runtime loaded on first use); None where /proc does not say (not Linux,
+    or the process is gone)."""
+    field = "RssAnon:" if anonymous else "VmRSS:"
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
     except (OSError, ValueError, IndexError):
         return None
@@ -109,7 +112,7 @@ class _Worker:
         self.scripts: dict = {}
         self.stopping = False
         self.loaded_mib = 0.0  # resident once TensorFlow and the cases are loaded
-        self.mode_mib = 0.0  # resident as its current mode started
+        self.mode_mib = 0.0  # anonymous resident memory as its current mode started
 
     @classmethod
     def spawn(cls, context, origins: worker.Origins, folder: str, number: int) -> "_Worker":
@@ -123,7 +126,7 @@ class _Worker:
 
     def assign(self, index: int, job: Job) -> None:
         self.index, self.job, self.started, self.mode = index, job, _clock(), "setup"
-        self.mode_mib = resident_mib(self.process.pid) or 0.0
+        self.mode_mib = resident_mib(self.process.pid, anonymous=True) or 0.0
         self.scripts = {}
         self.conn.send(("run", job))
 
@@ -274,7 +277,7 @@ class WorkerPool:
                 raise loader.LoadError(message[1])
             elif kind == "mode":
                 w.mode = message[1]
-                w.mode_mib = resident_mib(w.process.pid) or 0.0
+                w.mode_mib = resident_mib(w.process.pid, anonymous=True) or 0.0
             elif kind == "scripts":
                 w.scripts = message[1]
             elif kind == "done":
@@ -325,7 +328,7 @@ class WorkerPool:
         for w in list(self._workers):
             if w.job is None or w.mode not in w.job.modes:
                 continue
-            grown = (resident_mib(w.process.pid) or 0.0) - w.mode_mib
+            grown = (resident_mib(w.process.pid, anonymous=True) or 0.0) - w.mode_mib
             if grown <= self._memory_mib:
                 continue
             index, job = w.index, w.job

@@ -20,6 +20,16 @@ def test_resident_memory_grows_with_what_a_process_holds():
     assert before > 0 and after - before >= 290, (before, after)
 
 
+def test_anonymous_memory_grows_with_what_a_process_allocates_and_is_part_of_its_resident_size():
+    before = pool.resident_mib(os.getpid(), anonymous=True)
+    held = bytearray(300 * 2**20)
+    held[::4096] = b"x" * len(held[::4096])
+    after = pool.resident_mib(os.getpid(), anonymous=True)
+    total = pool.resident_mib(os.getpid())
+    del held
+    assert after - before >= 290 and after <= total, (before, after, total)
+
+
 def test_a_process_that_is_not_there_has_no_resident_memory():
     # Above Linux's largest pid_max (2**22): no process has it.
     assert pool.resident_mib(2**22 + 7) is None
@@ -35,7 +45,7 @@ def _pool_running(monkeypatch, sizes, budget=1024.0):
     p, w, there = fake_pool(monkeypatch, FakeClock())
     p._memory_mib = budget
     sizes = iter(sizes)
-    monkeypatch.setattr(pool, "resident_mib", lambda pid: next(sizes))
+    monkeypatch.setattr(pool, "resident_mib", lambda pid, anonymous=False: next(sizes))
     spawned = []
     monkeypatch.setattr(p, "_spawn", lambda: spawned.append(1))
     the_job = job("a", "b")
