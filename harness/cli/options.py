@@ -100,7 +100,8 @@ MODE_MEMORY_MIB = flags.DEFINE_float(
     "such as a GPU runtime loaded on first use) is stopped with its worker, and the case runs "
     "again without it, that mode reported skipped with what it took: TensorFlow's eager tape "
     "keeps every tensor of the forward until the gradient, so eager mode at a large point can "
-    "need many times what the same gradient needs in a tf.function. Read from /proc (Linux); elsewhere, and with --inprocess, no limit.",
+    "need many times what the same gradient needs in a tf.function. Read from /proc (Linux); "
+    "elsewhere, and with --inprocess, no limit.",
     lower_bound=0)
 
 INPROCESS = flags.DEFINE_bool(
