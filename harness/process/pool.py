@@ -332,9 +332,11 @@ class WorkerPool:
             if grown <= self._memory_mib:
                 continue
             index, job = w.index, w.job
-            why = (f"its worker grew by {grown:,.0f} MiB running it here, past the "
+            where, again = (("here", "the point was") if len(job.points) == 1 else
+                            (f"at the case's {len(job.points)} points", "they were"))
+            why = (f"its worker grew by {grown:,.0f} MiB running it {where}, past the "
                    f"{self._memory_mib:,.0f} MiB a mode may add (--mode_memory_mib; 0: no limit), "
-                   "and was stopped; the point was run again without it")
+                   f"and was stopped; {again} run again without it")
             w.kill()
             self._jobs[index] = dataclasses.replace(job, stopped=job.stopped + ((w.mode, why),))
             self._began.setdefault(index, w.started)

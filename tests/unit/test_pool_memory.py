@@ -37,7 +37,7 @@ def test_a_process_that_is_not_there_has_no_resident_memory():
 
 # -- a mode that grows its worker past the budget --------------------------------------------------
 
-def _pool_running(monkeypatch, sizes, budget=1024.0):
+def _pool_running(monkeypatch, sizes, budget=1024.0, points=("a", "b")):
     """A pool (tests.unit.test_report_time's stand-in) running one three-mode job, whose worker's
     resident size is read from `sizes` in turn; returns the pool, the worker and its pipe."""
     from tests.unit.test_report_time import FakeClock, fake_pool, job
@@ -48,7 +48,7 @@ def _pool_running(monkeypatch, sizes, budget=1024.0):
     monkeypatch.setattr(pool, "resident_mib", lambda pid, anonymous=False: next(sizes))
     spawned = []
     monkeypatch.setattr(p, "_spawn", lambda: spawned.append(1))
-    the_job = job("a", "b")
+    the_job = job(*points)
     p._jobs = [dataclasses.replace(the_job, modes=("eager", "function", "graph"))]
     w.assign(0, p._jobs[0])  # reads its size: 700
     there.recv()
@@ -64,7 +64,16 @@ def test_a_mode_grown_past_the_budget_is_stopped_and_its_job_runs_again_without_
     assert list(p._pending) == [0] and p._finished == []
     [(mode, why)] = p._jobs[0].stopped
     assert mode == "eager"
-    assert why == ("its worker grew by 1,090 MiB running it here, past the 1,024 MiB a mode may "
+    assert why == ("its worker grew by 1,090 MiB running it at the case's 2 points, past the "
+                   "1,024 MiB a mode may add (--mode_memory_mib; 0: no limit), and was stopped; "
+                   "they were run again without it")
+
+
+def test_a_stopped_mode_of_a_one_point_job_is_said_of_that_point(monkeypatch):
+    p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0, 2000.0], points=("a",))
+    p._limit_memory()
+    [(_, why)] = p._jobs[0].stopped
+    assert why == ("its worker grew by 1,290 MiB running it here, past the 1,024 MiB a mode may "
                    "add (--mode_memory_mib; 0: no limit), and was stopped; the point was run "
                    "again without it")
 
