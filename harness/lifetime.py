@@ -10,6 +10,9 @@ SIGKILL runs no clean-up of its own.
 The supervisor leaves no process of its own behind either: before it exits it ends and reaps
 every worker still running and multiprocessing's resource tracker (`end_at_exit`).
 
+A process's resident memory (`resident_mib`) is read here too: by the pool, for its memory budget
+and for replacing a worker grown large, and by a worker, for its own size as each mode starts.
+
 POSIX only (where TensorFlow's workers run); elsewhere these do nothing.
 Plain standard library: no TensorFlow.
 """
@@ -28,7 +31,8 @@ import time
 from typing import Callable, Collection, Iterator, Optional
 
 __all__ = ["end_at_exit", "end_children", "exit_with_parent", "end_strays", "end_group",
-           "group_members", "held_signals", "lead_group", "let_signals_go", "wait_unreaped"]
+           "group_members", "held_signals", "lead_group", "let_signals_go", "resident_mib",
+           "wait_unreaped"]
 
 # How often a child looks for its parent. Cheap: one system call per tick.
 _POLL_S = 0.25
@@ -271,3 +275,19 @@ def let_signals_go() -> None:
     their handlers, so one held for it meets the new handler)."""
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
+
+
+def resident_mib(pid: int, anonymous: bool = False) -> Optional[float]:
+    """The process's resident memory now (VmRSS), in MiB, or with `anonymous` its anonymous part
+    alone (RssAnon: what it allocated, tensors included, without the pages of the libraries it
+    mapped, such as a GPU runtime loaded on first use); None where /proc does not say (not Linux,
+    or the process is gone)."""
+    field = "RssAnon:" if anonymous else "VmRSS:"
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

@@ -30,6 +30,7 @@ import time
 from typing import Callable, Iterator, Optional, Sequence
 
 from harness import lifetime, loader
+from harness.lifetime import resident_mib
 from harness.process import head_start
 from harness.process import worker
 from harness.jobs import Carried, Death, Job
@@ -70,22 +71,6 @@ def _tail(path: str, lines: int = _TAIL_LINES) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
-
-
-def resident_mib(pid: int, anonymous: bool = False) -> Optional[float]:
-    """The process's resident memory now (VmRSS), in MiB, or with `anonymous` its anonymous part
-    alone (RssAnon: what it allocated, tensors included, without the pages of the libraries it
-    mapped, such as a GPU runtime loaded on first use); None where /proc does not say (not Linux,
-    or the process is gone)."""
-    field = "RssAnon:" if anonymous else "VmRSS:"
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith(field):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def _how(exitcode: Optional[int]) -> str:
@@ -176,7 +161,7 @@ class WorkerPool:
         self._context = multiprocessing.get_context("spawn")
         self._origins = origins
         self._memory_mib = memory_mib  # what one mode may grow its worker by; 0: no limit
-        self._began: dict[int, float] = {}  # a job run again: when its first run started
+        self._spent: dict[int, float] = {}  # a job run again: the seconds its earlier runs took
         lifetime.end_at_exit()  # a worker this pool loses track of, and the resource tracker
         early = head_start.take()
         self._folder = early.folder if early else tempfile.mkdtemp(prefix="harness-workers-")
@@ -227,7 +212,7 @@ class WorkerPool:
             self._spawn()
         self._pending = collections.deque(range(len(jobs)))
         self._jobs = list(jobs)  # a job run again without a mode takes its place
-        self._began = {}
+        self._spent = {}
         while self._pending or any(w.job for w in self._workers):
             self._dispatch(on_start)
             self._receive(self._wait())
@@ -240,7 +225,8 @@ class WorkerPool:
                 yield self._finished.pop(0)
 
     def _wait(self) -> Optional[float]:
-        """Seconds until the first running case times out; None: wait for a message."""
+        """Seconds until the first running case times out, or until the next look at the busy
+        workers' sizes when a mode's memory is limited; None: wait for a message."""
         if self._timeout is None:
             return _MEMORY_POLL_S if self._memory_mib > 0 and any(w.job for w in self._workers) \
                 else None
@@ -254,7 +240,8 @@ class WorkerPool:
             if w.ready and w.job is None and self._pending:
                 index = self._pending.popleft()
                 w.assign(index, self._jobs[index])
-                w.started = self._began.get(index, w.started)  # its timeout covers every run
+                # Its timeout and its time cover every run of it, not the wait for a fresh worker.
+                w.started -= self._spent.get(index, 0.0)
                 on_start(self._jobs[index])
 
     def _receive(self, timeout: Optional[float]) -> None:
@@ -276,8 +263,11 @@ class WorkerPool:
                 self.kill()
                 raise loader.LoadError(message[1])
             elif kind == "mode":
-                w.mode = message[1]
-                w.mode_mib = resident_mib(w.process.pid, anonymous=True) or 0.0
+                # The worker's own size as the mode started: one read here could come after the
+                # mode had grown, while this process judged another job.
+                w.mode, started_mib = message[1]
+                w.mode_mib = (started_mib if started_mib is not None
+                              else resident_mib(w.process.pid, anonymous=True) or 0.0)
             elif kind == "scripts":
                 w.scripts = message[1]
             elif kind == "done":
@@ -333,13 +323,13 @@ class WorkerPool:
                 continue
             index, job = w.index, w.job
             where, again = (("here", "the point was") if len(job.points) == 1 else
-                            (f"at the case's {len(job.points)} points", "they were"))
+                            (f"at {len(job.points)} points together", "they were"))
             why = (f"its worker grew by {grown:,.0f} MiB running it {where}, past the "
                    f"{self._memory_mib:,.0f} MiB a mode may add (--mode_memory_mib; 0: no limit), "
                    f"and was stopped; {again} run again without it")
             w.kill()
             self._jobs[index] = dataclasses.replace(job, stopped=job.stopped + ((w.mode, why),))
-            self._began.setdefault(index, w.started)
+            self._spent[index] = _clock() - w.started  # this run's and any earlier one's
             self._pending.appendleft(index)
             self._replace(w)
 

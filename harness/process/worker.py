@@ -25,9 +25,9 @@ from harness.records import Measured
 
 __all__ = ["Loaded", "Origins", "load", "run_job", "serve"]
 
-# How a worker reports progress: notify("mode", name) as each mode starts, and
-# notify("scripts", {point: (ok, ScriptParts or why there are none)}) before running when
-# reproductions are wanted.
+# How a worker reports progress: notify("mode", (name, its anonymous resident MiB or None)) as each
+# mode starts, and notify("scripts", {point: (ok, ScriptParts or why there are none)}) before
+# running when reproductions are wanted.
 Notify = Callable[[str, object], None]
 
 
@@ -143,7 +143,8 @@ def run_job(loaded: Loaded, job: Job, notify: Notify) -> tuple[list[Measured], l
     if job.repro is not None:
         notify("scripts", job.repro(case, job))  # before running: a crash must not lose them
     with keep:
-        measured = execute.measure(case, job.modes, job.options, lambda mode: notify("mode", mode))
+        measured = execute.measure(case, job.modes, job.options, lambda mode: notify(
+            "mode", (mode, lifetime.resident_mib(os.getpid(), anonymous=True))))
     # Threads first: one that ends within the grace may change a setting on its way out.
     running = state.left_running(loaded.threads)
     return measured, state.changes(loaded.baseline, state.snapshot()) + running

@@ -37,12 +37,21 @@ def test_a_process_that_is_not_there_has_no_resident_memory():
 
 # -- a mode that grows its worker past the budget --------------------------------------------------
 
-def _pool_running(monkeypatch, sizes, budget=1024.0, points=("a", "b")):
+class _Clock:
+    now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+CLOCK = _Clock()
+
+def _pool_running(monkeypatch, sizes, budget=1024.0, points=("a", "b"), started_mib=None):
     """A pool (tests.unit.test_report_time's stand-in) running one three-mode job, whose worker's
     resident size is read from `sizes` in turn; returns the pool, the worker and its pipe."""
-    from tests.unit.test_report_time import FakeClock, fake_pool, job
+    from tests.unit.test_report_time import fake_pool, job
 
-    p, w, there = fake_pool(monkeypatch, FakeClock())
+    p, w, there = fake_pool(monkeypatch, CLOCK)
     p._memory_mib = budget
     sizes = iter(sizes)
     monkeypatch.setattr(pool, "resident_mib", lambda pid, anonymous=False: next(sizes))
@@ -52,8 +61,9 @@ def _pool_running(monkeypatch, sizes, budget=1024.0, points=("a", "b")):
     p._jobs = [dataclasses.replace(the_job, modes=("eager", "function", "graph"))]
     w.assign(0, p._jobs[0])  # reads its size: 700
     there.recv()
-    there.send(("mode", "eager"))
-    p._receive(5)  # reads its size as the mode starts: 710
+    # started_mib None: a worker that could not read its own size, which the pool then reads
+    there.send(("mode", ("eager", started_mib)))
+    p._receive(5)
     return p, w, spawned
 
 
@@ -64,7 +74,7 @@ def test_a_mode_grown_past_the_budget_is_stopped_and_its_job_runs_again_without_
     assert list(p._pending) == [0] and p._finished == []
     [(mode, why)] = p._jobs[0].stopped
     assert mode == "eager"
-    assert why == ("its worker grew by 1,090 MiB running it at the case's 2 points, past the "
+    assert why == ("its worker grew by 1,090 MiB running it at 2 points together, past the "
                    "1,024 MiB a mode may add (--mode_memory_mib; 0: no limit), and was stopped; "
                    "they were run again without it")
 
@@ -88,3 +98,28 @@ def test_no_budget_reads_no_size(monkeypatch):
     p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0], budget=0.0)
     p._limit_memory()  # a third read would end the sizes
     assert w in p._workers and not p._pending
+
+
+def test_the_size_a_mode_starts_from_is_the_one_its_worker_read_as_it_started(monkeypatch):
+    # Read by the pool only when the message arrives, the size could already hold what the mode
+    # had allocated meanwhile (the pool busy judging another job), and the growth would be missed.
+    p, w, spawned = _pool_running(monkeypatch, [700.0, 1640.0], started_mib=600.0)
+    p._limit_memory()  # 1640 - 600 = 1040: past 1024
+    assert p._jobs[0].stopped
+    late, _, _ = _pool_running(monkeypatch, [700.0, 710.0, 1640.0])
+    late._limit_memory()  # read when the message came, 710: 930, within
+    assert not late._jobs[0].stopped
+
+
+def test_a_job_run_again_keeps_the_time_it_took_not_the_wait_for_a_fresh_worker(monkeypatch):
+    p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0, 1800.0, 0.0])
+    CLOCK.now += 25.0  # eager ran 25 s, then is stopped
+    p._limit_memory()
+    CLOCK.now += 8.0  # the fresh worker imports TensorFlow
+    from tests.unit.test_report_time import fake_pool
+
+    _, fresh, _ = fake_pool(monkeypatch, CLOCK)
+    p._workers.append(fresh)
+    p._dispatch(lambda job: None)
+    assert fresh.job is p._jobs[0]
+    assert CLOCK() - fresh.started == 25.0  # its timeout and time count the 25 s, not the 8 s
