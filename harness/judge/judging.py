@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 from harness import loader
 from harness.jobs import Carried, Death, Job
 from harness.mode_names import reference_of
-from harness.records import CaseInfo, Measured, Result
+from harness.records import CaseInfo, Measured, Result, Status
 from harness.judge.verdict import died, judge_measured
 
 __all__ = ["Finished", "each_judged", "judged"]
@@ -64,10 +64,15 @@ def _judge(infos: Mapping[str, CaseInfo], environment: dict, job: Job, measured:
 
 
 def _dead_results(job: Job, death: Death) -> list[Result]:
+    """Each point's crash or timeout, saying also which modes an earlier run of the job stopped
+    (the memory budget), whose time a timeout counts."""
     reruns = dict(job.reruns)
-    return [died(job.case_id, label, job.order, death.status, death.mode, death.how, death.output,
-                 reruns[label])
-            for label in job.points]
+    stopped = tuple(f"{mode} skipped: {why}" for mode, why in job.stopped)
+    if stopped and death.status is Status.TIMEOUT:
+        stopped += ("the timeout counts the time of the run that was stopped",)
+    return [dataclasses.replace(r, details=stopped + r.details) for r in (
+        died(job.case_id, label, job.order, death.status, death.mode, death.how, death.output,
+             reruns[label]) for label in job.points)]
 
 
 def _timed(results: Sequence[Result], seconds: float) -> list[Result]:

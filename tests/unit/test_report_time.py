@@ -5,6 +5,7 @@ Pure: no TensorFlow, no worker processes, no real clock (a fake one stands in fo
 """
 
 import collections
+import dataclasses
 import datetime
 import json
 import multiprocessing
@@ -78,7 +79,7 @@ def fake_pool(monkeypatch, clock, timeout=None):
     p = pool.WorkerPool.__new__(pool.WorkerPool)
     p._timeout, p._workers, p._finished, p._pending = timeout, [w], [], collections.deque()
     p._catalogue, p._infos, p._jobs, p._count = ({"tensorflow": "2.17.1"}, []), {}, (), 1
-    p._memory_mib, p._began = 0.0, {}
+    p._memory_mib, p._spent = 0.0, {}
     return p, w, there
 
 
@@ -274,3 +275,17 @@ def test_the_time_by_mode_line_sums_each_mode_over_the_points_with_its_share():
     assert line == ("time in each mode, summed over the workers: eager 3.0 s (75%), graph 1.0 s "
                     "(25%); the modes 4.0 s of the run's 10.0 s")
     assert text.time_by_mode([result("x=1", 0.0, 0.0)], 10.0) == ""  # nothing timed: nothing said
+
+
+def test_a_job_that_dies_after_a_mode_was_stopped_still_says_that_mode_was_stopped(monkeypatch):
+    clock = FakeClock()
+    p, w, there = fake_pool(monkeypatch, clock, timeout=10.0)
+    stopped = dataclasses.replace(job("a"), stopped=(("eager", "its worker grew by 2,100 MiB"),))
+    w.assign(0, stopped)
+    clock.now += 11.0
+    p._expire()
+    [done] = [judging.judged(c, {}, {"tensorflow": "2.17.1"}) for c in p._finished]
+    [r] = done.results
+    assert r.verdict is Verdict.TIMEOUT
+    assert r.details[:2] == ("eager skipped: its worker grew by 2,100 MiB",
+                             "the timeout counts the time of the run that was stopped")
