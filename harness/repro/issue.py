@@ -12,9 +12,16 @@ from harness.records import OracleStatus, Result, Status, Verdict
 __all__ = ["bisect_line", "render"]
 
 
+def _every(result: Result) -> str:
+    """"every mode", or "every mode that ran" where one was skipped."""
+    skipped = any(o.status is Status.SKIP for o in result.outcomes.values())
+    return "every mode that ran" if skipped else "every mode"
+
+
 def _headline(result: Result) -> str:
     """What the title says happened: true for this result, whatever its verdict."""
     names = ", ".join(m for m, o in result.outcomes.items() if o.status is not Status.SKIP)
+    every = _every(result)
     if result.verdict in (Verdict.CRASH, Verdict.TIMEOUT):
         dead = [m for m, o in result.outcomes.items() if o.status in (Status.CRASH, Status.TIMEOUT)]
         return (
@@ -28,16 +35,16 @@ def _headline(result: Result) -> str:
         o = result.oracles[UPSTREAM]
         if o.details and o.details[0].startswith(("grad_fn fails", "the function raises")):
             return (
-                f"every mode agrees ({names}), and the weighted chain raises where the plain one"
+                f"{every} agrees ({names}), and the weighted chain raises where the plain one"
                 " does not"
             )
         return (
-            f"every mode agrees ({names}), and the values with upstream weights differ from the"
+            f"{every} agrees ({names}), and the values with upstream weights differ from the"
             " numeric derivative"
         )
     if differ:
         words = oracle_names.ROWS[differ[0]].words
-        return f"every mode agrees ({names}), and the values differ from {words}"
+        return f"{every} agrees ({names}), and the values differ from {words}"
     return f"{names} agree"
 
 
@@ -63,7 +70,7 @@ def _how(result: Result) -> str:
         weighted = [m for m in next(iter(groups.values()))
                     if m != ref and compare_outcomes(base, result.outcomes[m], upstream=True)]
         if not weighted:
-            return "every mode returns values"
+            return f"{_every(result)} returns values"
         return (f"{' and '.join(weighted)} return{'s' if len(weighted) == 1 else ''} the same "
                 f"values as {ref} for "
                 "the plain sum of the outputs, and other values with upstream weights")
@@ -83,16 +90,19 @@ def _behaviour(result: Result, function: str = "`tf.custom_gradient` function") 
             f" {'kills the process' if result.verdict is Verdict.CRASH else 'hangs'}:"
         )
     if result.modes_disagree:
-        return f"The same {function}, {at}, does not do the same in every mode: {_how(result)}."
+        return (f"The same {function}, {at}, does not do the same in {_every(result)}: "
+                f"{_how(result)}.")
     upstream = result.oracles.get(UPSTREAM)
     if upstream is not None and upstream.status is OracleStatus.DIFFER:
-        return (f"The {function}, {at}, gives the same result in every mode, and it is wrong "
+        return (f"The {function}, {at}, gives the same result in {_every(result)}, and it is "
+                "wrong "
                 "inside any loss but the plain sum of its outputs: `repro.py` computes the plain "
                 "sum only, so it shows the modes agreeing; the harness's upstream-gradient check "
                 "(the explanation below) is what shows the difference:")
     if any(o.status is OracleStatus.DIFFER for o in result.oracles.values()):
-        return f"The {function}, {at}, gives the same result in every mode, and it is wrong:"
-    return f"The {function}, {at}, gives the same result in every mode:"
+        return (f"The {function}, {at}, gives the same result in {_every(result)}, and it is "
+                "wrong:")
+    return f"The {function}, {at}, gives the same result in {_every(result)}:"
 
 
 # TensorFlow's bug template, heading by heading; render fills it in.

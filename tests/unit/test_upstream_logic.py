@@ -1,6 +1,7 @@
 """The upstream-gradient check's pure logic, without TensorFlow: the weights, --expect, and
 explanations that must be true."""
 
+import dataclasses
 import numpy as np
 import pytest
 
@@ -167,6 +168,19 @@ def test_issue_text_says_the_modes_disagree_only_when_they_do():
     text = issue.render(_result(Verdict.FAIL, {}, True), "print(1)", env, "a case", "1\n")
     assert "eager, function disagree" in text
     assert "does not do the same in every mode: function returns other values than eager." in text
+
+
+def test_issue_text_with_a_mode_skipped_says_every_mode_that_ran():
+    env = {"tensorflow": "2.21.0"}
+    numeric = {"numeric": OracleOutcome(name="numeric", status="differ", differ=(1,))}
+    result = _result(Verdict.FAIL, numeric, False)
+    skipped = ModeOutcome(mode="graph", status=Status.SKIP, note="its worker grew by 2,100 MiB")
+    result = dataclasses.replace(result, outcomes={**result.outcomes, "graph": skipped})
+    text = issue.render(result, "print(1)", env, "a case", "1\n")
+    assert ("every mode that ran agrees (eager, function), and the values differ from the "
+            "numeric derivative") in text
+    assert "gives the same result in every mode that ran, and it is wrong:" in text
+    assert "in every mode," not in text and "in every mode:" not in text
 
 
 def weighted_ok(mode, grad=2.0, weighted=-1.25):
