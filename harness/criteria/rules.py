@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence, Union
 
-from harness import oracle_names
+from harness import mode_names, oracle_names
 from harness.case import GRADIENT_UNUSED, Case, Expectation
-from harness.mode_names import TRAINING_STEPS
 from harness.records import CaseInfo, ModeOutcome, RunOptions, Status
 
 __all__ = ["Rules", "applicable", "oracle_subject", "required_oracles", "yardstick"]
@@ -91,7 +90,7 @@ def _yardstick(default: str, modes: Sequence[str], expected: Mapping[str, Expect
     # training step (which computes order 1 only) only when no other mode is left.
     if default in modes and default not in expected:
         return default
-    steps = TRAINING_STEPS
+    steps = mode_names.TRAINING_STEPS  # read now: the rows may have grown since import
     ordered = [m for m in modes if m not in steps] + [m for m in modes if m in steps]
     return next((m for m in ordered if m not in expected),
                 default if default in modes else next(iter(ordered), default))
