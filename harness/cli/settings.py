@@ -151,7 +151,8 @@ class Settings:
     domains: tuple = ()  # explore --domain: (argument, Domain) pairs
     recorded: Optional[str] = None  # replay DIR, or repro --recorded DIR: the recorded folder
     accept_into: Optional[str] = None  # replay --accept: the expectations file it writes
-    mode_memory_mib: float = 0.0  # --mode_memory_mib: what one mode may grow its worker by
+    # --mode_memory_mib: what one mode may add to its worker
+    mode_memory_mib: float = MODE_MEMORY_MIB.default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -379,6 +380,8 @@ def rerun_command(case_id: str, point: str, s: Settings, check=None,
         parts.append("--strict_none")
     if s.options.repeat != 1:
         parts.append(f"--repeat={s.options.repeat}")
+    if s.mode_memory_mib != MODE_MEMORY_MIB.default:  # a budget's stop changes the verdict
+        parts.append(f"--mode_memory_mib={s.mode_memory_mib:g}")
     return shlex.join(parts)
 
 

@@ -331,11 +331,12 @@ def test_the_rerun_commands_the_harness_prints_pass_the_refusal():
     with flagsaver.flagsaver():  # every flag a rerun carries over
         flags.FLAGS(["harness", "--case_file=mine.py", "--library", "--unconnected_gradients=zero",
                      "--strict_xpass", "--nonumeric", "--noupstream", "--numeric_full",
-                     "--repeat=3"])
+                     "--repeat=3", "--mode_memory_mib=512"])
         settings = dataclasses.replace(cli_settings.settings_for("run", []), modes=("eager",))
         lines = [cli_settings.rerun_command("check.f", "x=1.0", settings, check),
                  cli_settings.rerun_command("a.b", "x=1.0", settings)]
     assert lines[0].startswith("python -m harness check f.py:f ") and "--nonumeric" in lines[1]
+    assert all("--mode_memory_mib=512" in line for line in lines), lines
     for line in lines:
         with flagsaver.flagsaver():
             command, args = cli_settings.split_command(flags.FLAGS(["harness",
