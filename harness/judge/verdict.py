@@ -581,6 +581,8 @@ def _passed(evidence: _Evidence) -> _Said:
                      f"{agree}, but nothing checked that the values are right: {why_not}", lines,
                      unchecked=why_not)
     return _Said(Verdict.PASS, f"{agree}{matched}" if checked else "", lines)
+
+
 def skipped(case: Rules, point: str, reason: str, rerun: str) -> Result:
     """A Result for a point that was not run."""
     return Result(case=case.id, point=point, order=case.order, verdict=Verdict.SKIP,
