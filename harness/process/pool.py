@@ -111,7 +111,6 @@ class _Worker:
 
     def assign(self, index: int, job: Job) -> None:
         self.index, self.job, self.started, self.mode = index, job, _clock(), "setup"
-        self.mode_mib = resident_mib(self.process.pid, anonymous=True) or 0.0
         self.scripts = {}
         self.conn.send(("run", job))
 
@@ -227,13 +226,12 @@ class WorkerPool:
     def _wait(self) -> Optional[float]:
         """Seconds until the first running case times out, or until the next look at the busy
         workers' sizes when a mode's memory is limited; None: wait for a message."""
-        if self._timeout is None:
-            return _MEMORY_POLL_S if self._memory_mib > 0 and any(w.job for w in self._workers) \
-                else None
-        busy = [w.started + self._timeout - _clock() for w in self._workers if w.job]
+        busy = [w for w in self._workers if w.job]
+        waits = ([w.started + self._timeout - _clock() for w in busy]
+                 if self._timeout is not None else [])
         if busy and self._memory_mib > 0:
-            busy.append(_MEMORY_POLL_S)
-        return max(0.0, min(busy)) if busy else None
+            waits.append(_MEMORY_POLL_S)
+        return max(0.0, min(waits)) if waits else None
 
     def _dispatch(self, on_start: OnStart) -> None:
         for w in self._workers:

@@ -59,7 +59,7 @@ def _pool_running(monkeypatch, sizes, budget=1024.0, points=("a", "b"), started_
     monkeypatch.setattr(p, "_spawn", lambda: spawned.append(1))
     the_job = job(*points)
     p._jobs = [dataclasses.replace(the_job, modes=("eager", "function", "graph"))]
-    w.assign(0, p._jobs[0])  # reads its size: 700
+    w.assign(0, p._jobs[0])
     there.recv()
     # started_mib None: a worker that could not read its own size, which the pool then reads
     there.send(("mode", ("eager", started_mib)))
@@ -68,7 +68,7 @@ def _pool_running(monkeypatch, sizes, budget=1024.0, points=("a", "b"), started_
 
 
 def test_a_mode_grown_past_the_budget_is_stopped_and_its_job_runs_again_without_it(monkeypatch):
-    p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0, 1800.0])
+    p, w, spawned = _pool_running(monkeypatch, [710.0, 1800.0])
     p._limit_memory()  # 1800 - 710 = 1090 MiB over the mode's start: past 1024
     assert w not in p._workers and spawned == [1]  # stopped, and a fresh worker takes the job
     assert list(p._pending) == [0] and p._finished == []
@@ -80,7 +80,7 @@ def test_a_mode_grown_past_the_budget_is_stopped_and_its_job_runs_again_without_
 
 
 def test_a_stopped_mode_of_a_one_point_job_is_said_of_that_point(monkeypatch):
-    p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0, 2000.0], points=("a",))
+    p, w, spawned = _pool_running(monkeypatch, [710.0, 2000.0], points=("a",))
     p._limit_memory()
     [(_, why)] = p._jobs[0].stopped
     assert why == ("its worker grew by 1,290 MiB running it here, past the 1,024 MiB a mode may "
@@ -89,13 +89,13 @@ def test_a_stopped_mode_of_a_one_point_job_is_said_of_that_point(monkeypatch):
 
 
 def test_a_mode_within_the_budget_runs_on(monkeypatch):
-    p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0, 1700.0])
+    p, w, spawned = _pool_running(monkeypatch, [710.0, 1700.0])
     p._limit_memory()  # 990 MiB: within
     assert w in p._workers and not spawned and not p._pending and p._jobs[0].stopped == ()
 
 
 def test_no_budget_reads_no_size(monkeypatch):
-    p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0], budget=0.0)
+    p, w, spawned = _pool_running(monkeypatch, [710.0], budget=0.0)
     p._limit_memory()  # a third read would end the sizes
     assert w in p._workers and not p._pending
 
@@ -103,16 +103,16 @@ def test_no_budget_reads_no_size(monkeypatch):
 def test_the_size_a_mode_starts_from_is_the_one_its_worker_read_as_it_started(monkeypatch):
     # Read by the pool only when the message arrives, the size could already hold what the mode
     # had allocated meanwhile (the pool busy judging another job), and the growth would be missed.
-    p, w, spawned = _pool_running(monkeypatch, [700.0, 1640.0], started_mib=600.0)
+    p, w, spawned = _pool_running(monkeypatch, [1640.0], started_mib=600.0)
     p._limit_memory()  # 1640 - 600 = 1040: past 1024
     assert p._jobs[0].stopped
-    late, _, _ = _pool_running(monkeypatch, [700.0, 710.0, 1640.0])
+    late, _, _ = _pool_running(monkeypatch, [710.0, 1640.0])
     late._limit_memory()  # read when the message came, 710: 930, within
     assert not late._jobs[0].stopped
 
 
 def test_a_job_run_again_keeps_the_time_it_took_not_the_wait_for_a_fresh_worker(monkeypatch):
-    p, w, spawned = _pool_running(monkeypatch, [700.0, 710.0, 1800.0, 0.0])
+    p, w, spawned = _pool_running(monkeypatch, [710.0, 1800.0])
     CLOCK.now += 25.0  # eager ran 25 s, then is stopped
     p._limit_memory()
     CLOCK.now += 8.0  # the fresh worker imports TensorFlow
