@@ -41,9 +41,9 @@ def deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismatc
                    and active[m].error is not None]
         same = [m for m in raising if active[m].error.type == e.type]
         if not others:
-            said = f"{mode} is the only mode selected"
+            said = f"{mode} is the only mode that ran"
         elif len(same) == len(others):
-            said = "every selected mode raises it too"
+            said = "every other mode that ran raises it too"
         else:
             # Each other mode as it is: raising this, raising something else, or computing values.
             parts = ([f"{', '.join(same)} raise{'s' if len(same) == 1 else ''} it too"] if same
@@ -51,7 +51,7 @@ def deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismatc
             parts += [f"{m} raises {active[m].error.type}" for m in raising if m not in same]
             calm = [m for m in others if m not in raising]
             if calm and not parts:
-                parts.append("no other selected mode raises it")
+                parts.append("no other mode that ran raises it")
             elif calm:
                 parts.append(f"{', '.join(calm)} do{'es' if len(calm) == 1 else ''} not raise")
             said = "; ".join(parts)

@@ -103,20 +103,30 @@ def _judge(*outcomes, oracles=None):
                  reference="eager", rerun="rerun", oracles=oracles)
 
 
-def test_every_selected_mode_raises_it_too_only_when_every_one_does():
+def test_every_other_mode_raises_it_too_only_when_every_one_does():
     r = _judge(raised("eager", "ValueError"), raised("function", "ValueError"),
                raised("graph", "ValueError"))
-    assert "every selected mode raises it too" in r.reason
+    assert "every other mode that ran raises it too" in r.reason
     r = _judge(raised("eager", "ValueError"), raised("function", "ValueError"), ok("graph"))
     line = next(d for d in r.details if d.startswith("eager raises"))
-    assert "function raises it too" in line and "every selected mode" not in line
+    assert "function raises it too" in line and "every other mode" not in line
     r = _judge(raised("eager", "ValueError"), ok("function"), ok("graph"))
     line = next(d for d in r.details if d.startswith("eager raises"))
-    assert "no other selected mode raises it" in line
+    assert "no other mode that ran raises it" in line
+
+
+def test_a_skipped_mode_is_not_said_to_raise_it():
+    skipped = ModeOutcome(mode="eager", status=Status.SKIP, note="stopped")
+    r = _judge(skipped, raised("function", "ValueError"), raised("graph", "ValueError"))
+    line = next(d for d in r.details if d.startswith("function raises"))
+    assert "every other mode that ran raises it too" in line and "selected" not in line
+    r = _judge(skipped, raised("function", "ValueError"))
+    line = next(d for d in r.details if d.startswith("function raises"))
+    assert "function is the only mode that ran" in line
 
 
 def test_the_other_modes_are_each_said_as_they_are():
-    # Where every mode raised, but not the same error, "no other selected mode raises it" would be
+    # Where every mode raised, but not the same error, "no other mode that ran raises it" would be
     # false.
     r = _judge(raised("eager", "ValueError"), raised("function", "TypeError"),
                raised("graph", "TypeError"))
