@@ -19,6 +19,7 @@ import numpy as np
 from harness.measure import modes as _modes
 from harness.measure import oracles
 from harness.measure import probe
+from harness.measure import release
 from harness.case import Case
 from harness.measure.modes.shared import tf
 from harness.records import Measured, ModeOutcome, RunOptions, Status, error_info
@@ -72,7 +73,8 @@ def measure(case: Case, modes: Sequence[str], options: RunOptions,
         for _ in range(max(1, options.repeat)):
             on_mode(mode)
             start = time.perf_counter()
-            runs.setdefault(mode, []).append(_run_mode(mode, case, options))
+            with release.released():
+                runs.setdefault(mode, []).append(_run_mode(mode, case, options))
             took[mode] = took.get(mode, 0.0) + time.perf_counter() - start
     for mode in modes:  # each point's share of the mode's time
         share = took[mode] / max(1, len(case.points))
@@ -89,7 +91,8 @@ def measure(case: Case, modes: Sequence[str], options: RunOptions,
             subject, note = oracle_subject({m: outcomes[m] for m in active},
                                            yardstick(case, point.label, outcomes,
                                                      tf.version.VERSION, default))
-            checks = oracles.consult(case, point, outcomes[subject], options, note)
+            with release.released():
+                checks = oracles.consult(case, point, outcomes[subject], options, note)
         measured.append(Measured(point=point.label, outcomes=outcomes, repeats=repeats,
                                  oracles=checks))
     return measured
