@@ -203,8 +203,12 @@ def _create(env: Path, wanted: Wanted, requirements: Sequence[str], python: str,
         _step(wanted.version,
               "creating the environment (uv venv)", ["uv", "venv", "-q", "--python", python,
                                                      str(env)], log)
+        # Compiled now, once: uv writes no .pyc by default, and where PYTHONDONTWRITEBYTECODE is
+        # set no run writes them either, so every worker's import would compile TensorFlow's
+        # modules again (`import tensorflow` 7.3 s against 4.1 s, 2.21 on the CI machine).
         _step(wanted.version, "installing TensorFlow (uv pip)",
-              ["uv", "pip", "install", "-q", "--python", python_bin, *index, *requirements], log)
+              ["uv", "pip", "install", "-q", "--compile-bytecode", "--python", python_bin, *index,
+               *requirements], log)
     else:
         _step(wanted.version,
               "creating the environment (python -m venv)", [python, "-m", "venv", str(env)], log)

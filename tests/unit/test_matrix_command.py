@@ -171,3 +171,15 @@ def test_the_matrix_has_a_column_per_build_and_says_why_one_was_not_installed(ca
                             f"--out_dir={out} --case_file=tests/data/my_cases.py -- --nonumeric`")
     assert "--cache_dir" not in stamp and "--index_url" not in stamp and stamp.endswith(
         "-- --nonumeric` from a real run under each release; do not edit it by hand.")
+
+
+def test_uv_compiles_the_bytecode_once_at_install(tmp_path, monkeypatch, python):
+    # Without .pyc files, every worker of a run would compile TensorFlow's modules on import where
+    # PYTHONDONTWRITEBYTECODE is set (uv writes none by default).
+    steps = []
+    monkeypatch.setattr(envs, "_step", lambda version, what, command, log: steps.append(command))
+    wanted = envs.release("2.21.0")
+    envs._create(tmp_path / "env", wanted, ["tensorflow==2.21.0"], sys.executable, "uv",
+                 tmp_path / "log")
+    [install] = [c for c in steps if c[:3] == ["uv", "pip", "install"]]
+    assert "--compile-bytecode" in install and install[-1] == "tensorflow==2.21.0"
