@@ -7,7 +7,10 @@ FUNCTION is a recorded function's qualname (or the end of module.qualname), POIN
 recorded call (0 first). Reads the recording's JSON and value files directly, imports the function,
 and runs it in a fresh process per way: the forward alone, an eager GradientTape watching every
 floating argument (as the eager mode does), and the same tape inside a tf.function (as the
-function mode does, tracing included). Prints each way's seconds and peak resident memory.
+function mode does, tracing included), and tf.gradients in a tf.compat.v1 graph run by a Session
+(as the graph mode does, building included). Prints each way's seconds and peak resident memory.
+The harness's modes compute the plain chain and, by default, the weighted one (--upstream), each
+on its own forward: a traced mode's floor there is about twice its way's.
 Only points whose arguments are recorded values (not drawn stand-ins, objects or variables).
 """
 
@@ -20,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-WAYS = ("forward", "eager tape", "tf.function tape")
+WAYS = ("forward", "eager tape", "tf.function tape", "graph tf.gradients")
 
 
 def _record(recording: Path, name: str) -> tuple[dict, Path]:
@@ -73,11 +76,26 @@ def _measure(recording: Path, name: str, index: int, way: str) -> None:
         fn(*args, **kwargs)
     elif way == "eager tape":
         taped(*watched)
-    else:
+    elif way == "tf.function tape":
         tf.function(taped)(*watched)
+    else:
+        _graph_gradients(fn, args, kwargs, slots)
     took = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{way:18s} {took:8.1f} s  peak resident {peak:8.0f} MiB")
+
+
+def _graph_gradients(fn, args, kwargs, slots) -> None:
+    import tensorflow as tf
+
+    with tf.Graph().as_default() as graph:
+        fed = {i: tf.compat.v1.placeholder(args[i].dtype, args[i].shape) for i in slots}
+        called = [fed.get(i, a.numpy() if isinstance(a, tf.Tensor) else a)
+                  for i, a in enumerate(args)]
+        out = [t for t in tf.nest.flatten(fn(*called, **kwargs)) if t.dtype.is_floating]
+        grads = [g for g in tf.compat.v1.gradients(out, [fed[i] for i in slots]) if g is not None]
+        with tf.compat.v1.Session(graph=graph) as session:
+            session.run(grads, {fed[i]: args[i].numpy() for i in slots})
 
 
 def main() -> int:
