@@ -83,14 +83,16 @@ def test_a_traced_function_kept_past_leaving_still_differentiates():
     assert float(tape.gradient(y, x)) == 3.0
 
 
-def test_leaving_puts_tensorflows_own_register_back_even_when_nested():
-    own = type(ops._gradient_registry).__dict__["register"]
+def test_outside_released_an_entry_stays_as_tensorflow_made_it_even_after_nesting():
     with release.released():
         with release.released():
-            graph, x, y = _graph_with_gradient()
-        assert type(ops._gradient_registry).__dict__["register"] is not own
-    assert type(ops._gradient_registry).__dict__["register"] is own
-    name = next(iter(_custom_entries() & {
-        op.get_attr("_gradient_op_type").decode() for op in graph.get_operations()
-        if op.type == "IdentityN"}))
-    assert getattr(ops._gradient_registry.lookup(name), "_harness_custom_gradients", False)
+            held, _, _ = _graph_with_gradient()
+        outer, _, _ = _graph_with_gradient()
+    after, _, _ = _graph_with_gradient()
+    assert [_held(g) for g in (held, outer, after)] == [True, True, False]
+
+
+def _held(graph) -> bool:
+    [name] = _custom_entries() & {op.get_attr("_gradient_op_type").decode()
+                                  for op in graph.get_operations() if op.type == "IdentityN"}
+    return getattr(ops._gradient_registry.lookup(name), "_harness_custom_gradients", False)

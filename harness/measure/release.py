@@ -22,6 +22,7 @@ import contextlib
 import ctypes
 import gc
 import os
+import threading
 import weakref
 from typing import Callable, Iterator, Optional
 
@@ -42,30 +43,50 @@ _HELD = "_harness_custom_gradients"
 
 @contextlib.contextmanager
 def released() -> Iterator[None]:
-    """Within it, the custom gradients registered from a graph live as long as that graph; on
-    leaving, after a mode that grew the process by COLLECT_AFTER_MIB, its garbage is collected
-    and the freed memory given back to the system."""
+    """Within it (in this thread), the custom gradients registered from a graph live as long as
+    that graph; on leaving, after a mode that grew the process by COLLECT_AFTER_MIB, its garbage
+    is collected and the freed memory given back to the system."""
+    _install()
     registry = ops._gradient_registry  # pylint: disable=protected-access
-    noted: list[tuple[str, object]] = []
-    kind = type(registry)  # its instances have no attributes of their own: wrapped on the class
-    register = kind.__dict__["register"]  # TensorFlow's, or an enclosing `released`'s
-
-    def noting(self, candidate, name=None):
-        register(self, candidate, name)
-        if self is registry and isinstance(name, str) and name.startswith(_PREFIX):
-            noted.append((name, ops.get_default_graph()))
-
+    outer = getattr(_NOTING, "noted", None)
+    noted: list = []
+    _NOTING.noted = noted
     before = lifetime.resident_mib(os.getpid(), anonymous=True)
-    kind.register = noting
     try:
         yield
     finally:
-        kind.register = register
+        _NOTING.noted = outer
         _held_by_graphs(registry, noted)
         after = lifetime.resident_mib(os.getpid(), anonymous=True)
         if before is not None and after is not None and after - before >= COLLECT_AFTER_MIB:
             gc.collect()
             _trim()
+
+
+# The lists of (name, graph) that `released` blocks are filling, one per thread.
+_NOTING = threading.local()
+
+
+def _install() -> None:
+    """Wraps the gradient registry's `register` once, for good: the wrapper calls TensorFlow's and
+    notes what a `released` block of the calling thread registered, and nothing else. (Its
+    instances have no attributes of their own, so it is wrapped on the class, for every registry,
+    and notes only the gradient registry's.) Installed once, it is never taken off, so blocks in
+    several threads cannot undo each other's."""
+    kind = type(ops._gradient_registry)  # pylint: disable=protected-access
+    register = kind.__dict__["register"]
+    if getattr(register, _HELD, False):
+        return
+
+    def noting(self, candidate, name=None):
+        register(self, candidate, name)
+        noted = getattr(_NOTING, "noted", None)
+        if (noted is not None and self is ops._gradient_registry  # pylint: disable=protected-access
+                and isinstance(name, str) and name.startswith(_PREFIX)):
+            noted.append((name, ops.get_default_graph()))
+
+    setattr(noting, _HELD, True)
+    kind.register = noting
 
 
 def _held_by_graphs(registry, noted) -> None:
