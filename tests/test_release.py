@@ -96,3 +96,20 @@ def _held(graph) -> bool:
     [name] = _custom_entries() & {op.get_attr("_gradient_op_type").decode()
                                   for op in graph.get_operations() if op.type == "IdentityN"}
     return getattr(ops._gradient_registry.lookup(name), "_harness_custom_gradients", False)
+
+
+def test_a_kept_function_saves_and_loads_with_its_custom_gradient(tmp_path):
+    # tf.saved_model.save traces each gradient function the registry has for the function's ops.
+    with release.released():
+        module = tf.Module()
+        module.f = tf.function(lambda x: _tripled_gradient(x),
+                               input_signature=[tf.TensorSpec([], tf.float32)])
+        module.f(tf.constant(1.0))
+    gc.collect()
+    tf.saved_model.save(module, str(tmp_path / "saved"))
+    loaded = tf.saved_model.load(str(tmp_path / "saved"))
+    x = tf.constant(1.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = loaded.f(x)
+    assert float(tape.gradient(y, x)) == 3.0

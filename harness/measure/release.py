@@ -27,7 +27,7 @@ import weakref
 from typing import Callable, Iterator, Optional
 
 from harness import lifetime
-from harness.measure.modes.shared import tf  # noqa: F401 - TensorFlow's modules below
+from harness.measure.modes.shared import tf, traced_as_is  # noqa: F401 - tf: TensorFlow first
 
 from tensorflow.python.framework import ops
 
@@ -115,7 +115,9 @@ def _weakly(fn: Callable, name: str, forget: Callable[[], None]) -> Callable:
         return live(op, *grads)
 
     setattr(gradient, _HELD, True)
-    return gradient
+    # Called as it is by AutoGraph, as TensorFlow's own function was (tf.saved_model.save traces the
+    # registry's gradient functions with tf.function).
+    return traced_as_is(gradient)
 
 
 def _trim() -> None:
