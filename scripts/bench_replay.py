@@ -78,7 +78,9 @@ def main() -> int:
     over = [s for s in seconds if s[0] > args.slow]
     print(f"points over {args.slow:g} s: {len(over)}; the slowest {seconds[0][0]:.1f} s")
     worst = max(peaks.values(), default=0)
-    print(f"processes: {len(peaks)}; the largest peak resident memory {worst / 1024:.0f} MiB")
+    print(f"processes: {len(peaks)}; the largest peak resident memory {worst / 1024:.0f} MiB; "
+          f"each one's, largest first: "
+          f"{', '.join(f'{kib / 1024:.0f}' for kib in sorted(peaks.values(), reverse=True))} MiB")
     print(stderr.strip().splitlines()[-1] if stderr.strip() else "")
     return 0
 
