@@ -208,8 +208,8 @@ def test_when_the_reference_raises_the_numeric_oracle_checks_the_first_mode_with
     )
     # The headline is eager's error, and it does not claim that the others raise it too.
     assert r.verdict is Verdict.FAIL
-    assert r.reason.startswith("eager raises ValueError at forward: not eagerly (no other mode that "
-                               "ran raises it;")
+    assert r.reason.startswith("eager raises ValueError at forward: not eagerly (no other mode "
+                               "that ran raises it;")
     assert any(d.startswith("function vs eager: function returns values") for d in r.details)
 
 
