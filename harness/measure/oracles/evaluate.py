@@ -58,9 +58,9 @@ _PROBE_LARGE = 2.0 ** -14
 # library has that many points.
 TRACE_AFTER_POINTS = 16
 
-# The traced functions kept for the next points of their case (the oldest go first; a trace for
-# another case lets them all go), and how many points of each case, order and signature were
-# evaluated eagerly.
+# The traced functions kept for the next points of their case (the oldest go first; an evaluator
+# for another case lets them all go, traced or not), and how many points of each case, order and
+# signature were evaluated eagerly.
 _TRACED: dict = {}
 _TRACED_KEPT = 8
 _EAGER_POINTS: collections.Counter = collections.Counter()
@@ -89,6 +89,8 @@ class Evaluator:
     def __init__(self, case: Case, point: Point, wide: bool, weighted: bool, agreed=None,
                  agreed_seconds: float = 0.0):
         self.case = case
+        for other in [k for k in _TRACED if k[:2] != (id(case.fn), case.id)]:
+            del _TRACED[other]  # another case's: its points are done, and its graph is large
         # The agreed mode's values per order (Outputs): what a traced evaluation must give at the
         # point to be used without an eager evaluation beside it.
         self.agreed = agreed
@@ -273,8 +275,6 @@ class Evaluator:
 
         key = self._key(order)
         if key not in _TRACED:
-            for other in [k for k in _TRACED if k[:2] != key[:2]]:
-                del _TRACED[other]  # another case's: its points are done, and its graph is large
             options = RunOptions(upstream=self.tables is not None)
             _TRACED[key] = _Concrete(compile_subject(self.subject, order, options, Steps(),
                                                      weighted=True))
