@@ -366,3 +366,21 @@ def test_a_case_seen_at_many_points_is_traced_from_then_on_and_judged_as_before(
     # At x = 2 the gradient is 8 against the derivative 12, traced or not.
     assert "order 1 gradient wrt x: eager=8 numeric=12" in wrong[3].reason, wrong[3].reason
     assert "evaluated through a tf.function" in wrong[3].oracles["numeric"].note
+
+
+def test_an_evaluator_for_another_case_lets_the_kept_traces_go():
+    # A trace is kept for the next points of its case only: one of a heavy case stays in the
+    # worker under later cases whose oracle never traces.
+    from harness.measure.oracles import evaluate
+
+    first = make_case(fn=lambda x: x * x, id="t.first")
+    second = make_case(fn=lambda x: x * x * x, id="t.second")
+    mine = (id(first.fn), first.id, 1, True, False, ())
+    evaluate._TRACED[mine] = "kept"
+    try:
+        evaluate.Evaluator(first, first.points[0], wide=True, weighted=False)
+        assert mine in evaluate._TRACED  # its own case: kept for its next point
+        evaluate.Evaluator(second, second.points[0], wide=True, weighted=False)
+        assert mine not in evaluate._TRACED
+    finally:
+        evaluate._TRACED.pop(mine, None)
