@@ -369,8 +369,8 @@ def test_a_case_seen_at_many_points_is_traced_from_then_on_and_judged_as_before(
 
 
 def test_an_evaluator_for_another_case_lets_the_kept_traces_go():
-    # A trace is kept for the next points of its case only: one of a heavy case stays in the
-    # worker under later cases whose oracle never traces.
+    # A trace serves the next points of its case only: kept longer, a heavy case's trace would
+    # stay in the worker under every later case whose oracle never traces.
     from harness.measure.oracles import evaluate
 
     first = make_case(fn=lambda x: x * x, id="t.first")
