@@ -35,7 +35,7 @@ import numpy as np
 
 from harness import mode_names
 from harness.case import Case, CaseError, Expectation, Point, point_label
-from harness.record import identity, serial, store
+from harness.record import identity, merging, serial, store
 
 __all__ = ["DRAWN", "cases"]
 
@@ -369,8 +369,8 @@ def _call_form(point: dict) -> str:
     """What must be the same for two points to share one function: which arguments are constants."""
     constants = [(i, repr(store.python_value(a))) for i, a in enumerate(point["args"])
                  if _constant(a)]
-    kwargs = sorted((k,
-                     repr(store.python_value(a) if _constant(a) else a.get("array", a.get("spec"))))
+    kwargs = sorted((k, repr(store.python_value(a) if _constant(a)
+                             else a.get("sha1", a.get("array", a.get("spec")))))
                     for k, a in point.get("kwargs", {}).items())
     return repr((len(point["args"]), constants, kwargs))
 
@@ -420,24 +420,30 @@ def _label(names, values, kwargs: dict, drawn: bool, taken: set) -> str:
     return _free(f"drawn:{label}" if drawn else label, taken, "#")
 
 
-def _id_part(text: str) -> str:
-    text = text.replace("-", "m").replace(".", "_")
-    return re.sub(r"\W", "_", text)
-
-
 def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[Expectation],
               taken_ids: set, twins: int = 1, per_case: Optional[Callable] = None) -> list[Case]:
-    base = _case_id(record["module"], record["qualname"])
     captured = ",".join(f"{name}={text}" for name, text in record.get("captured") or ())
-    if twins > 1 and captured:
-        base += "_" + _id_part(captured.replace(",", "_").replace("=", "_"))
     source = f"recorded from {record.get('file') or record['module']}:{record.get('line', 0)}"
     calls = record.get("calls", 0)
+    variants = record.get("variants", 1)
     description = (f"{record['qualname']} from {record['module']}"
                    + (f", its closure over {captured}" if captured and twins > 1 else "")
+                   + (f", {variants} closures over other values (each point says what its "
+                      "closure held)" if variants > 1 else "")
                    + f", replayed at the points its tests called it with ({calls} "
                      f"call{'s' if calls != 1 else ''}"
                    " seen)")
+    made = []
+    for case_id, points in _groups(record, taken_ids):
+        made += _group_case(case_id, record, points, loader, order, expectations, description,
+                            source, taken_ids, per_case)
+    return made
+
+
+def _groups(record: dict, taken_ids: set) -> list[tuple[str, list[dict]]]:
+    """(case id, points) of each group of a record's points that one function serves (points
+    that pass other constants are another case, `_2`), each id now taken."""
+    base = _case_id(record["module"], record["qualname"])
     groups: dict[str, list[dict]] = {}
     for point in record["points"]:
         groups.setdefault(_call_form(point), []).append(point)
@@ -448,9 +454,25 @@ def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[
             n += 1
             case_id = f"{base}_{n}"
         taken_ids.add(case_id)
-        made += _group_case(case_id, record, points, loader, order, expectations, description,
-                            source, taken_ids, per_case)
+        made.append((case_id, points))
     return made
+
+
+def case_codes(folder: str) -> dict[str, str]:
+    """Each case id a replay of `folder` makes, with a digest of its function's code (identity's
+    `site`): what an accepted entry of the reviewed file remembers, so that an xpass can say that
+    the code changed. Reads no value and imports nothing of the recording; {} for no recording."""
+    try:
+        data = store.read(folder)
+    except store.RecordError:
+        return {}
+    taken: set = set()
+    codes = {}
+    for record in merging.merged(data):
+        if record["points"]:
+            for case_id, _ in _groups(record, taken):
+                codes[case_id] = (record.get("site") or "").partition(":")[2]
+    return codes
 
 
 _HOW = {"eager": "an eager call", "tf.function": "a call while tracing a tf.function",
@@ -705,7 +727,7 @@ def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = (),
     made: list[Case] = []
     taken: set = set()
     records = [dict(r, eager_session=bool(data["sessions"][r.get("session", 0)].get("eager")))
-               for r in _merged(data)]
+               for r in merging.merged(data)]
     for record in records:
         if not record["points"]:
             continue
@@ -723,24 +745,8 @@ def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = (),
 
 
 def _twins(record: dict, records: Sequence[dict]) -> int:
-    """How many recorded functions share this one's module and name (a factory's closures)."""
+    """How many recorded functions share this one's module and name (two lambdas on one line,
+    two functions exec made from other sources): definitions, told apart by `_2`, `_3` in the
+    order of their definitions (a factory's closures over other values are one function)."""
     return sum(1 for r in records if r["module"] == record["module"] and r["qualname"]
                == record["qualname"])
-
-
-def _merged(data: dict) -> list[dict]:
-    """One record per function, however many processes saw it: their points in file order, up to
-    the most points a session kept per function."""
-    limit = max([s.get("limits", {}).get("points", 3) for s in data["sessions"]] or [3])
-    merged: dict = {}
-    for record in data["functions"]:
-        key = (record["module"], record["qualname"], record.get("file"), record.get("line"),
-               record.get("fingerprint", ""), record.get("site", ""))
-        if key not in merged:
-            merged[key] = dict(record, points=list(record["points"]))
-        else:
-            kept = merged[key]
-            kept["calls"] = kept.get("calls", 0) + record.get("calls", 0)
-            kept["importable"] = kept.get("importable") and record.get("importable")
-            kept["points"] = (kept["points"] + list(record["points"]))[:limit]
-    return list(merged.values())
