@@ -107,12 +107,20 @@ def test_accepting_writes_the_reviewed_file_and_a_mended_function_leaves_it(tmp_
     ops = project / "mylib" / "ops.py"
     ops.write_text(ops.read_text().replace("        return 2.0 * x\n",
                                            "        return dy * 2.0 * x\n"))
-    mended = _run(project, tmp_path, "-n", "2")
+    mended = _run(project, tmp_path, "-n", "2", "-rX")
     assert mended.returncode == 0 and "1 xpassed" in mended.stdout.splitlines()[-1]
+    # The xpass names what changed: the function's code, not TensorFlow.
+    [xpass] = [line for line in mended.stdout.splitlines() if line.startswith("XPASS ")]
+    assert xpass.startswith("XPASS harness::recorded.mylib.ops.scaled_square[x=3.0] - the reviewed "
+                            "entry recorded.mylib.ops.scaled_square (upstream:values differ) no "
+                            "longer deviates here: the function's code changed since the entry "
+                            "was accepted; if the change fixed it, rerun with --harness-accept"), \
+        xpass
     strict = _run(project, tmp_path, "-n", "2", "--harness-strict")
     assert strict.returncode == 1
-    assert "FAILED harness::recorded.mylib.ops.scaled_square[x=3.0] - fail: declared but did " \
-           "not happen" in strict.stdout
+    assert "FAILED harness::recorded.mylib.ops.scaled_square[x=3.0] - fail: the reviewed entry " \
+           "recorded.mylib.ops.scaled_square (upstream:values differ) no longer deviates here: " \
+           "the function's code changed" in strict.stdout, strict.stdout[-3000:]
     again = _run(project, tmp_path, "-n", "2", "--harness-accept")
     assert f"harness check: wrote {reviewed}: - recorded.mylib.ops.scaled_square upstream:values " \
            "differ" in again.stdout
@@ -178,9 +186,10 @@ def _scheduled_project(tmp_path):
             "    x = tf.constant(x)\n    with tf.GradientTape() as tape:\n        tape.watch(x)\n"
             "        y = step_through(x)\n    return tape.gradient(y, x)\n\n\n")
     (project / "tests").mkdir()
-    (project / "tests" / "test_a.py").write_text(call + "def test_a():\n    grad(0.5)\n    grad(1.0)\n")
-    (project / "tests" / "test_b.py").write_text(call + "def test_b():\n    grad(0.5)\n    grad(3.0)\n"
-                                       "    grad(1.5)\n")
+    (project / "tests" / "test_a.py").write_text(
+        call + "def test_a():\n    grad(0.5)\n    grad(1.0)\n")
+    (project / "tests" / "test_b.py").write_text(
+        call + "def test_b():\n    grad(0.5)\n    grad(3.0)\n    grad(1.5)\n")
     return project
 
 
@@ -369,3 +378,53 @@ def test_under_v_and_x_the_replayed_points_read_as_pytest_s_own_tests(tmp_path):
     assert "stopping after 2 failures" not in out
     assert failed[0] in {f"{tc.get('classname')}::{tc.get('name')}" for tc in junit.iter("testcase")
                          if tc.find("failure") is not None}
+
+
+SCALED = '''
+import tensorflow as tf
+
+
+@tf.custom_gradient
+def scaled_square(x):
+    """Wrong: the gradient ignores dy."""
+    def grad(dy):
+        return 2.0 * x
+    return x * x, grad
+'''
+
+
+def test_a_damaged_value_file_costs_the_point_that_used_it_and_no_other(tmp_path):
+    # Before: truncating one .npy of a three-point recording made all three points SKIP ("replay
+    # could not make it a case ... please report it"), renamed the case and its points, and lost
+    # two real FAILs: exit 0.
+    project = tmp_path / "damaged"
+    (project / "tests").mkdir(parents=True)
+    (project / "scaledlib.py").write_text(SCALED)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "tests" / "test_scaled.py").write_text(
+        "import tensorflow as tf\nfrom scaledlib import scaled_square\n\n\ndef test_three():\n"
+        "    for v in (1.0, 2.0, 3.0):\n        x = tf.constant(v)\n"
+        "        with tf.GradientTape() as tape:\n            tape.watch(x)\n"
+        "            y = scaled_square(x)\n        tape.gradient(y, x)\n")
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop(store.ENV_SESSION, None)
+    recorded = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               *helpers.RECORD_PLUGIN, "tests", f"--harness-record={tmp_path}/rec"],
+                              capture_output=True, text=True, cwd=project, env=env, timeout=600)
+    assert recorded.returncode == 0, recorded.stdout[-2000:]
+    [session] = (tmp_path / "rec").iterdir()
+    [function] = store.read(str(session))["functions"]
+    damaged = function["points"][1]["args"][0]["array"]
+    whole = (session / damaged).read_bytes()
+    (session / damaged).write_bytes(whole[:len(whole) // 2])
+    out = tmp_path / "r.json"
+    proc = helpers.harness("replay", str(session), "--mode=all", f"--json_out={out}",
+                           cwd=str(project), env=env, timeout=600)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    results = {(r["case"], r["point"]): r for r in json.loads(out.read_text())["results"]}
+    assert {c for c, _ in results} == {"recorded.scaledlib.scaled_square"}
+    verdicts = {p: r["verdict"] for (_, p), r in results.items()}
+    assert verdicts == {"x=1.0": "fail", "x=damaged": "skip", "x=3.0": "fail"}, verdicts
+    assert (f"the recorded value of its argument x cannot be read: the recording's file "
+            f"{damaged} is damaged (") in results[("recorded.scaledlib.scaled_square",
+                                                  "x=damaged")]["reason"]

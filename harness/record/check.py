@@ -314,7 +314,9 @@ class Checking:
                     f"points replayed, {missing} did not run")
         if status == 130 or not_run is not None:
             how = "by Ctrl-C" if self.interrupted else "(SIGINT or SIGTERM)"
-            missing = not_run if not_run is not None else max(self.kept - replayed, 0)
+            # The replay's own count, or what the recording kept, whichever is more: a replay
+            # stopped before it chose its cases counts none of them.
+            missing = max(not_run or 0, self.kept - replayed, 0)
             return (f"the replay was stopped {how}: {replayed} of the "
                     f"{replayed + missing} points replayed, {missing} did not run")
         if status not in (0, 1) or not self.results:
@@ -335,8 +337,9 @@ class Checking:
         self.stale = expectations.stale(entries, sorted({r["case"] for r in self.results}))
         codes = replay.case_codes(self.recording.folder)
         if not self.accept:
-            for r in self.results:
-                if r["verdict"] == "xpass":
+            for r in self.results:  # an xpass, or the fail --harness-strict makes of one
+                if r["verdict"] == "xpass" or (r["verdict"] == "fail" and (
+                        r.get("reason") or "").startswith("declared but did not happen")):
                     self._xpass_cause(r, entries, codes.get(r["case"], ""), tf_version)
             return
         self.changes, undeclarable = expectations.accept_into(Path(self.reviewed), self.results,

@@ -48,8 +48,9 @@ def pytest_addoption(parser) -> None:
     group.addoption("--harness-expectations", dest="harness_expectations", metavar="FILE",
                     default=None,
                     help="With --harness-check: the reviewed file of known deviations (default: "
-                         "harness-expectations.json at the rootdir or above, or where "
-                         "pyproject.toml's [tool.harness] expectations says).")
+                         "harness-expectations.json at the rootdir, or where the rootdir's "
+                         "pyproject.toml's [tool.harness] expectations says; never one above "
+                         "it).")
     group.addoption("--harness-accept", dest="harness_accept", action="store_true", default=False,
                     help="With --harness-check: write the expectations file from this run: an "
                          "entry for each new deviation, none for a function that now passes, "

@@ -352,12 +352,21 @@ class Session:
             self.bytes += size
         if not function.importable():
             self._copy_into(point, function, source)
+        if not self._keep(function, point, full, rank):
+            return
+        self.dirty = True
+        if not self.node:  # no test end will come to write it: write it now
+            self.flush()
+
+    def _keep(self, function: _Function, point: dict, full: bool, rank: tuple) -> bool:
+        """Keeps a new point (its digest given it) among the function's K of lowest rank;
+        whether it was kept."""
         point["digest"] = merging.digest_of(point, function.who.fingerprint)
         if point["digest"] in function.digests:  # the same call, byte for byte (another layer
-            return  # instance with the same weights): one point
+            return False  # instance with the same weights): one point
         if full:
             if not _ranks_below(function.points, _without_values(point), rank):
-                return  # its values were over the byte limit: it ranks with traced calls
+                return False  # its values were over the byte limit: it ranks with traced calls
             # It takes the place of the highest-ranked kept point.
             last = max(range(len(function.points)),
                        key=lambda i: merging.order_of(function.points[i]))
@@ -367,9 +376,7 @@ class Session:
             function.points.append(point)
             self.points += 1
         function.digests.add(point["digest"])
-        self.dirty = True
-        if not self.node:  # no test end will come to write it: write it now
-            self.flush()
+        return True
 
     def _entry(self, described, over: bool) -> dict:
         entry, value = described
@@ -412,6 +419,8 @@ class Session:
 
         return {"tensorflow": tf.version.VERSION, "python": platform.python_version(),
                 "command": self.command, "started": self.started, "ended": ended,
+                # A script's argv: replay runs its top level with it, to define its functions.
+                "argv": [str(a) for a in getattr(sys, "argv", None) or ()],
                 "eager": self.eager, "limits": dataclasses.asdict(self.limits), "tests": self.tests,
                 "include": sorted(self.include), "left_out": dict(self.left_out),
                 "dropped": dict(self.dropped), "stopped": self.stopped,
