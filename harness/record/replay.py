@@ -778,7 +778,9 @@ def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = (),
     Raises:
       store.RecordError: the folder is not a recording.
     """
-    data = store.read(folder)
+    # A worker's read: the command that started it refused a folder others can change (or was
+    # told to trust it) before any worker ran.
+    data = store.read(folder, checked=True)
     loader = _Loader(data["folder"])
     made: list[Case] = []
     taken: set = set()

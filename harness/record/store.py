@@ -272,16 +272,18 @@ def session_folder(folder: str) -> tuple[str, int]:
     return str(sessions[-1]), len(sessions)
 
 
-def read(folder: str) -> dict:
+def read(folder: str, checked: bool = False) -> dict:
     """Every process file of a session as one recording: {"folder": the session folder,
     "sessions": [...], "functions": [...]}, where each function carries the `session` (index)
     it came from. `folder` is a session folder, or a folder of sessions (the latest is read).
+    It is refused where others can change it (`untrusted`), unless `checked`: the process that
+    chose it (replay's command line, which --trust_recording overrides) has refused it already.
 
     Raises:
       RecordError: the folder is missing, holds no recording, or a file is not one.
     """
     folder, _ = session_folder(folder)
-    if os.environ.get(ENV_TRUST) != "1":
+    if not checked and os.environ.get(ENV_TRUST) != "1":
         problem = untrusted(folder)
         if problem:
             raise RecordError(f"{problem}: a recording holds code that replaying it imports and "
