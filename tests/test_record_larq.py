@@ -135,11 +135,13 @@ def test_accepted_once_the_check_is_green_serially_and_under_xdist_and_a_change_
         out[-3000:]
     assert ids == accepted
     # The function made a true derivative (sign's is 0): its accepted surrogate entry no longer
-    # deviates, and the xpass says that the function's code changed.
+    # deviates, and the xpass says that the function's code changed. (larq's own gradient tests
+    # fail now, rightly: they test the estimator; no replayed point fails.)
     quantizers.write_text(original.replace(right, right.replace(
         "_clipped_gradient(x, dy, clip_value)", "tf.zeros_like(dy)")))
     status, out, ids = _check(folder, env, "mended")
-    assert status == 0, out[-3000:]
+    assert "FAILED src/larq/quantizers_test.py::TestGradients::test_ste_grad" in out, out[-3000:]
+    assert "FAILED harness::" not in out, out[-3000:]
     xpassed = [line for line in out.splitlines()
                if line.startswith("XPASS harness::recorded.larq.quantizers.ste_sign._call[")]
     assert xpassed and all("code changed" in line for line in xpassed), out[-3000:]

@@ -160,10 +160,10 @@ def _report(result: dict, session_folder: str):
     reason = result.get("reason") or verdict
     caller = _caller(result)
     first = printable(reason.splitlines()[0] + (f" (called by {caller})" if caller else ""))
-    text = printable("\n".join([reason]
-                               + [f"- {d}" for d in result.get("details") or () if d != reason]
-                               + ([f"rerun: {result['rerun']}"] if result.get("rerun") else [])),
-                     newlines=True)
+    # The explanation keeps its lines; a detail and the rerun command are one line each.
+    text = "\n".join([printable(reason, newlines=True)]
+                     + [f"- {printable(d)}" for d in result.get("details") or () if d != reason]
+                     + ([f"rerun: {printable(result['rerun'])}"] if result.get("rerun") else []))
     # No domain: pytest's -v line is then the node id itself, as the summary and JUnit show it.
     location = ("harness", None, "")
     if verdict in _FAILING:
