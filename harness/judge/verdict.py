@@ -49,6 +49,7 @@ from harness.records import (
 )
 from harness.criteria.rules import Rules, applicable, required_oracles, yardstick
 from harness.criteria.tolerance import Tol
+from harness.jobs import ORACLES, SETUP
 from harness.oracle_names import NUMERIC, UPSTREAM
 
 __all__ = ["died", "judge", "judge_measured", "skipped"]
@@ -590,13 +591,15 @@ def skipped(case: Rules, point: str, reason: str, rerun: str) -> Result:
 
 
 def died(case_id: str, point: str, order: int, status: Status, mode: str, how: str, output: str,
-         rerun: str) -> Result:
+         rerun: str, oracles: Sequence[str] = ()) -> Result:
     """A Result for a point whose process crashed or timed out while running `mode`.
 
     Args:
       status: Status.CRASH or Status.TIMEOUT.
+      mode: the mode it was running, or harness.jobs.SETUP or ORACLES.
       how: what happened, e.g. "killed by SIGABRT" or "ran past the 60 s timeout".
       output: the last lines the process wrote, kept with the outcome.
+      oracles: the oracles the job runs, which the reason names when they were running.
     """
     verdict = Verdict.CRASH if status is Status.CRASH else Verdict.TIMEOUT
     outcome = ModeOutcome(mode=mode, status=status,
@@ -604,8 +607,19 @@ def died(case_id: str, point: str, order: int, status: Status, mode: str, how: s
                                           message=f"{how}\n{output}".strip(), stage=mode))
     lines = [line for line in output.splitlines() if line.strip()]
     return Result(case=case_id, point=point, order=order, verdict=verdict,
-                  reason=f"{mode} mode: {how}", details=tuple(f"output: {line}" for line in lines),
+                  reason=f"{_running(mode, oracles)}: {how}",
+                  details=tuple(f"output: {line}" for line in lines),
                   outcomes={mode: outcome}, rerun=rerun)
+
+
+def _running(mode: str, oracles: Sequence[str]) -> str:
+    """What a process was running as it died, named as a reason says it: a mode, the oracles (by
+    name), or setting the case up."""
+    if mode == ORACLES:
+        return f"the oracles ({', '.join(oracles)})" if oracles else "the oracles"
+    if mode == SETUP:
+        return "setting the case up, before its first mode"
+    return f"{mode} mode"
 
 
 def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequence[str],
