@@ -32,6 +32,7 @@ from harness.judge.explain import (
     no_gradient_line,
     oracle_line,
     partly_outside_line,
+    raised_line,
     said_once,
     unchecked,
 )
@@ -374,9 +375,34 @@ def _modes_seen(case: Rules, active: Mapping[str, ModeOutcome], chosen: str,
                 expected: Mapping[str, Expectation]) -> tuple[_Seen, bool]:
     """What every mode shows against the yardstick, and against its expectation if it has one;
     and whether any mode's values differ from the yardstick's."""
-    each = [_mode_seen(case, mode, outcome, active, chosen, expected.get(mode))
-            for mode, outcome in active.items()]
-    return sum((seen for seen, _ in each), _Seen()), any(differ for _, differ in each)
+    each = {mode: _mode_seen(case, mode, outcome, active, chosen, expected.get(mode))
+            for mode, outcome in active.items()}
+    for mode, line in _raising_alone(case, active, chosen, expected).items():
+        seen, differ = each[mode]
+        each[mode] = dataclasses.replace(seen, deviations=(line,) if line else ()), differ
+    return (sum((seen for seen, _ in each.values()), _Seen()),
+            any(differ for _, differ in each.values()))
+
+
+def _raising_alone(case: Rules, active: Mapping[str, ModeOutcome], chosen: str,
+                   expected: Mapping[str, Expectation]) -> dict[str, str]:
+    """The modes whose one deviation is an error they raise where the yardstick `chosen` computed,
+    by the error they raise: one line says a group of them, and that the yardstick computed here.
+    Each mode's line: its group's for the group's first mode, "" for the others."""
+    if active[chosen].status is not Status.OK:
+        return {}
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for mode, o in active.items():
+        if mode == chosen or mode in expected or o.status is not Status.ERROR or o.error is None:
+            continue
+        found = compare_outcomes(active[chosen], o, tolerance=case.tolerance)
+        if [m.kind for m in found] == ["status"] and not check_gradients(o):
+            groups.setdefault((o.error.type, o.error.stage, o.error.first_line), []).append(mode)
+    lines = {}
+    for modes in groups.values():
+        lines.update(dict.fromkeys(modes, ""))
+        lines[modes[0]] = raised_line(modes, active[modes[0]].error, chosen)
+    return lines
 
 
 def _mode_seen(case: Rules, mode: str, outcome: ModeOutcome, active: Mapping[str, ModeOutcome],
