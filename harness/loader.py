@@ -265,12 +265,26 @@ def shard(selected: Sequence[CaseInfo], index: int, count: int) -> list[CaseInfo
 def narrow(case: Case, labels: Sequence[str]) -> Case:
     """`case` with only the points labelled `labels` (all of them: the case itself); at one point
     with a builder of its own (Case.builders), made by that builder."""
-    if len(labels) == 1 and labels[0] in case.builders:
-        return dataclasses.replace(case, points=[p for p in case.points if p.label in labels],
-                                   build=case.builders[labels[0]], builders={})
-    if len(labels) == len(case.points):
+    if len(labels) == len(case.points) and not (len(labels) == 1 and labels[0] in case.builders):
         return case
-    return dataclasses.replace(case, points=[p for p in case.points if p.label in labels])
+    kept = dict(points=[p for p in case.points if p.label in labels],
+                expectations=_narrowed_expectations(case.expectations, set(labels)))
+    if len(labels) == 1 and labels[0] in case.builders:
+        kept.update(build=case.builders[labels[0]], builders={})
+    return dataclasses.replace(case, **kept)
+
+
+def _narrowed_expectations(expectations, labels: set) -> tuple:
+    """The expectations that still apply once a case keeps only `labels`: one listing points
+    keeps those it still has, and one listing none of them goes (its points are not run here,
+    so it is no error that they are absent)."""
+    kept = []
+    for e in expectations:
+        if not e.points:
+            kept.append(e)
+        elif any(p in labels for p in e.points):
+            kept.append(dataclasses.replace(e, points=tuple(p for p in e.points if p in labels)))
+    return tuple(kept)
 
 
 def pick(cases: Sequence[Case], patterns: Iterable[str] | None) -> list[Case]:

@@ -141,8 +141,9 @@ def bench_check(args, work: Path, env: dict) -> None:
         proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
         walls.append(time.monotonic() - start)
         cpus.append(child_cpu() - cpu)
-        lines = [line for line in proc.stdout.splitlines() if line.startswith("harness check: ")]
-        if not lines or " replayed in " not in lines[0]:
+        lines = [line for line in proc.stdout.splitlines()
+                 if line.startswith("harness check: ") and " replayed in " in line]
+        if not lines:
             sys.exit(f"{shlex.join(command)} said no replay:\n{proc.stdout[-2000:]}")
         said = lines[0]
         replays.append(float(said.split(" replayed in ")[1].split(" s")[0]))

@@ -112,11 +112,14 @@ def test_two_lambdas_on_one_line_are_two_cases_and_the_wrong_one_fails(real):
     assert wrong["verdict"] == "fail" and "eager=4.5 numeric=3 " in wrong["reason"]
 
 
-def test_exec_made_functions_over_other_globals_are_two_cases_each_over_its_own_globals(real):
+def test_exec_made_functions_over_other_globals_are_one_case_each_point_over_its_own_globals(real):
     _, _, _, results = real
-    found = by_case(results)
-    two = found["recorded.__main__.generated_K_2_0"]["x=1.0"]
-    three = found["recorded.__main__.generated_K_3_0"]["x=1.0"]
+    # One function (one source), two variants over other globals: one case, a point each, each
+    # point saying which globals its function read.
+    found = by_case(results)["recorded.__main__.generated"]
+    assert set(found) == {"x=1.0", "x=1.0#2"}
+    two, three = sorted(found.values(), key=lambda r: "K=3.0" in " ".join(r["details"]))
+    assert "K=2.0" in " ".join(two["details"]) and "K=3.0" in " ".join(three["details"])
     assert two["verdict"] == "pass"
     # y = 3x with a gradient of 2: the K the function was made with is the one replayed.
     assert three["verdict"] == "fail" and "eager=2 numeric=3 " in three["reason"]

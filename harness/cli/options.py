@@ -265,7 +265,7 @@ RECORD_EAGER = flags.DEFINE_boolean(
 RECORD_CHECK = flags.DEFINE_boolean(
     "check", False,
     "record: once the command has ended, replay what it recorded (in the core modes, with the "
-    "oracles and the reviewed expectations file found from this folder up), as pytest "
+    "oracles and the reviewed expectations file of this folder), as pytest "
     "--harness-check does; the exit "
     "status is the command's where it failed, else the replay's.")
 
@@ -278,13 +278,21 @@ RECORD_INCLUDE = flags.DEFINE_list(
 EXPECTATIONS = flags.DEFINE_string(
     "expectations", None,
     "The reviewed expectations file of known deviations (default: harness-expectations"
-    ".json in this folder or above, or where pyproject.toml's [tool.harness] expectations says); "
+    ".json in this folder, or where its pyproject.toml's [tool.harness] expectations says; never "
+    "one above it); "
     "'' reads none.")
+
+TRUST_RECORDING = flags.DEFINE_boolean(
+    "trust_recording", False,
+    "Replay a recording others can change, which is refused otherwise. A session folder or "
+    "process file writable by its group or by anyone, or owned by another user, is refused, "
+    "since a recording holds code: the copies of functions and the modules replay imports and "
+    "runs.")
 
 ACCEPT = flags.DEFINE_boolean(
     "accept", False,
     "Judge without the reviewed expectations file, then write it from this run (the "
-    "file --expectations names, else the one found from this folder up, else "
+    "file --expectations names, else the one in this folder, else "
     "harness-expectations.json here): a new deviation gets an entry, an entry whose function now "
     "passes goes, a reason written by hand stays; prints what changed (pytest: "
     "--harness-accept).")
@@ -500,6 +508,7 @@ FLAG_TABLE = {
         (RECORD_INCLUDE, None, (RECORD_CMD,)),
         (RECORD_CHECK, None, (RECORD_CMD,)),
         (EXPECTATIONS, None, (REPLAY_CMD,)),
+        (TRUST_RECORDING, SELECTION, (REPLAY_CMD, RUN_CMD, REPRO_CMD) + ACROSS),
         (ACCEPT, None, (REPLAY_CMD,)),
         (VERSIONS, None, (MATRIX_CMD,)),
         (OUT_DIR, None, ACROSS),

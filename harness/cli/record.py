@@ -49,16 +49,34 @@ def record_command(s: RecordSettings) -> int:
     from harness.record import recorder  # noqa: PLC0415 - numpy only, no TensorFlow
 
     sys.stderr.write(recorder.folder_summary(session, include_flag="--record_include") + "\n")
+    code = shell_status(code, "the command")
     if not s.check:
         return code
     try:
         store.read(session)
     except store.RecordError:
-        sys.stderr.write("harness record: --check: no custom-gradient function was recorded, so "
-                         "none replayed\n")
+        sys.stderr.write("harness record: --check: nothing checked: no custom-gradient function "
+                         "of the command's own was recorded\n")
         return code
     # The replay's own summary, reports and exit status, as pytest --harness-check gives them.
     replayed = subprocess.run([sys.executable, "-m", "harness", "replay", session, "--mode=all"],
                               env={k: v for k, v in os.environ.items()
                                    if not k.startswith("HARNESS_RECORD")}, check=False)
-    return code or replayed.returncode
+    return code or shell_status(replayed.returncode, "the replay")
+
+
+def shell_status(code: int, what: str) -> int:
+    """A child's exit status as a shell reports it: a process a signal ended is 128 + the
+    signal (SIGKILL 137, SIGTERM 143), said in one line; Python's negative returncode, returned
+    as it is, would be 256 less that (247 for SIGKILL) and read as a plain failure."""
+    import signal  # noqa: PLC0415
+
+    if code >= 0:
+        return code
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    sys.stderr.write(f"harness record: {what} was killed by {name} (exit status {128 - code}, as "
+                     "a shell reports it)\n")
+    return 128 - code

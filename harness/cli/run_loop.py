@@ -315,6 +315,9 @@ class Run:
             print(shares)
         print(text.summary(report.results, seconds, not_run=not_run))
         if self.interrupted:
+            if not self.selected:  # stopped while the cases were still being loaded
+                sys.stderr.write("harness: interrupted before the cases were loaded; none ran\n")
+                return 130
             sys.stderr.write(f"harness: interrupted; {not_run} case points did not run; reports "
                              "hold what finished\n")
             return 130

@@ -61,6 +61,7 @@ from harness.cli.options import (
     RECORD_CMD,
     ACCEPT,
     EXPECTATIONS,
+    TRUST_RECORDING,
     RECORD_CHECK,
     RECORD_EAGER,
     RECORD_INCLUDE,
@@ -269,7 +270,7 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
 
 
 def expectations_file(command: str) -> str:
-    """replay's reviewed expectations file (--expectations, else found from this folder up), read
+    """replay's reviewed expectations file (--expectations, else the one in this folder), read
     once here so that a malformed one is a usage error before any case runs; "" for none."""
     from harness.record import expectations  # noqa: PLC0415 - no TensorFlow
 
@@ -286,8 +287,9 @@ def expectations_file(command: str) -> str:
 
 
 def accept_target(command: str) -> Optional[str]:
-    """replay --accept's expectations file: --expectations, else the one found from this folder
-    up, else FILE_NAME here; read once here, so that a malformed one is a usage error first."""
+    """replay --accept's expectations file: --expectations, else the one in this folder (or where
+    its pyproject.toml says), else FILE_NAME here; read once here, so that a malformed one is a
+    usage error first."""
     from harness.record import expectations  # noqa: PLC0415 - no TensorFlow
 
     if not ACCEPT.value or command != REPLAY_CMD:  # another command refuses it by the table
@@ -314,6 +316,8 @@ def recorded_folder(command: str, args: Sequence[str]) -> Optional[str]:
     from harness.checking import InputError, parse_expect  # noqa: PLC0415
     from harness.record import store  # noqa: PLC0415
 
+    if TRUST_RECORDING.value:  # its workers read it too: they are told by the environment
+        os.environ[store.ENV_TRUST] = "1"
     try:
         data = store.read(folder)
         for text in EXPECT.value if command == REPLAY_CMD else ():

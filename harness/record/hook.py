@@ -62,11 +62,11 @@ def _note_unittest(session) -> None:
     run = unittest.TestCase.run
 
     def noting_run(self, result=None):
-        session.node = self.id()
+        session.node, session.test = self.id(), session.tests
         try:
             return run(self, result)
         finally:
-            session.node = ""
+            session.node, session.test = "", -1
             session.tests += 1
             session.flush()
 

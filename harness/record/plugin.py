@@ -48,8 +48,9 @@ def pytest_addoption(parser) -> None:
     group.addoption("--harness-expectations", dest="harness_expectations", metavar="FILE",
                     default=None,
                     help="With --harness-check: the reviewed file of known deviations (default: "
-                         "harness-expectations.json at the rootdir or above, or where "
-                         "pyproject.toml's [tool.harness] expectations says).")
+                         "harness-expectations.json at the rootdir, or where the rootdir's "
+                         "pyproject.toml's [tool.harness] expectations says; never one above "
+                         "it).")
     group.addoption("--harness-accept", dest="harness_accept", action="store_true", default=False,
                     help="With --harness-check: write the expectations file from this run: an "
                          "entry for each new deviation, none for a function that now passes, "
@@ -79,9 +80,15 @@ class _Recording:
 
     def __init__(self, session):
         self.session = session
+        self.places: dict = {}  # node id -> its place in the collection
 
     def pytest_runtest_protocol(self, item, nextitem):
         node = item.nodeid
+        # The test's place in the collection, the same in every xdist worker (each collects the
+        # whole suite), ranks the points it records (harness.record.merging).
+        if not self.places:
+            self.places = {it.nodeid: i for i, it in enumerate(item.session.items)}
+        self.session.test = self.places.get(node, len(self.places))
         # a test module outside the rootdir (--pyargs): name it by its module
         if node.startswith("::"):
             module = getattr(getattr(item, "module", None), "__name__", None)
@@ -92,7 +99,7 @@ class _Recording:
     def pytest_runtest_logfinish(self, nodeid, location):
         if not self.session.node:  # xdist's controller hears of its workers' tests: not run here
             return
-        self.session.node = ""
+        self.session.node, self.session.test = "", -1
         self.session.tests += 1
         self.session.flush()  # a kill during the next test keeps this one's points
 
@@ -136,20 +143,55 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
         folder = check or str(early_config.rootpath.joinpath(*checking.DEFAULT_FOLDER))
     if not folder:
         return
-    try:
-        from harness.record import recorder, store  # noqa: PLC0415
+    import pytest  # noqa: PLC0415 - pytest runs this
 
-        points = getattr(options, "harness_record_points", _DEFAULT_POINTS)
-        if points < 1:
-            raise ValueError(
-                f"--harness-record-points={points}: keep at least 1 point per function"
-            )
+    flag = "--harness-check" if check is not None and not getattr(options, "harness_record",
+                                                                   None) else "--harness-record"
+    points = getattr(options, "harness_record_points", _DEFAULT_POINTS)
+    if points < 1:
+        raise pytest.UsageError(f"--harness-record-points={points}: keep at least 1 point per "
+                                "function")
+    checking_now = None
+    if check is not None:  # read before any test runs: a malformed file stops pytest now
+        from harness.record import check as checking  # noqa: PLC0415
+
+        checking_now = checking.Checking(
+            None, getattr(options, "harness_check_mode", "all"),
+            getattr(options, "harness_check_jobs", 1),
+            getattr(options, "harness_check_timeout", None),
+            checking.reviewed_file(early_config.rootpath, options),
+            json_out=checking.json_out(getattr(options, "harness_check_json", None)),
+            rootdir=str(early_config.rootpath))
+    session = _start(early_config, options, folder, flag, points, args)
+    session.say_stopped_at_once = False
+    early_config.pluginmanager.register(_Recording(session), "harness-record-session")
+    if checking_now is not None:
+        checking_now.recording = session
+        early_config.pluginmanager.register(checking_now, "harness-check-session")
+
+
+def _start(early_config, options, folder: str, flag: str, points: int, args):
+    """The recording session, installed; a recorder that cannot start is a usage error before
+    any test runs: a check that would check nothing must not pass.
+
+    Raises:
+      pytest.UsageError: the folder cannot be made or written, or the recorder cannot start.
+    """
+    import pytest  # noqa: PLC0415
+
+    from harness.record import recorder, store  # noqa: PLC0415
+
+    try:
         # One session folder for the whole run: the first process (pytest, or xdist's controller)
         # makes it, and the workers it starts find it in their environment.
         session_folder = os.environ.get(store.ENV_SESSION)
         if not session_folder or os.path.dirname(session_folder) != os.path.abspath(folder):
             session_folder = store.new_session(folder)
             os.environ[store.ENV_SESSION] = session_folder
+    except (OSError, store.RecordError) as e:
+        raise pytest.UsageError(f"{flag}={folder}: cannot make the recording's folder there "
+                                f"({type(e).__name__}: {e}); name a folder you can write") from None
+    try:
         session = recorder.Session(session_folder, store.Limits(points=points),
                                    command=" ".join(["pytest"] + list(args)),
                                    eager=bool(getattr(options, "harness_record_eager", False)),
@@ -157,28 +199,7 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
                                             getattr(options, "harness_record_include", None) or ()
                                             for p in given.split(",") if p])
         recorder.install(session)
-    except Exception as e:  # noqa: BLE001 - a recorder that cannot start leaves the tests alone
-        early_config.pluginmanager.register(_NotRecording(f"{type(e).__name__}: {e}"),
-                                            "harness-record-session")
-        return
-    session.say_stopped_at_once = False
-    early_config.pluginmanager.register(_Recording(session), "harness-record-session")
-    if check is not None:
-        early_config.pluginmanager.register(
-            checking.Checking(session, getattr(options, "harness_check_mode", "all"),
-                              getattr(options, "harness_check_jobs", 1),
-                              getattr(options, "harness_check_timeout", None),
-                              checking.reviewed_file(early_config.rootpath, options),
-                              json_out=getattr(options, "harness_check_json", None)),
-            "harness-check-session")
-
-
-class _NotRecording:
-    """Says, once, at the end where pytest's capturing cannot hide it, why nothing was recorded."""
-
-    def __init__(self, why: str):
-        self.why = why
-
-    def pytest_terminal_summary(self, terminalreporter):
-        terminalreporter.write_line(f"harness record: warning: not recording ({self.why}); the "
-                                    "tests ran as without --harness-record")
+    except Exception as e:  # noqa: BLE001 - said, and pytest stops before any test
+        raise pytest.UsageError(f"{flag}: the recorder cannot start ({type(e).__name__}: {e}); "
+                                "this is a fault of the harness, please report it") from None
+    return session

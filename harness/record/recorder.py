@@ -16,9 +16,17 @@ tracing (tf.function, model.fit, a v1 graph) by dtype and shape only, since they
 then. Adding a host callback to read them would change the user's graph (XLA and SavedModel
 refuse one), so those points are replayed at drawn values, labelled so, unless the session runs
 the user's functions eagerly (`eager=True`, an opt-in: their tests then run slower, and run
-eagerly). Each function is the user's (harness.record.identity), never a wrapper's code. Once a
-function has its K points, a call costs a counter increment; a function called again and again
-with values it has already recorded is looked at less and less often.
+eagerly). Each function is the user's (harness.record.identity), never a wrapper's code.
+
+Which K points a function keeps depends on the calls the suite made, never on how it was
+scheduled: each point is ranked by where its call was made (the test's place in pytest's
+collection, then the call's number among that function's calls in that test), and a process
+keeps the K distinct calls of lowest rank it saw (calls with values before calls seen only while
+tracing). Under pytest-xdist each worker keeps its own lowest K, and the merge of their files
+(harness.record.merging) keeps the lowest K of those: the very points a serial run keeps. Tests
+run in collection order, so once a function has its K points, a call in a later test costs a
+counter increment; a function called again and again in one test with values that test has
+already passed is looked at less and less often.
 
 A callable the recorder cannot follow (a functools.partial, a C function) is passed to
 TensorFlow untouched, with one warning naming it; any other failure of the recorder's own code
@@ -42,7 +50,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from harness.record import identity, serial, store
+from harness.record import identity, merging, serial, store
 
 __all__ = ["ROUTES", "Session", "install", "installed_session"]
 
@@ -52,9 +60,11 @@ ROUTES = ("tf.custom_gradient", "tf.compat.v1.custom_gradient", "tf.compat.v2.cu
           "tensorflow.python.ops.custom_gradient.custom_gradient", "keras.ops.custom_gradient")
 _DEFINING_MODULE = "tensorflow.python.ops.custom_gradient"
 
-# After this many calls in a row that brought no new point, a function is looked at only on
-# calls whose number is a power of two: a function called 10**5 times with the same values
-# costs the tests a few dozen looks, not 10**5 hashes of its arguments.
+# After this many calls in a row in one test that brought nothing that test had not passed
+# already, a function is looked at only on calls whose number in that test is a power of two: a
+# function called 10**5 times with the same values costs the test a few dozen looks, not 10**5
+# hashes of its arguments. Counted in each test alone, so which calls are looked at is the same
+# whichever process runs the test and whatever ran before it.
 _PATIENCE = 32
 
 
@@ -76,9 +86,13 @@ class _Function:
         self.who = who
         self.calls = 0
         self.unlooked = 0  # calls not examined, since the last ones brought nothing new
-        self.fruitless = 0  # examined calls in a row that brought no new point
+        self.fruitless = 0  # examined calls in a row, in this test, that it had passed already
+        self.test = None  # the test whose calls test_calls counts (its collection index)
+        self.test_calls = 0  # calls in that test
+        self.test_keys: set = set()  # the arguments of that test's examined calls
         self.points: list[dict] = []
         self.keys: set = set()
+        self.digests: set = set()  # each kept point's digest (merging.digest_of)
         self.bytes = 0
         self.grad_takes_variables = False
         self.copy: Optional[dict] = None  # the serialised copy (or why there is none)
@@ -90,16 +104,26 @@ class _Function:
         except (TypeError, ValueError):
             self.parameters = []
 
-    def full(self, limit: int) -> bool:
-        """Whether no call can add a point: K kept, each with its values (a later call with values
-        takes the place of a point seen only while tracing)."""
-        return len(self.points) >= limit and not any(_without_values(p) for p in self.points)
+    def full(self, limit: int, test: int) -> bool:
+        """Whether no call of the test at `test` can add a point: K kept, each with its values (a
+        later call with values takes the place of a point seen only while tracing), and none made
+        in a later test than this one (tests run out of collection order, under a plugin that
+        reorders them, still keep the K lowest)."""
+        return len(self.points) >= limit and not any(_without_values(p) for p in self.points) \
+            and all(p["rank"][0] <= test for p in self.points)
+
+    def counted(self, test: int) -> None:
+        """Counts a call in the test at `test`."""
+        if self.test != test:
+            self.test, self.test_calls, self.fruitless = test, 0, 0
+            self.test_keys = set()
+        self.test_calls += 1
 
     def looks_at(self) -> bool:
         """Whether this call is examined for a new point."""
         if self.fruitless < _PATIENCE:
             return True
-        n = self.calls
+        n = self.test_calls
         if n & (n - 1) == 0:
             return True
         self.unlooked += 1
@@ -146,6 +170,13 @@ class Session:
         self.command = command
         self.eager = eager
         self.node = ""  # the test running now ("" outside any test: collection, a script)
+        # Its place in pytest's collection (the same in every xdist worker), or the count of tests
+        # begun before it where there is no collection (unittest); -1 outside any test.
+        self.test = -1
+        # Calls of each definition in the current test (a factory's closures counted together,
+        # so that each call's number is its place among that function's calls in the test).
+        self.numbers: dict = {}
+        self.numbered_test = -1
         self.tests = 0  # tests that ran while recording
         self.functions: dict[Any, _Function] = {}
         self.arrays: dict[str, np.ndarray] = {}
@@ -198,7 +229,9 @@ class Session:
             if session.stopped:
                 return f(*args, **kwargs)
             function.calls += 1
-            if function.full(session.limits.points) or not function.looks_at():
+            function.counted(session.test)
+            number = session.numbered(function)
+            if function.full(session.limits.points, session.test) or not function.looks_at():
                 return f(*args, **kwargs)
             watcher = _watcher()
             if watcher is None:
@@ -213,7 +246,8 @@ class Session:
                 given = {id(a) for a in _flat_inputs(args, kwargs)}
                 variables = [v for v in watcher.watched_variables() if id(v) not in given]
             try:
-                session.record(function, args, kwargs, variables, result, source)
+                session.record(function, args, kwargs, variables, result, source,
+                               rank=(session.test, number))
             except Exception as e:  # noqa: BLE001
                 session.stop(e)
             return result
@@ -225,6 +259,15 @@ class Session:
                 pass
         forward.__wrapped__ = f
         return forward
+
+    def numbered(self, function: _Function) -> int:
+        """The number of this call among the calls of its function's definition in this test."""
+        if self.numbered_test != self.test:
+            self.numbers, self.numbered_test = {}, self.test
+        who = function.who
+        key = (who.module, who.qualname, who.file, who.line, who.site)
+        self.numbers[key] = self.numbers.get(key, 0) + 1
+        return self.numbers[key]
 
     def skip(self, f: Any, why: str) -> None:
         name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or type(f).__name__
@@ -257,10 +300,11 @@ class Session:
         if name is None:
             name = self.stored[key] = f"{os.getpid()}-{len(self.arrays)}.npy"
             self.arrays[name] = value
-        return {"array": f"values/{name}", "dtype": value.dtype.name, "shape": list(value.shape)}
+        return {"array": f"values/{name}", "dtype": value.dtype.name, "shape": list(value.shape),
+                "sha1": key[2]}
 
     def record(self, function: _Function, args: tuple, kwargs: dict, variables, result,
-               source: Optional[Callable] = None) -> None:
+               source: Optional[Callable] = None, rank: tuple = (-1, 0)) -> None:
         import tensorflow as tf  # noqa: PLC0415 - already imported: the hook runs inside TensorFlow
 
         if tf.executing_eagerly():
@@ -276,15 +320,19 @@ class Session:
         key = (context, tuple(_key(d) for d in described),
                tuple(sorted((k, _key(d)) for k, d in kw_described.items())),
                _instances(source) if function.who.per_call else ())
-        if key in function.keys:
+        if key in function.test_keys:
             function.fruitless += 1
             return
         function.fruitless = 0
+        function.test_keys.add(key)
+        if key in function.keys:
+            return
         function.keys.add(key)
         full = len(function.points) >= self.limits.points
-        if full and any(d[1] is None and "spec" in d[0] for d in list(described)
-                        + list(kw_described.values())):
-            return  # a call seen only while tracing never takes a kept point's place
+        traced = any(d[1] is None and "spec" in d[0] for d in list(described)
+                     + list(kw_described.values()))
+        if full and not _ranks_below(function.points, traced, rank):
+            return  # a kept point ranks lower: this call takes no place
         if self.points >= self.limits.total_points and not full:
             self.dropped["points_over_total"] += 1
             return
@@ -292,7 +340,7 @@ class Session:
                    if d[1] is not None)
         over = (function.bytes + size > self.limits.function_bytes or self.bytes + size
                 > self.limits.total_bytes)
-        point = {"context": context, "node": self.node,
+        point = {"context": context, "node": self.node, "rank": list(rank),
                  "args": [self._entry(d, over) for d in described],
                  "kwargs": {k: self._entry(d, over) for k, d in kw_described.items()},
                  "variables": [_variable(v, self._store, over) for v in variables]}
@@ -304,18 +352,31 @@ class Session:
             self.bytes += size
         if not function.importable():
             self._copy_into(point, function, source)
-        if full:
-            if _without_values(point):  # its values were over the byte limit
-                return
-            # A point with values takes the place of one seen only while tracing.
-            traced = [i for i, p in enumerate(function.points) if _without_values(p)]
-            function.points[traced[0]] = point
-        else:
-            function.points.append(point)
-            self.points += 1
+        if not self._keep(function, point, full, rank):
+            return
         self.dirty = True
         if not self.node:  # no test end will come to write it: write it now
             self.flush()
+
+    def _keep(self, function: _Function, point: dict, full: bool, rank: tuple) -> bool:
+        """Keeps a new point (its digest given it) among the function's K of lowest rank;
+        whether it was kept."""
+        point["digest"] = merging.digest_of(point, function.who.fingerprint)
+        if point["digest"] in function.digests:  # the same call, byte for byte (another layer
+            return False  # instance with the same weights): one point
+        if full:
+            if not _ranks_below(function.points, _without_values(point), rank):
+                return False  # its values were over the byte limit: it ranks with traced calls
+            # It takes the place of the highest-ranked kept point.
+            last = max(range(len(function.points)),
+                       key=lambda i: merging.order_of(function.points[i]))
+            function.digests.discard(function.points[last].get("digest"))
+            function.points[last] = point
+        else:
+            function.points.append(point)
+            self.points += 1
+        function.digests.add(point["digest"])
+        return True
 
     def _entry(self, described, over: bool) -> dict:
         entry, value = described
@@ -358,6 +419,8 @@ class Session:
 
         return {"tensorflow": tf.version.VERSION, "python": platform.python_version(),
                 "command": self.command, "started": self.started, "ended": ended,
+                # A script's argv: replay runs its top level with it, to define its functions.
+                "argv": [str(a) for a in getattr(sys, "argv", None) or ()],
                 "eager": self.eager, "limits": dataclasses.asdict(self.limits), "tests": self.tests,
                 "include": sorted(self.include), "left_out": dict(self.left_out),
                 "dropped": dict(self.dropped), "stopped": self.stopped,
@@ -384,8 +447,10 @@ class Session:
 
     def summary(self) -> str:
         """One line: what was recorded where, and what was dropped or lost."""
-        return summary_line(self.folder, [f.as_dict() for f in self.called()], self.dropped,
-                            self.tests, self.write_error, self.unwritten, left_out=self.left_out)
+        functions = merging.merged({"sessions": [{"limits": dataclasses.asdict(self.limits)}],
+                                    "functions": [f.as_dict() for f in self.called()]})
+        return summary_line(self.folder, functions, self.dropped, self.tests, self.write_error,
+                            self.unwritten, left_out=self.left_out)
 
 
 def _plural(n: int, word: str, many: Optional[str] = None) -> str:
@@ -461,15 +526,11 @@ def folder_summary(folder: str, session: Optional[Session] = None,
             dropped[k] = dropped.get(k, 0) + v
         for k, v in (process.get("left_out") or {}).items():
             left_out[k] = left_out.get(k, 0) + v
-    merged: dict = {}
-    for f in data["functions"]:
-        key = (f["module"], f["qualname"], f.get("file"), f.get("line"), f.get("fingerprint"),
-               f.get("site", ""))
-        merged[key] = (dict(merged[key], points=merged[key]["points"] + f["points"])
-                       if key in merged else f)
+    # Counted as replay counts them: one function per definition, its points the K it replays.
+    functions = merging.merged(data) if data["sessions"] else []
     tests = sum(p.get("tests", 0) for p in data["sessions"])
     processes = len(data["sessions"])
-    line = summary_line(folder, list(merged.values()), dropped, tests,
+    line = summary_line(folder, functions, dropped, tests,
                         session.write_error if session else "", session.unwritten if session else 0,
                         left_out=left_out, include_flag=include_flag)
     return line + (f" ({processes} processes wrote their files)" if processes > 1 else "")
@@ -483,9 +544,13 @@ def _lost(write_error: str, unwritten: int) -> str:
             f"{'is' if unwritten == 1 else 'are'} lost")
 
 
-def _without_values(point: dict) -> bool:
-    return (any("spec" in a for a in point["args"])
-            or any("spec" in a for a in point["kwargs"].values()))
+def _ranks_below(points: Sequence[dict], traced: bool, rank: tuple) -> bool:
+    """Whether a call of this rank (`traced`: seen only while tracing, or values over the byte
+    limit) ranks below the highest of the kept `points`, so takes its place."""
+    return (int(traced), tuple(rank)) < max(merging.order_of(p)[:2] for p in points)
+
+
+_without_values = merging.without_values
 
 
 def _key(described) -> str:

@@ -35,7 +35,7 @@ import numpy as np
 
 from harness import mode_names
 from harness.case import Case, CaseError, Expectation, Point, point_label
-from harness.record import identity, serial, store
+from harness.record import identity, merging, serial, store
 
 __all__ = ["DRAWN", "cases"]
 
@@ -177,6 +177,7 @@ class _Loader:
     def __init__(self, folder: str):
         self.folder = folder
         self.modules: dict = {}
+        self.scripts: set = set()  # the scripts whose top level ran again here
 
     def module(self, record: dict):
         name = record["module"]
@@ -197,15 +198,8 @@ class _Loader:
                     " not there"
                 )
             else:
-                from harness import loader  # noqa: PLC0415
-
-                try:
-                    found = loader.load_module(file)
-                except loader.LoadError as load_error:
-                    found = (
-                        f"cannot import {name} ({type(e).__name__}: {e}) nor load {file}"
-                        f" ({load_error})"
-                    )
+                found = _script(name, file, record.get("argv"), e)
+                self.scripts.add(name)
         self.modules[name] = found
         return found
 
@@ -214,11 +208,57 @@ class _Loader:
         if not os.path.isfile(path):
             raise _Missing(f"{entry['array']} is not in {self.folder}: removed after recording, "
                            "or never written")
-        return store.load_array(self.folder, entry)
+        try:
+            value = store.load_array(self.folder, entry)
+        except Exception as e:  # noqa: BLE001 - any unreadable file costs its points alone
+            raise _Damaged(f"the recording's file {entry['array']} is damaged "
+                           f"({type(e).__name__}: {e})") from None
+        shape = entry.get("shape")
+        if shape is not None and list(np.shape(value)) != list(shape):
+            raise _Damaged(f"the recording's file {entry['array']} is damaged: it holds shape "
+                           f"{list(np.shape(value))} where the recording says {list(shape)}")
+        held = np.asarray(value).dtype
+        if entry.get("dtype") in _NUMERIC and held.kind in "fiucb" and held.name != entry["dtype"]:
+            raise _Damaged(f"the recording's file {entry['array']} is damaged: it holds "
+                           f"{np.asarray(value).dtype.name} where the recording says "
+                           f"{entry['dtype']}")
+        return value
+
+
+# The dtypes a value file holds as the recording names them (a string tensor's and bfloat16's
+# files hold other dtypes, by design, so they are not compared).
+_NUMERIC = frozenset(("bool", "float16", "float32", "float64", "complex64", "complex128", "int8",
+                      "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
+
+
+def _script(name: str, file: str, argv: Optional[Sequence[str]], why: Exception):
+    """The module a script (or a file that cannot be imported by name) defines its functions in:
+    its top level run again, under a name that is not `__main__` (so its `if __name__ ==
+    "__main__":` block does not run) and with the argv it was recorded with (so that argparse
+    or sys.argv[1] read what they read then), the worker's own argv put back after; or why it
+    cannot be (an exception, or a SystemExit, while its top level ran)."""
+    from harness import loader  # noqa: PLC0415
+
+    saved = sys.argv
+    sys.argv = [str(a) for a in argv] if argv else [file]
+    try:
+        return loader.load_module(file)
+    except loader.LoadError as load_error:
+        return f"cannot import {name} ({type(why).__name__}: {why}) nor load {file} ({load_error})"
+    except SystemExit as e:
+        return (f"running the top level of {file} to define its functions exited (SystemExit "
+                f"{e.code}) with the argv it was recorded with ({' '.join(sys.argv)})")
+    finally:
+        sys.argv = saved
 
 
 class _Missing(OSError):
     """A recorded value's file is not there: it costs the points that use it."""
+
+
+class _Damaged(_Missing):
+    """A recorded value's file cannot be read as the recording says (truncated, overwritten):
+    it costs the points that use it, as a missing one does."""
 
 
 _NOT_FOUND = ("which replay finds neither in its closure nor among its module's globals (a layer's "
@@ -369,8 +409,8 @@ def _call_form(point: dict) -> str:
     """What must be the same for two points to share one function: which arguments are constants."""
     constants = [(i, repr(store.python_value(a))) for i, a in enumerate(point["args"])
                  if _constant(a)]
-    kwargs = sorted((k,
-                     repr(store.python_value(a) if _constant(a) else a.get("array", a.get("spec"))))
+    kwargs = sorted((k, repr(store.python_value(a) if _constant(a)
+                             else a.get("sha1", a.get("array", a.get("spec")))))
                     for k, a in point.get("kwargs", {}).items())
     return repr((len(point["args"]), constants, kwargs))
 
@@ -420,24 +460,30 @@ def _label(names, values, kwargs: dict, drawn: bool, taken: set) -> str:
     return _free(f"drawn:{label}" if drawn else label, taken, "#")
 
 
-def _id_part(text: str) -> str:
-    text = text.replace("-", "m").replace(".", "_")
-    return re.sub(r"\W", "_", text)
-
-
 def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[Expectation],
               taken_ids: set, twins: int = 1, per_case: Optional[Callable] = None) -> list[Case]:
-    base = _case_id(record["module"], record["qualname"])
     captured = ",".join(f"{name}={text}" for name, text in record.get("captured") or ())
-    if twins > 1 and captured:
-        base += "_" + _id_part(captured.replace(",", "_").replace("=", "_"))
     source = f"recorded from {record.get('file') or record['module']}:{record.get('line', 0)}"
     calls = record.get("calls", 0)
+    variants = record.get("variants", 1)
     description = (f"{record['qualname']} from {record['module']}"
                    + (f", its closure over {captured}" if captured and twins > 1 else "")
+                   + (f", {variants} closures over other values (each point says what its "
+                      "closure held)" if variants > 1 else "")
                    + f", replayed at the points its tests called it with ({calls} "
                      f"call{'s' if calls != 1 else ''}"
                    " seen)")
+    made = []
+    for case_id, points in _groups(record, taken_ids):
+        made += _group_case(case_id, record, points, loader, order, expectations, description,
+                            source, taken_ids, per_case)
+    return made
+
+
+def _groups(record: dict, taken_ids: set) -> list[tuple[str, list[dict]]]:
+    """(case id, points) of each group of a record's points that one function serves (points
+    that pass other constants are another case, `_2`), each id now taken."""
+    base = _case_id(record["module"], record["qualname"])
     groups: dict[str, list[dict]] = {}
     for point in record["points"]:
         groups.setdefault(_call_form(point), []).append(point)
@@ -448,9 +494,25 @@ def _cases_of(record: dict, loader: _Loader, order: int, expectations: Sequence[
             n += 1
             case_id = f"{base}_{n}"
         taken_ids.add(case_id)
-        made += _group_case(case_id, record, points, loader, order, expectations, description,
-                            source, taken_ids, per_case)
+        made.append((case_id, points))
     return made
+
+
+def case_codes(folder: str) -> dict[str, str]:
+    """Each case id a replay of `folder` makes, with a digest of its function's code (identity's
+    `site`): what an accepted entry of the reviewed file remembers, so that an xpass can say that
+    the code changed. Reads no value and imports nothing of the recording; {} for no recording."""
+    try:
+        data = store.read(folder)
+    except store.RecordError:
+        return {}
+    taken: set = set()
+    codes = {}
+    for record in merging.merged(data):
+        if record["points"]:
+            for case_id, _ in _groups(record, taken):
+                codes[case_id] = (record.get("site") or "").partition(":")[2]
+    return codes
 
 
 _HOW = {"eager": "an eager call", "tf.function": "a call while tracing a tf.function",
@@ -486,10 +548,9 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
             value, how = _value(entry, loader, seed + i,
                                 lambda i=i: _known(record, loader, i, point), interval)
         except (_Missing, _OverBudget) as e:
-            problem = problem or (f"the recorded value of its argument {name} is missing ({e})"
-                                  if isinstance(e, _Missing) else f"its argument {name}: {e}")
+            problem = problem or _unreadable(name, e)
             shown_names.append(name)
-            shown_values.append(np.asarray("missing" if isinstance(e, _Missing) else "too_large"))
+            shown_values.append(np.asarray(_shown(e)))
             continue
         drawn += [f"{name} {how}"] if how else []
         dtype = np.asarray(value).dtype.name if not _constant(entry) else ""
@@ -503,15 +564,18 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
         try:
             value, how = _value(entry, loader, seed + 1000 + len(kwargs), _Known, interval)
         except (_Missing, _OverBudget) as e:
-            problem = problem or (f"the recorded value of its argument {k} is missing ({e})"
-                                  if isinstance(e, _Missing) else f"its argument {k}: {e}")
-            value, how = np.asarray("missing" if isinstance(e, _Missing) else "too_large"), ""
+            problem = problem or _unreadable(k, e)
+            value, how = np.asarray(_shown(e)), ""
         drawn += [f"{k} {how}"] if how else []
         kwargs[k] = value
     label = _label(shown_names, shown_values, kwargs, bool(drawn), taken)
     note = f"recorded: {_HOW.get(point.get('context'), 'a call')} made by {_node(point)}"
     if point.get("captured"):
         note += f", its closure holding {point['captured']}"
+    if record.get("module") in loader.scripts:
+        note += ("; its script's top level ran again in the replay's worker to define it (as a "
+                 "module not named __main__, with the argv it was recorded with), so what that "
+                 "top level does (a log line, a file written) happened again")
     if record.get("eager_session") and point.get("context") == "eager":
         note += (
             " (the session ran the tests' tf.functions eagerly, so it may have been made inside"
@@ -525,6 +589,20 @@ def _point(record: dict, point: dict, names: Sequence[str], loader: _Loader, see
     built = Point(names=tuple(tensor_names), values=tuple(np.asarray(v) for v in values),
                   label=label)
     return _Built(point=built, note=note, drawn=bool(drawn), problem=problem, raw=point)
+
+
+def _unreadable(name: str, e: Exception) -> str:
+    if isinstance(e, _Damaged):
+        return f"the recorded value of its argument {name} cannot be read: {e}"
+    if isinstance(e, _Missing):
+        return f"the recorded value of its argument {name} is missing ({e})"
+    return f"its argument {name}: {e}"
+
+
+def _shown(e: Exception) -> str:
+    """What a point's label shows for a value it could not have."""
+    return "damaged" if isinstance(e, _Damaged) else "missing" if isinstance(e, _Missing) \
+        else "too_large"
 
 
 def _same(a: Point, b: Point) -> bool:
@@ -700,19 +778,25 @@ def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = (),
     Raises:
       store.RecordError: the folder is not a recording.
     """
-    data = store.read(folder)
+    # A worker's read: the command that started it refused a folder others can change (or was
+    # told to trust it) before any worker ran.
+    data = store.read(folder, checked=True)
     loader = _Loader(data["folder"])
     made: list[Case] = []
     taken: set = set()
-    records = [dict(r, eager_session=bool(data["sessions"][r.get("session", 0)].get("eager")))
-               for r in _merged(data)]
+    records = [dict(r, eager_session=bool(data["sessions"][r.get("session", 0)].get("eager")),
+                    argv=data["sessions"][r.get("session", 0)].get("argv"))
+               for r in merging.merged(data)]
     for record in records:
         if not record["points"]:
             continue
+        before = set(taken)
         try:
             made += _cases_of(record, loader, order, expectations, taken, _twins(record, records),
                               per_case)
         except Exception as e:  # noqa: BLE001 - one record the replay cannot read costs it alone
+            # The id it would have had (taken by the attempt, not by another function).
+            taken.intersection_update(before)
             case_id = _free(_case_id(record["module"], record["qualname"]), taken)
             made.append(_skip_case(case_id, [f"point{i + 1}" for i in range(len(record["points"]))],
                                    f"replay could not make it a case ({type(e).__name__}: {e}); "
@@ -723,24 +807,8 @@ def cases(folder: str, order: int = 1, expectations: Sequence[Expectation] = (),
 
 
 def _twins(record: dict, records: Sequence[dict]) -> int:
-    """How many recorded functions share this one's module and name (a factory's closures)."""
+    """How many recorded functions share this one's module and name (two lambdas on one line,
+    two functions exec made from other sources): definitions, told apart by `_2`, `_3` in the
+    order of their definitions (a factory's closures over other values are one function)."""
     return sum(1 for r in records if r["module"] == record["module"] and r["qualname"]
                == record["qualname"])
-
-
-def _merged(data: dict) -> list[dict]:
-    """One record per function, however many processes saw it: their points in file order, up to
-    the most points a session kept per function."""
-    limit = max([s.get("limits", {}).get("points", 3) for s in data["sessions"]] or [3])
-    merged: dict = {}
-    for record in data["functions"]:
-        key = (record["module"], record["qualname"], record.get("file"), record.get("line"),
-               record.get("fingerprint", ""), record.get("site", ""))
-        if key not in merged:
-            merged[key] = dict(record, points=list(record["points"]))
-        else:
-            kept = merged[key]
-            kept["calls"] = kept.get("calls", 0) + record.get("calls", 0)
-            kept["importable"] = kept.get("importable") and record.get("importable")
-            kept["points"] = (kept["points"] + list(record["points"]))[:limit]
-    return list(merged.values())

@@ -49,6 +49,9 @@ _SCHEMAS = ("harness.recorded/1", SCHEMA)
 _PREFIX = "recorded-"
 _SESSION = "session-"
 ENV_SESSION = "HARNESS_RECORD_SESSION"  # the session folder a process of a session writes into
+# Set (to "1") by replay's --trust_recording, so that its workers read the recording too.
+ENV_TRUST = "HARNESS_TRUST_RECORDING"
+_TRUST_FLAG = "--trust_recording"
 
 
 class RecordError(ValueError):
@@ -81,6 +84,7 @@ def new_session(folder: str) -> str:
             path.mkdir()
         except FileExistsError:
             continue
+        os.chmod(path, 0o755)  # writable by its owner alone, whatever the umask: replay trusts it
         return str(path.resolve())
     raise OSError(f"no free session folder name in {folder}")
 
@@ -149,6 +153,7 @@ class Writer:
                     self.saved.add(name)
             text = json.dumps(dict(data, schema=SCHEMA), indent=1, allow_nan=False)
             temporary.write_text(text, encoding="utf-8")
+            os.chmod(temporary, 0o644)  # its owner's alone to change, whatever the umask
             os.replace(temporary, self.path)
         except OSError as e:
             _remove(temporary)
@@ -204,8 +209,49 @@ def _problem(folder: str, data: Any) -> Optional[str]:
 
 
 def _sessions(root: Path) -> list[Path]:
-    return sorted(p for p in root.glob(f"{_SESSION}*") if p.is_dir()
-                  and any(p.glob(f"{_PREFIX}*.json")))
+    """The session folders of `root`, oldest first by when their recorder started (its own
+    record of it, not the folder's name, which anyone writing `root` can choose)."""
+    found = [p for p in root.glob(f"{_SESSION}*") if p.is_dir() and any(p.glob(f"{_PREFIX}*.json"))]
+    return sorted(found, key=lambda p: (_started(p), p.name))
+
+
+def _started(session: Path) -> float:
+    """When the session's first process started recording (the folder's time for a file that
+    does not say)."""
+    times = []
+    for path in session.glob(f"{_PREFIX}*.json"):
+        try:
+            started = json.loads(path.read_text(encoding="utf-8")).get("started")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(started, (int, float)) and not isinstance(started, bool):
+            times.append(float(started))
+    if times:
+        return min(times)
+    try:
+        return session.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def untrusted(folder: str) -> Optional[str]:
+    """Why a session folder cannot be trusted ("" or None if it can): a recording holds code
+    (copies of functions, modules replay imports), so the folder and its process files must be
+    changeable only by their owner, who must be the current user (or root), as ssh requires of
+    its keys. Value files are read as data only (no pickles), so they are not asked."""
+    root = Path(folder)
+    me = os.getuid() if hasattr(os, "getuid") else None
+    for path in [root, *sorted(root.glob(f"{_PREFIX}*.json"))]:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if me is not None and st.st_uid not in (me, 0):
+            return f"{path} belongs to another user (uid {st.st_uid})"
+        if st.st_mode & 0o022:
+            who = "anyone" if st.st_mode & 0o002 else "its group"
+            return f"{path} can be changed by {who} (mode {st.st_mode & 0o777:o})"
+    return None
 
 
 def session_folder(folder: str) -> tuple[str, int]:
@@ -226,15 +272,24 @@ def session_folder(folder: str) -> tuple[str, int]:
     return str(sessions[-1]), len(sessions)
 
 
-def read(folder: str) -> dict:
+def read(folder: str, checked: bool = False) -> dict:
     """Every process file of a session as one recording: {"folder": the session folder,
     "sessions": [...], "functions": [...]}, where each function carries the `session` (index)
     it came from. `folder` is a session folder, or a folder of sessions (the latest is read).
+    It is refused where others can change it (`untrusted`), unless `checked`: the process that
+    chose it (replay's command line, which --trust_recording overrides) has refused it already.
 
     Raises:
       RecordError: the folder is missing, holds no recording, or a file is not one.
     """
     folder, _ = session_folder(folder)
+    if not checked and os.environ.get(ENV_TRUST) != "1":
+        problem = untrusted(folder)
+        if problem:
+            raise RecordError(f"{problem}: a recording holds code that replaying it imports and "
+                              "runs, so it is refused; make it writable by its owner alone "
+                              f"(chmod go-w), or give {_TRUST_FLAG} if you trust everyone who "
+                              "can write it")
     root = Path(folder)
     files = sorted(root.glob(f"{_PREFIX}*.json"))
     sessions, functions = [], []

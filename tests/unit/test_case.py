@@ -1,5 +1,6 @@
 """The case API's validation rules and point labels: pure Python and NumPy, no TensorFlow."""
 
+import dataclasses
 import subprocess
 import sys
 
@@ -260,3 +261,25 @@ def test_pure_modules_import_without_tensorflow():
             "imported'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_case_narrowed_to_points_an_expectation_does_not_list_keeps_the_case_valid():
+    # An expectation listing point "b" (an accepted deviation at one point of a recorded
+    # function) is no error when the worker runs the case at point "a" alone; at "b" it still
+    # applies, and at both it keeps only what it listed.
+    from harness import loader
+
+    plain = make(points=[{"x": np.float32(v)} for v in (1.0, 2.0, 3.0)])
+    labels = [p.label for p in plain.points]
+    case = make(points=plain.points, expectations=[
+        Expectation(modes=("function",), outcome="ValueError", reason="seen at b",
+                    points=(labels[1],)),
+        Expectation(modes=("graph",), outcome="TypeError", reason="everywhere")])
+    alone = loader.narrow(case, [labels[0]])
+    assert [p.label for p in alone.points] == [labels[0]]
+    assert [e.reason for e in alone.expectations] == ["everywhere"]
+    there = loader.narrow(case, [labels[1]])
+    assert [(e.reason, e.points) for e in there.expectations] == [
+        ("seen at b", (labels[1],)), ("everywhere", ())]
+    pair = loader.narrow(case, [labels[1], labels[2]])
+    assert pair.expectations[0].points == (labels[1],)

@@ -9,6 +9,7 @@ it) start TensorFlow and are in tests/test_record.py.
 import argparse
 import configparser
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -147,24 +148,22 @@ def test_with_the_flag_the_recorder_is_installed_before_the_first_conftest_is_im
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-# A recorder that cannot start raises nothing into pytest's start and registers nothing but the
-# line that says so, at the end: the tests then run as without the flag.
+# A recorder that cannot start is a usage error before any test runs: a recording (or a check)
+# that would record nothing must not pass as one that did.
 
-def test_a_recorder_that_cannot_start_is_one_warning_line_and_the_tests_run(tmp_path):
+def test_a_recorder_that_cannot_start_is_a_usage_error_naming_the_folder(tmp_path):
     (tmp_path / "a_file").write_text("")
-    hooks, lines = _start_recording(tmp_path / "a_file")
-    assert hooks == ["pytest_terminal_summary"]
-    assert len(lines) == 1 and lines[0].startswith("harness record: warning: not recording "
-                                                   "(FileExistsError"), lines
-    assert lines[0].endswith("; the tests ran as without --harness-record")
+    with pytest.raises(pytest.UsageError) as raised:
+        _start_recording(tmp_path / "a_file")
+    assert str(raised.value).startswith(f"--harness-record={tmp_path / 'a_file'}: cannot make the "
+                                        "recording's folder there (FileExistsError")
+    assert str(raised.value).endswith("; name a folder you can write")
 
 
-def test_record_points_below_one_is_refused_with_a_warning_and_the_tests_run(tmp_path):
-    hooks, lines = _start_recording(tmp_path / "rec", points=0)
-    assert hooks == ["pytest_terminal_summary"]
-    assert lines == ["harness record: warning: not recording (ValueError: "
-                     "--harness-record-points=0: keep at least 1 point per function); the tests "
-                     "ran as without --harness-record"]
+def test_record_points_below_one_is_a_usage_error(tmp_path):
+    with pytest.raises(pytest.UsageError) as raised:
+        _start_recording(tmp_path / "rec", points=0)
+    assert str(raised.value) == "--harness-record-points=0: keep at least 1 point per function"
     assert not (tmp_path / "rec").exists()
 
 
@@ -659,3 +658,49 @@ def test_a_failed_write_leaves_no_temporary_file_and_replay_says_what_happened(t
     assert store.ending(data) == (
         f"1 process recorded; {writer.path.name} stopped being written (OSError: [Errno 28] No "
         "space left on device): what it wrote before is kept, and what it recorded after is lost")
+
+
+# -- trust ----------------------------------------------------------------------------------------
+
+def _session(root, name, started, functions=()):
+    folder = recording(root / name, list(functions), started=started, sessions=[])
+    os.chmod(folder, 0o755)
+    os.chmod(folder / "recorded-1.json", 0o644)
+    return folder
+
+
+def test_the_session_read_is_the_newest_by_when_its_recorder_started_not_by_its_name(tmp_path):
+    # Before, a planted session-99991231-000000-1 was read because it sorts last.
+    real = _session(tmp_path, "session-20261207-050000-7", started=1796620000.0)
+    _session(tmp_path, "session-99991231-000000-1", started=1000.0)
+    assert store.session_folder(str(tmp_path)) == (str(real), 2)
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+@pytest.mark.parametrize("mode, who", [(0o775, "its group"), (0o757, "anyone")])
+def test_a_recording_others_can_change_is_refused_before_anything_is_read(tmp_path, mode, who,
+                                                                          monkeypatch):
+    monkeypatch.delenv(store.ENV_TRUST, raising=False)
+    folder = _session(tmp_path, "session-20261207-050000-7", started=1.0)
+    os.chmod(folder, mode)
+    with pytest.raises(store.RecordError) as raised:
+        store.read(str(folder))
+    assert str(raised.value) == (
+        f"{folder} can be changed by {who} (mode {mode:o}): a recording holds code that "
+        "replaying it imports and runs, so it is refused; make it writable by its owner alone "
+        "(chmod go-w), or give --trust_recording if you trust everyone who can write it")
+    os.chmod(folder, 0o755)
+    os.chmod(folder / "recorded-1.json", 0o666)
+    with pytest.raises(store.RecordError, match="recorded-1.json can be changed by anyone"):
+        store.read(str(folder))
+    monkeypatch.setenv(store.ENV_TRUST, "1")  # what --trust_recording sets
+    assert store.read(str(folder))["folder"] == str(folder)
+
+
+def test_a_session_folder_the_recorder_makes_is_its_owner_s_alone_whatever_the_umask(tmp_path):
+    old = os.umask(0o002)
+    try:
+        made = store.new_session(str(tmp_path / "rec"))
+    finally:
+        os.umask(old)
+    assert os.stat(made).st_mode & 0o777 == 0o755

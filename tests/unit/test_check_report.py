@@ -1,0 +1,30 @@
+"""pytest's report of a replayed point (harness.record.check): its node id and every line of it
+escaped as everything the harness prints is, and its -v line the node id itself. No TensorFlow."""
+
+from harness.record import check
+
+
+def result(point, **extra):
+    return dict({"case": "recorded.m.f", "point": point, "verdict": "fail",
+                 "reason": "function vs eager: function raises ValueError\x1b[2K PASS",
+                 "details": ["recorded: an eager call made by t.py::test_a"],
+                 "rerun": f"python -m harness replay rec '--cases=recorded.m.f[{point}]'"}, **extra)
+
+
+def test_a_label_holding_a_newline_or_an_escape_sequence_is_escaped_in_every_part_of_the_report():
+    # Before: the label reached pytest's node id, failure header and rerun line as it was: a
+    # newline split the summary line, ESC could repaint a terminal line into a fake PASS.
+    report = check._report(result("x=a\nb\x1b[2K"), "rec")
+    assert report.nodeid == "harness::recorded.m.f[x=a\\nb\\x1b[2K]"
+    assert "\n" not in report.nodeid and "\x1b" not in report.nodeid
+    text = str(report.longrepr)
+    assert "\x1b" not in text and "\\x1b[2K PASS" in text
+    assert "rerun: python -m harness replay rec '--cases=recorded.m.f[x=a\\nb\\x1b[2K]'" in text
+    assert "\x1b" not in report.longrepr.reprcrash.message
+
+
+def test_the_report_s_location_makes_pytest_s_v_line_the_node_id():
+    report = check._report(result("x=1.0", verdict="pass"), "rec")
+    # pytest's -v line is its location's path with the domain's dots made '::' when a domain is
+    # given: with none, the line is the node id as the summary and JUnit show it.
+    assert report.location == ("harness", None, "")
