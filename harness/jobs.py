@@ -14,7 +14,13 @@ from typing import Callable, Optional, Sequence
 
 from harness.records import Measured, RunOptions, Status
 
-__all__ = ["Carried", "Death", "Job"]
+__all__ = ["Carried", "Death", "Job", "ORACLES", "SETUP"]
+
+# What a worker runs besides the modes, as Death.mode names it: setting the case up, before its
+# first mode starts (the pool's name for a job until then), and the oracles' checks after the last
+# mode (harness.measure.execute names them as they start).
+SETUP = "setup"
+ORACLES = "oracles"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +51,7 @@ class Death:
     """How a job's worker ended before it sent a measurement."""
 
     status: Status  # Status.CRASH or Status.TIMEOUT
-    mode: str  # the mode it was running
+    mode: str  # the mode it was running, or SETUP or ORACLES
     how: str  # e.g. "killed by SIGABRT" or "ran past the 60 s timeout; its worker was killed"
     output: str  # the last lines the worker wrote
 

@@ -69,7 +69,7 @@ def test_seed_run_writes_the_json_contract_and_junit(seed_run):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(json_path.read_text(),
                         parse_constant=lambda c: pytest.fail(f"non-strict {c}"))
-    assert report["schema"] == "harness.report/1"
+    assert report["schema"] == "harness.report/2"
     assert set(report["environment"]) >= {"tensorflow", "tensorflow_git", "numpy", "python",
                                           "platform"}
     assert report["modes"] == ["eager", "function", "graph"]

@@ -69,7 +69,7 @@ def test_one_flag_fails_the_run_on_a_wrong_gradient_though_every_test_passed(tmp
         replayed["harness::recorded.mylib.ops.scaled_square[x=3.0]"].find("failure").get("message")
     # The replay's report is kept where asked, as python -m harness --json_out writes it.
     kept = json.loads((tmp_path / "check.json").read_text())
-    assert kept["schema"] == "harness.report/1" and len(kept["results"]) == 7
+    assert kept["schema"] == "harness.report/2" and len(kept["results"]) == 7
     # pytest's progress counts the replayed points: it ends at 100%, never past it.
     assert "[100%]" in out and not re.search(r"\[1[0-9][1-9]%\]|\[1[1-9][0-9]%\]", out), out
     # Valid as pytest's own JUnit output is, against the schema its tests validate it with.

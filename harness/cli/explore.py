@@ -54,9 +54,9 @@ def explore_command(s: Settings, target: str) -> int:
     seconds = time.monotonic() - start
     report = Report(environment=environment, modes=s.modes, results=(),
                     started=time.time() - seconds, seconds=seconds, explore=(found,))
-    written = write_outputs([(path, renderer.render(report))
-                              for path, renderer in ((s.json_out, json_report), (s.junit_out,
-                                                                                 junit)) if path])
+    renders = ((s.json_out, lambda: json_report.render(report, s.every_value)),
+               (s.junit_out, lambda: junit.render(report)))
+    written = write_outputs([(path, render()) for path, render in renders if path])
     print(text.explored(found))
     return 1 if found.failed or not written else 0
 

@@ -66,9 +66,16 @@ LIST = flags.DEFINE_bool("list", False,
                          "List the selected cases with their descriptions, and exit.")
 
 JSON_OUT = flags.DEFINE_string("json_out", None,
-                               "Write the JSON report (schema harness.report/1) here.")
+                               "Write the JSON report (schema harness.report/2) here.")
 
 JUNIT_OUT = flags.DEFINE_string("junit_out", None, "Write a JUnit XML report here.")
+
+JSON_VALUES = flags.DEFINE_enum(
+    "json_values", "summary", ["summary", "full"],
+    "Large JSON report values: summarized, or in full. A value of more than 16 elements is "
+    "summarized in the JSON report and its .jsonl stream by default: its shape, dtype, first 8 "
+    "elements, range, NaN and infinity counts, and largest difference from the yardstick mode's; "
+    "full writes every element (a report of large arrays then runs to megabytes).")
 
 STRICT_XPASS = flags.DEFINE_bool(
     "strict_xpass", False,
@@ -462,6 +469,7 @@ FLAG_TABLE = {
         (STRICT_XPASS, JUDGING, RUNS_CASES + ACROSS),
         (JSON_OUT, REPORTS, RUNS_CASES + (MERGE_CMD,) + ACROSS),
         (JUNIT_OUT, REPORTS, RUNS_CASES),
+        (JSON_VALUES, REPORTS, RUNS_CASES),
         (JSONL_OUT, REPORTS, (RUN_CMD, CHECK_CMD, REPRO_CMD, REPLAY_CMD)),
         (
             REPRO_DIR,

@@ -206,7 +206,7 @@ class Run:
             for done in each_judged(carried, self.infos, self.environment):
                 self.finished[done.index] = done
                 for result in done.results:
-                    self.append(json_report.result_dict(result))
+                    self.append(json_report.result_dict(result, self.s.every_value))
                 progress.finished(done.index, "\n".join(text.line(r) for r in done.results),
                                   len(done.results))
         finally:
@@ -257,11 +257,10 @@ class Run:
                         results=tuple(r for done in ordered for r in done.results),
                         started=time.time() - seconds, seconds=seconds,
                         explore=tuple(self.explored))
-        self.written = write_outputs([(path, renderer.render(report))
-                                       for path, renderer in ((self.s.json_out,
-                                                               json_report), (self.s.junit_out,
-                                                                              junit))
-                                       if path]) and self.written
+        renders = ((self.s.json_out, lambda: json_report.render(report, self.s.every_value)),
+                   (self.s.junit_out, lambda: junit.render(report)))
+        self.written = write_outputs([(path, render()) for path, render in renders
+                                      if path]) and self.written
         if self.s.jsonl_out and self.jsonl_opened:
             how = "--jsonl_out" if self.s.jsonl_named else "beside --json_out"
             say(f"streamed each result as it finished to {self.s.jsonl_out} ({how}, JSON Lines)")

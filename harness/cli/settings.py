@@ -39,6 +39,7 @@ from harness.cli.options import (
     INPUTS,
     JOBS,
     JSON_OUT,
+    JSON_VALUES,
     JSONL_OUT,
     JUNIT_OUT,
     LIBRARY,
@@ -154,6 +155,7 @@ class Settings:
     accept_into: Optional[str] = None  # replay --accept: the expectations file it writes
     # --mode_memory_mib: what one mode may add to its worker
     mode_memory_mib: float = MODE_MEMORY_MIB.default
+    every_value: bool = False  # --json_values=full: the JSON report writes each value in full
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,7 +266,7 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
         minimize_seconds=MINIMIZE_SECONDS.value, matrix=matrix, bisect=bisect,
         explore=EXPLORE.value, mode_memory_mib=MODE_MEMORY_MIB.value,
         examples=EXAMPLES.value, seed=SEED.value, domains=tuple(domains), recorded=recorded,
-        accept_into=accept_into)
+        accept_into=accept_into, every_value=JSON_VALUES.value == "full")
 
 
 def expectations_file(command: str) -> str:

@@ -13,11 +13,12 @@ import numpy as np
 from harness import mode_names, oracle_names
 from harness.case import Expectation
 from harness.criteria.compare import Mismatch, compare_outcomes
-from harness.records import ModeOutcome, OracleOutcome, OracleStatus, Status
+from harness.records import ErrorInfo, ModeOutcome, OracleOutcome, OracleStatus, Status
 
 __all__ = ["MISHANDLES", "NO_GRADIENT", "PARTLY_OUTSIDE", "REGISTERED",
            "partly_outside_line", "deviation_lines", "distinct", "fallback", "hints", "ladder",
-           "modes_of", "no_gradient_line", "oracle_line", "said_once", "unchecked"]
+           "listed", "modes_of", "no_gradient_line", "oracle_line", "raised_line", "said_once",
+           "unchecked"]
 
 
 def fallback(outcome: ModeOutcome, order: int) -> Optional[str]:
@@ -53,11 +54,24 @@ def deviation_lines(mode: str, outcome: ModeOutcome, disagreements: list[Mismatc
             if calm and not parts:
                 parts.append("no other mode that ran raises it")
             elif calm:
-                parts.append(f"{', '.join(calm)} do{'es' if len(calm) == 1 else ''} not raise")
+                parts.append(f"{listed(calm)} computed at this point")
             said = "; ".join(parts)
         lines.append(f"{mode} raises {e.type} at {e.stage}: {e.first_line} ({said}; a case must "
                      "compute its values, or declare the error with an Expectation)")
     return lines
+
+
+def listed(names: Sequence[str]) -> str:
+    """Names as a sentence lists them: "graph", "function and graph", "xla, function and graph"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def raised_line(modes: Sequence[str], error: ErrorInfo, computed: str) -> str:
+    """The deviation of `modes`, which raise `error` where the mode they are compared with,
+    `computed`, computed its values at this point; said once for them all."""
+    verb = "raises" if len(modes) == 1 else "raise"
+    return (f"{listed(modes)} {verb} {error.type} at {error.stage}, where {computed} computed at "
+            f"this point: {error.first_line}")
 
 
 def ladder(outcomes: Mapping[str, ModeOutcome], tolerance,
@@ -73,12 +87,23 @@ def ladder(outcomes: Mapping[str, ModeOutcome], tolerance,
         if found:
             same = " = ".join(steps[:steps.index(before) + 1])
             prefix = f"{same} agree; " if before != steps[0] else ""
-            what = "" if any(found[0].message in line for line in said) else f": {found[0].message}"
+            what = "" if _said(found[0], outcomes[before], outcomes[after], said) else (
+                f": {found[0].message}")
             return (
                 f"along the ladder {' > '.join(steps)}: {prefix}the results part between {before}"
                 f" and {after}{what}"
             )
     return None
+
+
+def _said(found: Mismatch, before: ModeOutcome, after: ModeOutcome, said: Sequence[str]) -> bool:
+    """Whether a line in `said` already says the difference `found` between two steps: its own
+    words, or, where one step raises and the other computes, that step's error."""
+    if any(found.message in line for line in said):
+        return True
+    raised = [o.error for o in (before, after) if o.status is Status.ERROR and o.error is not None]
+    return (found.kind == "status" and len(raised) == 1
+            and any(f": {raised[0].first_line}" in line for line in said))
 
 
 MISHANDLES = "grad_fn mishandles its upstream gradient: "

@@ -13,6 +13,7 @@ import dataclasses
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from harness import loader
+from harness.criteria.rules import required_oracles
 from harness.jobs import Carried, Death, Job
 from harness.mode_names import reference_of
 from harness.records import CaseInfo, Measured, Result, Status
@@ -35,7 +36,9 @@ def judged(carried: Carried, infos: Mapping[str, CaseInfo], environment: dict) -
     `environment` the workers' (harness.measure.execute.environment)."""
     job = carried.job
     if carried.death is not None:
-        results = _dead_results(job, carried.death)
+        info = infos.get(job.case_id)
+        results = _dead_results(job, carried.death,
+                                required_oracles(job.options, info.oracles if info else ()))
     else:
         results = _judge(infos, environment, job, carried.measured, carried.changed, carried.lost)
     if carried.after:
@@ -63,16 +66,16 @@ def _judge(infos: Mapping[str, CaseInfo], environment: dict, job: Job, measured:
                           lost=lost)
 
 
-def _dead_results(job: Job, death: Death) -> list[Result]:
+def _dead_results(job: Job, death: Death, oracles: Sequence[str]) -> list[Result]:
     """Each point's crash or timeout, saying also which modes an earlier run of the job stopped
-    (the memory budget), whose time a timeout counts."""
+    (the memory budget), whose time a timeout counts; `oracles` are those the job runs."""
     reruns = dict(job.reruns)
     stopped = tuple(f"{mode} skipped: {why}" for mode, why in job.stopped)
     if stopped and death.status is Status.TIMEOUT:
         stopped += ("the timeout counts the time of the run that was stopped",)
     return [dataclasses.replace(r, details=stopped + r.details) for r in (
         died(job.case_id, label, job.order, death.status, death.mode, death.how, death.output,
-             reruns[label]) for label in job.points)]
+             reruns[label], oracles) for label in job.points)]
 
 
 def _timed(results: Sequence[Result], seconds: float) -> list[Result]:

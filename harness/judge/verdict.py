@@ -32,6 +32,7 @@ from harness.judge.explain import (
     no_gradient_line,
     oracle_line,
     partly_outside_line,
+    raised_line,
     said_once,
     unchecked,
 )
@@ -49,6 +50,7 @@ from harness.records import (
 )
 from harness.criteria.rules import Rules, applicable, required_oracles, yardstick
 from harness.criteria.tolerance import Tol
+from harness.jobs import ORACLES, SETUP
 from harness.oracle_names import NUMERIC, UPSTREAM
 
 __all__ = ["died", "judge", "judge_measured", "skipped"]
@@ -373,9 +375,34 @@ def _modes_seen(case: Rules, active: Mapping[str, ModeOutcome], chosen: str,
                 expected: Mapping[str, Expectation]) -> tuple[_Seen, bool]:
     """What every mode shows against the yardstick, and against its expectation if it has one;
     and whether any mode's values differ from the yardstick's."""
-    each = [_mode_seen(case, mode, outcome, active, chosen, expected.get(mode))
-            for mode, outcome in active.items()]
-    return sum((seen for seen, _ in each), _Seen()), any(differ for _, differ in each)
+    each = {mode: _mode_seen(case, mode, outcome, active, chosen, expected.get(mode))
+            for mode, outcome in active.items()}
+    for mode, line in _raising_alone(case, active, chosen, expected).items():
+        seen, differ = each[mode]
+        each[mode] = dataclasses.replace(seen, deviations=(line,) if line else ()), differ
+    return (sum((seen for seen, _ in each.values()), _Seen()),
+            any(differ for _, differ in each.values()))
+
+
+def _raising_alone(case: Rules, active: Mapping[str, ModeOutcome], chosen: str,
+                   expected: Mapping[str, Expectation]) -> dict[str, str]:
+    """The modes whose one deviation is an error they raise where the yardstick `chosen` computed,
+    by the error they raise: one line says a group of them, and that the yardstick computed here.
+    Each mode's line: its group's for the group's first mode, "" for the others."""
+    if active[chosen].status is not Status.OK:
+        return {}
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for mode, o in active.items():
+        if mode == chosen or mode in expected or o.status is not Status.ERROR or o.error is None:
+            continue
+        found = compare_outcomes(active[chosen], o, tolerance=case.tolerance)
+        if [m.kind for m in found] == ["status"] and not check_gradients(o):
+            groups.setdefault((o.error.type, o.error.stage, o.error.first_line), []).append(mode)
+    lines = {}
+    for modes in groups.values():
+        lines.update(dict.fromkeys(modes, ""))
+        lines[modes[0]] = raised_line(modes, active[modes[0]].error, chosen)
+    return lines
 
 
 def _mode_seen(case: Rules, mode: str, outcome: ModeOutcome, active: Mapping[str, ModeOutcome],
@@ -590,13 +617,15 @@ def skipped(case: Rules, point: str, reason: str, rerun: str) -> Result:
 
 
 def died(case_id: str, point: str, order: int, status: Status, mode: str, how: str, output: str,
-         rerun: str) -> Result:
+         rerun: str, oracles: Sequence[str] = ()) -> Result:
     """A Result for a point whose process crashed or timed out while running `mode`.
 
     Args:
       status: Status.CRASH or Status.TIMEOUT.
+      mode: the mode it was running, or harness.jobs.SETUP or ORACLES.
       how: what happened, e.g. "killed by SIGABRT" or "ran past the 60 s timeout".
       output: the last lines the process wrote, kept with the outcome.
+      oracles: the oracles the job runs, which the reason names when they were running.
     """
     verdict = Verdict.CRASH if status is Status.CRASH else Verdict.TIMEOUT
     outcome = ModeOutcome(mode=mode, status=status,
@@ -604,8 +633,19 @@ def died(case_id: str, point: str, order: int, status: Status, mode: str, how: s
                                           message=f"{how}\n{output}".strip(), stage=mode))
     lines = [line for line in output.splitlines() if line.strip()]
     return Result(case=case_id, point=point, order=order, verdict=verdict,
-                  reason=f"{mode} mode: {how}", details=tuple(f"output: {line}" for line in lines),
+                  reason=f"{_running(mode, oracles)}: {how}",
+                  details=tuple(f"output: {line}" for line in lines),
                   outcomes={mode: outcome}, rerun=rerun)
+
+
+def _running(mode: str, oracles: Sequence[str]) -> str:
+    """What a process was running as it died, named as a reason says it: a mode, the oracles (by
+    name), or setting the case up."""
+    if mode == ORACLES:
+        return f"the oracles ({', '.join(oracles)})" if oracles else "the oracles"
+    if mode == SETUP:
+        return "setting the case up, before its first mode"
+    return f"{mode} mode"
 
 
 def judge_measured(case: CaseInfo, measured: Sequence[Measured], *, points: Sequence[str],

@@ -10,7 +10,7 @@ The data flows through one module per job:
   run inside it (this harness, through PYTHONPATH) that writes a JSON report.
 - `bisect`: pure; the search for the first build whose result differs.
 - `command`: `python -m harness matrix` and `bisect` over those.
-- `merge`: pure; reads JSON reports (schema "harness.report/1") and merges them
+- `merge`: pure; reads JSON reports (schema "harness.report/1" or "/2") and merges them
   into a `Matrix`: rows are case, point and mode, columns are TensorFlow
   releases, and rows whose behaviour changes between releases come first.
 - `render`: pure; the matrix as Markdown, a self-contained HTML page, and JSON

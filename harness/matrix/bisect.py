@@ -162,7 +162,7 @@ def search(chain: Sequence[str], observe: Callable[[str], Observation],
 
 
 def signature(report: Mapping) -> tuple[tuple, str]:
-    """What a JSON report (harness.report/1) says of its cases, for comparing builds: per case
+    """What a JSON report (harness.report/1 or /2) says of its cases, for comparing builds: per case
     and point the verdict and each mode's status and error type; with the same in words."""
     found, words = [], []
     for r in sorted(report.get("results", []), key=lambda r: (r["case"], r["point"])):

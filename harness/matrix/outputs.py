@@ -22,7 +22,7 @@ def main(paths: Sequence[str], markdown_out: Optional[str] = None, html_out: Opt
     written atomically.
 
     Args:
-      paths: the JSON reports (schema harness.report/1) to merge.
+      paths: the JSON reports (schema harness.report/1 or /2) to merge.
       markdown_out, html_out, json_out: where to write each rendering; at
         least one is needed.
       failed: TensorFlow version to why it could not be installed.

@@ -7,10 +7,13 @@ import json
 
 from harness.report.json_report import SCHEMA as REPORT_SCHEMA
 
-__all__ = ["HOW_TO_MAKE", "MATRIX_SCHEMA", "MergeError", "REPORT_SCHEMA", "check_report",
-           "load_report"]
+__all__ = ["HOW_TO_MAKE", "MATRIX_SCHEMA", "MergeError", "READ_SCHEMAS", "REPORT_SCHEMA",
+           "check_report", "load_report"]
 
 MATRIX_SCHEMA = "harness.matrix/1"  # a merged matrix, which is not a report
+# The report schemas merged: schema 2 summarizes large values, which the matrix never reads, and is
+# otherwise schema 1, so a matrix of older reports beside newer ones still merges.
+READ_SCHEMAS = ("harness.report/1", REPORT_SCHEMA)
 
 HOW_TO_MAKE = "give a report written by `python -m harness --json_out`"
 
@@ -24,7 +27,7 @@ def _fail(name: str, what: str) -> MergeError:
 
 
 def check_report(name: str, data: object) -> None:
-    """Raises MergeError unless `data` has the shape of a harness.report/1 report."""
+    """Raises MergeError unless `data` has the shape of a report of a schema in READ_SCHEMAS."""
     if not isinstance(data, dict) or "schema" not in data or "results" not in data:
         found = (f"keys {sorted(data)[:6]}" if isinstance(data, dict)
                  else f"a JSON {type(data).__name__}")
@@ -37,10 +40,11 @@ def check_report(name: str, data: object) -> None:
                     f"this is a merged matrix ({MATRIX_SCHEMA}), not a report; merge the "
                     "per-version reports "
                           "it was made from")
-    if schema != REPORT_SCHEMA:
+    if schema not in READ_SCHEMAS:
         raise _fail(name,
-                    f"schema {schema!r}, but this harness reads {REPORT_SCHEMA!r}; regenerate the "
-                          "report with this version of the harness")
+                    f"schema {schema!r}, but this harness reads "
+                    f"{' and '.join(map(repr, READ_SCHEMAS))}; regenerate the report with this "
+                    "version of the harness")
     environment = data.get("environment")
     if not isinstance(environment, dict) or not isinstance(environment.get("tensorflow"), str):
         raise _fail(name,
@@ -99,7 +103,7 @@ def _check_result(name: str, index: int, result: object) -> None:
 
 
 def load_report(path: str) -> dict:
-    """Reads one JSON report and checks that it is a harness.report/1 report.
+    """Reads one JSON report and checks that it is a report of a schema in READ_SCHEMAS.
 
     Raises:
       MergeError: the file is missing or unreadable, not JSON, not a harness

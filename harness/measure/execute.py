@@ -21,6 +21,7 @@ from harness.measure import oracles
 from harness.measure import probe
 from harness.measure import release
 from harness.case import Case
+from harness.jobs import ORACLES
 from harness.measure.modes.shared import tf
 from harness.records import Measured, ModeOutcome, RunOptions, Status, error_info
 from harness.criteria.rules import oracle_subject, yardstick
@@ -87,7 +88,7 @@ def measure(case: Case, modes: Sequence[str], options: RunOptions,
         active = [m for m in modes if outcomes[m].status is not Status.SKIP]
         checks = {}
         if active and (options.numeric or options.upstream or case.reference or case.analytic):
-            on_mode("oracles")
+            on_mode(ORACLES)
             subject, note = oracle_subject({m: outcomes[m] for m in active},
                                            yardstick(case, point.label, outcomes,
                                                      tf.version.VERSION, default))

@@ -33,7 +33,7 @@ from harness import lifetime, loader
 from harness.lifetime import resident_mib
 from harness.process import head_start
 from harness.process import worker
-from harness.jobs import Carried, Death, Job
+from harness.jobs import SETUP, Carried, Death, Job
 from harness.records import CaseInfo, Status
 
 __all__ = ["RECYCLE_MIB", "InProcess", "PoolError", "WorkerPool", "resident_mib"]
@@ -110,7 +110,7 @@ class _Worker:
         return cls(process, conn, output, origins)
 
     def assign(self, index: int, job: Job) -> None:
-        self.index, self.job, self.started, self.mode = index, job, _clock(), "setup"
+        self.index, self.job, self.started, self.mode = index, job, _clock(), SETUP
         self.scripts = {}
         self.conn.send(("run", job))
 

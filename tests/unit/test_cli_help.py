@@ -313,6 +313,15 @@ def test_run_is_the_plain_run():
         cli_settings.split_command(["harness", "lists"])
 
 
+def test_json_values_full_asks_for_every_value_and_a_summary_is_the_default():
+    with flagsaver.flagsaver():
+        flags.FLAGS(["harness"])
+        assert not cli_settings.settings_for("run", []).every_value
+    with flagsaver.flagsaver():
+        flags.FLAGS(["harness", "--json_values=full"])
+        assert cli_settings.settings_for("run", []).every_value
+
+
 def test_run_and_no_command_answer_alike(tmp_path):
     for args in (["--order=2"], ["--markdown_out=m.md", "--cases=nothing.x"]):
         plain = harness(*args, cwd=str(tmp_path))

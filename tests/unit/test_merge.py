@@ -71,7 +71,7 @@ def test_load_report_reads_a_harness_report(tmp_path):
     (json.dumps({"hello": 1}), "not a harness report"),
     (json.dumps({"schema": "harness.report/1", "environment": {"tensorflow": "2.21.0"}}),
      "not a harness report"),
-    (json.dumps({**report("2.21.0"), "schema": "harness.report/2"}), "schema 'harness.report/2'"),
+    (json.dumps({**report("2.21.0"), "schema": "harness.report/3"}), "schema 'harness.report/3'"),
     (json.dumps({"schema": "harness.matrix/1", "results": []}), "merged matrix"),
     (json.dumps({**report("2.21.0"), "results": {"a": 1}}), "not a list"),
     (json.dumps({**report("2.21.0"), "environment": {}}), "environment.tensorflow is missing"),
@@ -180,6 +180,22 @@ def test_rows_are_case_point_and_mode_and_cells_hold_status_and_verdict():
     assert (cell.status, cell.verdict, cell.stage, cell.error) == ("InternalError", "xfail",
                                                                    "order 2", "first line")
     assert row(matrix, "seeds.nested[x=1.0]", "eager").cells[0].text == "ok · xfail"
+
+
+def test_a_report_that_summarizes_its_values_merges_beside_an_older_one_that_wrote_them(
+        tmp_path):
+    summarized = {"status": "ok", "sources": [], "orders": [[{
+        "dtype": "float64", "shape": [1536],
+        "summary": {"elements": 1536, "head": [0.0] * 8, "min": 0.0, "max": 0.0, "nan": 0,
+                    "inf": 0, "-inf": 0}}]]}
+    new = {**report("2.21.0", result("seeds.a", eager=summarized, function=summarized,
+                                     graph=summarized)),
+           "schema": "harness.report/2"}
+    paths = [write(tmp_path, "new.json", new),
+             write(tmp_path, "old.json", report("2.20.0", result("seeds.a")))]
+    matrix = merge.merge({path: merge.load_report(path) for path in paths})
+    assert matrix.versions == ("2.20.0", "2.21.0")
+    assert [c.text for c in row(matrix, "seeds.a[x=1.0]", "graph").cells] == ["ok · pass"] * 2
 
 
 def test_explanation_is_the_reason_then_the_first_line_of_the_error():

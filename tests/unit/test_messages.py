@@ -50,7 +50,10 @@ def test_tensorflows_paragraph_is_quoted_once_per_point():
     assert "OperatorNotAllowedInGraphError: OperatorNotAllowedInGraphError" not in block
     assert "You can attempt" not in block  # the first sentence only; the JSON keeps the whole text
     assert r.outcomes["graph"].error.message == BOOL_TEXT
-    assert "graph raises OperatorNotAllowedInGraphError at order 1 (the message above)" in block
+    # The two modes raise one error: one line says it of both.
+    assert ("function and graph raise OperatorNotAllowedInGraphError at order 1, where eager "
+            "computed at this point: Using a symbolic `tf.Tensor` as a Python `bool` is not "
+            "allowed\n") in block
     assert (
         "- along the ladder eager > function > graph: the results part between eager and function\n"
         in block

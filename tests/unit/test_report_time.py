@@ -171,7 +171,7 @@ def timed_report(*results, seconds=12.3456):
 def test_json_has_the_runs_start_and_total_and_each_results_seconds():
     data = json.loads(json_report.render(timed_report(result("a", seconds=2.0),
                                                       result("b", seconds=1 / 3))))
-    assert data["schema"] == "harness.report/1"
+    assert data["schema"] == "harness.report/2"
     started = datetime.datetime.fromisoformat(data["started"])
     assert started == datetime.datetime(2025, 1, 31, 12, 30, 15, 250000,
                                         tzinfo=datetime.timezone.utc)

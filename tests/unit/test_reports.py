@@ -87,7 +87,7 @@ def test_json_schema_and_summary_counts():
                       result(Verdict.FAIL, point="x=3.0", reason="r"),
                       result(Verdict.XFAIL, point="x=4.0"))
     data = strict_loads(json_report.render(rep))
-    assert data["schema"] == "harness.report/1"
+    assert data["schema"] == "harness.report/2"
     assert data["modes"] == ["eager", "function", "graph"]
     assert data["environment"] == {"tensorflow": "2.17.1", "python": "3.11.9"}
     assert data["summary"] == {"pass": 2, "fail": 1, "xfail": 1, "xpass": 0, "error": 0,
@@ -147,6 +147,57 @@ def test_json_result_carries_reason_details_and_rerun():
     assert entry["details"] == ["line one", "line two"]
     assert entry["rerun"] == "python -m harness --cases tests.case"
 
+
+
+def _large_point(point: str) -> Result:
+    """A point of larq's quantizer tests as the report sees it: three modes, each with a forward,
+    a gradient and a weighted chain of 1536 float64 elements."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(8, 4, 3, 16))
+    outcomes = {m: dataclasses.replace(ok(m, [np.sign(x)], [np.exp(-x * x)]),
+                                       upstream=((Output.of(np.cos(x)),),))
+                for m in ("eager", "function", "graph")}
+    return Result(case="recorded.quantizer", point=point, order=1, verdict=Verdict.FAIL,
+                  reason="r", details=("d",), outcomes=outcomes, rerun="rerun",
+                  yardstick="eager")
+
+
+def test_the_json_report_of_30_points_of_large_arrays_stays_small():
+    thirty = make_report(*(_large_point(f"x={i}") for i in range(30)))
+    assert len(json_report.render(thirty)) < 250_000
+    assert len(json.dumps(json_report.result_dict(_large_point("x=0")))) < 5_000  # the stream's
+    # Every element of one point's 3 modes x 3 arrays of 1536, one number a line: 30 of them
+    # would be 8 MB.
+    one = make_report(_large_point("x=0"))
+    assert len(json_report.render(one, every_value=True)) > 250_000
+
+
+def test_a_large_value_is_summarized_and_differences_from_the_yardstick_are_kept():
+    values = np.arange(40, dtype=np.float32).reshape(2, 20)
+    values[0, 1], values[0, 2], values[1, 0] = np.nan, np.inf, -np.inf
+    shifted = values.copy()
+    shifted[1, 5] += 0.25
+    r = dataclasses.replace(result(Verdict.FAIL, outcomes={"eager": ok("eager", [values]),
+                                                           "graph": ok("graph", [shifted])}),
+                            yardstick="eager")
+    entry = strict_loads(json_report.render(make_report(r)))["results"][0]
+    assert entry["yardstick"] == "eager"
+    eager, graph = (entry["modes"][m]["orders"][0][0] for m in ("eager", "graph"))
+    assert "value" not in eager and eager["dtype"] == "float32" and eager["shape"] == [2, 20]
+    assert eager["summary"] == {"elements": 40, "head": [0.0, "nan", "inf", 3.0, 4.0, 5.0, 6.0,
+                                                         7.0],
+                                "min": 0.0, "max": 39.0, "nan": 1, "inf": 1, "-inf": 1}
+    assert graph["summary"]["max_abs_diff"] == 0.25  # graph's against the yardstick's
+
+
+def test_json_values_full_writes_every_element_and_a_small_value_is_always_whole():
+    values = np.arange(17, dtype=np.float64)
+    r = result(Verdict.PASS, outcomes={"eager": ok("eager", [values, values[:16]])})
+    summarized = strict_loads(json_report.render(make_report(r)))["results"][0]
+    full = strict_loads(json_report.render(make_report(r), every_value=True))["results"][0]
+    assert "summary" in summarized["modes"]["eager"]["orders"][0][0]
+    assert summarized["modes"]["eager"]["orders"][0][1]["value"] == list(range(16))
+    assert full["modes"]["eager"]["orders"][0][0]["value"] == list(range(17))
 
 # -- JUnit -----------------------------------------------------------------------------
 

@@ -56,6 +56,40 @@ def test_mode_raising_where_reference_returns_values_fails():
     assert "InternalError" in r.reason
 
 
+# A Python float beside a float64 tensor: eager converts it to float64, a trace makes it float32.
+MIXED = "Found incompatible dtypes, <class 'numpy.float64'> and <class 'numpy.float32'>"
+
+
+def test_modes_raising_one_error_where_eager_computed_say_both_in_one_line():
+    r = run(make_case(), ok("eager"), raised("function", "TypeError", message=MIXED),
+            raised("graph", "TypeError", message=MIXED))
+    assert r.verdict is Verdict.FAIL
+    assert r.reason == ("function and graph raise TypeError at forward, where eager computed at "
+                        f"this point: {MIXED}")
+    # The ladder does not say the error again, and no line of graph's own repeats it.
+    assert r.details == (r.reason, "along the ladder eager > function > graph: the results part "
+                                   "between eager and function")
+
+
+def test_modes_raising_different_errors_where_eager_computed_each_say_it():
+    r = run(make_case(), ok("eager"), raised("function", "TypeError", message=MIXED),
+            raised("graph", "ValueError", message="no float32 here"))
+    assert r.reason == ("function raises TypeError at forward, where eager computed at this "
+                        f"point: {MIXED}")
+    assert ("graph raises ValueError at forward, where eager computed at this point: no float32 "
+            "here") in r.details
+
+
+def test_a_raising_yardstick_says_that_eager_computed_where_eager_is_declared_to_deviate():
+    # Declared to deviate, eager is no yardstick: function is, and it raises.
+    case = make_case(Expectation(modes=["eager"], outcome=BAD_GRADIENT, reason="r"))
+    r = run(case, ok("eager"), raised("function", "TypeError", message=MIXED),
+            raised("graph", "TypeError", message=MIXED))
+    assert r.reason == (f"function raises TypeError at forward: {MIXED} (graph raises it too; "
+                        "eager computed at this point; a case must compute its values, or declare "
+                        "the error with an Expectation)")
+
+
 def test_every_mode_raising_the_same_undeclared_error_fails():
     # They agree with each other, but a case must compute values or declare the error:
     # the reference's own error is reported as a deviation.
