@@ -27,6 +27,7 @@ __all__ = [
     "VALUES_DIFFER",
     "BAD_GRADIENT",
     "GRADIENT_UNUSED",
+    "SURROGATE",
     "ORACLES",
 ]
 
@@ -34,7 +35,11 @@ __all__ = [
 VALUES_DIFFER = "values differ"
 BAD_GRADIENT = "bad gradient"  # a gradient whose shape or dtype is not its input's
 GRADIENT_UNUSED = "gradient unused"  # the custom gradient function was never called
-_OUTCOMES = (VALUES_DIFFER, BAD_GRADIENT, GRADIENT_UNUSED)
+# The custom gradient is a surrogate where the forward is locally constant (a straight-through
+# estimator's): declared on the numeric (or upstream) oracle, its direction and linearity are
+# still checked.
+SURROGATE = "surrogate"
+_OUTCOMES = (VALUES_DIFFER, BAD_GRADIENT, GRADIENT_UNUSED, SURROGATE)
 
 # The independent answers a case's agreed values are checked against (harness.oracle_names). An
 # expectation may name them where it names modes, with outcome VALUES_DIFFER.
@@ -96,9 +101,13 @@ class Expectation:
         the class and its bases, so "TypeError" covers its subclasses),
         VALUES_DIFFER (they return values that differ from the yardstick mode's;
         for an oracle: the agreed values differ from it), BAD_GRADIENT (a
-        gradient's shape or dtype is not its input's), or GRADIENT_UNUSED (the
+        gradient's shape or dtype is not its input's), GRADIENT_UNUSED (the
         mode never called the custom gradient function: its gradient came from
-        somewhere else, usually ordinary autodiff of the function's body).
+        somewhere else, usually ordinary autodiff of the function's body), or,
+        on the numeric oracle, SURROGATE (where the forward is locally constant
+        the custom gradient is a surrogate on purpose, a straight-through
+        estimator's: its direction and linearity in dy are still checked, and
+        a surrogate pointing the wrong way still fails).
       reason: why TensorFlow behaves so; shown with the verdict. Required.
       tf_versions: the TensorFlow releases where this was seen, e.g. ">=2.16";
         None for all.
@@ -505,9 +514,15 @@ class Case:
             if e.outcome not in _OUTCOMES and not _EXCEPTION_NAME.match(e.outcome or ""):
                 raise _fail(self.id, field,
                             f"outcome {e.outcome!r} is neither an exception class name nor "
-                            "VALUES_DIFFER, BAD_GRADIENT or GRADIENT_UNUSED")
+                            "VALUES_DIFFER, BAD_GRADIENT, GRADIENT_UNUSED or SURROGATE")
             oracles = [m for m in e.modes if m in oracle_names.ROWS]
-            if oracles and (e.outcome != VALUES_DIFFER or len(oracles) != len(e.modes)):
+            if e.outcome == SURROGATE:
+                if not e.modes or any(m not in (oracle_names.NUMERIC, oracle_names.UPSTREAM)
+                                      for m in e.modes):
+                    raise _fail(self.id, field,
+                                "SURROGATE is said of the numeric oracle (and the upstream one "
+                                "beside it): give modes=('numeric',)")
+            elif oracles and (e.outcome != VALUES_DIFFER or len(oracles) != len(e.modes)):
                 raise _fail(self.id, field,
                             "an expectation on an oracle says the agreed values differ from it: "
                                             "give only oracles and outcome VALUES_DIFFER")

@@ -243,6 +243,9 @@ class RunOptions:
       strict_none: judge a None gradient against the numeric derivative also
         for an argument the case did not name in `wrt`, where it is otherwise
         the function saying it has none.
+      strict_surrogate: fail a surrogate gradient (where the forward is locally
+        constant) that no expectation declares, even where it points the way
+        the forward moves and is linear in dy.
     """
 
     unconnected_zero: bool = False
@@ -251,6 +254,7 @@ class RunOptions:
     repeat: int = 1
     upstream: bool = True
     strict_none: bool = False
+    strict_surrogate: bool = False
 
 
 class Verdict(enum.Enum):
@@ -398,6 +402,13 @@ class OracleOutcome:
       note: how it was computed ("float64, 2 random directions"), or why it was not.
       no_gradient: the arguments left unjudged because the function returns None
         for their gradient and the case did not name them (RunOptions.strict_none).
+      surrogate: where the custom gradient is a surrogate that passed its checks (the forward
+        locally constant, the gradient not): where, and which way it points, as a verdict
+        says it ("at 7 of 12 elements of x, where ..."); empty where there is none.
+      strict_surrogate: every difference is a surrogate's that passed its checks, failed by
+        --strict_surrogate alone (what an expectation of outcome SURROGATE declares).
+      surrogate_all: every direction compared is a surrogate's (a case of order 1): nothing
+        matched the numeric derivative as a derivative.
     """
 
     name: str
@@ -407,6 +418,9 @@ class OracleOutcome:
     details: tuple[str, ...] = ()
     note: str = ""
     no_gradient: tuple[str, ...] = ()
+    surrogate: str = ""
+    strict_surrogate: bool = False
+    surrogate_all: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", OracleStatus(self.status))

@@ -167,6 +167,13 @@ STRICT_NONE = flags.DEFINE_bool(
     "argument the case did not name in wrt (a replayed recording, a case differentiating all its "
     "arguments) is the function saying it has no gradient there: said, not judged.")
 
+STRICT_SURROGATE = flags.DEFINE_bool(
+    "strict_surrogate", False,
+    "Numeric oracle: fail every undeclared surrogate gradient. Without it, where the "
+    "forward is locally constant (a step function's) a nonzero custom gradient is a surrogate (a "
+    "straight-through estimator's), and passes when it points the way the forward moves and is "
+    "linear in its upstream gradient; one pointing the other way fails either way.")
+
 NUMERIC_FULL = flags.DEFINE_bool(
     "numeric_full", False,
     "Numeric oracle: move every element on its own, whatever the size. Without "
@@ -465,6 +472,7 @@ FLAG_TABLE = {
         (UPSTREAM, JUDGING, RUNS_CASES + ACROSS),
         (UNCONNECTED, JUDGING, RUNS_CASES + ACROSS),
         (STRICT_NONE, JUDGING, RUNS_CASES + ACROSS),
+        (STRICT_SURROGATE, JUDGING, RUNS_CASES + ACROSS),
         (REPEAT, JUDGING, RUNS_CASES + ACROSS),
         (STRICT_XPASS, JUDGING, RUNS_CASES + ACROSS),
         (JSON_OUT, REPORTS, RUNS_CASES + (MERGE_CMD,) + ACROSS),

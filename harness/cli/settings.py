@@ -75,6 +75,7 @@ from harness.cli.options import (
     SEED,
     SHARD_INDEX,
     STRICT_NONE,
+    STRICT_SURROGATE,
     STRICT_XPASS,
     SYMMETRIC,
     TIMEOUT,
@@ -254,7 +255,8 @@ def run_settings(command: str, args: Sequence[str]) -> Settings:
                       if recorded else None)
     options = RunOptions(unconnected_zero=UNCONNECTED.value == "zero", numeric=NUMERIC.value,
                          numeric_full=NUMERIC_FULL.value, repeat=REPEAT.value,
-                         upstream=UPSTREAM.value, strict_none=STRICT_NONE.value)
+                         upstream=UPSTREAM.value, strict_none=STRICT_NONE.value,
+                         strict_surrogate=STRICT_SURROGATE.value)
     return Settings(
         command=command, modes=modes, options=options, strict_xpass=STRICT_XPASS.value, check=check,
         patterns=tuple(patterns) if patterns else None, origins=origins,
@@ -384,6 +386,8 @@ def rerun_command(case_id: str, point: str, s: Settings, check=None,
         parts.append("--numeric_full")
     if s.options.strict_none:
         parts.append("--strict_none")
+    if s.options.strict_surrogate:
+        parts.append("--strict_surrogate")
     if s.options.repeat != 1:
         parts.append(f"--repeat={s.options.repeat}")
     if s.mode_memory_mib != MODE_MEMORY_MIB.default:  # a budget's stop changes the verdict

@@ -597,7 +597,16 @@ def _passed(evidence: _Evidence) -> _Said:
             words[0] += f" ({both})" if len(words) > 1 else f", {both}"
         else:
             checked, words = checked + [UPSTREAM], words + [oracle_names.ROWS[UPSTREAM].words]
-    matched = (", and match " + " and ".join(words)) if checked else ""
+    # A surrogate gradient that passed its checks (harness.measure.oracles.surrogate) matched the
+    # numeric oracle as a surrogate, not as a derivative: said as such, and where it is a surrogate
+    # at every element compared, the numeric derivative is not said to be matched at all.
+    numeric = evidence.judged_oracles.get(NUMERIC)
+    surrogate = numeric.surrogate if numeric is not None else ""
+    said = checked
+    if surrogate and numeric.surrogate_all:
+        kept = [(n, w) for n, w in zip(checked, words) if n not in (NUMERIC, UPSTREAM)]
+        said, words = [n for n, _ in kept], [w for _, w in kept]
+    matched = (", and match " + " and ".join(words)) if said else ""
     agree = (f"{evidence.yardstick} computes its values" if len(evidence.active) == 1
              else f"the {len(evidence.active)} modes that ran agree" if evidence.skipped_lines
              else "all modes agree")
@@ -607,6 +616,9 @@ def _passed(evidence: _Evidence) -> _Said:
         return _Said(Verdict.PASS,
                      f"{agree}, but nothing checked that the values are right: {why_not}", lines,
                      unchecked=why_not)
+    if surrogate:
+        but = ", but for a checked surrogate: " if said else "; "
+        return _Said(Verdict.PASS, f"{agree}{matched}{but}{surrogate}", lines)
     return _Said(Verdict.PASS, f"{agree}{matched}" if checked else "", lines)
 
 

@@ -10,10 +10,10 @@ import numpy as np
 
 from harness.case import Case, Point
 
-__all__ = ["DIRECTIONS", "Direction", "choose", "directional", "element_label", "element_steps",
-           "elements", "scale", "seed", "swept"]
+__all__ = ["DIRECTIONS", "Direction", "directional", "element_label", "element_steps",
+           "elements", "per_source", "scale", "seed", "swept"]
 
-# Random directions per order: enough to catch a wrong derivative with
+# Random directions per order and source: enough to catch a wrong derivative with
 # probability one, while costing two evaluations each.
 DIRECTIONS = 2
 
@@ -37,23 +37,32 @@ class Direction:
     # Read from a shift of every element of its source at once (an elementwise function): the
     # elements of the values that belong to this element, flat indices into `Evaluator.values`.
     picks: Optional[np.ndarray] = None
+    # A random direction within one source (`per_source`): the slot of the only source it moves,
+    # whose dtype's tolerance judges it. None for an element, or a direction moving every source.
+    source: Optional[int] = None
+
+    @property
+    def slot(self) -> Optional[int]:
+        """The one source this direction moves (None: a random direction moving them all)."""
+        return self.element[0] if self.element is not None else self.source
 
 
-def choose(bases: Sequence[np.ndarray], full: bool, seed: int,
-           symmetric: Sequence[bool]) -> list[Direction]:
-    """One-hot elements (with `full`, or when there are no more elements than directions),
-    else DIRECTIONS seeded random unit vectors. A symmetric source is moved along
-    symmetric directions only: its element pairs, or a symmetrised random part."""
-    if full or sum(b.size for b in bases) <= DIRECTIONS:
-        return elements(bases, symmetric)
-    rng = np.random.default_rng(seed)
+def per_source(bases: Sequence[np.ndarray], slots: Sequence[int], seed: int,
+               symmetric: Sequence[bool]) -> list[Direction]:
+    """DIRECTIONS seeded random unit directions within each source of `slots`, every other source
+    left where it is: each source's elements are then judged at its own dtype's tolerance, and a
+    wrong element of a small source is not drowned by a large one's terms."""
     found = []
-    for d in range(DIRECTIONS):
-        parts = [rng.standard_normal(b.shape) for b in bases]
-        parts = [(p + np.swapaxes(p, -1, -2)) / 2 if sym else p for p, sym in zip(parts, symmetric)]
-        norm = np.sqrt(sum(np.sum(p * p) for p in parts))
-        found.append(Direction([p / norm for p in parts],
-                               label=f"random direction {d + 1} of {DIRECTIONS}"))
+    for slot in slots:
+        rng = np.random.default_rng([seed, slot])
+        for d in range(DIRECTIONS):
+            part = rng.standard_normal(bases[slot].shape)
+            if symmetric[slot]:
+                part = (part + np.swapaxes(part, -1, -2)) / 2
+            unit = [np.zeros(b.shape) for b in bases]
+            unit[slot] = part / np.sqrt(np.sum(part * part))
+            found.append(Direction(unit, label=f"random direction {d + 1} of {DIRECTIONS}",
+                                   source=slot))
     return found
 
 

@@ -12,7 +12,7 @@ from harness.criteria import differences
 from harness.measure.oracles.directions import Direction
 from harness.criteria.tolerance import Tol
 
-__all__ = ["OVERFLOW", "PARTIAL", "OrderFindings", "Finding"]
+__all__ = ["OVERFLOW", "PARTIAL", "Heading", "OrderFindings", "Finding"]
 
 # A finding the differences would call a difference, where the readout had to leave out order
 # k-1 values that are not finite at the point and the function is not known to be elementwise:
@@ -38,6 +38,20 @@ class Finding:
 
 
 @dataclasses.dataclass(frozen=True)
+class Heading:
+    """Which way a surrogate gradient points (harness.measure.oracles.surrogate): the loss's secant
+    slope along it over the shortest step at which the loss moves."""
+
+    chain: int  # 0: the plain contraction; 1: the weighted chain
+    step: Optional[float]  # the step the loss moved at (the largest element's move); None: never
+    first: float  # the first step tried
+    longest: float  # the longest step tried
+    slope: float  # the secant slope per unit of step (0 where it never moved)
+    elements: int  # how many elements the gradient moves
+    raised: str = ""  # what stopped it, where something did
+
+
+@dataclasses.dataclass(frozen=True)
 class OrderFindings:
     """One chain at one order: a finding per direction, and how the directions were chosen."""
 
@@ -45,6 +59,7 @@ class OrderFindings:
     findings: tuple[Finding, ...]
     by_element: bool  # one direction per element (else seeded random directions)
     swept: tuple[int, ...] = ()  # slots read element by element from one shift (elementwise)
+    heading: Optional[Heading] = None  # where some findings are a surrogate's: which way it points
 
     @property
     def failed(self) -> list[Finding]:

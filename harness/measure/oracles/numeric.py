@@ -24,13 +24,13 @@ import numpy as np
 
 from harness.criteria import differences
 from harness.case import Case, Point
-from harness.measure.oracles import words
+from harness.measure.oracles import surrogate, words
 from harness.measure.oracles.directions import (
     Direction,
-    choose,
     directional,
     element_steps,
     elements,
+    per_source,
     scale,
     seed,
     swept,
@@ -78,6 +78,11 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
                        f"the point raises {e.info.type}: {e.info.first_line}, so orders {order} "
                        f"to {case.order} are not checked")
             break
+    if checks and words.has_custom_gradient(agreed):
+        # Order 1's differences where the forward is locally constant: a surrogate's, judged by
+        # which way it points (harness.measure.oracles.surrogate).
+        strict = options.strict_surrogate and not surrogate.declared(case, point, tf.__version__)
+        checks[0] = surrogate.judge(agreed, evaluator, checks[0], strict)
     step = NUMERIC_STEPS[evaluator.dtype()]
     note = words.numeric_note(evaluator, agreed, checks, symmetric, step) + checked_note
     found = _Lines.collect(checks, agreed, evaluator, symmetric)
@@ -87,7 +92,11 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
     if not any(plain.compared for plain, _ in checks):  # nothing was checked at all
         numeric = OracleOutcome(name=NUMERIC, status=OracleStatus.SKIP, note=numeric_note)
     no_gradient = tuple(agreed.sources[slot].name for slot in aside)
-    numeric = dataclasses.replace(numeric, no_gradient=no_gradient)
+    numeric = dataclasses.replace(
+        numeric, no_gradient=no_gradient,
+        surrogate=words.surrogate_passed(*checks[0], agreed) if checks else "",
+        strict_surrogate=bool(checks) and words.strict_surrogate_only(checks[0][0], options),
+        surrogate_all=bool(checks) and case.order == 1 and words.surrogate_everywhere(checks[0][0]))
     if not options.upstream:
         return numeric, None
     nothing = not any(w is not None and w.compared for _, w in checks)
@@ -105,6 +114,7 @@ class _Lines:
     weighted: list = dataclasses.field(default_factory=list)
     both: list = dataclasses.field(default_factory=list)
     untrue: set = dataclasses.field(default_factory=set)
+    flat: set = dataclasses.field(default_factory=set)  # orders whose differences are all flat
     unchecked: list = dataclasses.field(default_factory=list)
     weighted_unchecked: list = dataclasses.field(default_factory=list)
 
@@ -129,6 +139,10 @@ class _Lines:
                 found.both.append((order, "with upstream weights too: " + line))
                 if all(f.analytic is not None and np.isfinite(f.analytic) for f in plain.failed):
                     found.untrue.add(order)
+                if order == 1 and all(surrogate.candidate(dataclasses.replace(
+                        f, judged=dataclasses.replace(f.judged, outcome="differ")))
+                        for f in plain.failed):
+                    found.flat.add(order)
             elif weighted.failed:
                 line = words.upstream_line(weighted, agreed, evaluator, plain, symmetric)
                 found.weighted.append((order, line))
@@ -160,7 +174,7 @@ def _upstream_outcome(case: Case, agreed: ModeOutcome, evaluator: Evaluator, not
         orders = [order for order, _ in found.both]
         untrue = words.has_custom_gradient(agreed) and set(orders) <= found.untrue
         return OracleOutcome(name=UPSTREAM, status=OracleStatus.SKIP,
-                             note=words.cannot_tell(orders, untrue))
+                             note=words.cannot_tell(orders, untrue, set(orders) <= found.flat))
     outcome = oracle_outcome(UPSTREAM, range(1, case.order + 1), found.weighted, note)
     both = tuple(line for _, line in found.both)
     return dataclasses.replace(outcome, details=outcome.details + both)
@@ -263,28 +277,27 @@ def _directions(evaluator: Evaluator, order: int, options: RunOptions, symmetric
         read = {slot: _elementwise(evaluator, order, [slot]) for slot in like}
         flat = tuple(slot for slot in like if read[slot] is not None)
     rest = [slot for slot in kept if slot not in flat]
+    randoms: list[int] = []
     if not options.numeric_full and sum(bases[slot].size for slot in rest) > ELEMENT_LIMIT:
-        return _still(choose(bases, False, point_seed, symmetric), aside), (), {}
+        # The smallest sources element by element while they fit in ELEMENT_LIMIT, every other one
+        # along random directions of its own: each source's elements judged at its own dtype's
+        # tolerance, never at another's (a source of 2 wrong elements beside one of 1,000).
+        budget = ELEMENT_LIMIT
+        for slot in sorted(rest, key=lambda s: (bases[s].size, s)):
+            if bases[slot].size <= budget:
+                budget -= bases[slot].size
+            else:
+                randoms.append(slot)
+        rest = [slot for slot in rest if slot not in randoms]
     # An elementwise source's element reads its own values, also when moved alone (numeric_full):
     # one of them not finite is then that element's, not every element's.
     outputs = len(evaluator.shapes[order - 1])
     found = [d for slot in flat for d in swept(bases, slot, outputs)]
+    found += elements(bases, symmetric, rest) + per_source(bases, randoms, point_seed, symmetric)
     if options.numeric_full:
-        return found + elements(bases, symmetric, rest), (), {}
+        return found, (), {}
     kept = {slot: read[slot] for slot in read if slot in flat}
-    return found + elements(bases, symmetric, rest), flat, kept
-
-
-def _still(directions: list[Direction], aside: Sequence[int]) -> list[Direction]:
-    """Random directions with the sources `aside` left where they are, renormalised."""
-    if not aside:
-        return directions
-    kept = []
-    for d in directions:
-        unit = [np.zeros_like(u) if slot in aside else u for slot, u in enumerate(d.unit)]
-        norm = np.sqrt(sum(np.sum(u * u) for u in unit))
-        kept.append(dataclasses.replace(d, unit=[u / norm for u in unit]) if norm else d)
-    return [d for d in kept if d.element is None or d.element[0] not in aside]
+    return found, flat, kept
 
 
 def _elementwise(evaluator: Evaluator, order: int, slots: Sequence[int]) -> Optional[dict]:
@@ -399,7 +412,7 @@ def _check_order(case: Case, agreed: ModeOutcome, evaluator: Evaluator, order: i
             found[1][-1] = _overflowed(found[0][-1], found[1][-1])
     # No direction at all: every source set aside (a gradient None by design for each); nothing
     # is compared, and the oracle says so.
-    by_element = bool(directions) and directions[0].element is not None
+    by_element = bool(directions) and all(d.element is not None for d in directions)
     plain = OrderFindings(order, tuple(found[0]), by_element, flat)
     if weighted_grads is None:
         return plain, None
@@ -414,7 +427,11 @@ def _tolerance(case: Case, agreed: ModeOutcome, evaluator: Evaluator,
         slot, flat = direction.element
         value = evaluator.bases[slot].flat[flat]
         return agreed.sources[slot].dtype, float(element_steps(np.asarray(value), step))
-    # A random direction mixes every source: judge it with the loosest of their tolerances.
+    if direction.source is not None:  # a random direction within one source: its own dtype's
+        base = evaluator.bases[direction.source]
+        largest = max([1.0] + ([float(np.max(np.abs(base)))] if base.size else []))
+        return agreed.sources[direction.source].dtype, step * largest
+    # A random direction mixing every source: judged with the loosest of their tolerances.
     loosest = max((s.dtype for s in agreed.sources),
                   key=lambda d: numeric_tolerance_for(d, case.oracle_tolerance).rtol)
     largest = max([1.0] + [float(np.max(np.abs(b))) for b in evaluator.bases if b.size])

@@ -11,8 +11,8 @@ import numpy as np
 from harness.criteria import differences
 from harness.measure import upstream
 from harness.criteria.compare import where
-from harness.measure.oracles.directions import element_label
-from harness.measure.oracles.findings import OVERFLOW, PARTIAL, OrderFindings, Finding
+from harness.measure.oracles.directions import DIRECTIONS, element_label
+from harness.measure.oracles.findings import OVERFLOW, PARTIAL, Heading, OrderFindings, Finding
 from harness.records import ModeOutcome
 
 if TYPE_CHECKING:
@@ -23,6 +23,10 @@ __all__ = ["cannot_tell", "error_words", "has_custom_gradient", "kinked", "line"
 
 # Most elements a sentence names one by one.
 _NAMED = 4
+# harness.measure.oracles.surrogate's kinds and step growth (that module imports TensorFlow's
+# evaluator; these words do not).
+_SURROGATE, _WRONG_WAY, _STILL = "surrogate", "wrong way", "still"
+_GROWTH = 4.0
 
 
 def error_words(analytic: float, judged: differences.Judged, tol) -> str:
@@ -44,7 +48,8 @@ def error_words(analytic: float, judged: differences.Judged, tol) -> str:
     return words
 
 
-def unresolved(judged: differences.Judged, order: int, raised: str) -> str:
+def unresolved(judged: differences.Judged, order: int, raised: str,
+               heading: Optional[Heading] = None) -> str:
     """Why a direction could not be judged, in words (the same words count them together)."""
     what = "the function's value" if order == 1 else f"the order {order - 1} gradient"
     if judged.kind == differences.JUMP:
@@ -66,6 +71,8 @@ def unresolved(judged: differences.Judged, order: int, raised: str) -> str:
         return ("the gradient without upstream weights is already infinite here, its derivative "
                 "beyond the dtype's range, so the weighted gradient's infinity says nothing of how "
                 "grad_fn handles its upstream gradient")
+    if judged.kind == _STILL and heading is not None:
+        return still(heading)
     if judged.kind == PARTIAL:
         values = "the function's values" if order == 1 else f"the order {order - 1} values"
         return (f"some of {values} are not finite at the point and were left out, and the "
@@ -124,28 +131,134 @@ def is_flat(judged: differences.Judged) -> bool:
 def surrogate(checked: OrderFindings, agreed: ModeOutcome) -> str:
     """At order 1, a sentence when the function does not change at all within a step along every
     failing direction, so its derivative there is 0 and a nonzero custom gradient is a surrogate
-    (a straight-through estimator's, a quantizer's, a bound's that passes the gradient one way)."""
+    (a straight-through estimator's, a quantizer's, a bound's that passes the gradient one way),
+    failed here by --strict_surrogate (or by pointing the wrong way: `wrong_way`)."""
     failed = checked.failed
     if not has_custom_gradient(agreed) or not failed or any(
             f.judged.numeric != 0.0 or f.analytic in (None, 0.0) or not np.isfinite(f.analytic)
             or not is_flat(f.judged) for f in failed):
         return ""
+    where_flat = _where_flat(checked, failed, agreed)
+    if not where_flat:
+        return ""
+    sentence = (f"; {where_flat} (the same value at every shift of up to ±h checked), so its true "
+                f"derivative is 0 and the custom gradient ({agreed.mode}'s) is a surrogate, not a "
+                "derivative (a straight-through estimator's or a quantizer's)")
+    h = checked.heading
+    if h is not None and h.step is not None and h.slope > 0:
+        sentence += f", which points the way the forward moves ({heading_words(h)})"
+    return (sentence + ". --strict_surrogate fails a surrogate no expectation declares: declare "
+            "it, Expectation(modes=('numeric',), outcome=SURROGATE, reason=...) in the case, or "
+            "--expect 'numeric:surrogate' with check or replay")
+
+
+def wrong_way(checked: OrderFindings, agreed: ModeOutcome) -> str:
+    """A sentence for a surrogate pointing against the way the forward moves."""
+    h = checked.heading
+    failed = [f for f in checked.failed if f.judged.kind == _WRONG_WAY]
+    where_flat = _where_flat(checked, failed, agreed) if failed else ""
+    if h is None or h.step is None or not where_flat:
+        return ""
+    return (f"; {where_flat} (the same value at every shift of up to ±h checked), so the custom "
+            f"gradient ({agreed.mode}'s) is a surrogate there, and it points the wrong way: "
+            f"{heading_words(h)}, so following the gradient would move the loss the wrong way")
+
+
+def heading_words(h: Heading, weighted: Optional[Heading] = None) -> str:
+    """Which way the loss moves along a surrogate, over which step, found how; with `weighted`,
+    the weighted chain's too."""
+    with_weights = " with upstream weights" if h.chain == 1 else ""
+    slopes = f"at a slope of {h.slope:.3g}{with_weights}"
+    if weighted is not None and weighted.step == h.step:
+        slopes += f" ({weighted.slope:.3g} with upstream weights)"
+    elif weighted is not None:
+        slopes += (f" ({weighted.slope:.3g} with upstream weights, over a step of "
+                   f"{weighted.step:.3g})")
+    return (f"along it the loss changes {slopes} over a step of {h.step:.3g}, the largest "
+            f"element's move: the shortest of {h.first:.3g} × {_GROWTH:g}^k at which the forward "
+            "moves")
+
+
+def still(h: Heading) -> str:
+    """Why a surrogate's direction is unchecked: the loss did not move along it."""
+    if h.raised:
+        return (f"the forward is locally constant and its custom gradient a surrogate, whose "
+                f"direction is unchecked: moving along it raised or left the domain "
+                f"({h.raised})")
+    return (f"the forward is locally constant and its custom gradient a surrogate, whose direction "
+            f"is unchecked: the loss does not move along it over steps from {h.first:.3g} to "
+            f"{h.longest:.3g} (the point's own scale)")
+
+
+def surrogate_passed(checked: OrderFindings, weighted: Optional[OrderFindings],
+                     agreed: ModeOutcome) -> str:
+    """Where the custom gradient is a surrogate that passed its direction check, and which way it
+    points (with upstream weights too), as a passing verdict says it (or "")."""
+    passed = _passed_surrogates(checked)
+    if not passed or checked.heading is None:
+        return ""
     names = [s.name for s in agreed.sources]
-    if failed[0].direction.element is None:
-        # Random directions move every source: the function must be flat along each of them.
-        if not all(is_flat(f.judged) for f in checked.compared):
+    parts = []
+    for slot in dict.fromkeys(f.direction.slot for f in passed):
+        here = [f for f in checked.findings if f.direction.slot == slot]
+        mine = [f for f in passed if f.direction.slot == slot]
+        if slot is None:
+            parts.append(f"{len(mine)} of {len(here)} random directions")
+        elif mine[0].direction.element is not None:
+            parts.append(f"{len(mine)} of {len(here)} elements of {names[slot]}")
+        else:
+            parts.append(f"{len(mine)} of {len(here)} random directions of {names[slot]}")
+    also = None
+    if weighted is not None and weighted.heading is not None and _passed_surrogates(weighted):
+        also = weighted.heading
+    return (f"the custom gradient is a surrogate at {', '.join(parts)}, where the forward is "
+            f"locally constant (its derivative 0), and points the way the forward moves "
+            f"({heading_words(checked.heading, also)})")
+
+
+def surrogate_everywhere(checked: OrderFindings) -> bool:
+    """Whether every direction compared at order 1 is a surrogate's that passed: nothing there
+    matched the numeric derivative as a derivative."""
+    return bool(checked.compared) and len(_passed_surrogates(checked)) == len(checked.compared)
+
+
+def _passed_surrogates(checked: OrderFindings) -> list[Finding]:
+    return [f for f in checked.findings
+            if f.judged.outcome == "match" and f.judged.kind == _SURROGATE]
+
+
+def strict_surrogate_only(checked: OrderFindings, options) -> bool:
+    """Whether order 1's every difference is a surrogate that points the right way, failed by
+    --strict_surrogate alone."""
+    h = checked.heading
+    return (bool(options.strict_surrogate) and bool(checked.failed) and h is not None
+            and h.step is not None and h.slope > 0
+            and all(_is_candidate(f) for f in checked.failed))
+
+
+def _is_candidate(f: Finding) -> bool:
+    j = f.judged
+    return (j.numeric == 0.0 and f.analytic not in (None, 0.0) and bool(np.isfinite(f.analytic))
+            and is_flat(j))
+
+
+def _where_flat(checked: OrderFindings, failed: Sequence[Finding], agreed: ModeOutcome) -> str:
+    """Where the function is locally constant, as a sentence says it ("" where not along every
+    compared direction of a random direction's source)."""
+    names = [s.name for s in agreed.sources]
+    if any(f.direction.element is None for f in failed):
+        slots = {f.direction.slot for f in failed}
+        # Random directions: the function must be flat along each compared one of their sources.
+        if not all(is_flat(f.judged) for f in checked.compared if f.direction.slot in slots):
             return ""
-        where_flat = "the function is locally constant here"
-    else:
-        parts = [_flat_in(checked, slot, agreed) for slot in
-                 sorted({f.direction.element[0] for f in failed})]
-        where_flat = ("the function is locally constant here" if parts == names and len(names) == 1
-                      else f"the function is locally constant in {', '.join(parts)} here")
-    return (f"; {where_flat} (the same value at every shift of up to ±h checked), so its true "
-            f"derivative is 0 and the custom gradient ({agreed.mode}'s) is a surrogate, not a "
-            "derivative (a straight-through estimator's or a quantizer's). If that is intended, "
-            "declare it: Expectation(modes=('numeric',), outcome=VALUES_DIFFER, reason=...) in the "
-            "case, or --expect 'numeric:values differ' with check or replay")
+        if None in slots or len(names) == 1:
+            return "the function is locally constant here"
+        return ("the function is locally constant in "
+                f"{', '.join(names[slot] for slot in sorted(slots))} here")
+    parts = [_flat_in(checked, slot, agreed) for slot in
+             sorted({f.direction.element[0] for f in failed})]
+    return ("the function is locally constant here" if parts == names and len(names) == 1
+            else f"the function is locally constant in {', '.join(parts)} here")
 
 
 def _flat_in(checked: OrderFindings, slot: int, agreed: ModeOutcome) -> str:
@@ -167,7 +280,8 @@ def _fmt(value: Optional[float]) -> str:
 def _at(finding: Finding, order: int, names: Sequence[str], shapes: Sequence[tuple]) -> str:
     d = finding.direction
     if d.element is None:
-        return f"order {order} along {d.label}"
+        within = f" of {names[d.source]}" if d.source is not None else ""
+        return f"order {order} along {d.label}{within}"
     slot, flat = d.element
     return where(order, slot, names) + element_label(tuple(shapes[slot]), flat, d.mirror)
 
@@ -190,7 +304,8 @@ def line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator",
     if extra and checked.by_element:
         more = triangle(checked, agreed, evaluator, symmetric)
     if extra and checked.order == 1:
-        more += surrogate(checked, agreed)
+        more += (wrong_way(checked, agreed) if worst.judged.kind == _WRONG_WAY
+                 else surrogate(checked, agreed))
     if extra and not more:
         more = ("; the numeric derivative is the slope of the forward as computed, so the forward "
                 "and the gradient disagree here, and either may be the wrong one")
@@ -200,10 +315,11 @@ def line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator",
 def _counts(checked: OrderFindings, worst: Finding, names: Sequence[str]) -> str:
     """How many of the worst's source (of the directions, when random) differ, how many of them
     with a non-finite gradient, and how many were not checked and why."""
-    if checked.by_element:
-        slot = worst.direction.element[0]
-        here = [f for f in checked.findings if f.direction.element[0] == slot]
-        kind = f"elements of {names[slot]}"
+    slot = worst.direction.slot
+    if slot is not None:
+        here = [f for f in checked.findings if f.direction.slot == slot]
+        kind = (f"elements of {names[slot]}" if worst.direction.element is not None
+                else f"random directions of {names[slot]}")
     else:
         here, kind = list(checked.findings), "directions"
     failed = [f for f in here if f.judged.outcome == "differ"]
@@ -211,17 +327,18 @@ def _counts(checked: OrderFindings, worst: Finding, names: Sequence[str]) -> str
     nonfinite = sum(1 for f in failed if f.analytic is not None and not np.isfinite(f.analytic))
     if nonfinite:
         counts += f", {nonfinite} of them with a NaN or infinite gradient"
-    for why, found in _reasons(here, checked.order).items():
+    for why, found in _reasons(here, checked.order, checked.heading).items():
         counts += f"; {len(found)} of {len(here)} not checked: {why}"
     return counts
 
 
-def _reasons(found: Sequence[Finding], order: int) -> dict[str, list[Finding]]:
+def _reasons(found: Sequence[Finding], order: int,
+             heading: Optional[Heading] = None) -> dict[str, list[Finding]]:
     """The findings not judged, by why (the same words count them together)."""
     reasons: dict[str, list[Finding]] = {}
     for f in found:
         if f.judged.outcome == "unresolved":
-            reasons.setdefault(unresolved(f.judged, order, f.raised), []).append(f)
+            reasons.setdefault(unresolved(f.judged, order, f.raised, heading), []).append(f)
     return reasons
 
 
@@ -241,12 +358,21 @@ def unchecked(checked: OrderFindings, names: Sequence[str], shapes: Sequence[tup
     few; or "" when every one was checked."""
     if not checked.unresolved:
         return ""
-    kind = "elements" if checked.by_element else "directions"
+    kind = _kind(checked)
     parts = [f"order {checked.order}: {len(checked.compared)} of {len(checked.findings)} {kind} "
              "checked"]
-    for why, found in _reasons(checked.findings, checked.order).items():
+    for why, found in _reasons(checked.findings, checked.order, checked.heading).items():
         parts.append(f"{len(found)} not checked{_named(found, names, shapes)}: {why}")
     return "; ".join(parts)
+
+
+def _kind(checked: OrderFindings) -> str:
+    """What the findings are counted as: elements, directions, or both."""
+    if checked.by_element:
+        return "elements"
+    if any(f.direction.element is not None for f in checked.findings):
+        return "elements and random directions"
+    return "directions"
 
 
 def kinked(checked: OrderFindings) -> str:
@@ -257,7 +383,7 @@ def kinked(checked: OrderFindings) -> str:
     order = checked.order
     what = "the function" if order == 1 else f"the order {order - 1} gradient"
     first = kinks[0].judged
-    kind = "elements" if checked.by_element else "directions"
+    kind = _kind(checked)
     return (f"order {order}: {what} has a kink at the point along {len(kinks)} of "
             f"{len(checked.findings)} {kind} (one-sided derivatives {first.left:.8g} and "
             f"{first.right:.8g} along the first), where the gradient lies between them: judged "
@@ -278,9 +404,22 @@ def numeric_note(evaluator: "Evaluator", agreed: ModeOutcome, checks: Sequence,
     """How the differences were taken: dtype, step, directions, and which sources were read
     element by element from one shift of all their elements (an elementwise function)."""
     names = [s.name for s in agreed.sources]
-    by_element = all(plain.by_element for plain, _ in checks)
-    how = ("every element" if by_element
-           else "random directions (more elements than checked one by one)")
+    randoms = sorted({f.direction.source for plain, _ in checks for f in plain.findings
+                      if f.direction.element is None and f.direction.source is not None})
+    mixed = any(f.direction.element is None and f.direction.source is None
+                for plain, _ in checks for f in plain.findings)
+    if mixed:
+        how = "random directions (more elements than checked one by one)"
+    elif randoms:
+        listed = ", ".join(names[slot] for slot in randoms)
+        how = (f"every element, but {listed} along {DIRECTIONS} random directions of "
+               f"{'its' if len(randoms) == 1 else 'each one'} own (more elements than checked one "
+               "by one; each source judged at its own dtype's tolerance)")
+        if len(randoms) == len(names):
+            how = (f"{DIRECTIONS} random directions within each source (more elements than "
+                   "checked one by one; each source judged at its own dtype's tolerance)")
+    else:
+        how = "every element"
     if any(symmetric):
         how += " (symmetric for " + ", ".join(n for n, sym in zip(names, symmetric) if sym) + ")"
     swept = sorted({slot for plain, _ in checks for slot in plain.swept})
@@ -307,9 +446,13 @@ def _traced_check(evaluator: "Evaluator", agreed: ModeOutcome) -> str:
     return f" (its values at the point are {' and '.join(said)})" if said else ""
 
 
-def cannot_tell(orders: Sequence[int], untrue: bool) -> str:
+def cannot_tell(orders: Sequence[int], untrue: bool, flat: bool = False) -> str:
     """Why the upstream oracle says nothing where the plain values already differ."""
     at = f"order{'s' if len(orders) > 1 else ''} {', '.join(map(str, orders))}"
+    if flat:
+        return (f"not checked at {at}: where the plain values differ the forward is locally "
+                "constant, so the numeric derivative with upstream weights is 0 there whatever "
+                "grad_fn does with its upstream gradient (the linearity oracle checks that)")
     if untrue:
         return (f"cannot tell whether grad_fn handles its upstream gradient at {at}, where the "
                 "plain values already differ from the numeric derivative (the gradient and the "
@@ -324,7 +467,10 @@ def upstream_line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evalu
     """A difference of the weighted chain where the plain contraction has none."""
     order = checked.order
     text = line(checked, agreed, evaluator, symmetric, extra=False)
-    flat = surrogate(checked, agreed) if order == 1 else ""
+    flat = ""
+    if order == 1:
+        flat = (wrong_way(checked, agreed) if checked.worst.judged.kind == _WRONG_WAY
+                else surrogate(checked, agreed))
     if flat:
         # Where the function is flat its derivative is 0 whatever the upstream gradient: a nonzero
         # gradient there is a surrogate's, however it treats dy.

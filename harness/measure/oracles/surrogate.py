@@ -1,0 +1,148 @@
+"""Surrogate gradients: where the forward is locally constant and the custom gradient is not.
+
+A straight-through estimator or a quantizer's gradient is deliberately not the forward's
+derivative: the forward is a step function, flat within any step of the numeric oracle, so its
+derivative there is 0, and the custom gradient is something else on purpose. The numeric derivative
+cannot judge it, but what a surrogate can get wrong still can be:
+
+- its direction: following the gradient must move the loss the way the forward goes at the scale
+  where the forward moves. Along the surrogate (restricted to the elements where it is one), the
+  loss (the plain contraction's sum of the outputs, or the weighted chain's sum of the outputs
+  times their upstream weights) is moved by steps growing from the numeric oracle's by a factor of
+  GROWTH until it changes (the step found from the forward itself, and said); its secant slope over
+  that step must be positive. The direction is judged as a whole: a right surrogate may be negative
+  in places (larq's swish_sign is, far from 0) while its elements near the jump, which the forward
+  crosses first, point the right way. Where the loss does not move up to the point's own scale,
+  the direction is unchecked, and said so.
+- its linearity in the upstream gradient, which the linearity oracle checks at every point
+  (harness.measure.oracles.linearity).
+
+A finding that passes is a match of kind SURROGATE; one pointing the other way differs (WRONG_WAY);
+one whose loss does not move is unresolved (STILL). With --strict_surrogate an undeclared surrogate
+still differs, as before the direction was checked, its words saying which way it points.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Sequence
+
+import numpy as np
+
+from harness.case import SURROGATE as DECLARED
+from harness.case import Case, Point
+from harness.measure.oracles.findings import Finding, Heading, OrderFindings
+from harness.measure.oracles.evaluate import CaseRaised, Evaluator
+from harness.oracle_names import NUMERIC, UPSTREAM
+from harness.records import ModeOutcome
+from harness.criteria.tolerance import NUMERIC_STEPS
+
+__all__ = ["GROWTH", "SURROGATE", "STILL", "WRONG_WAY", "candidate", "declared", "judge"]
+
+# The judged kinds this module gives (beside harness.criteria.differences' own).
+SURROGATE = "surrogate"
+WRONG_WAY = "wrong way"
+STILL = "still"
+
+# The step along the surrogate grows by this factor until the loss moves: 8 to 10 evaluations
+# where the nearest jump is 1e-3 of the point's size away.
+GROWTH = 4.0
+# How far the element with the largest surrogate is moved at most, in units of the point's size
+# (at least 1): beyond that the step measures the function somewhere else.
+REACH = 2.0
+
+
+def candidate(f: Finding) -> bool:
+    """A difference where the forward stays exactly at its value at -h, 0 and +h (its numeric
+    derivative 0) and the gradient is finite and not 0: only a surrogate can give that."""
+    j = f.judged
+    return (j.outcome == "differ" and j.numeric == 0.0 and f.analytic is not None
+            and f.analytic != 0.0 and bool(np.isfinite(f.analytic)) and j.base is not None
+            and j.plus == j.base == j.minus)
+
+
+def declared(case: Case, point: Point, tf_version: str) -> bool:
+    """Whether an expectation declares the gradient a surrogate at `point`."""
+    return any(e.outcome == DECLARED and e.applies(tf_version, point.label)
+               and (NUMERIC in e.modes or UPSTREAM in e.modes) for e in case.expectations)
+
+
+def judge(agreed: ModeOutcome, evaluator: Evaluator,
+          checks: tuple[OrderFindings, Optional[OrderFindings]],
+          strict: bool) -> tuple[OrderFindings, Optional[OrderFindings]]:
+    """Order 1's findings of both chains, with each surrogate candidate judged by its direction:
+    a match of kind SURROGATE (a difference still with `strict`), a difference of kind WRONG_WAY,
+    or unresolved (STILL); each chain's OrderFindings carries the Heading it was judged by."""
+    plain, weighted = checks
+    grads = [_gradients(agreed.orders[1]) if len(agreed.orders) > 1 else None,
+             _gradients(agreed.upstream[0]) if agreed.upstream else None]
+    judged = []
+    for chain, checked in enumerate((plain, weighted)):
+        if checked is None or grads[chain] is None or not any(map(candidate, checked.findings)):
+            judged.append(checked)
+            continue
+        found = heading(evaluator, grads[chain], [f for f in checked.findings if candidate(f)],
+                        chain)
+        judged.append(dataclasses.replace(
+            checked, heading=found,
+            findings=tuple(_rejudged(f, found, strict) if candidate(f) else f
+                           for f in checked.findings)))
+    return judged[0], judged[1]
+
+
+def _rejudged(f: Finding, found: Heading, strict: bool) -> Finding:
+    if found.step is None:
+        outcome, kind = "unresolved", STILL
+    elif found.slope < 0:
+        outcome, kind = "differ", WRONG_WAY
+    else:
+        outcome, kind = ("differ", f.judged.kind) if strict else ("match", SURROGATE)
+    return dataclasses.replace(f, judged=dataclasses.replace(f.judged, outcome=outcome, kind=kind))
+
+
+def heading(evaluator: Evaluator, grads: Sequence[Optional[np.ndarray]],
+            candidates: Sequence[Finding], chain: int) -> Heading:
+    """The loss's secant slope along the gradient, restricted to where the candidates move the
+    sources, over the shortest step (from the numeric oracle's, by GROWTH) at which it moves."""
+    bases = evaluator.bases
+    masks = [np.zeros(b.shape, bool) for b in bases]
+    for f in candidates:
+        for slot, unit in enumerate(f.direction.unit):
+            masks[slot] |= np.asarray(unit) != 0
+    parts = [np.zeros(b.shape) if g is None else np.where(m, g, 0.0)
+             for b, g, m in zip(bases, grads, masks)]
+    largest = max(float(np.max(np.abs(p))) if p.size else 0.0 for p in parts)
+    moved = sum(int(np.count_nonzero(p)) for p in parts)
+    size = max([1.0] + [float(np.max(np.abs(b[m]))) for b, m in zip(bases, masks) if m.any()])
+    first = NUMERIC_STEPS[evaluator.dtype()] * size
+    longest = REACH * size
+    if not largest:
+        return Heading(chain, None, first, longest, 0.0, moved)
+    unit = [p / largest for p in parts]  # the element with the largest surrogate moves by the step
+    step = first
+    while step <= longest:
+        try:
+            plus, minus = (_loss(evaluator, chain, [sign * step * u for u in unit])
+                           for sign in (1.0, -1.0))
+        except CaseRaised as e:
+            return Heading(chain, None, first, longest, 0.0, moved,
+                           raised=f"{e.info.type}: {e.info.first_line}")
+        if plus is None or minus is None:
+            return Heading(chain, None, first, longest, 0.0, moved,
+                           raised="the loss is not finite there")
+        if plus != minus:
+            return Heading(chain, step, first, longest, (plus - minus) / (2.0 * step), moved)
+        step *= GROWTH
+    return Heading(chain, None, first, longest, 0.0, moved)
+
+
+def _loss(evaluator: Evaluator, chain: int, shifts: list) -> Optional[float]:
+    values = evaluator.values(0, shifts)[chain]
+    if values is None:
+        return None
+    total = float(np.sum(values))
+    return total if np.isfinite(total) else None
+
+
+def _gradients(outputs) -> list:
+    return [None if o.value is None else np.asarray(o.value, np.float64) for o in outputs]
