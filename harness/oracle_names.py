@@ -14,14 +14,15 @@ so that a row added to ROWS is in them.
 from __future__ import annotations
 
 import dataclasses
-__all__ = ["ANALYTIC", "NUMERIC", "ORACLES", "Oracle", "REFERENCE", "ROWS", "STANDALONE",
-           "UPSTREAM", "case_oracles"]
+__all__ = ["ANALYTIC", "LINEARITY", "NUMERIC", "ORACLES", "Oracle", "REFERENCE", "ROWS",
+           "STANDALONE", "UPSTREAM", "case_oracles"]
 
 # The oracles that code apart from their own runs names one by one.
 NUMERIC = "numeric"
 UPSTREAM = "upstream"
 REFERENCE = "reference"
 ANALYTIC = "analytic"
+LINEARITY = "linearity"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +62,10 @@ class Oracle:
 ROWS: dict[str, Oracle] = {row.name: row for row in (
     # Central differences of the order below, for every order (harness.measure.oracles.numeric).
     Oracle(NUMERIC, "the numeric derivative", option="numeric"),
+    # Order 1 with the upstream gradient a + b w against a (dy = 1) + b (dy = w): a gradient is
+    # linear in dy, derivative or surrogate (harness.measure.oracles.linearity). On with the
+    # weighted chain it reads.
+    Oracle(LINEARITY, "linearity in the upstream gradient", option="upstream"),
     # The same check of the weighted chain (harness.measure.upstream), run by the numeric oracle.
     Oracle(UPSTREAM, "the numeric derivative with upstream weights", option="upstream",
            beside=NUMERIC, joined="with and without upstream weights"),

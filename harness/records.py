@@ -180,6 +180,11 @@ class ModeOutcome:
     when the check is off. `upstream_error` is what the weighted chain raised
     where the plain one did not, with the order it raised at.
 
+    `linear` holds order 1 once more, with the linearity check's upstream gradient
+    (harness.measure.upstream.LINEAR: a + b w, w the weighted chain's order 1 weights), one
+    gradient per source; empty where the mode does not compute it. `linear_error` is what that
+    chain raised.
+
     `top_order` is set by a mode that computes fewer orders than the case asks for: a training
     step (harness.measure.modes.keras_step) computes order 1 only, and its `orders[0]` is empty (a
     step returns no outputs); only order 1 is compared. `computed_in` names the dtype the values
@@ -196,6 +201,8 @@ class ModeOutcome:
     usage: Optional["Usage"] = None  # None: this mode cannot observe the gradient functions
     upstream: tuple[tuple[Output, ...], ...] = ()
     upstream_error: Optional[ErrorInfo] = None
+    linear: tuple[Output, ...] = ()
+    linear_error: Optional[ErrorInfo] = None
     top_order: Optional[int] = None
     computed_in: str = ""
     # This mode's time for the case, shared evenly among its points (its repeats included): what
@@ -208,7 +215,8 @@ class ModeOutcome:
                                    orders=tuple(tuple(o.portable() for o in order)
                                                 for order in self.orders),
                                    upstream=tuple(tuple(o.portable() for o in order)
-                                                  for order in self.upstream))
+                                                  for order in self.upstream),
+                                   linear=tuple(o.portable() for o in self.linear))
 
 
 @dataclasses.dataclass(frozen=True)

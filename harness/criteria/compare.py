@@ -247,6 +247,35 @@ def _compare_upstream(ref: ModeOutcome, got: ModeOutcome,
                                 mode=got.mode, at=at)
             if m:
                 found.append(dataclasses.replace(m, order=order, upstream=True))
+    return found + _compare_linear(ref, got, tolerance)
+
+
+def _compare_linear(ref: ModeOutcome, got: ModeOutcome,
+                    tolerance: ToleranceOverride) -> list[Mismatch]:
+    """The linearity chains' disagreements (order 1 with upstream gradient a + b w), where both
+    modes computed one: each mode is held to linearity in dy, the yardstick's by the linearity
+    oracle and every other's by agreeing with it here."""
+    pair = f"{got.mode} vs {ref.mode}"
+    r, g = ref.linear_error, got.linear_error
+    if r or g:
+        if r and g and r.type == g.type:
+            return []
+        if (r and not got.linear) or (g and not ref.linear):
+            return []  # the other does not compute the chain: nothing to compare
+        raised = g or r
+        return [Mismatch("status", raised.stage,
+                         f"with the linearity check's upstream gradient: {pair}: "
+                         f"{_side(g, got.mode)}; {_side(r, ref.mode)}", order=1, upstream=True)]
+    if not ref.linear or not got.linear:
+        return []
+    found = []
+    names = [s.name for s in ref.sources]
+    for index, (r_out, g_out) in enumerate(zip(ref.linear, got.linear)):
+        at = where(1, index, names) + " with the linearity check's upstream gradient"
+        m = compare_outputs(r_out, g_out, tolerance_for(r_out.dtype, tolerance),
+                            ref_mode=ref.mode, mode=got.mode, at=at)
+        if m:
+            found.append(dataclasses.replace(m, order=1, upstream=True))
     return found
 
 

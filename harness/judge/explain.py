@@ -116,6 +116,8 @@ def oracle_line(o: OracleOutcome, weighted_disagree: Sequence[str] = ()) -> str:
     """The oracle's headline. The upstream oracle blames grad_fn only while the modes that take
     reverse-mode gradients agree on the weighted values (forward mode uses the body's JVP where
     it has one, so it may well differ); otherwise a mode may be at fault, and it says so."""
+    if o.name == oracle_names.LINEARITY and o.details:
+        return o.details[0]  # a whole sentence: what is not linear, where
     if o.name == oracle_names.UPSTREAM and o.details:
         line = o.details[0]
         for prefix, blamed in ((MISHANDLES, "grad_fn"), (REGISTERED, "the op's gradient")):

@@ -51,7 +51,7 @@ from harness.records import (
 from harness.criteria.rules import Rules, applicable, required_oracles, yardstick
 from harness.criteria.tolerance import Tol
 from harness.jobs import ORACLES, SETUP
-from harness.oracle_names import NUMERIC, UPSTREAM
+from harness.oracle_names import LINEARITY, NUMERIC, UPSTREAM
 
 __all__ = ["died", "judge", "judge_measured", "skipped"]
 
@@ -590,6 +590,9 @@ def _passed(evidence: _Evidence) -> _Said:
     """A pass: the modes agree, and no expectation applies; saying what checked the values, or
     why nothing did."""
     checked = [n for n in oracle_names.STANDALONE if n in evidence.judged_oracles]
+    # Linearity in dy is a property, not values matched: said after what the values match.
+    linear = LINEARITY in checked
+    checked = [n for n in checked if n != LINEARITY]
     words = [oracle_names.ROWS[n].words for n in checked]
     if UPSTREAM in evidence.judged_oracles:
         if oracle_names.ROWS[UPSTREAM].beside in checked:
@@ -612,14 +615,15 @@ def _passed(evidence: _Evidence) -> _Said:
              else "all modes agree")
     lines = evidence.notes + evidence.skipped_lines
     why_not = unchecked(evidence.active[evidence.yardstick], evidence.oracles, checked)
-    if why_not:
+    if why_not and not (linear and surrogate):
         return _Said(Verdict.PASS,
                      f"{agree}, but nothing checked that the values are right: {why_not}", lines,
                      unchecked=why_not)
+    linear_words = "; the gradient is linear in its upstream gradient dy" if linear else ""
     if surrogate:
         but = ", but for a checked surrogate: " if said else "; "
-        return _Said(Verdict.PASS, f"{agree}{matched}{but}{surrogate}", lines)
-    return _Said(Verdict.PASS, f"{agree}{matched}" if checked else "", lines)
+        return _Said(Verdict.PASS, f"{agree}{matched}{but}{surrogate}{linear_words}", lines)
+    return _Said(Verdict.PASS, f"{agree}{matched}{linear_words}" if checked else "", lines)
 
 
 def skipped(case: Rules, point: str, reason: str, rerun: str) -> Result:

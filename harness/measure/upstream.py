@@ -31,13 +31,21 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["PERIOD", "TARGETS", "seed", "table", "tables", "flat_tables", "weights", "describe"]
+__all__ = ["LINEAR", "PERIOD", "TARGETS", "seed", "table", "tables", "flat_tables", "weights",
+           "describe"]
 
 # Weights per target before the table repeats: a prime, so a repeat never lines
 # up with a power-of-two axis.
 PERIOD = 61
 # Targets with their own table at each order; target i uses table i % TARGETS.
 TARGETS = 8
+
+# The linearity check (harness.measure.oracles.linearity): order 1 once more with the upstream
+# gradient a + b w, w the weighted chain's order 1 weights, so that a vector-Jacobian product,
+# linear in its cotangent, gives a times the plain gradient plus b times the weighted one. a + b is
+# not 1, so a gradient that adds something independent of dy (drops it) fails too, not only one
+# that squares or clips it; every a + b w is a multiple of 1/4 below 5, exact down to bfloat16.
+LINEAR = (0.5, 2.0)
 
 _MAGNITUDES = np.array([m / 8 for m in range(4, 16) if m != 8])
 _SIGNS = np.array([-1.0, 1.0])

@@ -126,10 +126,15 @@ def test_both_repro_scripts_write_a_toy_mode_out_as_its_row_says(toy_mode):
 
 def test_a_toy_oracle_needs_its_row_and_its_run_only(toy_oracle):
     assert "toy" in oracle_names.ORACLES and "toy" in oracle_names.STANDALONE
-    assert required_oracles(RunOptions(), ()) == ("numeric", "upstream", "toy")
-    assert required_oracles(RunOptions(numeric=False), ("reference",)) == ("reference",)
+    assert required_oracles(RunOptions(), ()) == ("numeric", "linearity", "upstream", "toy")
+    # The linearity oracle needs the weighted chain, not the numeric derivative.
+    assert required_oracles(RunOptions(numeric=False), ("reference",)) == ("linearity",
+                                                                           "reference")
+    assert required_oracles(RunOptions(numeric=False, upstream=False),
+                            ("reference",)) == ("reference",)
     case = make_case(Expectation(modes=("toy",), outcome=VALUES_DIFFER, reason="a toy"))
-    with pytest.raises(CaseError, match="oracles: numeric, upstream, reference, analytic, toy"):
+    with pytest.raises(CaseError,
+                       match="oracles: numeric, linearity, upstream, reference, analytic, toy"):
         make_case(Expectation(modes=("toys",), outcome=VALUES_DIFFER, reason="a typo"))
     assert checking.parse_expect("toy:values differ:a toy")[0] == ("toy",)
     agreed = ok("eager")
@@ -165,7 +170,9 @@ def test_an_oracle_that_raises_is_an_error_and_so_are_those_beside_it(monkeypatc
     monkeypatch.setitem(oracles.RUNS, oracle_names.NUMERIC, broken)
     case = make_case()
     found = oracles.consult(case, case.points[0], ok("eager"), RunOptions())
+    # linearity is not beside numeric: its own run says this outcome has no linearity chain
     assert {name: o.status for name, o in found.items()} == {"numeric": "error",
+                                                             "linearity": "skip",
                                                              "upstream": "error"}
     assert found["upstream"].note == ("the numeric oracle itself raised RuntimeError: a fault (a "
                                       "fault in the harness's oracle code, not a verdict on the "

@@ -30,14 +30,15 @@ def _timed_out(monkeypatch, step, infos=None):
 
 
 def test_a_timeout_of_the_oracles_names_the_oracles_the_job_runs_not_a_mode(monkeypatch):
-    assert _timed_out(monkeypatch, "oracles") == f"the oracles (numeric, upstream): {KILLED}"
+    assert (_timed_out(monkeypatch, "oracles")
+            == f"the oracles (numeric, linearity, upstream): {KILLED}")
 
 
 def test_the_oracles_named_include_the_case_s_own(monkeypatch):
     info = CaseInfo(id="tests.case", description="", source="", order=1, points=("x=1.0",),
                     oracles=("reference",))
     reason = _timed_out(monkeypatch, "oracles", {"tests.case": info})
-    assert reason == f"the oracles (numeric, upstream, reference): {KILLED}"
+    assert reason == f"the oracles (numeric, linearity, upstream, reference): {KILLED}"
 
 
 def test_a_timeout_before_the_first_mode_says_the_case_was_being_set_up(monkeypatch):

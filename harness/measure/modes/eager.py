@@ -29,9 +29,11 @@ def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
             xs = [tf.constant(v) for v in point.values]
             tables = upstream_tables(case, point, options)
             orders, weighted = tape_chains(subject, xs, case.order, options, progress,
-                                           None if tables is None else tf.constant(tables))
+                                           None if tables is None else tf.constant(tables),
+                                           linear=True)
             outcomes.append(subject.ok(NAME, _values(orders), point, _values(weighted),
-                                       progress.upstream_error))
+                                       progress.upstream_error, _values([progress.linear])[0],
+                                       progress.linear_error))
         except Exception as e:  # noqa: BLE001
             outcomes.append(subject.error(NAME, e, progress.stage, point, _values(progress.done)))
     return outcomes

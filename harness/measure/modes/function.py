@@ -24,7 +24,7 @@ NAME = "function"
 
 
 def compile_subject(subject: Subject, order: int, options: RunOptions, progress: Steps,
-                    weighted: bool = False, **function_options):
+                    weighted: bool = False, linear: bool = False, **function_options):
     """The tf.function computing every order; `progress` shows the stage while tracing.
 
     With `weighted`, it takes the upstream weight tables as its first input and
@@ -32,20 +32,24 @@ def compile_subject(subject: Subject, order: int, options: RunOptions, progress:
     kept in `progress.upstream_errors`, by input signature, since a later call
     with the same signature does not trace again. `function_options` go to
     tf.function: the xla and no_autograph modes are this mode with
-    jit_compile=True or autograph=False.
+    jit_compile=True or autograph=False. With `linear` too, it also returns the linearity chain
+    (shared.tape_chains), what that raised kept in `progress.linear_errors` by signature.
     """
     progress.upstream_errors = {}
+    progress.linear_errors = {}
     autograph = function_options.get("autograph", True)
 
     @traced_as_is
     def all_orders(tables, *xs):
         progress.done = []  # symbolic values of a failed trace are of no use
         progress.upstream, progress.upstream_error = [], None
+        progress.linear, progress.linear_error = [], None
         orders, chain = tape_chains(subject, xs, order, options, progress, tables,
-                                    autograph=autograph)
+                                    autograph=autograph, linear=linear and tables is not None)
         progress.upstream_errors[_signature(xs)] = progress.upstream_error
+        progress.linear_errors[_signature(xs)] = progress.linear_error
         progress.stage = "run"
-        return {"orders": orders, "upstream": chain}
+        return {"orders": orders, "upstream": chain, "linear": progress.linear}
 
     if weighted:
         return tf.function(all_orders, **function_options)
@@ -91,7 +95,8 @@ class _Built:
                                                                          function_options)
         self.progress = Steps()
         self.compiled = compile_subject(subject, order, options, self.progress,
-                                        weighted=options.upstream, **function_options)
+                                        weighted=options.upstream, linear=options.upstream,
+                                        **function_options)
         self.alone = Steps()
         self.plain = None
 
@@ -117,7 +122,9 @@ def _run_point(name: str, built: _Built, case: Case, point, options: RunOptions)
             raised = (RuntimeError("the weighted chain stopped after order "
                                    f"{len(both['upstream'])} while "
                                    "tracing"), "run with upstream weights")
-        return subject.ok(name, _values(both["orders"]), point, _values(both["upstream"]), raised)
+        linear = [None if t is None else t.numpy() for t in both["linear"]]
+        return subject.ok(name, _values(both["orders"]), point, _values(both["upstream"]), raised,
+                          linear, progress.linear_errors.get(_signature(xs)))
     except Exception as e:  # noqa: BLE001
         failed, stage = e, progress.stage
     if not (options.upstream and stage == "run"):

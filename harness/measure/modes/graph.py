@@ -20,6 +20,7 @@ from harness.measure.modes.shared import (
     dense,
     flat_outputs,
     is_target,
+    linear_tables,
     tf,
     unconnected,
     upstream_tables,
@@ -49,6 +50,17 @@ def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, prog
             progress.upstream.append(weighted)
         except Exception as e:  # noqa: BLE001 - the case's grad_fn given a non-unit upstream
             progress.upstream_error = (e, f"order {k} with upstream weights")
+    if tables is None or progress.upstream_error is not None:
+        return
+    # The linearity chain: order 1 of the same forward with upstream gradient a + b w.
+    progress.stage = "order 1 with the linearity check's upstream gradient"
+    try:
+        lin = linear_tables(tables)
+        progress.linear = _gradients(progress.done[0], sources, options,
+                                     lambda i, t: upstream_weights(lin, 1, i, t))
+    except Exception as e:  # noqa: BLE001 - the case's grad_fn given another upstream gradient
+        progress.linear_error = (e, progress.stage)
+    progress.stage = f"order {order}"
 
 
 def _gradients(outputs, sources, options: RunOptions, weight=None) -> list:
@@ -77,10 +89,13 @@ def _run_point(session, progress: Steps, feed, subject: Subject, point: Point,
                built_all: bool) -> ModeOutcome:
     orders, chain = progress.done, progress.upstream
     if built_all:
+        linear = [progress.linear] if progress.linear else []
         try:
-            values = _fetch(session, orders + chain, feed)
-            return subject.ok(NAME, values[:len(orders)], point, values[len(orders):],
-                              progress.upstream_error)
+            values = _fetch(session, orders + chain + linear, feed)
+            return subject.ok(NAME, values[:len(orders)], point,
+                              values[len(orders):len(orders) + len(chain)],
+                              progress.upstream_error, values[-1] if linear else (),
+                              progress.linear_error)
         except Exception:  # noqa: BLE001 - found again below, with the order it belongs to
             pass
     # Either building stopped at an order, or running failed somewhere: run order by order to keep
@@ -93,7 +108,7 @@ def _run_point(session, progress: Steps, feed, subject: Subject, point: Point,
             return subject.error(NAME, e, "forward" if k == 0 else f"order {k}", point, done)
     if not built_all:
         return subject.error(NAME, progress.error, progress.stage, point, done)
-    # Every plain order runs on its own: the weighted chain is what failed.
+    # Every plain order runs on its own: the weighted chain, or the linearity chain, is what failed.
     weighted, raised = [], progress.upstream_error
     for k, order in enumerate(chain, start=1):
         try:
@@ -101,7 +116,13 @@ def _run_point(session, progress: Steps, feed, subject: Subject, point: Point,
         except Exception as e:  # noqa: BLE001
             raised = (e, f"order {k} with upstream weights")
             break
-    return subject.ok(NAME, done, point, weighted, raised)
+    linear, linear_raised = (), progress.linear_error
+    if progress.linear and raised is None:
+        try:
+            linear = _fetch(session, [progress.linear], feed)[0]
+        except Exception as e:  # noqa: BLE001 - the linearity chain's own failure
+            linear_raised = (e, "order 1 with the linearity check's upstream gradient")
+    return subject.ok(NAME, done, point, weighted, raised, linear, linear_raised)
 
 
 class _Built:

@@ -58,6 +58,9 @@ class Steps:
         # (exception, stage) when it raised where the plain chain did not.
         self.upstream: list[list[Any]] = []
         self.upstream_error: Optional[tuple[BaseException, str]] = None
+        # The linearity chain (upstream.LINEAR): order 1 with the upstream gradient a + b w.
+        self.linear: list[Any] = []
+        self.linear_error: Optional[tuple[BaseException, str]] = None
 
 
 _BF16_TAG = "harness:bfloat16-as-float32"
@@ -156,7 +159,8 @@ def tape_orders(subject: "Subject", xs: Sequence, order: int, options: RunOption
 
 
 def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOptions, progress: Steps,
-                tables, autograph: bool = False) -> tuple[list[list], list[list]]:
+                tables, autograph: bool = False,
+                linear: bool = False) -> tuple[list[list], list[list]]:
     """The plain orders 0..order and, with weight `tables`, the weighted chain's orders 1..order.
 
     Order k of the weighted chain is the gradient of its order k-1 outputs
@@ -171,6 +175,9 @@ def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOption
     stops it and is kept in `progress.upstream_error` with its stage.
 
     `autograph`: called while a tf.function with AutoGraph traces (see `traced_as_is`).
+    `linear`: with `tables`, also order 1 with the linearity check's upstream gradient
+    (upstream.LINEAR), on a forward of its own, into `progress.linear`; what it raises goes to
+    `progress.linear_error`, costing neither chain.
     """
     orders = _nest(subject, xs, order, options, progress, None, autograph)
     if tables is None or order == 0:  # order 0 of both chains is the function's outputs
@@ -186,7 +193,26 @@ def tape_chains(subject: "Subject", xs: Sequence, order: int, options: RunOption
         progress.upstream_error = (e, f"{chain.stage} with upstream weights")
         return orders, progress.upstream
     progress.upstream = weighted[1:]
+    if linear:
+        _linear_chain(subject, xs, options, progress, tables, autograph)
     return orders, progress.upstream
+
+
+def linear_tables(tables):
+    """The tables giving the linearity chain's upstream gradient a + b w (upstream.LINEAR)."""
+    a, b = upstream.LINEAR
+    return a + b * tables
+
+
+def _linear_chain(subject: "Subject", xs: Sequence, options: RunOptions, progress: Steps, tables,
+                  autograph: bool) -> None:
+    steps = Steps()
+    try:
+        own = [tf.identity(x) if isinstance(x, tf.Tensor) else x for x in xs]
+        progress.linear = _nest(subject, own, 1, options, steps, linear_tables(tables),
+                                autograph)[1]
+    except Exception as e:  # noqa: BLE001 - the case's code given another upstream gradient
+        progress.linear_error = (e, f"{steps.stage} with the linearity check's upstream gradient")
 
 
 def _nest(subject: "Subject", xs: Sequence, order: int, options: RunOptions, progress: Steps,
@@ -303,12 +329,17 @@ class Subject:
 
     def ok(self, mode: str, orders: Sequence[Sequence], point: Point,
            weighted: Sequence[Sequence] = (),
-           weighted_error: Optional[tuple[BaseException, str]] = None) -> ModeOutcome:
-        """An OK outcome from NumPy values (or None) per order, and the weighted chain's."""
+           weighted_error: Optional[tuple[BaseException, str]] = None,
+           linear: Sequence = (),
+           linear_error: Optional[tuple[BaseException, str]] = None) -> ModeOutcome:
+        """An OK outcome from NumPy values (or None) per order, the weighted chain's, and the
+        linearity chain's order 1."""
         sources = self.records(point)
         return ModeOutcome(mode=mode, status=Status.OK, orders=_records(orders, sources),
                            sources=sources, upstream=_records_from(weighted, sources),
-                           upstream_error=_error_of(weighted_error))
+                           upstream_error=_error_of(weighted_error),
+                           linear=_to_outputs(linear, sources) if linear else (),
+                           linear_error=_error_of(linear_error))
 
     def error(self, mode: str, exc: BaseException, stage: str, point: Point,
               partial: Sequence[Sequence] = ()) -> ModeOutcome:

@@ -66,7 +66,7 @@ from harness.criteria.rules import required_oracles
 from harness.criteria.tolerance import tolerance_for
 from harness.measure.oracles.directions import DIRECTIONS
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
-from harness.oracle_names import ANALYTIC, NUMERIC, REFERENCE, UPSTREAM, case_oracles
+from harness.oracle_names import ANALYTIC, LINEARITY, NUMERIC, REFERENCE, UPSTREAM, case_oracles
 from harness.records import ModeOutcome, OracleOutcome, OracleStatus, Output, RunOptions, Status
 
 __all__ = ["consult", "DIRECTIONS", "RUNS", "runs"]
@@ -141,6 +141,15 @@ def _upstream_without_numeric(case: Case, point: Point, agreed: ModeOutcome,
     # what the weighted chain raised is seen.
     return {UPSTREAM: upstream_failed(agreed, "the numeric oracle is off (--nonumeric): the "
                                               "weighted chain is only compared across modes")}
+
+
+@runs(LINEARITY)
+def _linearity(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
+               note: str) -> dict[str, OracleOutcome]:
+    from harness.measure.oracles import linearity, words
+
+    return {LINEARITY: _with_note(linearity.check(case, agreed, words.has_custom_gradient(agreed)),
+                                  note)}
 
 
 @runs(REFERENCE)
