@@ -9,7 +9,7 @@ gradient matters (zero, large magnitudes, the clipping threshold).
 import numpy as np
 import tensorflow as tf
 
-from harness import VALUES_DIFFER, Case, Domain, Expectation
+from harness import SURROGATE, VALUES_DIFFER, Case, Domain, Expectation
 from harness.cases import (FORWARD_USES_THE_BODY, KERAS3_STEPS, KERAS3_SYMBOLIC_BUILD, RACING_STEPS,
                            SAVED_MODEL_DROPS_INNER, UPDATE_RACE)
 
@@ -250,7 +250,7 @@ CASES = [
         description="round forward, identity backward: gradient 1 where round's own gradient is 0",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
+                modes=["numeric"], outcome=SURROGATE,
                 reason="a straight-through estimator by design: identity backward through round, "
                        "whose true derivative is 0 away from the half-integers",
             ),
@@ -266,7 +266,7 @@ CASES = [
                     "elsewhere",
         expectations=[
             Expectation(
-                modes=["numeric"], outcome=VALUES_DIFFER,
+                modes=["numeric"], outcome=SURROGATE,
                 reason="a straight-through estimator by design: dy * (|x| <= 1) backward through "
                        "sign, whose true derivative is 0 except at its jump at 0, where the "
                        "difference quotient is 1 / step",
@@ -306,6 +306,10 @@ CASES = [
                 reason="the upstream gradient is clipped to [-1, 1] by design; the true derivative "
                        "of (3x)**2 is 18x",
             ),
+            Expectation(
+                modes=["linearity"], outcome=VALUES_DIFFER,
+                reason="clipping the upstream gradient to [-1, 1] is non-linear in it by design",
+            ),
         ],
     ),
     Case(
@@ -338,6 +342,11 @@ CASES = [
                 modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="the upstream gradient is rescaled to norm 1 by design; the true derivative "
                        "of (3x)**2 is 18x",
+            ),
+            Expectation(
+                modes=["linearity"], outcome=VALUES_DIFFER,
+                reason="rescaling the upstream gradient to norm 1 is non-linear in it by design: "
+                       "dy / ||dy|| is the same for dy and 2 dy",
             ),
         ],
     ),

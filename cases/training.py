@@ -184,8 +184,8 @@ CASES = [
                     "norm 1: gradients [2, -1] w.r.t. x and [1, 3] / sqrt(10) w.r.t. w",
         expectations=[
             Expectation(
-                modes=["numeric", "upstream"], outcome=VALUES_DIFFER,
-                reason="gradient clipping by design",
+                modes=["numeric", "upstream", "linearity"], outcome=VALUES_DIFFER,
+                reason="gradient clipping by design, non-linear in dy as clipping is",
             ),
             Expectation(
                 modes=["keras_mirrored"], outcome=VALUES_DIFFER,
@@ -230,6 +230,13 @@ CASES = [
                 modes=["numeric", "upstream"], outcome=VALUES_DIFFER,
                 reason="gradient reversal by design: a negative factor times dy through an "
                        "identity, whose true derivative is 1",
+            ),
+            Expectation(
+                modes=["linearity"], outcome=VALUES_DIFFER,
+                reason="the factor grows by 0.25 at every backward pass that runs grad_fn's Python "
+                       "code, so the linearity chain, the third pass, scales dy by -0.75 where "
+                       "the plain and weighted chains scaled it by -0.25 and -0.5: a gradient "
+                       "that depends on how often it ran, not on dy alone",
             ),
             Expectation(
                 modes=_COMPILED_STEPS, outcome=VALUES_DIFFER,

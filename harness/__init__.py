@@ -21,7 +21,7 @@ import importlib
 _FROM = {
     "assert_consistent": "harness.api", "check": "harness.api",
     **{name: "harness.case"
-       for name in ("BAD_GRADIENT", "GRADIENT_UNUSED", "ORACLES", "VALUES_DIFFER", "Case",
+       for name in ("BAD_GRADIENT", "GRADIENT_UNUSED", "ORACLES", "SURROGATE", "VALUES_DIFFER", "Case",
                     "CaseError", "Domain", "Expectation", "Point")},
     **{name: "harness.records"
        for name in ("ErrorInfo", "ModeOutcome", "OracleOutcome", "Output", "Result",
@@ -62,6 +62,7 @@ __all__ = [
     "Point",
     "Result",
     "Status",
+    "SURROGATE",
     "Tol",
     "Usage",
     "VALUES_DIFFER",

@@ -20,7 +20,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from harness import oracle_names
-from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, VALUES_DIFFER, Expectation
+from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, SURROGATE, VALUES_DIFFER, Expectation
 from harness.criteria.compare import Mismatch, check_gradients, compare_outcomes
 from harness.judge.explain import (
     deviation_lines,
@@ -474,7 +474,9 @@ def _oracle_seen(name: str, o: OracleOutcome, e: Optional[Expectation],
         blamed = [m for m, _ in weighted_only if m not in ("", "forward")]
         return _Seen(deviations=((oracle_line(o, blamed),)
                                  + tuple(f"{name}: {line}" for line in o.details[1:])),
-                     spelled=((VALUES_DIFFER, name),))
+                     spelled=((SURROGATE if o.strict_surrogate else VALUES_DIFFER, name),))
+    if e.outcome == SURROGATE:
+        return _surrogate_seen(name, o, e)
     if o.status is OracleStatus.DIFFER and e.orders and not set(o.differ) <= set(e.orders):
         return _Seen(deviations=(f"{name}: expected {e.describe()}; got instead: "
                                  + oracle_line(o),))
@@ -482,6 +484,21 @@ def _oracle_seen(name: str, o: OracleOutcome, e: Optional[Expectation],
     return _Seen(notes=tuple(f"{name}: {line}" for line in o.details),
                  met=declared if o.status is OracleStatus.DIFFER else (),
                  unmet=() if o.status is OracleStatus.DIFFER else declared)
+
+
+def _surrogate_seen(name: str, o: OracleOutcome, e: Expectation) -> _Seen:
+    """What an oracle shows against an expectation that the gradient is a surrogate: met where a
+    surrogate passed its checks (or was failed by --strict_surrogate alone), a deviation where the
+    values differ otherwise (a surrogate pointing the wrong way, a wrong derivative elsewhere),
+    unmet where the values match with no surrogate (the gradient is a derivative there)."""
+    declared = ((name, e),)
+    if o.status is OracleStatus.DIFFER and not o.strict_surrogate:
+        return _Seen(deviations=(f"{name}: expected {e.describe()}; got instead: "
+                                 + oracle_line(o),))
+    if o.surrogate or o.strict_surrogate:
+        notes = (f"{name}: {o.surrogate}",) if o.surrogate else ()
+        return _Seen(notes=notes, met=declared)
+    return _Seen(unmet=declared)
 
 
 def _no_gradient_notes(oracles: Mapping[str, OracleOutcome], active: Mapping[str, ModeOutcome],

@@ -78,7 +78,8 @@ def check(case: Case, agreed: ModeOutcome, custom: bool) -> OracleOutcome:
            "(it returns something of its inputs alone, where the chain rule asks for dy times "
            "it)" if dropped else
            f"{_who(custom)} does something non-linear to its upstream gradient (squares, clips "
-           "or rescales it by a function of itself), or adds a term that does not depend on it")
+           "or rescales it by a function of itself), adds a term that does not depend on it, or "
+           "depends on something besides dy and its inputs (state that changes between calls)")
     head = (f"{_who(custom)} is not linear in its upstream gradient: {lines[0]}; a "
             f"vector-Jacobian product is, g(a·u + b·v) = a·g(u) + b·g(v) whatever it "
             f"approximates, so {why}")
