@@ -623,8 +623,12 @@ def _passed(evidence: _Evidence) -> _Said:
     numeric = evidence.judged_oracles.get(NUMERIC)
     surrogate = numeric.surrogate if numeric is not None else ""
     said = checked
-    if surrogate and numeric.surrogate_all:
+    if surrogate:
+        # The numeric derivative last, followed by the exception it has; left out where the
+        # gradient is a surrogate's at every element it compared.
         kept = [(n, w) for n, w in zip(checked, words) if n not in (NUMERIC, UPSTREAM)]
+        if not numeric.surrogate_all:
+            kept += [(n, w) for n, w in zip(checked, words) if n in (NUMERIC, UPSTREAM)]
         said, words = [n for n, _ in kept], [w for _, w in kept]
     matched = (", and match " + " and ".join(words)) if said else ""
     agree = (f"{evidence.yardstick} computes its values" if len(evidence.active) == 1
@@ -638,7 +642,7 @@ def _passed(evidence: _Evidence) -> _Said:
                      unchecked=why_not)
     linear_words = "; the gradient is linear in its upstream gradient dy" if linear else ""
     if surrogate:
-        but = ", but for a checked surrogate: " if said else "; "
+        but = ", but for a checked surrogate: " if NUMERIC in said else "; "
         return _Said(Verdict.PASS, f"{agree}{matched}{but}{surrogate}{linear_words}", lines)
     return _Said(Verdict.PASS, f"{agree}{matched}{linear_words}" if checked else "", lines)
 

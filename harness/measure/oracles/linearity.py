@@ -98,7 +98,8 @@ def _source(case: Case, agreed: ModeOutcome, at: str, plain, weighted,
     if any(v is None for v in got):
         return (f"{at}: None (unconnected) with {_with(got.index(None), a, b)}, a value with "
                 "another dy"), 1, False
-    g1, gw, gc = (np.asarray(v, np.float64) for v in got)
+    g1, gw, gc = (np.asarray(v).astype(np.complex128 if np.iscomplexobj(v) else np.float64)
+                  for v in got)
     if not g1.shape == gw.shape == gc.shape:
         return "", 0, False  # a malformed gradient: the modes' comparison says so
     finite = np.isfinite(g1) & np.isfinite(gw) & np.isfinite(gc)
