@@ -475,7 +475,12 @@ def _order(entry: Entry) -> tuple:
 def xpass_cause(entry: Entry, code: str, tf_version: str) -> str:
     """Why an entry covers a point that no longer deviates, and what to do, in one sentence:
     the function's code changed since it was accepted, or TensorFlow did, or nothing did (the
-    entry is broader than what deviates)."""
+    entry is broader than what deviates); or, for an entry written by hand, which records neither,
+    that what changed is not known."""
+    if not entry.accepted_code and not entry.accepted_tf:
+        return ("the entry records no code or TensorFlow it was accepted under (it was written by "
+                "hand), so what changed is not known; if the function was mended, remove the "
+                "entry, or rerun with --harness-accept, which drops it")
     if entry.accepted_code and code and entry.accepted_code != code:
         return ("the function's code changed since the entry was accepted; if the change fixed "
                 "it, rerun with --harness-accept to drop the entry, or remove it from the file")

@@ -200,9 +200,12 @@ def test_an_xpass_names_what_changed_and_its_advice_fits():
         "entry \"tf_versions\"")
     assert expectations.xpass_cause(entry, "abc", "2.21.0").startswith(
         "nothing changed since the entry was accepted: it is broader than what deviates")
-    # A hand entry (nothing recorded of when) covering a point that never deviated.
+    # A hand entry records nothing of when: what changed is not known, and it does not say
+    # nothing did.
     assert expectations.xpass_cause(expectations.Entry("f", ("*",), "all:X", "r"), "abc",
-                                    "2.21.0").startswith("nothing changed")
+                                    "2.21.0").startswith(
+        "the entry records no code or TensorFlow it was accepted under (it was written by hand), "
+        "so what changed is not known")
 
 
 def test_two_accepts_at_once_leave_one_valid_file_holding_both(tmp_path):

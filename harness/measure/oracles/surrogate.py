@@ -12,8 +12,8 @@ cannot judge it, but what a surrogate can get wrong still can be:
   GROWTH until it changes (the step found from the forward itself, and said); its secant slope over
   that step must be positive. The direction is judged as a whole: a right surrogate may be negative
   in places (larq's swish_sign is, far from 0) while its elements near the jump, which the forward
-  crosses first, point the right way. Where the loss does not move up to the point's own scale,
-  the direction is unchecked, and said so.
+  crosses first, point the right way. Where the loss does not move up to half the point's own
+  scale (REACH), the direction is unchecked, and said so.
 - its linearity in the upstream gradient, which the linearity oracle checks at every point
   (harness.measure.oracles.linearity).
 
@@ -48,8 +48,11 @@ STILL = "still"
 # where the nearest jump is 1e-3 of the point's size away.
 GROWTH = 4.0
 # How far the element with the largest surrogate is moved at most, in units of the point's size
-# (at least 1): beyond that the step measures the function somewhere else.
-REACH = 2.0
+# (at least 1): beyond half of it the step measures the function somewhere else, every element
+# pushed across its jumps wholesale. larq's swish_sign at x = +-1 (a binarised input its tests
+# pass) is negative at every element, as it is meant to be that far from its jump at 0, and sign
+# moves only at a step of 1 there: unchecked, not judged.
+REACH = 0.5
 
 
 def candidate(f: Finding) -> bool:

@@ -187,7 +187,7 @@ def still(h: Heading) -> str:
                 f"({h.raised})")
     return (f"the forward is locally constant and its custom gradient a surrogate, whose direction "
             f"is unchecked: the loss does not move along it over steps from {h.first:.3g} to "
-            f"{h.longest:.3g} (the point's own scale)")
+            f"{h.longest:.3g} (half the point's own scale)")
 
 
 def surrogate_passed(checked: OrderFindings, weighted: Optional[OrderFindings],
