@@ -21,7 +21,8 @@ import importlib
 _FROM = {
     "assert_consistent": "harness.api", "check": "harness.api",
     **{name: "harness.case"
-       for name in ("BAD_GRADIENT", "GRADIENT_UNUSED", "ORACLES", "SURROGATE", "VALUES_DIFFER", "Case",
+       for name in ("BAD_GRADIENT", "GRADIENT_UNUSED", "ORACLES", "SURROGATE", "VALUES_DIFFER",
+                    "Case",
                     "CaseError", "Domain", "Expectation", "Point")},
     **{name: "harness.records"
        for name in ("ErrorInfo", "ModeOutcome", "OracleOutcome", "Output", "Result",

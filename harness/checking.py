@@ -142,8 +142,8 @@ def parse_expect(text: str) -> tuple[tuple[str, ...], str, str]:
 
     MODES is a comma list of mode and oracle names, or "all" for every mode;
     OUTCOME an exception class name or one of "values differ", "bad gradient",
-    "gradient unused", "surrogate" (on the numeric oracle). What the Case would refuse (eager values differ, say) it
-    refuses when the case is made.
+    "gradient unused", "surrogate" (on the numeric oracle). What the Case would
+    refuse (eager values differ, say) it refuses when the case is made.
 
     Raises:
       InputError: the text does not have that form, or names an unknown mode.
