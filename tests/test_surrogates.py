@@ -26,7 +26,8 @@ def test_a_right_straight_through_estimator_passes_as_a_checked_surrogate(librar
     assert result.reason.startswith("all modes agree, and match the analytic values and the "
                                     "numeric derivative (with and without upstream weights), but "
                                     "for a checked surrogate: the custom gradient is a "
-                                    "surrogate at 4 of 6 elements of x, where the forward is locally constant (its derivative 0), "
+                                    "surrogate at 4 of 6 elements of x, where the forward is "
+                                    "locally constant (its derivative 0), "
                                     "and points the way the forward moves (along it the loss "
                                     "changes at a slope of 4 ")
     assert "over a step of 0.5, the largest element's move" in result.reason
