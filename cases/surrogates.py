@@ -102,6 +102,21 @@ def scale_by_energy(x, s):
     return s * energy, grad
 
 
+_HISTORY = np.array([3.0, 2.0, 1.0, 0.5], np.float32)
+
+
+@tf.custom_gradient
+def overwrite_with_gradient(x, history):
+    """2x, with history's "gradient" its new value: the latest amax first, [max|x|, 3, 2, 1]
+    (Keras 3's float8 layers return a new scale and amax history so, by design)."""
+
+    def grad(dy):
+        latest = tf.reduce_max(tf.abs(x))[None]
+        return 2.0 * dy, tf.concat([latest, history[:-1]], axis=0)
+
+    return 2.0 * x, grad
+
+
 CASES = [
     Case(
         id="surrogates.ste_sign",
@@ -179,6 +194,33 @@ CASES = [
                 reason="a planted bug: the gradient of s is 1.05 sum(x**2), 5 % above its "
                        "derivative sum(x**2); each of s's two elements is checked on its own, at "
                        "float32's tolerance, beside random directions within x",
+            ),
+        ],
+    ),
+    Case(
+        id="surrogates.overwrite_with_gradient",
+        fn=overwrite_with_gradient,
+        points=[{"x": np.array([0.5, -1.0], np.float32), "history": _HISTORY}],
+        source="https://github.com/keras-team/keras (keras/src/layers/core/dense.py, float8: "
+               "quantized_dequantize_outputs returns the new scale and amax history as their "
+               "gradients, which the optimizer writes over the variables)",
+        description="2x, with the amax history's gradient its updated value [1, 3, 2, 1]: the "
+                    "forward does not depend on history, so neither a derivative nor a surrogate",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=VALUES_DIFFER,
+                reason="overwrite-with-gradient by design: history's gradient is its new value, "
+                       "where its derivative is 0 (the forward does not read it)",
+            ),
+            Expectation(
+                modes=["linearity"], outcome=VALUES_DIFFER,
+                reason="the new history does not depend on dy",
+            ),
+            Expectation(
+                modes=["forward"], outcome=VALUES_DIFFER,
+                reason="forward mode (ForwardpropFromTape) differentiates grad_fn with respect to "
+                       "its upstream gradient: history's new value does not use dy, so its "
+                       "tangent is 0 where reverse mode reads the new value",
             ),
         ],
     ),

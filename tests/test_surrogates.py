@@ -169,3 +169,18 @@ def test_every_mode_computes_its_own_linearity_chain(mode):
                                                                  outcome.upstream[0],
                                                                  (outcome.linear[0],)))
     np.testing.assert_array_equal(linear, a * plain + b * weighted)
+
+
+def test_a_gradient_where_the_forward_does_not_depend_on_the_input_is_no_surrogate(
+        library_results):
+    # Keras 3's float8 overwrite-with-gradient: history's "gradient" is its new value, where the
+    # forward does not read history at all.
+    result = _one(library_results, "surrogates.overwrite_with_gradient")
+    assert result.verdict is Verdict.XFAIL
+    numeric = result.oracles["numeric"]
+    assert numeric.status.value == "differ"
+    assert numeric.details[0].startswith("order 1 gradient wrt history[")
+    assert ("the loss does not move along the gradient even at steps of 4 and 1024 times the "
+            "point's size: the forward does not depend on these elements, so their derivative is "
+            "0 at any scale") in numeric.details[0]
+    assert "neither a derivative nor a surrogate" in numeric.details[0]

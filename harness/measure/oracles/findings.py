@@ -49,6 +49,9 @@ class Heading:
     slope: float  # the secant slope per unit of step (0 where it never moved)
     elements: int  # how many elements the gradient moves
     raised: str = ""  # what stopped it, where something did
+    # The loss did not move at the far steps either (surrogate.FAR): the forward does not depend on
+    # the elements moved.
+    independent: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,11 @@ cannot judge it, but what a surrogate can get wrong still can be:
   (harness.measure.oracles.linearity).
 
 A finding that passes is a match of kind SURROGATE; one pointing the other way differs (WRONG_WAY);
-one whose loss does not move is unresolved (STILL). With --strict_surrogate an undeclared surrogate
+one whose loss does not move up to REACH is unresolved (STILL), unless it does not move even at the
+FAR steps, where the forward does not depend on those elements at all: their derivative is 0 at any
+scale, and a nonzero gradient is neither a derivative nor a surrogate of anything the forward does
+(INDEPENDENT, a difference; Keras's float8 layers return a new scale and history in place of their
+gradients, by design, which an expectation then declares). With --strict_surrogate an undeclared surrogate
 still differs, as before the direction was checked, its words saying which way it points.
 """
 
@@ -37,12 +41,14 @@ from harness.oracle_names import NUMERIC, UPSTREAM
 from harness.records import ModeOutcome
 from harness.criteria.tolerance import NUMERIC_STEPS
 
-__all__ = ["GROWTH", "SURROGATE", "STILL", "WRONG_WAY", "candidate", "declared", "judge"]
+__all__ = ["FAR", "GROWTH", "INDEPENDENT", "SURROGATE", "STILL", "WRONG_WAY", "candidate",
+           "declared", "judge"]
 
 # The judged kinds this module gives (beside harness.criteria.differences' own).
 SURROGATE = "surrogate"
 WRONG_WAY = "wrong way"
 STILL = "still"
+INDEPENDENT = "independent"
 
 # The step along the surrogate grows by this factor until the loss moves: 8 to 10 evaluations
 # where the nearest jump is 1e-3 of the point's size away.
@@ -53,6 +59,9 @@ GROWTH = 4.0
 # pass) is negative at every element, as it is meant to be that far from its jump at 0, and sign
 # moves only at a step of 1 there: unchecked, not judged.
 REACH = 0.5
+# The steps, in units of the point's size, at which a loss that did not move up to REACH is tried
+# once more: one that does not move there either does not depend on the elements moved.
+FAR = (4.0, 1024.0)
 
 
 def candidate(f: Finding) -> bool:
@@ -94,7 +103,9 @@ def judge(agreed: ModeOutcome, evaluator: Evaluator,
 
 
 def _rejudged(f: Finding, found: Heading, strict: bool) -> Finding:
-    if found.step is None:
+    if found.step is None and found.independent:
+        outcome, kind = "differ", INDEPENDENT
+    elif found.step is None:
         outcome, kind = "unresolved", STILL
     elif found.slope < 0:
         outcome, kind = "differ", WRONG_WAY
@@ -136,7 +147,20 @@ def heading(evaluator: Evaluator, grads: Sequence[Optional[np.ndarray]],
         if plus != minus:
             return Heading(chain, step, first, longest, (plus - minus) / (2.0 * step), moved)
         step *= GROWTH
-    return Heading(chain, None, first, longest, 0.0, moved)
+    return Heading(chain, None, first, longest, 0.0, moved,
+                   independent=_independent(evaluator, chain, unit, size))
+
+
+def _independent(evaluator: Evaluator, chain: int, unit: list, size: float) -> bool:
+    """Whether the loss stays exactly at its value at the point at every FAR step both ways: the
+    forward does not depend on the elements moved (False where a step raises or is not finite)."""
+    try:
+        base = _loss(evaluator, chain, [np.zeros(u.shape) for u in unit])
+        found = [_loss(evaluator, chain, [sign * far * size * u for u in unit])
+                 for far in FAR for sign in (1.0, -1.0)]
+    except CaseRaised:
+        return False
+    return base is not None and all(v == base for v in found)
 
 
 def _loss(evaluator: Evaluator, chain: int, shifts: list) -> Optional[float]:

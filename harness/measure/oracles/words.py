@@ -25,8 +25,9 @@ __all__ = ["cannot_tell", "error_words", "has_custom_gradient", "kinked", "line"
 _NAMED = 4
 # harness.measure.oracles.surrogate's kinds and step growth (that module imports TensorFlow's
 # evaluator; these words do not).
-_SURROGATE, _WRONG_WAY, _STILL = "surrogate", "wrong way", "still"
+_SURROGATE, _WRONG_WAY, _STILL, _INDEPENDENT = "surrogate", "wrong way", "still", "independent"
 _GROWTH = 4.0
+_FAR = (4.0, 1024.0)
 
 
 def error_words(analytic: float, judged: differences.Judged, tol) -> str:
@@ -162,6 +163,20 @@ def wrong_way(checked: OrderFindings, agreed: ModeOutcome) -> str:
     return (f"; {where_flat} (the same value at every shift of up to ±h checked), so the custom "
             f"gradient ({agreed.mode}'s) is a surrogate there, and it points the wrong way: "
             f"{heading_words(h)}, so following the gradient would move the loss the wrong way")
+
+
+def independent(checked: OrderFindings, agreed: ModeOutcome) -> str:
+    """A sentence for a gradient where the forward does not depend on the elements at all."""
+    h = checked.heading
+    failed = [f for f in checked.failed if f.judged.kind == _INDEPENDENT]
+    where_flat = _where_flat(checked, failed, agreed) if failed else ""
+    if h is None or not where_flat:
+        return ""
+    return (f"; {where_flat}, and the loss does not move along the gradient even at steps of "
+            f"{_FAR[0]:g} and {_FAR[-1]:g} times the point's size: the forward does not depend on "
+            f"these elements, so their derivative is 0 at any scale, and the custom gradient "
+            f"({agreed.mode}'s) is neither a derivative nor a surrogate of anything the forward "
+            "does (a gradient returning a new value for its variable, say)")
 
 
 def heading_words(h: Heading, weighted: Optional[Heading] = None) -> str:
@@ -305,6 +320,7 @@ def line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator",
         more = triangle(checked, agreed, evaluator, symmetric)
     if extra and checked.order == 1:
         more += (wrong_way(checked, agreed) if worst.judged.kind == _WRONG_WAY
+                 else independent(checked, agreed) if worst.judged.kind == _INDEPENDENT
                  else surrogate(checked, agreed))
     if extra and not more:
         more = ("; the numeric derivative is the slope of the forward as computed, so the forward "
