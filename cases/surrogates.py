@@ -13,7 +13,7 @@ analytic oracle); a flipped sign and a dropped dy fail, as declared.
 import numpy as np
 import tensorflow as tf
 
-from harness import VALUES_DIFFER, Case, Expectation
+from harness import SURROGATE, VALUES_DIFFER, Case, Expectation
 
 _LARQ = "https://docs.larq.dev/larq/api/quantizers/"
 _HUBARA = "binarised networks' clipped straight-through sign, Hubara et al. 2016, arXiv:1602.02830"
@@ -55,6 +55,17 @@ def ste_sign_dy_dropped(x):
         return _inside(x, dy)
 
     return tf.sign(x), grad
+
+
+def clipped_identity(x, dy):
+    """The intended surrogate of ste_sign, as an expectation names it ("module:function"): called
+    with the function's arguments and dy, it returns the gradient of x."""
+    return dy * _inside(x, dy)
+
+
+def identity(x, dy):
+    """The plain straight-through estimator, unclipped: not ste_sign's."""
+    return dy
 
 
 _BETA = 5.0
@@ -126,6 +137,20 @@ CASES = [
         source=f"{_LARQ} (ste_sign; {_HUBARA})",
         description="sign forward, dy * (|x| <= 1) backward: a surrogate that points the way "
                     "sign moves and is linear in dy, with no expectation",
+    ),
+    Case(
+        id="surrogates.ste_sign_declared",
+        fn=ste_sign,
+        points=[{"x": _X}],
+        source=f"{_LARQ} (ste_sign; {_HUBARA})",
+        description="ste_sign declared a surrogate with its intended surrogate named: still "
+                    "checked for direction and linearity, and compared with clipped_identity",
+        expectations=[
+            Expectation(
+                modes=["numeric"], outcome=SURROGATE, intended=f"{__name__}:clipped_identity",
+                reason="the clipped straight-through estimator, dy * (|x| <= 1), by design",
+            ),
+        ],
     ),
     Case(
         id="surrogates.ste_sign_flipped",

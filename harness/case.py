@@ -46,6 +46,8 @@ _OUTCOMES = (VALUES_DIFFER, BAD_GRADIENT, GRADIENT_UNUSED, SURROGATE)
 ORACLES = oracle_names.ORACLES
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_INTENDED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+                       r":[A-Za-z_][A-Za-z0-9_]*$")
 _EXCEPTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -115,6 +117,12 @@ class Expectation:
       orders: for VALUES_DIFFER, the derivative orders where the values
         differ (e.g. (2,) for a deliberately approximate second derivative);
         a difference at any other order is still a failure. Empty for all.
+      intended: for SURROGATE, the intended surrogate as "module:function":
+        called with the function's arguments (tensors) and `dy=` (the upstream
+        gradient, a list where the function has several outputs), it returns
+        the gradient of each differentiated argument; the custom gradient is
+        compared with it at dy = 1 and with the upstream weights, at the
+        case's tolerance.
     """
 
     modes: Sequence[str]
@@ -123,6 +131,7 @@ class Expectation:
     tf_versions: Optional[str] = None
     points: Sequence[str] = ()
     orders: Sequence[int] = ()
+    intended: Optional[str] = None
 
     def __post_init__(self):
         object.__setattr__(self,
@@ -516,13 +525,8 @@ class Case:
                             f"outcome {e.outcome!r} is neither an exception class name nor "
                             "VALUES_DIFFER, BAD_GRADIENT, GRADIENT_UNUSED or SURROGATE")
             oracles = [m for m in e.modes if m in oracle_names.ROWS]
-            if e.outcome == SURROGATE:
-                if not e.modes or any(m not in (oracle_names.NUMERIC, oracle_names.UPSTREAM)
-                                      for m in e.modes):
-                    raise _fail(self.id, field,
-                                "SURROGATE is said of the numeric oracle (and the upstream one "
-                                "beside it): give modes=('numeric',)")
-            elif oracles and (e.outcome != VALUES_DIFFER or len(oracles) != len(e.modes)):
+            if not self._is_surrogate(e, field) and oracles and (
+                    e.outcome != VALUES_DIFFER or len(oracles) != len(e.modes)):
                 raise _fail(self.id, field,
                             "an expectation on an oracle says the agreed values differ from it: "
                                             "give only oracles and outcome VALUES_DIFFER")
@@ -551,6 +555,21 @@ class Case:
                                 f"no point labelled {label!r}; points: {', '.join(sorted(labels))}")
             if e.tf_versions is not None:
                 self._parse_versions(field, e.tf_versions)
+
+    def _is_surrogate(self, e: Expectation, field: str) -> bool:
+        """Whether `e` declares a surrogate (checked: on the numeric oracle, and an intended one
+        named as module:function only there)."""
+        if e.intended is not None and (e.outcome != SURROGATE or not isinstance(e.intended, str)
+                                       or not _INTENDED.match(e.intended)):
+            raise _fail(self.id, field,
+                        "intended names a SURROGATE's intended surrogate as 'module:function'")
+        if e.outcome != SURROGATE:
+            return False
+        if any(m not in (oracle_names.NUMERIC, oracle_names.UPSTREAM) for m in e.modes):
+            raise _fail(self.id, field,
+                        "SURROGATE is said of the numeric oracle (and the upstream one beside "
+                        "it): give modes=('numeric',)")
+        return True
 
     def _parse_versions(self, field: str, text: str) -> VersionRange:
         try:

@@ -184,3 +184,23 @@ def test_a_gradient_where_the_forward_does_not_depend_on_the_input_is_no_surroga
             "point's size: the forward does not depend on these elements, so their derivative is "
             "0 at any scale") in numeric.details[0]
     assert "neither a derivative nor a surrogate" in numeric.details[0]
+
+
+def test_a_named_intended_surrogate_is_compared_with_the_gradient(library_results):
+    declared = _one(library_results, "surrogates.ste_sign_declared")
+    assert declared.verdict is Verdict.XFAIL and declared.reason == "declared: numeric surrogate"
+    wrong = Expectation(modes=["numeric"], outcome=SURROGATE, reason="the plain estimator",
+                        intended="harness.cases.surrogates:identity")
+    (result,) = run(_case(_RIGHT, wrong))
+    assert result.verdict is Verdict.FAIL
+    # identity gives 1 at x = -2 and 1.7, where the clipped estimator gives 0: 2 of 6 elements.
+    assert result.reason.startswith(
+        "numeric: expected numeric surrogate: the plain estimator; got instead: the gradient is "
+        "not the intended surrogate harness.cases.surrogates:identity: order 1 gradient wrt x: "
+        "eager vs harness.cases.surrogates:identity: 2 of 6 elements differ")
+    missing = Expectation(modes=["numeric"], outcome=SURROGATE, reason="a typo",
+                          intended="harness.cases.surrogates:nowhere")
+    (error,) = run(_case(_RIGHT, missing))
+    assert error.verdict is Verdict.ERROR
+    assert "the intended surrogate the expectation names cannot be compared: AttributeError" \
+        in error.reason

@@ -118,6 +118,9 @@ def oracle_line(o: OracleOutcome, weighted_disagree: Sequence[str] = ()) -> str:
     it has one, so it may well differ); otherwise a mode may be at fault, and it says so."""
     if o.name == oracle_names.LINEARITY and o.details:
         return o.details[0]  # a whole sentence: what is not linear, where
+    if o.name == oracle_names.NUMERIC and o.details and o.details[0].startswith(
+            "the gradient is not the intended surrogate "):
+        return o.details[0]  # not a difference from the numeric derivative
     if o.name == oracle_names.UPSTREAM and o.details:
         line = o.details[0]
         for prefix, blamed in ((MISHANDLES, "grad_fn"), (REGISTERED, "the op's gradient")):

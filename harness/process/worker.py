@@ -107,8 +107,9 @@ def _recorded_cases(folder: str, order: int, expect: tuple[str, ...], reviewed: 
         entries = reviewed_file.load(Path(reviewed)) if reviewed else []
 
         def per_case(case_id: str, labels) -> list:
-            return [Expectation(modes=m, outcome=o, reason=r, points=p, tf_versions=v)
-                    for m, o, r, p, v in reviewed_file.expectations_for(entries, case_id, labels)]
+            return [Expectation(modes=m, outcome=o, reason=r, points=p, tf_versions=v, intended=i)
+                    for m, o, r, p, v, i in reviewed_file.expectations_for(entries, case_id,
+                                                                           labels)]
 
         return replay.cases(folder, order, expectations, per_case=per_case)
     except (store.RecordError, CaseError, checking.InputError,

@@ -14,7 +14,9 @@ folder above it), sorted and stable so that a diff reviews well:
 
 `function` is a case id (a glob), `points` "*" or a list of point labels, `expect` a deviation
 as `--expect` spells it (MODES:OUTCOME; the modes are a set, in any order), `reason` why,
-`tf_versions` (optional) the TensorFlow releases where the entry applies (">=2.16,<2.20"), and
+`tf_versions` (optional) the TensorFlow releases where the entry applies (">=2.16,<2.20"),
+`intended` (optional, a "numeric:surrogate" entry's) the intended surrogate as "module:function",
+and
 `accepted` (written by --harness-accept) the TensorFlow release and a digest of the function's
 code it was accepted under, so that an xpass can say what changed. A point an entry covers that
 deviates so is an xfail; one that no longer does is an xpass. An entry listing points covers
@@ -45,8 +47,10 @@ __all__ = ["FILE_NAME", "SCHEMA", "Entry", "ExpectationsError", "accept", "accep
 FILE_NAME = "harness-expectations.json"
 SCHEMA = "harness.expectations/1"
 _ACCEPTED = "accepted from a run under TensorFlow"
-_KEYS = ("function", "points", "expect", "reason", "tf_versions", "accepted")
+_KEYS = ("function", "points", "expect", "reason", "tf_versions", "intended", "accepted")
 _KNOWN = frozenset(_KEYS)
+_INTENDED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+                       r":[A-Za-z_][A-Za-z0-9_]*$")
 _REASON_LENGTH = 300  # an accepted reason's sentences past this are left out, never cut
 
 
@@ -63,6 +67,7 @@ class Entry:
     tf_versions: Optional[str] = None
     accepted_tf: str = ""  # the TensorFlow release --harness-accept wrote it under
     accepted_code: str = ""  # a digest of the function's code then
+    intended: str = ""  # for numeric:surrogate, the intended surrogate as "module:function"
     # Which entry of which file it is: its line is found from these only when a message needs it
     # (finding every entry's line costs a 40,000-entry file a good part of its load).
     index: int = dataclasses.field(default=-1, compare=False)
@@ -88,6 +93,8 @@ class Entry:
                 "expect": self.expect, "reason": self.reason}
         if self.tf_versions:
             made["tf_versions"] = self.tf_versions
+        if self.intended:
+            made["intended"] = self.intended
         accepted = {k: v for k, v in (("tensorflow", self.accepted_tf),
                                       ("code", self.accepted_code)) if v}
         if accepted:
@@ -263,6 +270,12 @@ def _entry(item, index: int, source: str) -> Entry:
     versions = item.get("tf_versions")
     if versions is not None:
         _check_versions(versions)
+    intended = item.get("intended", "")
+    if intended and (not isinstance(intended, str) or not _INTENDED.match(intended)
+                     or _parsed(item["expect"])[1] != "surrogate"):
+        raise _Bad("\"intended\" names the intended surrogate of a \"numeric:surrogate\" entry "
+                   "as \"module:function\" (called with the function's arguments and dy=, "
+                   f"returning their gradients); {how}")
     accepted = item.get("accepted") or {}
     if not isinstance(accepted, dict) or accepted and any(k not in ("tensorflow", "code")
                                              or not isinstance(v, str)
@@ -272,7 +285,7 @@ def _entry(item, index: int, source: str) -> Entry:
                                 f"{how}")
     return Entry(item["function"], ("*",) if points == "*" else tuple(points), item["expect"],
                  item["reason"], versions, accepted.get("tensorflow", ""),
-                 accepted.get("code", ""), index, source)
+                 accepted.get("code", ""), intended, index, source)
 
 
 def _check_versions(versions) -> None:
@@ -347,8 +360,8 @@ def _refuse_overlaps(path, entries: Sequence[Entry]) -> None:
 
 
 def expectations_for(entries: Sequence[Entry], case_id: str, labels: Sequence[str]) -> list:
-    """(modes, outcome, reason, points, tf_versions) of every entry covering the case: points ()
-    for all.
+    """(modes, outcome, reason, points, tf_versions, intended) of every entry covering the case:
+    points () for all, intended "" where the entry names none.
 
     Raises:
       ExpectationsError: two entries (globs the file could not tell apart) cover one mode at one
@@ -365,7 +378,8 @@ def expectations_for(entries: Sequence[Entry], case_id: str, labels: Sequence[st
             covering.append(entry)
             modes, outcome, _ = _parsed(entry.expect)
             found.append((modes, outcome, entry.reason,
-                          () if len(covered) == len(labels) else covered, entry.tf_versions))
+                          () if len(covered) == len(labels) else covered, entry.tf_versions,
+                          entry.intended or None))
     return found
 
 

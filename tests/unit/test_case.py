@@ -283,3 +283,19 @@ def test_a_case_narrowed_to_points_an_expectation_does_not_list_keeps_the_case_v
         ("seen at b", (labels[1],)), ("everywhere", ())]
     pair = loader.narrow(case, [labels[1], labels[2]])
     assert pair.expectations[0].points == (labels[1],)
+
+
+def test_a_surrogate_is_said_of_the_numeric_oracle_and_only_it_names_an_intended_one():
+    from harness.case import SURROGATE  # noqa: PLC0415
+
+    ok = Expectation(modes=["numeric"], outcome=SURROGATE, reason="an estimator",
+                     intended="mylib.estimators:clipped")
+    assert make(expectations=[ok]).expectations == (ok,)
+    with pytest.raises(CaseError, match="SURROGATE is said of the numeric oracle"):
+        make(expectations=[Expectation(modes=["eager"], outcome=SURROGATE, reason="r")])
+    for bad in (Expectation(modes=["numeric"], outcome=VALUES_DIFFER, reason="r",
+                            intended="mylib.estimators:clipped"),
+                Expectation(modes=["numeric"], outcome=SURROGATE, reason="r",
+                            intended="clipped")):
+        with pytest.raises(CaseError, match="intended names a SURROGATE's intended surrogate"):
+            make(expectations=[bad])

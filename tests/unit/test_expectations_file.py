@@ -98,7 +98,7 @@ def _refused(path) -> str:
     ('[\n  5]', ":3: an entry is an object"),
     ('[\n  {"function": "f", "point": ["x=1.0"], "expect": "all:ValueError", "reason": "r"}]',
      ":3: unknown key 'point' (did you mean 'points'?); an entry's keys are function, points, "
-     "expect, reason, tf_versions, accepted"),
+     "expect, reason, tf_versions, intended, accepted"),
     ('[\n  {"function": "f", "tf_versions": ">=two", "expect": "all:ValueError", "reason": "r"}]',
      ':3: "tf_versions" is a range of TensorFlow releases such as ">=2.16,<2.20"'),
     ('[\n  {"function": "f", "expect": 5, "reason": "r"}]',
@@ -154,7 +154,7 @@ def test_an_entry_s_tf_versions_reaches_the_case_s_expectation(tmp_path):
     path = _file(tmp_path, {"function": "recorded.m.*", "points": ["x=1.0"], "expect":
                             "graph:ValueError", "reason": "r", "tf_versions": ">=2.16,<2.20"})
     [entry] = expectations.load(path)
-    [(modes, outcome, reason, points, versions)] = expectations.expectations_for(
+    [(modes, outcome, reason, points, versions, _)] = expectations.expectations_for(
         [entry], "recorded.m.f", ["x=1.0", "x=2.0"])
     assert (modes, outcome, points, versions) == (("graph",), "ValueError", ("x=1.0",),
                                                   ">=2.16,<2.20")
@@ -231,3 +231,21 @@ def test_the_line_of_every_entry_of_a_large_file_is_its_own(tmp_path):
     loaded = expectations.load(path)
     text = path.read_text().splitlines()
     assert all(f'"x={i}"' in "".join(text[e.line - 1:e.line + 4]) for i, e in enumerate(loaded))
+
+
+def test_an_entry_may_name_its_intended_surrogate_and_only_a_surrogate_s(tmp_path):
+    path = tmp_path / expectations.FILE_NAME
+    entry = {"function": "recorded.m.ste", "points": "*", "expect": "numeric:surrogate",
+             "reason": "an estimator", "intended": "mylib.estimators:clipped"}
+    path.write_text(json.dumps({"schema": expectations.SCHEMA, "expected": [entry]}))
+    (loaded,) = expectations.load(path)
+    assert loaded.intended == "mylib.estimators:clipped"
+    assert loaded.as_json()["intended"] == "mylib.estimators:clipped"
+    assert expectations.expectations_for([loaded], "recorded.m.ste", ["x=1.0"])[0][-1] == \
+        "mylib.estimators:clipped"
+    for bad in (dict(entry, expect="numeric:values differ"), dict(entry, intended="no colon")):
+        path.write_text(json.dumps({"schema": expectations.SCHEMA, "expected": [bad]}))
+        with pytest.raises(expectations.ExpectationsError,
+                           match="\"intended\" names the intended surrogate of a "
+                                 "\"numeric:surrogate\" entry as \"module:function\""):
+            expectations.load(path)

@@ -97,10 +97,31 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
         surrogate=words.surrogate_passed(*checks[0], agreed) if checks else "",
         strict_surrogate=bool(checks) and words.strict_surrogate_only(checks[0][0], options),
         surrogate_all=bool(checks) and case.order == 1 and words.surrogate_everywhere(checks[0][0]))
+    numeric = _against_intended(case, point, agreed, numeric)
     if not options.upstream:
         return numeric, None
     nothing = not any(w is not None and w.compared for _, w in checks)
     return numeric, _upstream_outcome(case, agreed, evaluator, note + stopped, found, nothing)
+
+
+def _against_intended(case: Case, point: Point, agreed: ModeOutcome,
+                      numeric: OracleOutcome) -> OracleOutcome:
+    """The numeric oracle's outcome with the differences from the intended surrogate an
+    expectation names, where there are any."""
+    try:
+        lines = surrogate.intended(case, point, agreed, tf.__version__)
+    except Exception as e:  # noqa: BLE001 - the named function's import, or its own code
+        return OracleOutcome(name=NUMERIC, status=OracleStatus.ERROR,
+                             note=f"the intended surrogate the expectation names cannot be "
+                                  f"compared: {type(e).__name__}: {e} (name a module:function "
+                                  "importable where the harness runs, called with the function's "
+                                  "arguments and dy=)")
+    if not lines:
+        return numeric
+    return dataclasses.replace(numeric, status=OracleStatus.DIFFER, strict_surrogate=False,
+                               differ=tuple(sorted(set(numeric.differ) | {1})),
+                               orders=numeric.orders or (1,),
+                               details=tuple(lines) + numeric.details)
 
 
 @dataclasses.dataclass

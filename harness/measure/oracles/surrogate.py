@@ -22,8 +22,10 @@ one whose loss does not move up to REACH is unresolved (STILL), unless it does n
 FAR steps, where the forward does not depend on those elements at all: their derivative is 0 at any
 scale, and a nonzero gradient is neither a derivative nor a surrogate of anything the forward does
 (INDEPENDENT, a difference; Keras's float8 layers return a new scale and history in place of their
-gradients, by design, which an expectation then declares). With --strict_surrogate an undeclared surrogate
-still differs, as before the direction was checked, its words saying which way it points.
+gradients, by design, which an expectation then declares). With --strict_surrogate an undeclared
+surrogate still differs, as before the direction was checked, its words saying which way it
+points. An expectation naming the intended surrogate (Expectation.intended) has the gradient
+compared with it (`intended`).
 """
 
 from __future__ import annotations
@@ -71,6 +73,52 @@ def candidate(f: Finding) -> bool:
     return (j.outcome == "differ" and j.numeric == 0.0 and f.analytic is not None
             and f.analytic != 0.0 and bool(np.isfinite(f.analytic)) and j.base is not None
             and j.plus == j.base == j.minus)
+
+
+def intended(case: Case, point: Point, agreed: ModeOutcome, tf_version: str) -> list[str]:
+    """Where the custom gradient is not the surrogate an expectation says is intended
+    (Expectation.intended, "module:function"), at dy = 1 and with the upstream weights: one line
+    per gradient that differs, at the case's tolerance; [] where it is, or none is named.
+
+    Raises:
+      ImportError, AttributeError: the module or the function cannot be found (said by the oracle
+        as its error: the expectation names something that is not there).
+    """
+    import importlib  # noqa: PLC0415
+
+    from harness.criteria.compare import compare_outputs, where  # noqa: PLC0415
+    from harness.criteria.tolerance import tolerance_for  # noqa: PLC0415
+    from harness.measure import upstream  # noqa: PLC0415
+    from harness.measure.modes.shared import tf  # noqa: PLC0415
+    from harness.records import Output  # noqa: PLC0415
+
+    named = next((e.intended for e in case.expectations if e.outcome == DECLARED and e.intended
+                  and e.applies(tf_version, point.label)), None)
+    if named is None or len(agreed.orders) < 2:
+        return []
+    module, _, name = named.partition(":")
+    fn = getattr(importlib.import_module(module), name)
+    outputs = [o for o in agreed.orders[0] if o.value is not None]
+    seed = upstream.seed(case.id, point.label)
+    chains = [("", agreed.orders[1], [np.ones(o.shape) for o in outputs])]
+    if agreed.upstream:
+        chains.append((" with upstream weights", agreed.upstream[0],
+                       [upstream.weights(seed, 1, i, o.shape) for i, o in enumerate(outputs)]))
+    names = [s.name for s in agreed.sources]
+    lines = []
+    for label, got, dys in chains:
+        dy = [tf.constant(d.astype(o.value.dtype)) for d, o in zip(dys, outputs)]
+        found = fn(*[tf.constant(v) for v in point.values], dy=dy[0] if len(dy) == 1 else dy)
+        found = list(found) if isinstance(found, (list, tuple)) else [found]
+        for slot, (want, mine) in enumerate(zip(found, got[:len(case.wrt)])):
+            if want is None or mine.value is None:
+                continue
+            m = compare_outputs(Output.of(np.asarray(want).astype(mine.value.dtype)), mine,
+                                tolerance_for(mine.dtype, case.tolerance), ref_mode=named,
+                                mode=agreed.mode, at=where(1, slot, names) + label)
+            if m:
+                lines.append(f"the gradient is not the intended surrogate {named}: {m.message}")
+    return lines
 
 
 def declared(case: Case, point: Point, tf_version: str) -> bool:
