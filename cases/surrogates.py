@@ -209,7 +209,8 @@ CASES = [
         points=[{"x": _LARGE, "s": _SMALL}],
         analytic=lambda x, s: {1: [2.0 * np.asarray(x, np.float64) * float(np.sum(s)),
                                    np.full(2, float(np.sum(np.asarray(x, np.float64) ** 2)))]},
-        source="the harness issue on surrogate gradients (Keras 3's float8 layers: 2 wrong "
+        source="https://github.com/keras-team/keras/blob/v3.15.1/keras/src/layers/core/dense.py "
+               "(float8 Dense, whose tests recorded by the harness had 2 wrong "
                "elements of 1,055 hidden in one random direction)",
         description="s * sum(x**2) with 1,040 bfloat16 x and 2 float32 s, the gradient of s 5 % "
                     "too large: judged at float32's tolerance, not bfloat16's",
@@ -226,7 +227,8 @@ CASES = [
         id="surrogates.overwrite_with_gradient",
         fn=overwrite_with_gradient,
         points=[{"x": np.array([0.5, -1.0], np.float32), "history": _HISTORY}],
-        source="https://github.com/keras-team/keras (keras/src/layers/core/dense.py, float8: "
+        source="https://github.com/keras-team/keras/blob/v3.15.1/keras/src/layers/core/dense.py "
+               "(float8: "
                "quantized_dequantize_outputs returns the new scale and amax history as their "
                "gradients, which the optimizer writes over the variables)",
         description="2x, with the amax history's gradient its updated value [1, 3, 2, 1]: the "

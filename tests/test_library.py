@@ -25,9 +25,12 @@ THEMES = ("seeds", "docs", "patterns", "structure", "dtypes", "variables", "kera
 ROOT = Path(__file__).resolve().parent.parent
 # A source is TensorFlow's documentation or tracker, tf-keras's tracker, or, for the Keras 3 cases,
 # Keras 3's own documentation and tracker.
+# The seeds, TensorFlow's and Keras's documentation, an issue, a file of Keras's source at a
+# release, or the documentation of a library whose custom gradients a case reproduces (larq's).
 _SOURCE = re.compile(
     r"^(seeds/|https://www\.tensorflow\.org/api_docs/python/tf/|https://keras\.io/api/|"
-    r"https://github\.com/(tensorflow/tensorflow|keras-team/tf-keras|keras-team/keras)/issues/\d+)"
+    r"https://github\.com/(tensorflow/tensorflow|keras-team/tf-keras|keras-team/keras)/issues/\d+|"
+    r"https://github\.com/keras-team/keras/blob/v\d+\.\d+\.\d+/|https://docs\.larq\.dev/)"
 )
 
 

@@ -52,6 +52,9 @@ class Heading:
     # The loss did not move at the far steps either (surrogate.FAR): the forward does not depend on
     # the elements moved.
     independent: bool = False
+    # The gradient's value along the step per element moved (its directional derivative along the
+    # step's direction over the elements moved): what the slope is compared with.
+    per_element: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)

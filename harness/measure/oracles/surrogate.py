@@ -43,14 +43,22 @@ from harness.oracle_names import NUMERIC, UPSTREAM
 from harness.records import ModeOutcome
 from harness.criteria.tolerance import NUMERIC_STEPS
 
-__all__ = ["FAR", "GROWTH", "INDEPENDENT", "SURROGATE", "STILL", "WRONG_WAY", "candidate",
-           "declared", "judge"]
+__all__ = ["FAR", "GROWTH", "INDEPENDENT", "SHALLOW", "SURROGATE", "STILL", "WRONG_WAY",
+           "candidate", "declared", "judge"]
 
 # The judged kinds this module gives (beside harness.criteria.differences' own).
 SURROGATE = "surrogate"
 WRONG_WAY = "wrong way"
 STILL = "still"
 INDEPENDENT = "independent"
+SHALLOW = "shallow"
+# A step function's slope over the step that first crosses a jump is its jump over the step, at
+# least of the order of a surrogate's value per element (sign's 2 over a step of at most half the
+# point's scale against a straight-through 1; round's 0.25 over at most 0.25 against 1). A forward
+# that moves at less than this fraction of the gradient's value per element is a smooth function
+# rounded finely (0.5 + 1e-8 x rounded to 1e-12 moves at 1e-8 where the gradient says 1): its
+# gradient is judged as a derivative, and differs.
+SHALLOW_RATIO = 1e-3
 
 # The step along the surrogate grows by this factor until the loss moves: 8 to 10 evaluations
 # where the nearest jump is 1e-3 of the point's size away.
@@ -157,6 +165,8 @@ def _rejudged(f: Finding, found: Heading, strict: bool) -> Finding:
         outcome, kind = "unresolved", STILL
     elif found.slope < 0:
         outcome, kind = "differ", WRONG_WAY
+    elif found.slope < SHALLOW_RATIO * found.per_element:
+        outcome, kind = "differ", SHALLOW
     else:
         outcome, kind = ("differ", f.judged.kind) if strict else ("match", SURROGATE)
     return dataclasses.replace(f, judged=dataclasses.replace(f.judged, outcome=outcome, kind=kind))
@@ -193,7 +203,9 @@ def heading(evaluator: Evaluator, grads: Sequence[Optional[np.ndarray]],
             return Heading(chain, None, first, longest, 0.0, moved,
                            raised="the loss is not finite there")
         if plus != minus:
-            return Heading(chain, step, first, longest, (plus - minus) / (2.0 * step), moved)
+            per_element = sum(float(np.sum(p * u)) for p, u in zip(parts, unit)) / moved
+            return Heading(chain, step, first, longest, (plus - minus) / (2.0 * step), moved,
+                           per_element=per_element)
         step *= GROWTH
     return Heading(chain, None, first, longest, 0.0, moved,
                    independent=_independent(evaluator, chain, unit, size))

@@ -25,7 +25,8 @@ __all__ = ["cannot_tell", "error_words", "has_custom_gradient", "kinked", "line"
 _NAMED = 4
 # harness.measure.oracles.surrogate's kinds and step growth (that module imports TensorFlow's
 # evaluator; these words do not).
-_SURROGATE, _WRONG_WAY, _STILL, _INDEPENDENT = "surrogate", "wrong way", "still", "independent"
+_SURROGATE, _WRONG_WAY, _STILL, _INDEPENDENT, _SHALLOW = ("surrogate", "wrong way", "still",
+                                                        "independent", "shallow")
 _GROWTH = 4.0
 _FAR = (4.0, 1024.0)
 
@@ -179,6 +180,19 @@ def independent(checked: OrderFindings, agreed: ModeOutcome) -> str:
             "does (a gradient returning a new value for its variable, say)")
 
 
+def shallow(checked: OrderFindings, agreed: ModeOutcome) -> str:
+    """A sentence for a forward flat within the step that moves along the gradient at a slope far
+    below the gradient's: a finely rounded smooth function, judged as such."""
+    h = checked.heading
+    if h is None or h.step is None:
+        return ""
+    return (f"; the function does not change within the step, but along the gradient it moves at "
+            f"a slope of {h.slope:.3g} over a step of {h.step:.3g}, {h.per_element / h.slope:.3g} "
+            f"times less than the gradient's {h.per_element:.3g} per element moved: a smooth "
+            "function computed to a coarse resolution, not a step function, so the gradient is "
+            "judged as its derivative, which it is not")
+
+
 def heading_words(h: Heading, weighted: Optional[Heading] = None) -> str:
     """Which way the loss moves along a surrogate, over which step, found how; with `weighted`,
     the weighted chain's too."""
@@ -321,6 +335,7 @@ def line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator",
     if extra and checked.order == 1:
         more += (wrong_way(checked, agreed) if worst.judged.kind == _WRONG_WAY
                  else independent(checked, agreed) if worst.judged.kind == _INDEPENDENT
+                 else shallow(checked, agreed) if worst.judged.kind == _SHALLOW
                  else surrogate(checked, agreed))
     if extra and not more:
         more = ("; the numeric derivative is the slope of the forward as computed, so the forward "
