@@ -302,8 +302,8 @@ CASES = [
             Expectation(
                 modes=["linearity"], outcome=VALUES_DIFFER,
                 reason="the same finding without the numeric derivative: the workaround's first "
-                       "derivative is 5 whatever dy is, so with dy = 0.5 + 2w it is 5 where a "
-                       "gradient linear in dy gives 0.5 * 5 + 2 * 5w",
+                       "derivative is 5 whatever dy is, so with dy = 0.5 - 2w it is 5 where a "
+                       "gradient linear in dy gives 0.5 * 5 - 2 * 5w",
             ),
         ],
     ),

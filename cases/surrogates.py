@@ -178,8 +178,8 @@ CASES = [
         expectations=[
             Expectation(
                 modes=["linearity"], outcome=VALUES_DIFFER,
-                reason="a planted bug: grad_fn returns (|x| <= 1) whatever dy, so with dy = 0.5 + "
-                       "2w it gives 1 where a linear gradient gives 0.5 + 2w",
+                reason="a planted bug: grad_fn returns (|x| <= 1) whatever dy, so with dy = 0.5 - "
+                       "2w it gives 1 where a linear gradient gives 0.5 - 2w",
             ),
             Expectation(
                 modes=["upstream"], outcome=VALUES_DIFFER,

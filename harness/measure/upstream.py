@@ -44,8 +44,11 @@ TARGETS = 8
 # gradient a + b w, w the weighted chain's order 1 weights, so that a vector-Jacobian product,
 # linear in its cotangent, gives a times the plain gradient plus b times the weighted one. a + b is
 # not 1, so a gradient that adds something independent of dy (drops it) fails too, not only one
-# that squares or clips it; every a + b w is a multiple of 1/4 below 5, exact down to bfloat16.
-LINEAR = (0.5, 2.0)
+# that squares or clips it. With b = -2 and every |w| at least 0.5, a + b w has the opposite sign
+# of w at every element, so a gradient that treats dy's sign one way and not the other (passing
+# only a positive dy) fails whatever the weights. Every a + b w is a multiple of 1/4 below 5 in
+# size, exact down to bfloat16.
+LINEAR = (0.5, -2.0)
 
 _MAGNITUDES = np.array([m / 8 for m in range(4, 16) if m != 8])
 _SIGNS = np.array([-1.0, 1.0])

@@ -35,7 +35,7 @@ def check(grad_of, custom=True):
 def test_a_straight_through_estimator_is_linear_in_dy():
     found = check(lambda dy: dy * D)
     assert found.status is OracleStatus.MATCH and found.orders == (1,)
-    assert "dy = 0.5 + 2 w" in found.note
+    assert "dy = 0.5 - 2w" in found.note
 
 
 def test_a_gradient_that_drops_dy_fails_saying_it_drops_it():
@@ -43,8 +43,8 @@ def test_a_gradient_that_drops_dy_fails_saying_it_drops_it():
     assert found.status is OracleStatus.DIFFER
     line = found.details[0]
     assert line.startswith("grad_fn is not linear in its upstream gradient: order 1 gradient wrt "
-                           "x[0]: eager=1 with dy = 0.5 + 2 w, where 0.5 × 1 (dy = 1) + 2 × 1 "
-                           "(dy = w) = 2.5")
+                           "x[0]: eager=1 with dy = 0.5 - 2w, where 0.5 × 1 (dy = 1) - 2 × 1 "
+                           "(dy = w) = -1.5")
     assert "3 of 4 elements miss" in line
     assert "grad_fn drops its upstream gradient" in line
 
@@ -121,3 +121,18 @@ def test_the_linearity_cotangent_is_exact_in_every_float_dtype():
     assert A + B != 1.0
     assert np.all(c * 4 == np.round(c * 4)) and np.max(np.abs(c)) < 5
     assert np.all(c.astype(np.float16).astype(np.float64) == c)
+    # and of the opposite sign of w at every weight: a one-sided gradient cannot be linear here.
+    assert np.all(np.sign(c) == -np.sign(weights))
+
+
+def test_a_gradient_that_passes_dy_of_one_sign_only_fails_whatever_the_weights():
+    # A bound's one-sided pass-through (dy where it points back inside, else 0): linear at the
+    # plain contraction and at any positive dy, not in dy.
+    for weights in (W, -W, np.abs(W), -np.abs(W)):
+        one_sided = ModeOutcome(
+            mode="eager", status=Status.OK, sources=X,
+            orders=((Output.of(np.zeros(4, np.float32)),),
+                    (Output.of(np.maximum(np.ones(4), 0).astype(np.float32)),)),
+            upstream=((Output.of(np.maximum(weights, 0).astype(np.float32)),),),
+            linear=(Output.of(np.maximum(A + B * weights, 0).astype(np.float32)),))
+        assert linearity.check(make_case(), one_sided, True).status is OracleStatus.DIFFER

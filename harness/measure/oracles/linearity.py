@@ -33,7 +33,7 @@ from harness.measure.oracles.outcomes import oracle_outcome
 from harness.oracle_names import LINEARITY
 from harness.records import ModeOutcome, OracleOutcome, OracleStatus
 
-__all__ = ["check", "allowance"]
+__all__ = ["COTANGENT", "check", "allowance"]
 
 
 def allowance(dtype: str, case_tolerance) -> tuple[float, float]:
@@ -51,7 +51,7 @@ def check(case: Case, agreed: ModeOutcome, custom: bool) -> OracleOutcome:
         e = agreed.linear_error
         return OracleOutcome(
             name=LINEARITY, status=OracleStatus.DIFFER, orders=(1,), differ=(1,),
-            details=(f"{_who(custom)} fails when its upstream gradient is {a:g} + {b:g} w (the "
+            details=(f"{_who(custom)} fails when its upstream gradient is {COTANGENT} (the "
                      f"linearity check): {mode} raises {e.type} at {e.stage}: {e.first_line}; "
                      "with dy = 1 and dy = w it computes its values",),
             note=_note(mode))
@@ -118,10 +118,19 @@ def _source(case: Case, agreed: ModeOutcome, at: str, plain, weighted,
     flat = int(np.argmax(miss))
     index = [int(i) for i in np.unravel_index(flat, g1.shape)] if g1.shape else ""
     bad = int(np.count_nonzero(miss > allowed))
-    return (f"{at}{index}: {agreed.mode}={gc.flat[flat]:.8g} with dy = {a:g} + {b:g} w, where "
-            f"{a:g} × {g1.flat[flat]:.8g} (dy = 1) + {b:g} × {gw.flat[flat]:.8g} (dy = w) = "
+    return (f"{at}{index}: {agreed.mode}={gc.flat[flat]:.8g} with dy = {COTANGENT}, where "
+            f"{a:g} × {g1.flat[flat]:.8g} (dy = 1) {_signed(b)} × {gw.flat[flat]:.8g} (dy = w) = "
             f"{expected.flat[flat]:.8g} (abs err {miss.flat[flat]:.3g}, allowed {allowed:.3g}; "
             f"{bad} of {g1.size} elements miss)"), 1, same
+
+
+def _signed(b: float) -> str:
+    """b as the second term of a sum: "+ 2", "- 2"."""
+    return f"{'-' if b < 0 else '+'} {abs(b):g}"
+
+
+# The linearity chain's upstream gradient as the words say it: "0.5 - 2w".
+COTANGENT = f"{upstream.LINEAR[0]:g} {_signed(upstream.LINEAR[1])}w"
 
 
 def _who(custom: bool) -> str:
@@ -130,10 +139,10 @@ def _who(custom: bool) -> str:
 
 
 def _with(index: int, a: float, b: float) -> str:
-    return ("dy = 1", "dy = w", f"dy = {a:g} + {b:g} w")[index]
+    return ("dy = 1", "dy = w", f"dy = {COTANGENT}")[index]
 
 
 def _note(mode: str) -> str:
     a, b = upstream.LINEAR
-    return (f"order 1 with dy = {a:g} + {b:g} w against {a:g} × (dy = 1) + {b:g} × (dy = w), "
+    return (f"order 1 with dy = {COTANGENT} against {a:g} × (dy = 1) {_signed(b)} × (dy = w), "
             f"{mode}'s three gradients, w the upstream weights (harness.measure.upstream)")
