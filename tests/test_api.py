@@ -44,6 +44,7 @@ def test_pytest_style_check_returns_one_verdict_per_point():
     assert (
         results[1].reason
         == "all modes agree, and match the numeric derivative, with and without upstream weights"
+        "; the gradient is linear in its upstream gradient dy"
     )
 
 

@@ -89,7 +89,8 @@ def test_every_element_by_default_an_elementwise_one_from_one_shift_random_only_
     )
     monkeypatch.setattr(numeric, "ELEMENT_LIMIT", 3)
     [r] = run(summed, modes=("eager",))
-    assert "random directions (more elements than checked one by one)" in r.oracles["numeric"].note
+    assert "random directions within each source (more elements than checked one by one; each " \
+        "source judged at its own dtype's tolerance)" in r.oracles["numeric"].note
 
 
 def test_a_function_that_refuses_float64_is_differenced_in_its_own_dtype():
@@ -124,6 +125,10 @@ def test_the_numeric_oracle_finds_the_docstring_linear_poly_variable_gradient_sw
 def test_nonumeric_turns_it_off():
     [r] = run(_case(cube_with_wrong_gradient, [np.float32(2.0)]), numeric=False)
     assert r.verdict is Verdict.PASS
+    # Only the linearity oracle, which needs no numeric derivative, is left: the wrong cube's
+    # gradient is linear in dy.
+    assert list(r.oracles) == ["linearity"] and r.oracles["linearity"].status == "match"
+    [r] = run(_case(cube_with_wrong_gradient, [np.float32(2.0)]), numeric=False, upstream=False)
     assert r.oracles == {}
 
 

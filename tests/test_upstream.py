@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness import Case, Expectation, VALUES_DIFFER, Verdict
+from harness import SURROGATE, Case, Expectation, VALUES_DIFFER, Verdict
 from harness.measure import probe
 from harness.measure import upstream
 from harness.measure.oracles import numeric
@@ -99,13 +99,20 @@ def test_a_grad_fn_that_forgets_dy_fails_with_the_upstream_cause(forgets_dy, ord
         assert r.verdict is Verdict.FAIL
         assert r.oracles["numeric"].status == "match"  # at the plain contraction it is right
         assert r.oracles["upstream"].status == "differ" and r.oracles["upstream"].differ == (1,)
-        assert r.reason.startswith("grad_fn mishandles its upstream gradient: at order 1 with "
+        # Linearity in dy leads (no numeric derivative needed), then the upstream oracle's cause.
+        assert r.reason.startswith("grad_fn is not linear in its upstream gradient: order 1 "
+                                   "gradient wrt x"), r.reason
+        assert "grad_fn drops its upstream gradient" in r.reason
+        upstream = next(d for d in r.details
+                        if d.startswith("grad_fn mishandles its upstream gradient: "))
+        assert upstream.startswith("grad_fn mishandles its upstream gradient: at order 1 with "
                                    "upstream weights")
-        assert r.reason.endswith("at the plain contraction (every upstream gradient 1) both agree")
+        assert upstream.endswith("at the plain contraction (every upstream gradient 1) both agree")
     # At x = 3 the grad_fn says 2x = 6 whatever dy is; d/dx (w x^2) = 2 w x = 6 w.
     w = float(weight(case, 0, 1))
-    assert f"eager=6 numeric={6 * w:.8g}" in scalar.reason
-    assert f"upstream weights [{w:g}]" in scalar.reason
+    said = " ".join(scalar.details)
+    assert f"eager=6 numeric={6 * w:.8g}" in said
+    assert f"upstream weights [{w:g}]" in said
     # Every mode computes the same wrong weighted gradient, so they agree with each other.
     for o in scalar.outcomes.values():
         assert float(o.upstream[0][0].value) == pytest.approx(6.0)
@@ -118,7 +125,7 @@ def test_a_grad_fn_that_uses_dy_passes_and_its_weighted_values_are_the_closed_fo
         assert (
             r.reason
             == "all modes agree, and match the numeric derivative, with and without upstream"
-            " weights"
+            " weights; the gradient is linear in its upstream gradient dy"
         )
         x = case.points[i].values[0].astype(np.float64)
         w1, w2 = weight(case, i, 1, shape=x.shape), weight(case, i, 2, shape=x.shape)
@@ -263,20 +270,25 @@ def _sign_ste():
 def test_a_straight_through_estimator_is_named_a_surrogate_and_can_be_declared():
     sign_ste = _sign_ste()
     points = [{"x": np.array([0.5, -1.25, 2.0], np.float32)}]
+    # It points the way sign moves and is linear in dy: a checked surrogate, passed.
     [r] = run(_case(sign_ste, points))
+    assert r.verdict is Verdict.PASS, r.reason
+    assert "the custom gradient is a surrogate at 3 of 3 elements of x" in r.reason
+    # --strict_surrogate fails it, as every surrogate failed before its direction was checked.
+    [r] = run(_case(sign_ste, points), strict_surrogate=True)
     assert r.verdict is Verdict.FAIL
     assert "the function is locally constant here" in r.reason
     assert "is a surrogate, not a derivative" in r.reason
-    assert "Expectation(modes=('numeric',), outcome=VALUES_DIFFER" in r.reason
+    assert "Expectation(modes=('numeric',), outcome=SURROGATE" in r.reason
     # The estimator is right about dy (it passes it through), so no upstream cause is invented:
     # the weighted values differ only where the plain ones do, and the note says why.
     assert r.oracles["upstream"].status == "skip"
-    assert r.oracles["upstream"].note.startswith("cannot tell whether grad_fn handles its upstream "
-                                                 "gradient at order 1, where the plain values "
-                                                 "already differ")
-    declared = Expectation(modes=["numeric"], outcome=VALUES_DIFFER,
+    assert r.oracles["upstream"].note.startswith("not checked at order 1: where the plain values "
+                                                 "differ the forward is locally constant")
+    assert "either may be the wrong one" not in r.oracles["upstream"].note
+    declared = Expectation(modes=["numeric"], outcome=SURROGATE,
                            reason="a straight-through estimator")
-    [r] = run(_case(sign_ste, points, expectations=[declared]))
+    [r] = run(_case(sign_ste, points, expectations=[declared]), strict_surrogate=True)
     assert r.verdict is Verdict.XFAIL, r.reason
 
 
@@ -525,7 +537,8 @@ def test_the_surrogate_sentence_names_only_the_flat_argument():
 
         return tf.round(x) + y * y, grad
 
-    [r] = run(_case(rounded_plus_square, [{"x": np.float32(0.3), "y": np.float32(1.5)}]))
+    [r] = run(_case(rounded_plus_square, [{"x": np.float32(0.3), "y": np.float32(1.5)}]),
+              strict_surrogate=True)
     assert r.verdict is Verdict.FAIL
     assert "the function is locally constant in x here" in r.reason
     # At order 2 an affine first derivative is constant too: no surrogate is claimed there.

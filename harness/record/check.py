@@ -359,7 +359,9 @@ class Checking:
         if not covering:
             return
         entry = covering[0]
-        cause = expectations.xpass_cause(entry, code, tf_version)
+        numeric = (result.get("oracles") or {}).get("numeric") or {}
+        cause = expectations.xpass_cause(entry, code, tf_version,
+                                         surrogate=bool(numeric.get("surrogate")))
         result["reason"] = (f"the reviewed entry {entry.function} ({entry.expect}) no longer "
                             f"deviates here: {cause}\n{result.get('reason') or ''}").rstrip()
 

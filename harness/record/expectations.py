@@ -486,11 +486,18 @@ def _order(entry: Entry) -> tuple:
     return (entry.function, entry.expect, entry.points)
 
 
-def xpass_cause(entry: Entry, code: str, tf_version: str) -> str:
+def xpass_cause(entry: Entry, code: str, tf_version: str, surrogate: bool = False) -> str:
     """Why an entry covers a point that no longer deviates, and what to do, in one sentence:
     the function's code changed since it was accepted, or TensorFlow did, or nothing did (the
     entry is broader than what deviates); or, for an entry written by hand, which records neither,
-    that what changed is not known."""
+    that what changed is not known. `surrogate`: the numeric oracle passed the point's gradient as
+    a checked surrogate, which an entry declaring a numeric difference (how surrogates were
+    accepted before the harness checked them) no longer covers."""
+    if surrogate and canonical(entry.expect)[1] == "values differ" \
+            and "numeric" in canonical(entry.expect)[0]:
+        return ("the harness now checks a surrogate gradient for its direction and its linearity "
+                "in dy instead of calling it a numeric difference, and this one passes them; "
+                "declare it \"numeric:surrogate\" to keep it checked as one, or remove the entry")
     if not entry.accepted_code and not entry.accepted_tf:
         return ("the entry records no code or TensorFlow it was accepted under (it was written by "
                 "hand), so what changed is not known; if the function was mended, remove the "

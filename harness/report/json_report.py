@@ -186,8 +186,11 @@ def _mode(outcome: ModeOutcome, every_value: bool = False,
 
 
 def _oracle(o: OracleOutcome) -> dict:
-    return {"status": o.status.value, "orders": list(o.orders), "differ": list(o.differ),
+    made = {"status": o.status.value, "orders": list(o.orders), "differ": list(o.differ),
             "details": list(o.details), "note": o.note}
+    if o.surrogate:  # where the gradient is a checked surrogate, and which way it points
+        made["surrogate"] = o.surrogate
+    return made
 
 
 def result_dict(result: Result, every_value: bool = False) -> dict:

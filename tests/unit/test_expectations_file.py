@@ -249,3 +249,19 @@ def test_an_entry_may_name_its_intended_surrogate_and_only_a_surrogate_s(tmp_pat
                            match="\"intended\" names the intended surrogate of a "
                                  "\"numeric:surrogate\" entry as \"module:function\""):
             expectations.load(path)
+
+
+def test_an_accepted_numeric_difference_that_is_now_a_checked_surrogate_says_so():
+    # How surrogates were accepted before the harness checked them: "numeric:values differ".
+    entry = expectations.Entry("f", ("*",), "numeric:values differ", "r", accepted_tf="2.21.0",
+                               accepted_code="abc")
+    said = expectations.xpass_cause(entry, "abc", "2.21.0", surrogate=True)
+    assert said.startswith("the harness now checks a surrogate gradient for its direction and its "
+                           "linearity in dy instead of calling it a numeric difference")
+    assert "declare it \"numeric:surrogate\"" in said
+    # Not for another deviation, nor where no surrogate passed.
+    assert expectations.xpass_cause(entry, "abc", "2.21.0").startswith("nothing changed")
+    other = expectations.Entry("f", ("*",), "graph:ValueError", "r", accepted_tf="2.21.0",
+                               accepted_code="abc")
+    assert expectations.xpass_cause(other, "abc", "2.21.0", surrogate=True).startswith(
+        "nothing changed")
