@@ -78,9 +78,11 @@ def run(case: Case, point: Point, agreed: ModeOutcome, options: RunOptions,
                        f"the point raises {e.info.type}: {e.info.first_line}, so orders {order} "
                        f"to {case.order} are not checked")
             break
-    if checks and words.has_custom_gradient(agreed):
+    if checks:
         # Order 1's differences where the forward is locally constant: a surrogate's, judged by
-        # which way it points (harness.measure.oracles.surrogate).
+        # which way it points (harness.measure.oracles.surrogate). A custom gradient need not be
+        # seen: tf.grad_pass_through's is made where the probe does not watch, and
+        # x + tf.stop_gradient(q(x) - x) has none at all.
         strict = options.strict_surrogate and not surrogate.declared(case, point, tf.__version__)
         checks[0] = surrogate.judge(agreed, evaluator, checks[0], strict)
     step = NUMERIC_STEPS[evaluator.dtype()]

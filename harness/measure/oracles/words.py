@@ -119,6 +119,12 @@ def triangle(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator"
     return ""
 
 
+def _gradient(agreed: ModeOutcome) -> str:
+    """What a sentence calls the gradient: the custom gradient, or (none seen to run: a
+    tf.grad_pass_through's, or x + tf.stop_gradient(q(x) - x)) the gradient."""
+    return "custom gradient" if has_custom_gradient(agreed) else "gradient"
+
+
 def has_custom_gradient(agreed: ModeOutcome) -> bool:
     """Whether the function under test ran a tf.custom_gradient (unknown counts as yes: the probe
     sees only the functions decorated after it was installed, as in a worker)."""
@@ -136,7 +142,7 @@ def surrogate(checked: OrderFindings, agreed: ModeOutcome) -> str:
     (a straight-through estimator's, a quantizer's, a bound's that passes the gradient one way),
     failed here by --strict_surrogate (or by pointing the wrong way: `wrong_way`)."""
     failed = checked.failed
-    if not has_custom_gradient(agreed) or not failed or any(
+    if not failed or any(
             f.judged.numeric != 0.0 or f.analytic in (None, 0.0) or not np.isfinite(f.analytic)
             or not is_flat(f.judged) for f in failed):
         return ""
@@ -144,8 +150,8 @@ def surrogate(checked: OrderFindings, agreed: ModeOutcome) -> str:
     if not where_flat:
         return ""
     sentence = (f"; {where_flat} (the same value at every shift of up to ±h checked), so its true "
-                f"derivative is 0 and the custom gradient ({agreed.mode}'s) is a surrogate, not a "
-                "derivative (a straight-through estimator's or a quantizer's)")
+                f"derivative is 0 and the {_gradient(agreed)} ({agreed.mode}'s) is a surrogate, "
+                "not a derivative (a straight-through estimator's or a quantizer's)")
     h = checked.heading
     if h is not None and h.step is not None and h.slope > 0:
         sentence += f", which points the way the forward moves ({heading_words(h)})"
@@ -161,9 +167,9 @@ def wrong_way(checked: OrderFindings, agreed: ModeOutcome) -> str:
     where_flat = _where_flat(checked, failed, agreed) if failed else ""
     if h is None or h.step is None or not where_flat:
         return ""
-    return (f"; {where_flat} (the same value at every shift of up to ±h checked), so the custom "
-            f"gradient ({agreed.mode}'s) is a surrogate there, and it points the wrong way: "
-            f"{heading_words(h)}, so following the gradient would move the loss the wrong way")
+    return (f"; {where_flat} (the same value at every shift of up to ±h checked), so the "
+            f"{_gradient(agreed)} ({agreed.mode}'s) is a surrogate there, and it points the wrong "
+            f"way: {heading_words(h)}, so following the gradient would move the loss the wrong way")
 
 
 def independent(checked: OrderFindings, agreed: ModeOutcome) -> str:
@@ -175,7 +181,7 @@ def independent(checked: OrderFindings, agreed: ModeOutcome) -> str:
         return ""
     return (f"; {where_flat}, and the loss does not move along the gradient even at steps of "
             f"{_FAR[0]:g} and {_FAR[-1]:g} times the point's size: the forward does not depend on "
-            f"these elements, so their derivative is 0 at any scale, and the custom gradient "
+            f"these elements, so their derivative is 0 at any scale, and the {_gradient(agreed)} "
             f"({agreed.mode}'s) is neither a derivative nor a surrogate of anything the forward "
             "does (a gradient returning a new value for its variable, say)")
 
@@ -240,7 +246,7 @@ def surrogate_passed(checked: OrderFindings, weighted: Optional[OrderFindings],
     also = None
     if weighted is not None and weighted.heading is not None and _passed_surrogates(weighted):
         also = weighted.heading
-    return (f"the custom gradient is a surrogate at {', '.join(parts)}, where the forward is "
+    return (f"the {_gradient(agreed)} is a surrogate at {', '.join(parts)}, where the forward is "
             f"locally constant (its derivative 0), and points the way the forward moves "
             f"({heading_words(checked.heading, also)})")
 
