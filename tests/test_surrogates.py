@@ -164,7 +164,8 @@ def test_a_clip_by_norm_of_dy_is_not_linear_and_can_be_declared():
 def test_every_mode_computes_its_own_linearity_chain(mode):
     (result,) = run(_case(_RIGHT), modes=("eager", mode))
     outcome = result.outcomes[mode]
-    a, b = 0.5, 2.0
+    from harness.measure import upstream  # noqa: PLC0415
+    a, b = upstream.LINEAR
     plain, weighted, linear = (np.asarray(o[0].value) for o in (outcome.orders[1],
                                                                  outcome.upstream[0],
                                                                  (outcome.linear[0],)))
