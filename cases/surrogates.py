@@ -187,6 +187,13 @@ CASES = [
                        "ignores w: at this point's weights it points the wrong way",
             ),
             Expectation(
+                modes=["keras_mixed", "keras_mirrored", "keras3_mixed", "keras3_mirrored"],
+                outcome=VALUES_DIFFER,
+                reason="grad_fn ignores its upstream gradient: under mixed_float16 the loss "
+                       "scale's optimizer divides what it returns by the scale 2**15, and under "
+                       "MirroredStrategy the two replicas' unscaled returns are summed",
+            ),
+            Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
                 reason="forward mode (ForwardpropFromTape) differentiates grad_fn with respect to "
                        "its upstream gradient: grad_fn does not use dy, so the tangent is None "
@@ -221,6 +228,12 @@ CASES = [
                        "derivative sum(x**2); each of s's two elements is checked on its own, at "
                        "float32's tolerance, beside random directions within x",
             ),
+            Expectation(
+                modes=["keras_mirrored", "keras3_mirrored"], outcome="TypeError",
+                reason="under MirroredStrategy the replicas' gradients of the bfloat16 x and the "
+                       "float32 s are concatenated into one tensor, which ConcatV2 refuses for "
+                       "mixed dtypes",
+            ),
         ],
     ),
     Case(
@@ -242,6 +255,13 @@ CASES = [
             Expectation(
                 modes=["linearity"], outcome=VALUES_DIFFER,
                 reason="the new history does not depend on dy",
+            ),
+            Expectation(
+                modes=["keras_mixed", "keras_mirrored", "keras3_mixed", "keras3_mirrored"],
+                outcome=VALUES_DIFFER,
+                reason="grad_fn ignores its upstream gradient: under mixed_float16 the loss "
+                       "scale's optimizer divides what it returns by the scale 2**15, and under "
+                       "MirroredStrategy the two replicas' unscaled returns are summed",
             ),
             Expectation(
                 modes=["forward"], outcome=VALUES_DIFFER,
