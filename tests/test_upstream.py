@@ -18,6 +18,8 @@ from harness.measure import upstream
 from harness.measure.oracles import numeric
 from tests.helpers import harness, run
 
+probe.install()  # as in a worker: the custom gradients below are then observed
+
 ALL = ("eager", "function", "graph")
 EXTRA = ("no_autograph", "xla", "saved_model")
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+import numpy as np
+
 from harness.criteria import differences
 from harness.measure.oracles.directions import Direction
 from harness.criteria.tolerance import Tol
 
-__all__ = ["OVERFLOW", "PARTIAL", "Heading", "OrderFindings", "Finding"]
+__all__ = ["FAR", "GROWTH", "INDEPENDENT", "OVERFLOW", "PARTIAL", "SHALLOW", "STILL", "SURROGATE",
+           "WRONG_WAY", "Heading", "OrderFindings", "Finding", "flat_nonzero"]
 
 # A finding the differences would call a difference, where the readout had to leave out order
 # k-1 values that are not finite at the point and the function is not known to be elementwise:
@@ -22,6 +25,18 @@ PARTIAL = "partial"
 # beyond float32's range, times an upstream weight below 1): it says nothing of how grad_fn handles
 # dy.
 OVERFLOW = "overflow"
+
+
+# The kinds harness.measure.oracles.surrogate gives a surrogate candidate: a match pointing the
+# way the forward moves; a difference pointing the other way; unresolved, the loss not moving up
+# to its reach; a difference, the forward not depending on the elements at any step; a
+# difference, the forward moving far more slowly than the gradient says.
+SURROGATE, WRONG_WAY, STILL, INDEPENDENT, SHALLOW = ("surrogate", "wrong way", "still",
+                                                     "independent", "shallow")
+# The step along a surrogate grows by GROWTH from the numeric step until the loss moves; the FAR
+# steps (in units of the point's size) are where a loss that did not move is tried once more.
+GROWTH = 4.0
+FAR = (4.0, 1024.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +62,6 @@ class Heading:
     first: float  # the first step tried
     longest: float  # the longest step tried
     slope: float  # the secant slope per unit of step (0 where it never moved)
-    elements: int  # how many elements the gradient moves
     raised: str = ""  # what stopped it, where something did
     # The loss did not move at the far steps either (surrogate.FAR): the forward does not depend on
     # the elements moved.
@@ -87,3 +101,13 @@ class OrderFindings:
     @property
     def worst(self) -> Optional[Finding]:
         return max(self.failed, key=lambda f: f.judged.excess, default=None)
+
+
+def flat_nonzero(f: Finding) -> bool:
+    """Whether the forward stays exactly at its value at -h, 0 and +h along the finding's direction
+    (its numeric derivative 0) where the gradient is finite and not 0: what only a surrogate (or
+    a gradient that is no derivative at all) gives, whatever the finding was judged since."""
+    j = f.judged
+    return (j.numeric == 0.0 and f.analytic is not None and f.analytic != 0.0
+            and bool(np.isfinite(f.analytic)) and j.base is not None
+            and j.plus == j.base == j.minus)

@@ -46,7 +46,6 @@ def check(case: Case, agreed: ModeOutcome, custom: bool) -> OracleOutcome:
     """Whether `agreed`'s order 1 gradient with dy = a + b w is a times the plain one plus b times
     the weighted one. `custom`: a custom gradient was seen to run (else TensorFlow's own)."""
     mode = agreed.mode
-    a, b = upstream.LINEAR
     if agreed.linear_error is not None:
         e = agreed.linear_error
         return OracleOutcome(
@@ -96,7 +95,7 @@ def _source(case: Case, agreed: ModeOutcome, at: str, plain, weighted,
     if all(v is None for v in got):
         return "", 0, False
     if any(v is None for v in got):
-        return (f"{at}: None (unconnected) with {_with(got.index(None), a, b)}, a value with "
+        return (f"{at}: None (unconnected) with {_with(got.index(None))}, a value with "
                 "another dy"), 1, False
     g1, gw, gc = (np.asarray(v).astype(np.complex128 if np.iscomplexobj(v) else np.float64)
                   for v in got)
@@ -138,7 +137,7 @@ def _who(custom: bool) -> str:
             else "a gradient TensorFlow registers for an op (no custom gradient was seen to run)")
 
 
-def _with(index: int, a: float, b: float) -> str:
+def _with(index: int) -> str:
     return ("dy = 1", "dy = w", f"dy = {COTANGENT}")[index]
 
 

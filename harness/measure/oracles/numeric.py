@@ -36,7 +36,8 @@ from harness.measure.oracles.directions import (
     swept,
 )
 from harness.measure.oracles.evaluate import CaseRaised, Evaluator, NotWide
-from harness.measure.oracles.findings import OVERFLOW, PARTIAL, OrderFindings, Finding
+from harness.measure.oracles.findings import (OVERFLOW, PARTIAL, OrderFindings, Finding,
+                                              flat_nonzero)
 from harness.measure.oracles.outcomes import oracle_outcome, upstream_failed
 from harness.oracle_names import NUMERIC, UPSTREAM
 from harness.records import ModeOutcome, OracleOutcome, OracleStatus, Output, RunOptions
@@ -162,9 +163,7 @@ class _Lines:
                 found.both.append((order, "with upstream weights too: " + line))
                 if all(f.analytic is not None and np.isfinite(f.analytic) for f in plain.failed):
                     found.untrue.add(order)
-                if order == 1 and all(surrogate.candidate(dataclasses.replace(
-                        f, judged=dataclasses.replace(f.judged, outcome="differ")))
-                        for f in plain.failed):
+                if order == 1 and all(flat_nonzero(f) for f in plain.failed):
                     found.flat.add(order)
             elif weighted.failed:
                 line = words.upstream_line(weighted, agreed, evaluator, plain, symmetric)

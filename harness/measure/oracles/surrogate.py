@@ -37,7 +37,9 @@ import numpy as np
 
 from harness.case import SURROGATE as DECLARED
 from harness.case import Case, Point
-from harness.measure.oracles.findings import Finding, Heading, OrderFindings
+from harness.measure.oracles.findings import (FAR, GROWTH, INDEPENDENT, SHALLOW, STILL, SURROGATE,
+                                              WRONG_WAY, Finding, Heading, OrderFindings,
+                                              flat_nonzero)
 from harness.measure.oracles.evaluate import CaseRaised, Evaluator
 from harness.oracle_names import NUMERIC, UPSTREAM
 from harness.records import ModeOutcome
@@ -46,12 +48,6 @@ from harness.criteria.tolerance import NUMERIC_STEPS
 __all__ = ["FAR", "GROWTH", "INDEPENDENT", "SHALLOW", "SURROGATE", "STILL", "WRONG_WAY",
            "candidate", "declared", "judge"]
 
-# The judged kinds this module gives (beside harness.criteria.differences' own).
-SURROGATE = "surrogate"
-WRONG_WAY = "wrong way"
-STILL = "still"
-INDEPENDENT = "independent"
-SHALLOW = "shallow"
 # A step function's slope over the step that first crosses a jump is its jump over the step, at
 # least of the order of a surrogate's value per element (sign's 2 over a step of at most half the
 # point's scale against a straight-through 1; round's 0.25 over at most 0.25 against 1). A forward
@@ -60,27 +56,18 @@ SHALLOW = "shallow"
 # gradient is judged as a derivative, and differs.
 SHALLOW_RATIO = 1e-3
 
-# The step along the surrogate grows by this factor until the loss moves: 8 to 10 evaluations
-# where the nearest jump is 1e-3 of the point's size away.
-GROWTH = 4.0
 # How far the element with the largest surrogate is moved at most, in units of the point's size
 # (at least 1): beyond half of it the step measures the function somewhere else, every element
 # pushed across its jumps wholesale. larq's swish_sign at x = +-1 (a binarised input its tests
 # pass) is negative at every element, as it is meant to be that far from its jump at 0, and sign
 # moves only at a step of 1 there: unchecked, not judged.
 REACH = 0.5
-# The steps, in units of the point's size, at which a loss that did not move up to REACH is tried
-# once more: one that does not move there either does not depend on the elements moved.
-FAR = (4.0, 1024.0)
 
 
 def candidate(f: Finding) -> bool:
     """A difference where the forward stays exactly at its value at -h, 0 and +h (its numeric
     derivative 0) and the gradient is finite and not 0: only a surrogate can give that."""
-    j = f.judged
-    return (j.outcome == "differ" and j.numeric == 0.0 and f.analytic is not None
-            and f.analytic != 0.0 and bool(np.isfinite(f.analytic)) and j.base is not None
-            and j.plus == j.base == j.minus)
+    return f.judged.outcome == "differ" and flat_nonzero(f)
 
 
 def intended(case: Case, point: Point, agreed: ModeOutcome, tf_version: str) -> list[str]:
@@ -189,7 +176,7 @@ def heading(evaluator: Evaluator, grads: Sequence[Optional[np.ndarray]],
     first = NUMERIC_STEPS[evaluator.dtype()] * size
     longest = REACH * size
     if not largest:
-        return Heading(chain, None, first, longest, 0.0, moved)
+        return Heading(chain, None, first, longest, 0.0)
     unit = [p / largest for p in parts]  # the element with the largest surrogate moves by the step
     step = first
     while step <= longest:
@@ -197,17 +184,17 @@ def heading(evaluator: Evaluator, grads: Sequence[Optional[np.ndarray]],
             plus, minus = (_loss(evaluator, chain, [sign * step * u for u in unit])
                            for sign in (1.0, -1.0))
         except CaseRaised as e:
-            return Heading(chain, None, first, longest, 0.0, moved,
+            return Heading(chain, None, first, longest, 0.0,
                            raised=f"{e.info.type}: {e.info.first_line}")
         if plus is None or minus is None:
-            return Heading(chain, None, first, longest, 0.0, moved,
+            return Heading(chain, None, first, longest, 0.0,
                            raised="the loss is not finite there")
         if plus != minus:
             per_element = sum(float(np.sum(p * u)) for p, u in zip(parts, unit)) / moved
-            return Heading(chain, step, first, longest, (plus - minus) / (2.0 * step), moved,
+            return Heading(chain, step, first, longest, (plus - minus) / (2.0 * step),
                            per_element=per_element)
         step *= GROWTH
-    return Heading(chain, None, first, longest, 0.0, moved,
+    return Heading(chain, None, first, longest, 0.0,
                    independent=_independent(evaluator, chain, unit, size))
 
 

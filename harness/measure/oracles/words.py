@@ -12,7 +12,9 @@ from harness.criteria import differences
 from harness.measure import upstream
 from harness.criteria.compare import where
 from harness.measure.oracles.directions import DIRECTIONS, element_label
-from harness.measure.oracles.findings import OVERFLOW, PARTIAL, Heading, OrderFindings, Finding
+from harness.measure.oracles.findings import (FAR, GROWTH, INDEPENDENT, OVERFLOW, PARTIAL, SHALLOW,
+                                              STILL, SURROGATE, WRONG_WAY, Finding, Heading,
+                                              OrderFindings, flat_nonzero)
 from harness.records import ModeOutcome
 
 if TYPE_CHECKING:
@@ -23,12 +25,6 @@ __all__ = ["cannot_tell", "error_words", "has_custom_gradient", "kinked", "line"
 
 # Most elements a sentence names one by one.
 _NAMED = 4
-# harness.measure.oracles.surrogate's kinds and step growth (that module imports TensorFlow's
-# evaluator; these words do not).
-_SURROGATE, _WRONG_WAY, _STILL, _INDEPENDENT, _SHALLOW = ("surrogate", "wrong way", "still",
-                                                        "independent", "shallow")
-_GROWTH = 4.0
-_FAR = (4.0, 1024.0)
 
 
 def error_words(analytic: float, judged: differences.Judged, tol) -> str:
@@ -73,7 +69,7 @@ def unresolved(judged: differences.Judged, order: int, raised: str,
         return ("the gradient without upstream weights is already infinite here, its derivative "
                 "beyond the dtype's range, so the weighted gradient's infinity says nothing of how "
                 "grad_fn handles its upstream gradient")
-    if judged.kind == _STILL and heading is not None:
+    if judged.kind == STILL and heading is not None:
         return still(heading)
     if judged.kind == PARTIAL:
         values = "the function's values" if order == 1 else f"the order {order - 1} values"
@@ -142,9 +138,7 @@ def surrogate(checked: OrderFindings, agreed: ModeOutcome) -> str:
     (a straight-through estimator's, a quantizer's, a bound's that passes the gradient one way),
     failed here by --strict_surrogate (or by pointing the wrong way: `wrong_way`)."""
     failed = checked.failed
-    if not failed or any(
-            f.judged.numeric != 0.0 or f.analytic in (None, 0.0) or not np.isfinite(f.analytic)
-            or not is_flat(f.judged) for f in failed):
+    if not failed or not all(flat_nonzero(f) for f in failed):
         return ""
     where_flat = _where_flat(checked, failed, agreed)
     if not where_flat:
@@ -163,7 +157,7 @@ def surrogate(checked: OrderFindings, agreed: ModeOutcome) -> str:
 def wrong_way(checked: OrderFindings, agreed: ModeOutcome) -> str:
     """A sentence for a surrogate pointing against the way the forward moves."""
     h = checked.heading
-    failed = [f for f in checked.failed if f.judged.kind == _WRONG_WAY]
+    failed = [f for f in checked.failed if f.judged.kind == WRONG_WAY]
     where_flat = _where_flat(checked, failed, agreed) if failed else ""
     if h is None or h.step is None or not where_flat:
         return ""
@@ -175,12 +169,12 @@ def wrong_way(checked: OrderFindings, agreed: ModeOutcome) -> str:
 def independent(checked: OrderFindings, agreed: ModeOutcome) -> str:
     """A sentence for a gradient where the forward does not depend on the elements at all."""
     h = checked.heading
-    failed = [f for f in checked.failed if f.judged.kind == _INDEPENDENT]
+    failed = [f for f in checked.failed if f.judged.kind == INDEPENDENT]
     where_flat = _where_flat(checked, failed, agreed) if failed else ""
     if h is None or not where_flat:
         return ""
     return (f"; {where_flat}, and the loss does not move along the gradient even at steps of "
-            f"{_FAR[0]:g} and {_FAR[-1]:g} times the point's size: the forward does not depend on "
+            f"{FAR[0]:g} and {FAR[-1]:g} times the point's size: the forward does not depend on "
             f"these elements, so their derivative is 0 at any scale, and the {_gradient(agreed)} "
             f"({agreed.mode}'s) is neither a derivative nor a surrogate of anything the forward "
             "does (a gradient returning a new value for its variable, say)")
@@ -210,17 +204,17 @@ def heading_words(h: Heading, weighted: Optional[Heading] = None) -> str:
         slopes += (f" ({weighted.slope:.3g} with upstream weights, over a step of "
                    f"{weighted.step:.3g})")
     return (f"along it the loss changes {slopes} over a step of {h.step:.3g}, the largest "
-            f"element's move: the shortest of {h.first:.3g} × {_GROWTH:g}^k at which the forward "
+            f"element's move: the shortest of {h.first:.3g} × {GROWTH:g}^k at which the forward "
             "moves")
 
 
 def still(h: Heading) -> str:
     """Why a surrogate's direction is unchecked: the loss did not move along it."""
     if h.raised:
-        return (f"the forward is locally constant and its custom gradient a surrogate, whose "
+        return (f"the forward is locally constant and its gradient a surrogate, whose "
                 f"direction is unchecked: moving along it raised or left the domain "
                 f"({h.raised})")
-    return (f"the forward is locally constant and its custom gradient a surrogate, whose direction "
+    return (f"the forward is locally constant and its gradient a surrogate, whose direction "
             f"is unchecked: the loss does not move along it over steps from {h.first:.3g} to "
             f"{h.longest:.3g} (half the point's own scale)")
 
@@ -259,7 +253,7 @@ def surrogate_everywhere(checked: OrderFindings) -> bool:
 
 def _passed_surrogates(checked: OrderFindings) -> list[Finding]:
     return [f for f in checked.findings
-            if f.judged.outcome == "match" and f.judged.kind == _SURROGATE]
+            if f.judged.outcome == "match" and f.judged.kind == SURROGATE]
 
 
 def strict_surrogate_only(checked: OrderFindings, options) -> bool:
@@ -268,13 +262,7 @@ def strict_surrogate_only(checked: OrderFindings, options) -> bool:
     h = checked.heading
     return (bool(options.strict_surrogate) and bool(checked.failed) and h is not None
             and h.step is not None and h.slope > 0
-            and all(_is_candidate(f) for f in checked.failed))
-
-
-def _is_candidate(f: Finding) -> bool:
-    j = f.judged
-    return (j.numeric == 0.0 and f.analytic not in (None, 0.0) and bool(np.isfinite(f.analytic))
-            and is_flat(j))
+            and all(flat_nonzero(f) for f in checked.failed))
 
 
 def _where_flat(checked: OrderFindings, failed: Sequence[Finding], agreed: ModeOutcome) -> str:
@@ -339,9 +327,9 @@ def line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evaluator",
     if extra and checked.by_element:
         more = triangle(checked, agreed, evaluator, symmetric)
     if extra and checked.order == 1:
-        more += (wrong_way(checked, agreed) if worst.judged.kind == _WRONG_WAY
-                 else independent(checked, agreed) if worst.judged.kind == _INDEPENDENT
-                 else shallow(checked, agreed) if worst.judged.kind == _SHALLOW
+        more += (wrong_way(checked, agreed) if worst.judged.kind == WRONG_WAY
+                 else independent(checked, agreed) if worst.judged.kind == INDEPENDENT
+                 else shallow(checked, agreed) if worst.judged.kind == SHALLOW
                  else surrogate(checked, agreed))
     if extra and not more:
         more = ("; the numeric derivative is the slope of the forward as computed, so the forward "
@@ -506,7 +494,7 @@ def upstream_line(checked: OrderFindings, agreed: ModeOutcome, evaluator: "Evalu
     text = line(checked, agreed, evaluator, symmetric, extra=False)
     flat = ""
     if order == 1:
-        flat = (wrong_way(checked, agreed) if checked.worst.judged.kind == _WRONG_WAY
+        flat = (wrong_way(checked, agreed) if checked.worst.judged.kind == WRONG_WAY
                 else surrogate(checked, agreed))
     if flat:
         # Where the function is flat its derivative is 0 whatever the upstream gradient: a nonzero
