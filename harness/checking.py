@@ -133,7 +133,7 @@ def _cast(text: str, arg, array: np.ndarray, dtype: str) -> np.ndarray:
     return cast
 
 
-_EXPECT_FORM = ("MODES:OUTCOME[:REASON], e.g. 'numeric:values differ:a straight-through estimator' "
+_EXPECT_FORM = ("MODES:OUTCOME[:REASON], e.g. 'numeric:surrogate:a straight-through estimator' "
                 "or 'all:ValueError'")
 
 

@@ -611,7 +611,8 @@ CASES = [Case(id="tamper.square", points=[{{"x": np.float32(3.0)}}], fn=wrong_sq
 @pytest.mark.slow
 @pytest.mark.parametrize("tamper, verdict, words", [
     ("judge", "fail", "differ from the numeric derivative"),
-    ("oracles", "error", "the worker sent no result for the numeric and upstream oracles"),
+    ("oracles", "error",
+     "the worker sent no result for the numeric, linearity and upstream oracles"),
 ])
 def test_a_case_file_cannot_change_its_own_verdict(tmp_path, tamper, verdict, words):
     (tmp_path / "cases.py").write_text(TAMPERING_CASE_FILE.format(tamper=tamper))

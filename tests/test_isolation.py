@@ -64,7 +64,9 @@ def test_the_polluter_is_an_error_naming_its_change(in_turn, polluter, innocent,
 def test_the_case_after_a_polluter_gets_the_verdict_it_gets_alone(in_turn, innocent_alone,
                                                                   polluter, innocent, change):
     assert innocent_alone[innocent]["verdict"] == "pass", innocent_alone[innocent]
-    assert in_turn[innocent] == innocent_alone[innocent]
+    after, alone = in_turn[innocent], innocent_alone[innocent]
+    assert after == alone, {k: (after.get(k), alone.get(k)) for k in set(after) | set(alone)
+                            if after.get(k) != alone.get(k)}
 
 
 def test_a_case_judged_in_this_process_is_blamed_for_check_numerics_it_leaves_on():

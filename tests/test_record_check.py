@@ -53,7 +53,7 @@ def test_one_flag_fails_the_run_on_a_wrong_gradient_though_every_test_passed(tmp
     assert {line.split(" - ")[0].removeprefix("FAILED ") for line in summary} == WRONG
     # Each line: the first line of the explanation and the test that made the call.
     [scaled] = [line for line in summary if "scaled_square" in line]
-    assert " - fail: grad_fn mishandles its upstream gradient: at order 1 " in scaled
+    assert " - fail: grad_fn is not linear in its upstream gradient: order 1 " in scaled
     assert scaled.endswith("(called by tests/test_ops.py::test_scaled_square)"), scaled
     # Replayed once, by the process that owns the session, after the tests (and workers) ended.
     assert out.count("harness check: 7 points of the recorded custom gradients replayed in") == 1
@@ -94,9 +94,9 @@ def test_accepting_writes_the_reviewed_file_and_a_mended_function_leaves_it(tmp_
     assert accepted.returncode == 0, accepted.stdout[-3000:]
     assert (f"harness check: wrote {reviewed}: + recorded.mylib.ops.clipped_relu "
             "function,graph:OperatorNotAllowedInGraphError; + recorded.mylib.ops.scaled_square "
-            "upstream:values differ") in accepted.stdout
+            "linearity,upstream:values differ") in accepted.stdout
     written = reviewed.read_text()
-    assert '"reason": "grad_fn mishandles its upstream gradient: at order 1' in written
+    assert '"reason": "grad_fn is not linear in its upstream gradient: order 1' in written
     # A hand-written reason is kept by the next accept.
     reviewed.write_text(written.replace(written.split('"reason": "')[1].split('"')[0],
                                         "a Python if on a tensor, reviewed"))
@@ -112,18 +112,19 @@ def test_accepting_writes_the_reviewed_file_and_a_mended_function_leaves_it(tmp_
     # The xpass names what changed: the function's code, not TensorFlow.
     [xpass] = [line for line in mended.stdout.splitlines() if line.startswith("XPASS ")]
     assert xpass.startswith("XPASS harness::recorded.mylib.ops.scaled_square[x=3.0] - the reviewed "
-                            "entry recorded.mylib.ops.scaled_square (upstream:values differ) no "
-                            "longer deviates here: the function's code changed since the entry "
-                            "was accepted; if the change fixed it, rerun with --harness-accept"), \
+                            "entry recorded.mylib.ops.scaled_square (linearity,upstream:values "
+                            "differ) no longer deviates here: the function's code changed since "
+                            "the entry was accepted; if the change fixed it, rerun with "
+                            "--harness-accept"), \
         xpass
     strict = _run(project, tmp_path, "-n", "2", "--harness-strict")
     assert strict.returncode == 1
     assert "FAILED harness::recorded.mylib.ops.scaled_square[x=3.0] - fail: the reviewed entry " \
-           "recorded.mylib.ops.scaled_square (upstream:values differ) no longer deviates here: " \
-           "the function's code changed" in strict.stdout, strict.stdout[-3000:]
+           "recorded.mylib.ops.scaled_square (linearity,upstream:values differ) no longer " \
+           "deviates here: the function's code changed" in strict.stdout, strict.stdout[-3000:]
     again = _run(project, tmp_path, "-n", "2", "--harness-accept")
-    assert f"harness check: wrote {reviewed}: - recorded.mylib.ops.scaled_square upstream:values " \
-           "differ" in again.stdout
+    assert f"harness check: wrote {reviewed}: - recorded.mylib.ops.scaled_square " \
+           "linearity,upstream:values differ" in again.stdout
     left = reviewed.read_text()
     assert "scaled_square" not in left and "a Python if on a tensor, reviewed" in left
 

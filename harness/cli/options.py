@@ -196,8 +196,8 @@ EXPECT = flags.DEFINE_multi_string(
     "expect", [],
     "check/repro/explore PATH.py:NAME: a declared deviation, as a case's Expectation: "
     "MODES:OUTCOME[:REASON], MODES a comma list of modes and oracles or 'all', OUTCOME an "
-    "exception class or 'values differ', 'bad gradient', 'gradient unused'; e.g. --expect "
-    "'numeric:values differ:a straight-through estimator' (repeatable).")
+    "exception class or 'values differ', 'bad gradient', 'gradient unused', 'surrogate'; e.g. "
+    "--expect 'numeric:surrogate:a straight-through estimator' (repeatable).")
 
 SYMMETRIC = flags.DEFINE_list(
     "symmetric", None,

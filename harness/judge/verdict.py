@@ -28,6 +28,7 @@ from harness.judge.explain import (
     fallback,
     hints,
     ladder,
+    listed,
     modes_of,
     no_gradient_line,
     oracle_line,
@@ -582,11 +583,27 @@ def _worded(decision: _Decision, evidence: _Evidence, case: Rules, tf_version: s
                      "declared: " + ", ".join(f"{m} {e.outcome}" for m, e in evidence.met),
                      met_lines + evidence.notes + evidence.skipped_lines)
     unmet_lines = tuple(f"declared but did not happen on TensorFlow {tf_version}: "
-                        f"{modes_of(e, evidence.unmet)} {e.outcome} ({e.reason}); they agree with "
-                        f"{evidence.yardstick}: if TensorFlow fixed it, "
-                        "narrow the expectation's tf_versions" for e in distinct(evidence.unmet))
+                        f"{modes_of(e, evidence.unmet)} {e.outcome} ({e.reason}); "
+                        + _unmet_cause(e, evidence) for e in distinct(evidence.unmet))
     return _Said(decision.verdict, unmet_lines[0],
                  unmet_lines + met_lines + evidence.notes + evidence.skipped_lines)
+
+
+def _unmet_cause(e: Expectation, evidence: _Evidence) -> str:
+    """Why a declared deviation did not happen, and what to do: a numeric difference declared of
+    a gradient the numeric oracle passed as a checked surrogate (how surrogates were declared
+    before the harness checked them) is no longer one; otherwise the results agree, which a
+    TensorFlow that fixed it would explain."""
+    numeric = evidence.judged_oracles.get(NUMERIC)
+    if (e.outcome == VALUES_DIFFER and any(m == NUMERIC for m, f in evidence.unmet if f is e)
+            and numeric is not None
+            and numeric.surrogate):
+        return ("the numeric oracle now checks a surrogate gradient for its direction and its "
+                "linearity in dy instead of calling it a numeric difference, and this one passes "
+                "them: declare outcome SURROGATE (--expect 'numeric:surrogate:REASON') to keep it "
+                "declared as one, or drop the expectation")
+    return (f"they agree with {evidence.yardstick}: if TensorFlow fixed it, narrow the "
+            "expectation's tf_versions")
 
 
 def _failed(evidence: _Evidence, case: Rules) -> _Said:
@@ -751,6 +768,6 @@ def _malformed(m: Optional[Measured], modes: Sequence[str], wanted: Sequence[str
     ran = any(o.status is not Status.SKIP for o in m.outcomes.values())
     absent = [name for name in wanted if name not in m.oracles] if ran else []
     if absent:
-        return (f"the worker sent no result for the {' and '.join(absent)}"
+        return (f"the worker sent no result for the {listed(absent)}"
                 f" oracle{'s' if len(absent) > 1 else ''}")
     return ""
