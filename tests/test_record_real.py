@@ -243,3 +243,38 @@ def test_the_record_command_counts_keras_s_gradients_left_out_and_records_them_w
     assert asked.returncode == 0, asked.stderr
     [function] = store.read(str(tmp_path / "asked"))["functions"]
     assert function["qualname"] == "Dense._int8_call.<locals>.matmul_with_inputs_gradient"
+
+
+KERAS2_SCALE = "recorded.reallib.keras2.Scale.call.scaled"
+KERAS2_QUANTIZE = "recorded.reallib.keras2.Quantize.call._k_bit_with_identity_grad"
+
+
+def test_a_tf_keras_layer_closing_over_self_is_replayed_with_its_weights_and_judged_on_them(real):
+    _, _, _, results = real
+    points = by_case(results)[KERAS2_SCALE]
+    # Two instances, one function: the right one and the one whose variable gradient has the
+    # wrong sign. y = x * w, so dy/dx = w = [0.5, 1.5, -2] and, summed over the batch of x =
+    # [[1, -0.5, 2], [0.25, 1, -1]], d(sum y)/dw = [1.25, 0.5, 1].
+    assert len(points) == 2, list(points)
+    by_verdict = {r["verdict"]: r for r in points.values()}
+    assert set(by_verdict) == {"pass", "fail"}, [r["reason"] for r in points.values()]
+    right, wrong = by_verdict["pass"], by_verdict["fail"]
+    assert [s["name"] for s in right["modes"]["graph"]["sources"]] == ["x", "var0"]
+    for r in (right, wrong):
+        dx, dw = r["modes"]["graph"]["orders"][1]
+        np.testing.assert_allclose(dx["value"], [[0.5, 1.5, -2.0]] * 2)
+        np.testing.assert_allclose(dw["value"], [1.25, 0.5, 1.0] if r is right
+                                   else [-1.25, -0.5, -1.0])
+    assert wrong["reason"].startswith("the agreed values differ from the numeric derivative at "
+                                      "order 1: order 1 gradient wrt var0[0]: eager=-1.25 "
+                                      "numeric=1.25 "), wrong["reason"]
+    assert "3 of 3 elements of var0 differ" in wrong["reason"]
+
+
+def test_a_closure_over_a_tf_keras_layer_without_weights_is_replayed_as_larq_s_dorefa(real):
+    _, _, _, results = real
+    [r] = by_case(results)[KERAS2_QUANTIZE].values()
+    # Rounding to 2 bits is flat between its jumps; the identity gradient points the way it
+    # rises: a surrogate that passes its checks.
+    assert r["verdict"] == "pass", r["reason"]
+    assert "surrogate" in r["reason"] and "cannot be made again" not in r["reason"]

@@ -261,9 +261,9 @@ class _Damaged(_Missing):
     it costs the points that use it, as a missing one does."""
 
 
-_NOT_FOUND = ("which replay finds neither in its closure nor among its module's globals (a layer's "
-              "weights, read through an object); write a case with build= creating them and "
-              "wrt_variables=True")
+_NOT_FOUND = ("which replay finds neither in its closure (a layer it holds, that layer's "
+              "attributes) nor among its module's globals; write a case with build= creating them "
+              "and wrt_variables=True")
 
 
 def _bare(name: str) -> str:
@@ -665,11 +665,17 @@ def _built_points(case_id: str, record: dict, points: list[dict], loader: _Loade
     import, serves every point."""
     makers: dict = {}
 
-    def maker_of(point: dict) -> tuple:
+    def key_of(point: dict) -> str:
         copy = point.get("function")
-        key = json.dumps(copy, sort_keys=True) if copy else ""
+        return json.dumps(copy, sort_keys=True) if copy else ""
+
+    def maker_of(point: dict) -> tuple:
+        key = key_of(point)
         if key not in makers:
-            makers[key] = _function(record, copy, loader, variables)
+            # A copy made at a call (a layer's self) holds the variables that call read: those
+            # of the points made from it, not another variant's (another layer's weights).
+            read = _variables_read([p for p in points if key_of(p) == key]) if key else variables
+            makers[key] = _function(record, point.get("function"), loader, read)
         return makers[key]
 
     first, _ = maker_of(points[0])

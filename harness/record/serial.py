@@ -23,7 +23,9 @@ naming it, and the function is skipped on replay.
 from __future__ import annotations
 
 import base64
+import contextvars
 import importlib
+import json
 import marshal
 import sys
 import types
@@ -34,6 +36,11 @@ import numpy as np
 __all__ = ["Unserialisable", "dump_function", "load_function", "resolve", "python_version"]
 
 _DEPTH = 4
+
+# The variables made again while one function is loaded, by what the copy recorded of each (its
+# name and its value's entry): a variable held in several places is made once.
+_VARIABLES: contextvars.ContextVar[Optional[dict]] = contextvars.ContextVar("variables",
+                                                                             default=None)
 
 
 class Unserialisable(ValueError):
@@ -225,7 +232,13 @@ def load_object(entry: dict, load_array: Callable[[dict], np.ndarray],
     else:
         made = cls.__new__(cls)
     for attribute, held in entry["state"].items():
-        object.__setattr__(made, attribute, load_value(held, load_array, module_globals))
+        value = load_value(held, load_array, module_globals)
+        try:
+            object.__setattr__(made, attribute, value)
+        except TypeError:
+            # A built-in class with a __setattr__ of its own, which object's cannot stand in for:
+            # threading.local (a tf_keras layer's _thread_local) takes its own.
+            setattr(made, attribute, value)
     return made
 
 
@@ -291,6 +304,23 @@ def holds(entry: Any, kinds: tuple) -> bool:
     return False
 
 
+def _load_variable(entry: dict, load_array: Callable[[dict], np.ndarray]) -> Any:
+    """A copied variable made again at its recorded value. One variable held in several places
+    (a tf_keras layer's `w`, its `_trainable_weights` and its checkpoint dependencies) is one
+    variable again while one function is loaded, as it was when copied."""
+    import tensorflow as tf  # noqa: PLC0415 - replay runs in a worker, with TensorFlow
+
+    made = _VARIABLES.get()
+    key = (entry["name"], json.dumps(entry["value"], sort_keys=True))
+    if made is not None and key in made:
+        return made[key]
+    variable = tf.Variable(load_array(entry["value"]), name=entry["name"] or None,
+                           trainable=entry["trainable"])
+    if made is not None:
+        made[key] = variable
+    return variable
+
+
 def load_value(entry: dict, load_array: Callable[[dict], np.ndarray],
                module_globals: Callable[[dict], dict]) -> Any:
     kind = next(iter(entry))
@@ -313,11 +343,7 @@ def load_value(entry: dict, load_array: Callable[[dict], np.ndarray],
 
         return tf.constant(load_array(entry["tensor"]))
     if kind == "variable":
-        import tensorflow as tf  # noqa: PLC0415
-
-        entry = entry["variable"]
-        return tf.Variable(load_array(entry["value"]), name=entry["name"] or None,
-                           trainable=entry["trainable"])
+        return _load_variable(entry["variable"], load_array)
     if kind == "dtype":
         import tensorflow as tf  # noqa: PLC0415
 
@@ -370,6 +396,17 @@ def load_function(entry: dict, load_array: Callable[[dict], np.ndarray],
         raise Unserialisable(f"its code was recorded under Python {entry.get('python')} and this "
                              f"is Python {python_version()}; Python's code format differs between "
                              f"them: replay it under Python {entry.get('python')}")
+    outermost = _VARIABLES.get() is None
+    token = _VARIABLES.set({}) if outermost else None
+    try:
+        return _made_function(entry, load_array, module_globals)
+    finally:
+        if outermost:
+            _VARIABLES.reset(token)
+
+
+def _made_function(entry: dict, load_array: Callable[[dict], np.ndarray],
+                   module_globals: Callable[[dict], dict]) -> types.FunctionType:
     code = marshal.loads(base64.b64decode(entry["code"]))
     closure = tuple(types.CellType() if "empty" in c
                     else types.CellType(load_value(c, load_array, module_globals))

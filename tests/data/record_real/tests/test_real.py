@@ -56,3 +56,20 @@ def test_keras_int8_dense():
             tape.watch(x)
             y = layer(x)
         assert tape.gradient(y, x).shape == (2, 4)
+
+
+def test_keras2_layers_closing_over_self():
+    from reallib import keras2
+
+    x = tf.constant([[1.0, -0.5, 2.0], [0.25, 1.0, -1.0]])
+    for sign in (1.0, -1.0):  # a right variable gradient, then one of the wrong sign
+        layer = keras2.Scale(sign, name=f"scale_{'right' if sign > 0 else 'wrong'}")
+        with tf.GradientTape() as tape:
+            y = layer(x)
+        assert tape.gradient(y, layer.trainable_weights)[0] is not None
+    quantize = keras2.Quantize(2)
+    q = tf.constant([0.05, 0.3, 0.62, 0.9])
+    with tf.GradientTape() as tape:
+        tape.watch(q)
+        y = quantize(q)
+    assert tape.gradient(y, q) is not None
