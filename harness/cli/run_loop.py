@@ -107,12 +107,16 @@ class Run:
     def run_cases(self) -> Optional[int]:
         """Starts the workers, selects, runs and explores; an exit status when the run ends here."""
         from harness import loader  # noqa: PLC0415
+        from harness.matrix import pins  # noqa: PLC0415
         from harness.process import pool  # noqa: PLC0415
 
         runner = None
         try:
             runner = runner_for(self.s)
             self.environment, catalogue = runner.start()
+            untested = pins.untested(self.environment.get("tensorflow", ""))
+            if untested:
+                say(untested)
             self.infos = {c.id: c for c in catalogue}
             self.selected = loader.shard(loader.select(catalogue, self.s.patterns), *self.s.shard)
             if self.s.list_only:

@@ -8,6 +8,7 @@ settings and reads none, and depends on this module, never the reverse.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import shlex
@@ -511,12 +512,20 @@ def themes(patterns: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
     return tuple(sorted(themes))
 
 
+# TensorFlow is not a requirement of the harness (setup.cfg says why): a run says so first.
+NO_TENSORFLOW = ("TensorFlow is not installed in this Python environment: install it beside the "
+                 "harness (pip install tensorflow, or tf-nightly), or install the harness with its "
+                 "tensorflow extra")
+
+
 def runner_for(s: Settings, at_once: Optional[int] = None):
     """The runner of `s`'s cases: the worker pool, starting `at_once` workers (by default
     `workers_at_once(s.jobs)`) before the cases are known; or this process, with --inprocess."""
     from harness.process import head_start  # noqa: PLC0415 - no TensorFlow unless in-process
     from harness.process import pool  # noqa: PLC0415 - no TensorFlow unless in-process
 
+    if importlib.util.find_spec("tensorflow") is None:
+        raise UsageError(NO_TENSORFLOW)
     if s.inprocess:
         # a --flagfile said --inprocess: the worker started ahead is not needed
         head_start.discard()

@@ -27,7 +27,7 @@ import json
 import sys
 from typing import Optional
 
-__all__ = ["PINS", "Pin", "PinError", "released", "requirements", "versions"]
+__all__ = ["PINS", "Pin", "PinError", "released", "requirements", "untested", "versions"]
 
 
 class PinError(ValueError):
@@ -109,6 +109,22 @@ def requirements(version: str) -> list[str]:
         found.append(f"keras=={pin.keras3}")
     found.append(f"numpy{pin.numpy}")
     return found
+
+
+def untested(version: str) -> str:
+    """One line saying that TensorFlow `version` (as `tf.__version__` spells it) is not a release
+    the table was measured with, or "" for one that is. The harness runs under any TensorFlow
+    from 2.12 on (setup.cfg sets no upper bound, so a release the table does not know yet installs
+    beside it), and judges its results as any release's; the line says only that this pairing was
+    never run here."""
+    version = version.strip()
+    if version in PINS:
+        return ""
+    tested = versions()
+    what = "a nightly build, untested" if "dev" in version else "untested"
+    return (f"TensorFlow {version} is {what}: the pin table (harness/matrix/pins.py) holds the "
+            f"releases the harness is tested with, {tested[0]} to {tested[-1]}; this run is "
+            "judged as under any of them")
 
 
 def _main(argv: list[str]) -> int:

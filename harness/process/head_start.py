@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import importlib.util
 import multiprocessing
 import os
 import shutil
@@ -72,7 +73,8 @@ def start(args: Sequence[str]) -> None:
     """Starts the first worker when `args` will need one; `take` hands it over. Should that fail
     (no temporary folder, no more processes), there is none to take, and nothing is left behind."""
     global _started
-    if _started is not None or not wanted(args):
+    # Without TensorFlow no worker could start: the run says so (harness.cli.settings).
+    if _started is not None or not wanted(args) or importlib.util.find_spec("tensorflow") is None:
         return
     # Before the worker exists, so that however this process ends from here on (at its end, by an
     # exception such as Ctrl-C's, or by SIGTERM; SIGKILL aside), the worker and multiprocessing's

@@ -173,3 +173,21 @@ def test_a_run_uses_the_workers_started_at_once_and_more_for_many_cases(monkeypa
 
     monkeypatch.setattr(settings.os, "cpu_count", lambda: 16)
     assert settings.pool_size(cases, jobs, started) == size
+
+
+def test_without_tensorflow_no_worker_starts_and_a_run_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    from harness.cli import settings
+    from harness.cli.options import UsageError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "tensorflow" else real(name, *a))
+    head_start.start(["--mode", "all"])
+    assert head_start.take() is None
+    with pytest.raises(UsageError) as caught:
+        settings.runner_for(None)
+    said = str(caught.value)
+    assert said.startswith("TensorFlow is not installed") and "\n" not in said
+    assert "pip install tensorflow, or tf-nightly" in said and "tensorflow extra" in said

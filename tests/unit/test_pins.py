@@ -107,6 +107,36 @@ def test_an_unknown_version_is_refused_naming_it_and_the_known_ones():
     assert isinstance(caught.value, ValueError)
 
 
+@pytest.mark.parametrize("version", ["2.22.0", "2.21.1", "2.23.0-dev20261026", "2.11.0"])
+def test_a_version_outside_the_table_is_said_untested_in_one_line_naming_the_table(version):
+    said = pins.untested(version)
+    assert said.startswith(f"TensorFlow {version} is ") and "\n" not in said
+    assert "untested" in said and "harness/matrix/pins.py" in said
+    assert f"{pins.versions()[0]} to {pins.versions()[-1]}" in said
+    assert ("nightly build" in said) == ("dev" in version)
+
+
+@pytest.mark.parametrize("version", pins.versions())
+def test_a_release_of_the_table_is_not_said_untested(version):
+    assert pins.untested(version) == ""
+
+
+def test_setup_cfg_sets_no_upper_bound_and_leaves_tensorflow_to_an_extra():
+    # A requirement on the `tensorflow` distribution would install a second TensorFlow over
+    # tf-nightly; an upper bound would refuse tomorrow's release.
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    required = config["options"]["install_requires"].split()
+    assert not any(r.startswith(("tensorflow", "tf-keras")) for r in required), required
+    for extra, text in config["options.extras_require"].items():
+        for line in filter(None, (ln.strip() for ln in text.splitlines())):
+            if line.startswith(("tensorflow", "tf-keras")):
+                assert "<" not in line, (extra, line)
+    assert config["options.extras_require"]["tensorflow"].split() == ["tensorflow>=2.12"]
+
+
 def test_versions_are_sorted_by_release():
     assert pins.versions() == sorted(pins.PINS, key=release)
     assert pins.versions()[-1] == "2.21.0"
