@@ -106,7 +106,12 @@ def _nightly(version: str, index: nightly.Index, python: str) -> envs.Wanted:
             keras, _ = nightly.keras_for(version, index.versions(nightly.KERAS, python))
         except nightly.IndexReadError:
             keras = None  # tf-nightly's own requirement picks one; the install log says which
-        return nightly.requirements(version, keras)
+        # Keras 2 too: the library's tf_keras cases and its keras mode run under the nightly.
+        try:
+            tf_keras, _ = nightly.tf_keras_for(version, index.versions(nightly.TF_KERAS, python))
+        except nightly.IndexReadError:
+            tf_keras = None  # none installed: what needs tf_keras skips, saying so
+        return nightly.requirements(version, keras, tf_keras)
 
     return envs.Wanted(version=version, key=(f"{nightly.PACKAGE}=={version}", nightly.KERAS_RULE),
                        requirements=requirements, index_url=index.url)

@@ -5,12 +5,20 @@ served, else PEP 503's HTML): one request lists every build of a package. A buil
 has a wheel this interpreter and machine can install (tf-nightly skips some days and some Python
 versions).
 
-What is installed with a nightly: `tf-nightly==VERSION` and the newest `keras-nightly` built on or
-before its day. tf-nightly asks for `keras-nightly` with no bound, so without that pin an old
-nightly would get today's Keras. No tf-keras is installed: there is none for a nightly (the
-separate `tf-keras-nightly` project numbers its builds by its own, lagging, versions), so the
-tf_keras modes and cases skip there, saying that tf-keras is not installed. NumPy is left to the
-nightly's own requirements.
+What is installed with a nightly: `tf-nightly==VERSION`, the newest `keras-nightly` built on or
+before its day and, where Keras 2 is wanted (always in `matrix` and `bisect`; in the reusable
+workflow where the library needs it), the `tf-keras-nightly` of its day. tf-nightly asks for
+`keras-nightly` with no bound, so without that pin an old nightly would get today's Keras.
+tf-keras-nightly numbers its builds by the minor release they are made for, several at once
+(2.21.0.dev..., 2.23.0.dev... on one day), and each requires `tf-nightly~=MAJOR.MINOR.0.dev`: only
+a build of the nightly's own minor release installs beside it, so the newest of those built on or
+before its day is taken. Where none is listed the tf_keras modes and cases skip there, saying that
+tf-keras is not installed. NumPy is left to the nightly's own requirements.
+
+Run as a script, it prints the requirements of the newest nightly for this Python, one a line, as
+the reusable workflow installs them (standard library only):
+
+    python -m harness.matrix.nightly [--tf-keras] [--index URL]
 """
 
 from __future__ import annotations
@@ -27,14 +35,17 @@ from typing import Optional, Sequence
 
 from harness.matrix import builds
 
-__all__ = ["KERAS_RULE", "Index", "IndexReadError", "PACKAGE", "default_index_url", "keras_for",
-           "requirements", "wheel_fits"]
+__all__ = ["KERAS_RULE", "Index", "IndexReadError", "PACKAGE", "TF_KERAS", "default_index_url",
+           "keras_for", "newest", "requirements", "tf_keras_for", "wheel_fits"]
 
 PACKAGE = "tf-nightly"
 KERAS = "keras-nightly"
-# Part of a nightly environment's cache key in place of the keras-nightly version, which is found
-# only when the environment is built: a change of this rule builds new environments.
-KERAS_RULE = "keras-nightly: the newest built on or before the tf-nightly's day"
+TF_KERAS = "tf-keras-nightly"
+# Part of a nightly environment's cache key in place of the keras-nightly and tf-keras-nightly
+# versions, which are found only when the environment is built: a change of this rule builds new
+# environments.
+KERAS_RULE = ("keras-nightly and tf-keras-nightly (of the tf-nightly's minor release): the newest "
+              "built on or before the tf-nightly's day")
 
 _TIMEOUT_S = 60
 _ANCHOR = re.compile(r"<a\s[^>]*>\s*([^<\s]+)\s*</a>", re.IGNORECASE)
@@ -166,6 +177,81 @@ def keras_for(tf_version: str, keras_versions: Sequence[str]) -> tuple[Optional[
     return None, "no keras-nightly build is listed; tf-nightly's own requirement chooses one"
 
 
-def requirements(tf_version: str, keras: Optional[str]) -> list[str]:
+def tf_keras_for(tf_version: str, tf_keras_versions: Sequence[str]) -> tuple[Optional[str], str]:
+    """The tf-keras-nightly for tf-nightly `tf_version`: of the builds made for its minor release
+    (another minor's requires another tf-nightly), the newest built on or before its day, else the
+    oldest built after it; with a sentence saying which and why ("" when it is the usual one).
+    None, and why, where no build of its minor release is listed.
+
+    Args:
+      tf_keras_versions: tf-keras-nightly's versions, e.g. "2.23.0.dev2026102618" (day, then hour).
+    """
+    minor = builds.order_key(tf_version)[:2] if builds.is_nightly(tf_version) else None
+    same = [v for v in tf_keras_versions
+            if _day(v) and builds.is_nightly(v) and builds.order_key(v)[:2] == minor]
+    name = ".".join(str(n) for n in minor) if minor else tf_version
+    if not same:
+        return None, (f"no {TF_KERAS} for TensorFlow {name} is listed: tf_keras is not installed, "
+                      "and what needs it skips")
+    chosen, why = keras_for(tf_version, same)
+    if why:
+        why = (f"no {TF_KERAS} for TensorFlow {name} built on or before {_day(tf_version)}; the "
+               f"oldest there is, {chosen}, goes with it")
+    return chosen, why
+
+
+def requirements(tf_version: str, keras: Optional[str],
+                 tf_keras: Optional[str] = None) -> list[str]:
     """The pip requirements of a nightly environment."""
-    return [f"{PACKAGE}=={tf_version}"] + ([f"{KERAS}=={keras}"] if keras else [])
+    return ([f"{PACKAGE}=={tf_version}"] + ([f"{KERAS}=={keras}"] if keras else [])
+            + ([f"{TF_KERAS}=={tf_keras}"] if tf_keras else []))
+
+
+def newest(index: Index, python_version: str, tf_keras: bool) -> tuple[list[str], list[str]]:
+    """(the requirements of the newest nightly the index has for `python_version`, the sentences
+    that say what was chosen and why), with its tf-keras-nightly where `tf_keras`.
+
+    Raises:
+      IndexReadError: the index cannot be read, or has no tf-nightly for this Python.
+    """
+    listed = index.versions(PACKAGE, python_version)
+    if not listed:
+        raise IndexReadError(f"{index.url} has no {PACKAGE} for Python {python_version} on this "
+                             "machine")
+    version = listed[-1]
+    notes = [f"{PACKAGE} {version}, the newest of {len(listed)} on {index.url}"]
+    keras, why = keras_for(version, index.versions(KERAS, python_version))
+    notes += [why] if why else []
+    chosen = None
+    if tf_keras:
+        chosen, why = tf_keras_for(version, index.versions(TF_KERAS, python_version))
+        notes += [why] if why else [f"{TF_KERAS} {chosen}, the newest for its minor release "
+                                    f"built on or before {_day(version)}"]
+    return requirements(version, keras, chosen), notes
+
+
+def _main(argv: Sequence[str]) -> int:
+    import argparse  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(prog="python -m harness.matrix.nightly",
+                                     description="The requirements of the newest tf-nightly for "
+                                                 "this Python, one a line.")
+    parser.add_argument("--tf-keras", action="store_true",
+                        help=f"with the {TF_KERAS} of its day (Keras 2)")
+    parser.add_argument("--index", default=None, help="the package index (default: pip's or "
+                                                      "uv's, else PyPI)")
+    given = parser.parse_args(argv)
+    python = ".".join(str(n) for n in sys.version_info[:3])
+    try:
+        found, notes = newest(Index(given.index or default_index_url()), python, given.tf_keras)
+    except IndexReadError as e:
+        print(f"nightly: {e}", file=sys.stderr)
+        return 1
+    for note in notes:
+        print(f"nightly: {note}", file=sys.stderr)
+    print("\n".join(found))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

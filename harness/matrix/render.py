@@ -64,11 +64,12 @@ def _commit(column: Column) -> str:
 
 
 def _environment(column: Column) -> list[str]:
-    """["commit ef696751006", "numpy 2.1.3", "python 3.11.7"]: what the build is, for a nightly,
-    then what it ran with."""
+    """["commit ef696751006", "keras 3.15.1", "tf_keras 2.21.0", "numpy 2.1.3", "python 3.11.7"]:
+    what the build is, for a nightly, then what it ran with (the Keras 3 and Keras 2 beside it,
+    "none" where it had none)."""
     env = column.environment
-    return [_commit(column)] * bool(column.commit) + [f"{key} {env[key]}"
-                                                      for key in ("numpy", "python") if key in env]
+    return [_commit(column)] * bool(column.commit) + [
+        f"{key} {env[key]}" for key in ("keras", "tf_keras", "numpy", "python") if key in env]
 
 
 def _env_line(column: Column) -> str:
@@ -187,7 +188,7 @@ def markdown(matrix: Matrix) -> str:
     """What changed between releases, then a table: a row per case and point, a column per version.
 
     What changed lists first each point whose verdict or a mode's outcome changed, with those
-    steps only (`Step.real`), then a line per mode, release and direction where a mode began or
+    steps only (`Step.real`), the one that changed latest first, then a line per mode, release and direction where a mode began or
     stopped applying (`Matrix.folds`), naming the points where there are at most
     `_NAMED_IN_FOLD`. Each cell is the verdict and the modes that were not ok, by their marks
     (each mode's row's `mark` in harness.mode_names, listed above the table); a cell that differs
@@ -221,10 +222,19 @@ def markdown(matrix: Matrix) -> str:
 _NAMED_IN_FOLD = 3
 
 
+def _newest_first(points: tuple[Point, ...]) -> list[tuple[int, Point]]:
+    """The points whose verdict or a mode's outcome changed, each with its row's index, the one
+    that changed latest first (a change under the nightly leads: it is the news), in row order
+    among those that changed at the same version."""
+    real = [(i, p) for i, p in enumerate(points) if p.real]
+    return sorted(real, key=lambda item: -max(s.column for s in item[1].steps if s.real))
+
+
 def _md_changes(matrix: Matrix, points: tuple[Point, ...]) -> list[str]:
-    """The lines under "What changed between releases": the lead, the real changes, the folds."""
+    """The lines under "What changed between releases": the lead, the real changes (newest
+    first), the folds."""
     lines = [_md(_lead(matrix, points))]
-    real = [p for p in points if p.real]
+    real = [p for _, p in _newest_first(points)]
     if real:
         lines.append("")
     lines += [f"- **{_md(p.name)}**: {_md(_real_steps(p))}" for p in real]
@@ -618,7 +628,7 @@ def _html_changes(matrix: Matrix, points: tuple[Point, ...]) -> str:
     verdict or a mode's outcome changed, linked to its row, then one line per fold, its points
     in a <details> element."""
     real = "".join(f'<li><a href="#{_row_id(i)}"><code>{_breakable(p.name)}</code></a>: '
-                   f"{_e(_real_steps(p))}</li>" for i, p in enumerate(points) if p.real)
+                   f"{_e(_real_steps(p))}</li>" for i, p in _newest_first(points))
     text = f"<p>{_e(_lead(matrix, points))}</p>"
     text += f'<ul class="real">{real}</ul>' if real else ""
     folds = matrix.folds

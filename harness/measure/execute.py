@@ -10,6 +10,7 @@ process for harness.check and the tests.
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import platform
 import time
 from typing import Callable, Sequence
@@ -29,11 +30,26 @@ from harness.criteria.rules import oracle_subject, yardstick
 __all__ = ["environment", "measure"]
 
 
+def _installed(*distributions: str) -> str:
+    """The version of the first of `distributions` installed ("keras" or "keras-nightly"), read
+    from its metadata without importing it; "none" where none is."""
+    for name in distributions:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "none"
+
+
 def environment() -> dict[str, str]:
-    """The versions a report was produced with."""
+    """The versions a report was produced with: TensorFlow, and the Keras 3 (`keras`: Keras 2
+    itself up to TensorFlow 2.15) and Keras 2 (`tf_keras`) installed beside it, a release's or a
+    nightly's."""
     return {
         "tensorflow": tf.version.VERSION,
         "tensorflow_git": tf.version.GIT_VERSION,
+        "keras": _installed("keras", "keras-nightly"),
+        "tf_keras": _installed("tf-keras", "tf-keras-nightly"),
         "numpy": np.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(),

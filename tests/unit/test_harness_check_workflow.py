@@ -27,6 +27,8 @@ REQUIRED = object()
 INPUTS = {
     "test-command": ("string", REQUIRED),
     "tensorflow-versions": ("string", REQUIRED),
+    "env": ("string", ""),
+    "keras-2": ("string", "auto"),
     "python-version": ("string", "3.11"),
     "expectations": ("string", ""),
     "modes": ("string", "all"),
@@ -185,9 +187,14 @@ def test_every_job_checks_out_the_same_harness_the_workflows_own_unless_harness_
     assert names.index("Check out the library") < names.index("Check out the harness")
 
 
-def install(tensorflow: str, tmp_path: Path) -> tuple[list[list[str]], Path]:
+def install(tensorflow: str, tmp_path: Path, *, tf_keras_installed: bool = False,
+            nightly_lines: str = "tf-nightly==2.23.0.dev20261026\n"
+                                 "keras-nightly==3.16.0.dev2026102604\n",
+            tf_keras_line: str = "tf-keras-nightly==2.23.0.dev2026102618\n",
+            **env: str) -> tuple[list[list[str]], Path, subprocess.CompletedProcess]:
     """The install step run under TensorFlow `tensorflow` with a stand-in python that runs only
-    pins.py and logs every call."""
+    pins.py, logs every call, answers `pip show tf-keras` as `tf_keras_installed` says, and prints
+    `nightly_lines` (and `tf_keras_line` when asked with --tf-keras) for harness.matrix.nightly."""
     shims = tmp_path / "bin"
     shims.mkdir()
     log = tmp_path / "calls.jsonl"
@@ -197,42 +204,142 @@ def install(tensorflow: str, tmp_path: Path) -> tuple[list[list[str]], Path]:
         f"with open({str(log)!r}, 'a') as f:\n"
         "    f.write(json.dumps(sys.argv[1:]) + '\\n')\n"
         "if sys.argv[1] not in ('-m', '-c'):\n"
-        f"    os.execv({sys.executable!r}, [{sys.executable!r}] + sys.argv[1:])\n",
+        f"    os.execv({sys.executable!r}, [{sys.executable!r}] + sys.argv[1:])\n"
+        "if sys.argv[1:4] == ['-m', 'pip', 'show']:\n"
+        f"    sys.exit(0 if {tf_keras_installed} else 1)\n"
+        "if sys.argv[1:3] == ['-m', 'harness.matrix.nightly']:\n"
+        "    print('nightly: the choices, said', file=sys.stderr)\n"
+        f"    sys.stdout.write({nightly_lines!r})\n"
+        "    if '--tf-keras' in sys.argv:\n"
+        f"        sys.stdout.write({tf_keras_line!r})\n"
+        "    sys.exit(0 if " + repr(bool(nightly_lines)) + " else 1)\n",
         encoding="utf-8")
     (shims / "python").chmod(0o755)
     script = step("test", running="pip install")
     assert script["working-directory"] == "${{ inputs.working-directory }}"
-    assert script["env"]["REQUIREMENTS"] == "${{ inputs.requirements }}"
+    assert script["env"] == {"REQUIREMENTS": "${{ inputs.requirements }}",
+                             "KERAS_2": "${{ inputs.keras-2 }}"}
+    (tmp_path / "output").write_text("", encoding="utf-8")
+    (tmp_path / "summary").write_text("", encoding="utf-8")
     done = bash(script["run"], tmp_path, PATH=f"{shims}{os.pathsep}{os.environ['PATH']}",
                 HARNESS=str(ROOT), TENSORFLOW=tensorflow, RUNNER_TEMP=str(tmp_path),
-                REQUIREMENTS="-e .[test]\n  mylib-extras>=1")
-    assert done.returncode == 0, done.stderr
-    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()], tmp_path
+                REQUIREMENTS="-e .[test]\n  mylib-extras>=1",
+                GITHUB_OUTPUT=str(tmp_path / "output"),
+                GITHUB_STEP_SUMMARY=str(tmp_path / "summary"), **{"KERAS_2": "auto", **env})
+    calls = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] \
+        if log.exists() else []
+    return calls, tmp_path, done
 
 
 @pytest.mark.subprocess
 def test_a_release_installs_with_its_pins_the_harness_record_extra_and_the_library_in_one_go(
         tmp_path):
-    calls, temp = install("2.16.2", tmp_path)
+    calls, temp, done = install("2.16.2", tmp_path)
+    assert done.returncode == 0, done.stderr
     pip = [c for c in calls if c[:2] == ["-m", "pip"]]
     assert len(pip) == 1 and pip[0][2] == "install"
     (requirements,) = [Path(c[c.index("-r") + 1]) for c in pip if "-r" in c]
     assert requirements.read_text(encoding="utf-8").split() == pins.requirements("2.16.2")
     assert pip[0][-4:] == [f"{ROOT}[record]", "-e", ".[test]", "mylib-extras>=1"]
     assert calls[-1][0] == "-c" and "tf.version.GIT_VERSION" in calls[-1][1]
+    assert (temp / "output").read_text(encoding="utf-8") == "installed=true\n"
+
+
+def _nightly_installed(calls, temp):
+    pip = [c[2:] for c in calls if c[:2] == ["-m", "pip"]]
+    installs = [c for c in pip if c[0] == "install"]
+    (chosen,) = [Path(c[c.index("-r") + 1]) for c in installs if "-r" in c]
+    return pip, chosen.read_text(encoding="utf-8").split()
 
 
 @pytest.mark.subprocess
 def test_nightly_installs_tf_nightly_and_keras_nightly_over_no_release_and_no_tf_keras(tmp_path):
-    calls, _ = install("nightly", tmp_path)
-    pip = [c[2:] for c in calls if c[:2] == ["-m", "pip"]]
-    assert [c[0] for c in pip] == ["install", "uninstall", "install"]
-    first, removed, nightly = pip
+    calls, temp, done = install("nightly", tmp_path)
+    assert done.returncode == 0, done.stderr
+    pip, chosen = _nightly_installed(calls, temp)
+    assert [c[0] for c in pip] == ["install", "show", "uninstall", "install"]
+    first, _, removed, _ = pip
     assert first[-4:] == [f"{ROOT}[record]", "-e", ".[test]", "mylib-extras>=1"]
     # What the harness's own tensorflow requirement or the library's brought goes first.
     assert {"tensorflow", "keras", "tf-keras", "tensorboard"} <= set(removed)
-    assert [a for a in nightly[1:] if not a.startswith("-")] == ["tf-nightly", "keras-nightly"]
+    assert ["-m", "harness.matrix.nightly"] in calls  # no --tf-keras: Keras 2 is not needed
+    assert chosen == ["tf-nightly==2.23.0.dev20261026", "keras-nightly==3.16.0.dev2026102604"]
     assert not any("pins.py" in " ".join(c) for c in calls)
+    assert "nightly: the choices, said" in done.stdout
+    assert (temp / "output").read_text(encoding="utf-8") == "installed=true\n"
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("why, given", [
+    ("the requirements brought tf-keras", dict(tf_keras_installed=True)),
+    ("the library runs tf.keras as Keras 2", dict(TF_USE_LEGACY_KERAS="1")),
+    ("asked for", dict(KERAS_2="true")),
+])
+def test_a_keras_2_library_gets_the_tf_keras_nightly_of_the_nightlys_day(tmp_path, why, given):
+    calls, temp, done = install("nightly", tmp_path, **given)
+    assert done.returncode == 0, done.stderr
+    assert ["-m", "harness.matrix.nightly", "--tf-keras"] in calls, why
+    _, chosen = _nightly_installed(calls, temp)
+    assert chosen[-1] == "tf-keras-nightly==2.23.0.dev2026102618"
+
+
+@pytest.mark.subprocess
+def test_keras_2_false_installs_no_tf_keras_nightly_though_the_requirements_brought_tf_keras(
+        tmp_path):
+    calls, temp, done = install("nightly", tmp_path, tf_keras_installed=True, KERAS_2="false")
+    assert done.returncode == 0 and ["-m", "harness.matrix.nightly"] in calls, done.stderr
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("given, said", [
+    (dict(nightly_lines=""), "the package index has no nightly to install"),
+    (dict(KERAS_2="true", tf_keras_line=""), "the library needs Keras 2 and nightly: the choices"),
+])
+def test_a_nightly_that_cannot_be_installed_says_so_in_the_summary_and_runs_no_tests(
+        tmp_path, given, said):
+    calls, temp, done = install("nightly", tmp_path, **given)
+    assert done.returncode == 0, done.stderr
+    assert (temp / "output").read_text(encoding="utf-8") == "installed=false\n"
+    summary = (temp / "summary").read_text(encoding="utf-8")
+    assert summary.startswith("**TensorFlow nightly not installed**: ") and said in summary
+    assert "Its tests did not run." in summary
+    assert "::warning title=harness check::TensorFlow nightly not installed" in done.stdout
+    assert not any(c[:1] == ["-c"] for c in calls)
+    tests = step("test", running="eval")
+    assert tests["if"] == "${{ steps.install.outputs.installed == 'true' }}"
+
+
+@pytest.mark.subprocess
+def test_keras_2_is_auto_true_or_false(tmp_path):
+    _, _, done = install("2.21.0", tmp_path, KERAS_2="yes")
+    assert done.returncode == 1
+    assert "::error title=harness check::keras-2: 'yes' is not auto, true or false" in done.stdout
+
+
+def set_env(text: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, str]:
+    script = step("test", running="GITHUB_ENV")
+    assert script["env"] == {"VARIABLES": "${{ inputs.env }}"}
+    names = [s.get("name") for s in jobs()["test"]["steps"]]
+    assert names[0] == "Set the library's environment variables"  # before the install
+    target = tmp_path / "github_env"
+    target.write_text("", encoding="utf-8")
+    done = bash(script["run"], tmp_path, VARIABLES=text, GITHUB_ENV=str(target))
+    return done, target.read_text(encoding="utf-8")
+
+
+@pytest.mark.subprocess
+def test_env_sets_each_name_value_line_for_the_install_and_the_tests(tmp_path):
+    done, written = set_env("TF_USE_LEGACY_KERAS=1\n\n  \nXLA_FLAGS=--xla_cpu a=b\r\n", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert written == "TF_USE_LEGACY_KERAS=1\nXLA_FLAGS=--xla_cpu a=b\n"
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("text", ["TF_USE_LEGACY_KERAS", "1X=2", "export A=1"])
+def test_env_refuses_a_line_that_is_not_name_value(tmp_path, text):
+    done, written = set_env(text, tmp_path)
+    assert done.returncode == 1 and written == ""
+    assert f"::error title=harness check::env: '{text}' is not NAME=value" in done.stdout
 
 
 # --- the test job: pytest --harness-check, its exit status, the reports ---------------------------
@@ -245,7 +352,8 @@ def test_each_version_is_a_job_of_its_own_that_no_other_cancels():
         "tensorflow": "${{ fromJSON(needs.versions.outputs.versions) }}"}
     assert test["env"]["TENSORFLOW"] == "${{ matrix.tensorflow }}"
     assert test["timeout-minutes"] == "${{ inputs.timeout-minutes }}"
-    # The job's status is pytest's: nothing in it may swallow a failure.
+    # The job's status is pytest's: nothing in it may swallow a failure (a nightly that cannot be
+    # installed runs no tests, and says so: see above).
     assert not any("continue-on-error" in s for s in test["steps"])
     assert "continue-on-error" not in test
 

@@ -162,6 +162,58 @@ def test_a_nightly_older_than_every_keras_nightly_gets_the_oldest_and_says_so():
         None, "no keras-nightly build is listed; tf-nightly's own requirement chooses one")
 
 
-def test_a_nightly_installs_tf_nightly_and_its_keras_and_no_tf_keras():
+def test_a_nightly_installs_tf_nightly_and_its_keras_and_tf_keras_only_when_given():
     assert nightly.requirements("2.23.0.dev20261026", "3.16.0.dev2026102604") == [
         "tf-nightly==2.23.0.dev20261026", "keras-nightly==3.16.0.dev2026102604"]
+    assert nightly.requirements("2.23.0.dev20261026", "3.16.0.dev2026102604",
+                                "2.23.0.dev2026102618") == [
+        "tf-nightly==2.23.0.dev20261026", "keras-nightly==3.16.0.dev2026102604",
+        "tf-keras-nightly==2.23.0.dev2026102618"]
+
+
+# tf-keras-nightly's builds as the index listed them in late October 2026: several minor releases
+# built on the same days, each requiring tf-nightly~=MAJOR.MINOR.0.dev (their wheels' metadata).
+TF_KERAS = ["2.21.0.dev2026101609", "2.22.0.dev2026101621", "2.22.0.dev2026101709",
+            "2.21.0.dev2026102509", "2.21.0.dev2026102609", "2.23.0.dev2026102618"]
+
+
+def test_a_nightly_gets_the_tf_keras_nightly_of_its_own_minor_release_never_another():
+    # 2.21.0.dev2026102609 is of the same day, but requires tf-nightly 2.21: it would not install.
+    assert nightly.tf_keras_for("2.23.0.dev20261026", TF_KERAS) == ("2.23.0.dev2026102618", "")
+    assert nightly.tf_keras_for("2.23.0.dev20261030", TF_KERAS) == ("2.23.0.dev2026102618", "")
+    assert nightly.tf_keras_for("2.22.0.dev20261020", TF_KERAS) == ("2.22.0.dev2026101709", "")
+
+
+def test_a_nightly_older_than_its_minors_tf_keras_nightlies_gets_the_oldest_and_says_so():
+    chosen, said = nightly.tf_keras_for("2.23.0.dev20261012", TF_KERAS)
+    assert chosen == "2.23.0.dev2026102618"
+    assert said == ("no tf-keras-nightly for TensorFlow 2.23 built on or before 20261012; the "
+                    "oldest there is, 2.23.0.dev2026102618, goes with it")
+
+
+def test_a_nightly_with_no_tf_keras_nightly_of_its_minor_installs_none_saying_what_skips():
+    assert nightly.tf_keras_for("2.24.0.dev20261201", TF_KERAS) == (
+        None, "no tf-keras-nightly for TensorFlow 2.24 is listed: tf_keras is not installed, and "
+              "what needs it skips")
+
+
+class _Listed:
+    url = "https://index.example/simple"
+
+    def __init__(self, **versions):
+        self.found = versions
+
+    def versions(self, package, python):
+        return self.found.get(package, [])
+
+
+def test_the_newest_nightly_comes_with_its_keras_and_on_asking_its_tf_keras():
+    index = _Listed(**{"tf-nightly": ["2.23.0.dev20261025", "2.23.0.dev20261026"],
+                       "keras-nightly": KERAS, "tf-keras-nightly": TF_KERAS})
+    found, notes = nightly.newest(index, "3.11.7", tf_keras=True)
+    assert found == ["tf-nightly==2.23.0.dev20261026", "keras-nightly==3.16.0.dev2026102604",
+                     "tf-keras-nightly==2.23.0.dev2026102618"]
+    assert notes[0] == "tf-nightly 2.23.0.dev20261026, the newest of 2 on " + index.url
+    assert nightly.newest(index, "3.11.7", tf_keras=False)[0] == found[:2]
+    with pytest.raises(nightly.IndexReadError, match="has no tf-nightly for Python 3.11.7"):
+        nightly.newest(_Listed(), "3.11.7", tf_keras=True)

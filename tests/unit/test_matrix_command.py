@@ -183,3 +183,24 @@ def test_uv_compiles_the_bytecode_once_at_install(tmp_path, monkeypatch, python)
                  tmp_path / "log")
     [install] = [c for c in steps if c[:3] == ["uv", "pip", "install"]]
     assert "--compile-bytecode" in install and install[-1] == "tensorflow==2.21.0"
+
+
+def test_a_nightly_environment_holds_the_tf_keras_nightly_of_its_minor_release(tmp_path,
+                                                                              monkeypatch, python):
+    # The library's Keras 2 cases and its keras mode run under the nightly too: its environment
+    # installs the tf-keras-nightly built for its minor release on or before its day.
+    monkeypatch.setattr(nightly, "wheel_fits", lambda name, version: name.endswith(".whl"))
+    folder = tmp_path / "index"
+    listed = {"tf-nightly": [wheel("2.23.0.dev20261026")],
+              "keras-nightly": ["keras_nightly-3.16.0.dev2026102604-py3-none-any.whl"],
+              "tf-keras-nightly": [f"tf_keras_nightly-{v}-py3-none-any.whl"
+                                   for v in ("2.21.0.dev2026102609", "2.23.0.dev2026102618")]}
+    for package, names in listed.items():
+        (folder / package).mkdir(parents=True)
+        links = "".join(f'<a href="{n}">{n}</a>\n' for n in names)
+        (folder / package / "index.html").write_text(f"<html><body>{links}</body></html>\n")
+    wanted = command.resolve("nightly", nightly.Index(folder.as_uri()), python, log=lambda _: None)
+    assert list(wanted.requirements()) == ["tf-nightly==2.23.0.dev20261026",
+                                           "keras-nightly==3.16.0.dev2026102604",
+                                           "tf-keras-nightly==2.23.0.dev2026102618"]
+    assert nightly.KERAS_RULE in wanted.key

@@ -72,6 +72,19 @@ def test_markdown_leads_with_real_changes_and_folds_a_mode_that_begins_to_apply(
     assert not [line for line in section if "skip → ok" in line], "no point line per skip → ok"
 
 
+def test_the_change_under_the_nightly_leads_the_real_changes_in_both_pages():
+    # kwargs' RuntimeError becomes ValueError at the nightly, the newest column; cond_around_call
+    # changed at 2.13.1, and comes first among the rows. The news leads.
+    matrix = library(nightly=True)
+    items = [line for line in _section(render.markdown(matrix)) if line.startswith("- **")]
+    assert [item.split("**")[1] for item in items] == [
+        "regressions.kwargs_65839[x=1.0]", "variables.cond_around_call[x=1.0]"], items
+    assert items[0].startswith("- **regressions.kwargs_65839[x=1.0]**: From 2.23.0-dev20261026: ")
+    page = render.html(matrix)
+    real = re.search(r'<ul class="real">(.*?)</ul>', page).group(1)
+    assert real.index("kwargs_65839") < real.index("variables.")
+
+
 def test_a_step_with_a_real_and_a_coverage_part_leads_with_the_real_part_and_counts_in_the_fold():
     # At the nightly, kwargs' graph error changes type (real) while nothing else does; at 2.13.1
     # cond_around_call's change is real alone. Make a step hold both: from 2.18.1 its
