@@ -151,6 +151,21 @@ def node_id(result: dict) -> str:
     return f"harness::{printable(result['case'])}[{printable(result['point'])}]"
 
 
+# pytest's JUnit writer keeps at most this many characters of a failure's message attribute
+# (_pytest.junitxml.MESSAGE_ATTR_BUDGET); the full explanation is the element's text.
+_MESSAGE_BUDGET = 500
+
+
+def _first_line(head: str, line: str, caller: str) -> str:
+    """The explanation's first line with the test that made the call after it, the line cut at a
+    word (and "…" said) where "HEAD LINE CALLER" would be longer than a JUnit message keeps, so
+    that the caller is never what is cut."""
+    room = _MESSAGE_BUDGET - len(head) - len(caller)
+    if len(line) > room:
+        line = line[:room - 1].rsplit(" ", 1)[0] + "…"
+    return line + caller
+
+
 def _report(result: dict, session_folder: str):
     """pytest's report of one replayed point."""
     from _pytest.reports import TestReport  # noqa: PLC0415 - pytest runs this
@@ -159,7 +174,8 @@ def _report(result: dict, session_folder: str):
     verdict = result["verdict"]
     reason = result.get("reason") or verdict
     caller = _caller(result)
-    first = printable(reason.splitlines()[0] + (f" (called by {caller})" if caller else ""))
+    first = _first_line(f"{verdict}: ", printable(reason.splitlines()[0]),
+                        printable(f" (called by {caller})") if caller else "")
     # The explanation keeps its lines; a detail and the rerun command are one line each.
     text = "\n".join([printable(reason, newlines=True)]
                      + [f"- {printable(d)}" for d in result.get("details") or () if d != reason]

@@ -28,3 +28,17 @@ def test_the_report_s_location_makes_pytest_s_v_line_the_node_id():
     # pytest's -v line is its location's path with the domain's dots made '::' when a domain is
     # given: with none, the line is the node id as the summary and JUnit show it.
     assert report.location == ("harness", None, "")
+
+
+def test_a_long_first_line_is_cut_at_a_word_so_that_the_junit_message_keeps_who_called():
+    # pytest's JUnit writer keeps 500 characters of a failure's message: the test that made the
+    # call, at the end, must not be what it cuts.
+    long = "grad_fn is not linear in its upstream gradient: " + "word " * 150 + "end"
+    report = check._report(result("x=1.0", reason=long), "rec")
+    message = report.longrepr.reprcrash.message
+    assert message.startswith("fail: grad_fn is not linear") and len(message) <= 500
+    assert message.endswith("word… (called by t.py::test_a)"), message[-60:]
+    # The full explanation is still the report's text.
+    assert long in str(report.longrepr)
+    short = check._report(result("x=1.0", reason="short"), "rec").longrepr.reprcrash.message
+    assert short == "fail: short (called by t.py::test_a)"
