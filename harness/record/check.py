@@ -235,6 +235,7 @@ class Checking:
         self.changes: list = []
         self.stale: list = []
         self.results: list = []
+        self.tf_version = ""  # the replay's TensorFlow, from its report
         self.line = ""
         self.problem = ""  # why the check did not check all it kept: the session fails
         self.notes: list = []  # lines said after the summary line
@@ -459,9 +460,16 @@ class Checking:
         return reason
 
     def pytest_terminal_summary(self, terminalreporter):
+        from harness.matrix import pins  # noqa: PLC0415 - the standard library only
+
         terminalreporter.write_line(self.file_line)
         if self.line:
             terminalreporter.write_line(self.line)
+        # The replay's own line, which its captured output would hide: said once, here.
+        untested = (pins.untested(self.tf_version) if self.results
+                    and self.tf_version not in ("", "?") else "")
+        if untested:
+            terminalreporter.write_line(f"harness check: {untested}")
         if self.problem:
             terminalreporter.write_line(f"harness check: error: not every recorded point was "
                                         f"checked: {self.problem}")

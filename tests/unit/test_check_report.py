@@ -42,3 +42,31 @@ def test_a_long_first_line_is_cut_at_a_word_so_that_the_junit_message_keeps_who_
     assert long in str(report.longrepr)
     short = check._report(result("x=1.0", reason="short"), "rec").longrepr.reprcrash.message
     assert short == "fail: short (called by t.py::test_a)"
+
+
+class _Terminal:
+    def __init__(self):
+        self.lines = []
+
+    def write_line(self, line):
+        self.lines.append(line)
+
+
+def _summary(tf_version):
+    checking = check.Checking.__new__(check.Checking)
+    vars(checking).update(file_line="harness check: no reviewed file", line="harness check: 1 point",
+                          problem="", notes=[], stale=[], changes=[], wrote=False, reviewed=None,
+                          results=[result("x=1.0")], tf_version=tf_version)
+    terminal = _Terminal()
+    checking.pytest_terminal_summary(terminal)
+    return terminal.lines
+
+
+def test_the_check_says_once_that_the_replays_tensorflow_is_untested_and_nothing_for_a_pinned_one():
+    lines = _summary("2.23.0-dev20261026")
+    untested = [line for line in lines if "untested" in line]
+    assert untested == ["harness check: TensorFlow 2.23.0-dev20261026 is a nightly build, "
+                        "untested: the pin table (harness/matrix/pins.py) holds the releases the "
+                        "harness is tested with, 2.12.1 to 2.21.0; this run is judged as under any "
+                        "of them"]
+    assert not any("untested" in line for line in _summary("2.21.0"))
