@@ -278,3 +278,13 @@ def test_a_closure_over_a_tf_keras_layer_without_weights_is_replayed_as_larq_s_d
     # rises: a surrogate that passes its checks.
     assert r["verdict"] == "pass", r["reason"]
     assert "surrogate" in r["reason"] and "cannot be made again" not in r["reason"]
+
+
+def test_two_variables_of_one_name_and_value_are_replayed_as_two(real):
+    _, _, _, results = real
+    [r] = by_case(results)["recorded.reallib.factories.make_product.product"].values()
+    # y = x * a * b with a = b = 1.5 at x = 2: dy/dx = a b = 2.25, dy/da = x b = 3, dy/db = x a = 3.
+    # Made again as one variable, the forward would be x * a * a and its slope in a 2 x a = 6.
+    assert r["verdict"] == "pass", r["reason"]
+    assert [s["name"] for s in r["modes"]["graph"]["sources"]] == ["x", "var0", "var1"]
+    assert [o["value"] for o in r["modes"]["graph"]["orders"][1]] == pytest.approx([2.25, 3, 3])

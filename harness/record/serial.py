@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import contextvars
 import importlib
-import json
 import marshal
 import sys
 import types
@@ -37,8 +36,11 @@ __all__ = ["Unserialisable", "dump_function", "load_function", "resolve", "pytho
 
 _DEPTH = 4
 
-# The variables made again while one function is loaded, by what the copy recorded of each (its
-# name and its value's entry): a variable held in several places is made once.
+# While one function is copied, each variable it holds (by identity) and its number in the copy;
+# while one is loaded, the variable made again for each number: a variable held in several places
+# (a tf_keras layer's `w`, its `_trainable_weights`, its checkpoint dependencies) is one again,
+# and two variables of one name and value stay two.
+_COPIED: contextvars.ContextVar[Optional[dict]] = contextvars.ContextVar("copied", default=None)
 _VARIABLES: contextvars.ContextVar[Optional[dict]] = contextvars.ContextVar("variables",
                                                                              default=None)
 
@@ -105,8 +107,12 @@ def dump_variable(value: Any, arrays: Callable[[np.ndarray], dict], where: str) 
         raise Unserialisable(f"{where} holds the variable {getattr(value, 'name', '?')}, whose "
                              "value cannot be "
                              f"read outside its graph ({type(e).__name__})") from None
-    return {"name": str(getattr(value, "name", "")).split(":")[0],
+    made = {"name": str(getattr(value, "name", "")).split(":")[0],
             "trainable": bool(getattr(value, "trainable", True)), "value": arrays(array)}
+    copied = _COPIED.get()
+    if copied is not None:
+        made["number"] = copied.setdefault(id(value), len(copied))
+    return made
 
 
 def dump_value(value: Any, arrays: Callable[[np.ndarray], dict], depth: int, where: str,
@@ -249,6 +255,17 @@ def dump_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict],
     Raises:
       Unserialisable: a closure value or default is not something this can copy.
     """
+    outermost = _COPIED.get() is None
+    token = _COPIED.set({}) if outermost else None
+    try:
+        return _dumped_function(f, arrays, depth)
+    finally:
+        if outermost:
+            _COPIED.reset(token)
+
+
+def _dumped_function(f: types.FunctionType, arrays: Callable[[np.ndarray], dict],
+                     depth: int) -> dict:
     from harness.record import identity  # noqa: PLC0415 - identity imports serial's callers only
 
     code = f.__code__
@@ -305,18 +322,17 @@ def holds(entry: Any, kinds: tuple) -> bool:
 
 
 def _load_variable(entry: dict, load_array: Callable[[dict], np.ndarray]) -> Any:
-    """A copied variable made again at its recorded value. One variable held in several places
-    (a tf_keras layer's `w`, its `_trainable_weights` and its checkpoint dependencies) is one
-    variable again while one function is loaded, as it was when copied."""
+    """A copied variable made again at its recorded value: once per number the copy gave it
+    (`_COPIED`), while one function is loaded."""
     import tensorflow as tf  # noqa: PLC0415 - replay runs in a worker, with TensorFlow
 
     made = _VARIABLES.get()
-    key = (entry["name"], json.dumps(entry["value"], sort_keys=True))
-    if made is not None and key in made:
+    key = entry.get("number")  # None in a copy made before variables were numbered: one each
+    if made is not None and key is not None and key in made:
         return made[key]
     variable = tf.Variable(load_array(entry["value"]), name=entry["name"] or None,
                            trainable=entry["trainable"])
-    if made is not None:
+    if made is not None and key is not None:
         made[key] = variable
     return variable
 

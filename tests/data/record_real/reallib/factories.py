@@ -43,3 +43,17 @@ def generated(k):
     scope = {"K": k}
     exec(SOURCE, scope)  # noqa: S102 - made the way code generators make functions
     return scope["generated"]
+
+
+def make_product():
+    """A closure over two variables of one name and one value (unnamed eager variables are all
+    "Variable"): y = x * a * b, its gradient by hand, dy * a * b for x and dy * x * b, dy * x * a
+    for a and b. Two variables, never one."""
+    a, b = tf.Variable(1.5), tf.Variable(1.5)
+
+    @tf.custom_gradient
+    def product(x):
+        def grad(dy, variables=None):
+            return dy * a * b, [dy * x * b, dy * x * a]
+        return x * a * b, grad
+    return product

@@ -18,6 +18,7 @@ def test_factories_and_one_line():
     factories.table_scaled(tf.constant(1.5))
     for k in (2.0, 3.0):
         factories.generated(k)(tf.constant(1.0))
+    factories.make_product()(tf.constant(2.0))
 
 
 def test_decorators():
