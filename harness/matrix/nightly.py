@@ -12,11 +12,13 @@ workflow where the library needs it), the `tf-keras-nightly` of its day. tf-nigh
 tf-keras-nightly numbers its builds by the minor release they are made for, several at once
 (2.21.0.dev..., 2.23.0.dev... on one day), and each requires `tf-nightly~=MAJOR.MINOR.0.dev`: only
 a build of the nightly's own minor release installs beside it, so the newest of those built on or
-before its day is taken. Where none is listed the tf_keras modes and cases skip there, saying that
-tf-keras is not installed. NumPy is left to the nightly's own requirements.
+before its day is taken. Where none is listed, `matrix` and `bisect` run without it (the tf_keras
+modes and cases skip, saying that tf-keras is not installed) and the workflow runs no tests of a
+library that needs Keras 2, saying so. NumPy is left to the nightly's own requirements.
 
 Run as a script, it prints the requirements of the newest nightly for this Python, one a line, as
-the reusable workflow installs them (standard library only):
+the reusable workflow installs them (standard library only); exit status 3 where the index has
+no nightly for it, 1 where anything else failed:
 
     python -m harness.matrix.nightly [--tf-keras] [--index URL]
 """
@@ -207,6 +209,19 @@ def requirements(tf_version: str, keras: Optional[str],
             + ([f"{TF_KERAS}=={tf_keras}"] if tf_keras else []))
 
 
+def _listed_or_none(index: Index, package: str, python_version: str) -> list[str]:
+    """`package`'s versions, or none where the index cannot list it (as `matrix` takes it): the
+    rule then says that none is listed."""
+    try:
+        return index.versions(package, python_version)
+    except IndexReadError:
+        return []
+
+
+# The script's exit status where the index has no nightly to install (1: anything else broke).
+NO_NIGHTLY = 3
+
+
 def newest(index: Index, python_version: str, tf_keras: bool) -> tuple[list[str], list[str]]:
     """(the requirements of the newest nightly the index has for `python_version`, the sentences
     that say what was chosen and why), with its tf-keras-nightly where `tf_keras`.
@@ -220,11 +235,11 @@ def newest(index: Index, python_version: str, tf_keras: bool) -> tuple[list[str]
                              "machine")
     version = listed[-1]
     notes = [f"{PACKAGE} {version}, the newest of {len(listed)} on {index.url}"]
-    keras, why = keras_for(version, index.versions(KERAS, python_version))
+    keras, why = keras_for(version, _listed_or_none(index, KERAS, python_version))
     notes += [why] if why else []
     chosen = None
     if tf_keras:
-        chosen, why = tf_keras_for(version, index.versions(TF_KERAS, python_version))
+        chosen, why = tf_keras_for(version, _listed_or_none(index, TF_KERAS, python_version))
         notes += [why] if why else [f"{TF_KERAS} {chosen}, the newest for its minor release "
                                     f"built on or before {_day(version)}"]
     return requirements(version, keras, chosen), notes
@@ -246,7 +261,7 @@ def _main(argv: Sequence[str]) -> int:
         found, notes = newest(Index(given.index or default_index_url()), python, given.tf_keras)
     except IndexReadError as e:
         print(f"nightly: {e}", file=sys.stderr)
-        return 1
+        return NO_NIGHTLY
     for note in notes:
         print(f"nightly: {note}", file=sys.stderr)
     print("\n".join(found))

@@ -191,6 +191,7 @@ def install(tensorflow: str, tmp_path: Path, *, tf_keras_installed: bool = False
             nightly_lines: str = "tf-nightly==2.23.0.dev20261026\n"
                                  "keras-nightly==3.16.0.dev2026102604\n",
             tf_keras_line: str = "tf-keras-nightly==2.23.0.dev2026102618\n",
+            nightly_status: int = 0,
             **env: str) -> tuple[list[list[str]], Path, subprocess.CompletedProcess]:
     """The install step run under TensorFlow `tensorflow` with a stand-in python that runs only
     pins.py, logs every call, answers `pip show tf-keras` as `tf_keras_installed` says, and prints
@@ -212,7 +213,7 @@ def install(tensorflow: str, tmp_path: Path, *, tf_keras_installed: bool = False
         f"    sys.stdout.write({nightly_lines!r})\n"
         "    if '--tf-keras' in sys.argv:\n"
         f"        sys.stdout.write({tf_keras_line!r})\n"
-        "    sys.exit(0 if " + repr(bool(nightly_lines)) + " else 1)\n",
+        f"    sys.exit({nightly_status})\n",
         encoding="utf-8")
     (shims / "python").chmod(0o755)
     script = step("test", running="pip install")
@@ -273,6 +274,7 @@ def test_nightly_installs_tf_nightly_and_keras_nightly_over_no_release_and_no_tf
 @pytest.mark.parametrize("why, given", [
     ("the requirements brought tf-keras", dict(tf_keras_installed=True)),
     ("the library runs tf.keras as Keras 2", dict(TF_USE_LEGACY_KERAS="1")),
+    ("as TensorFlow's own message spells it", dict(TF_USE_LEGACY_KERAS="True")),
     ("asked for", dict(KERAS_2="true")),
 ])
 def test_a_keras_2_library_gets_the_tf_keras_nightly_of_the_nightlys_day(tmp_path, why, given):
@@ -292,8 +294,10 @@ def test_keras_2_false_installs_no_tf_keras_nightly_though_the_requirements_brou
 
 @pytest.mark.subprocess
 @pytest.mark.parametrize("given, said", [
-    (dict(nightly_lines=""), "the package index has no nightly to install"),
-    (dict(KERAS_2="true", tf_keras_line=""), "the library needs Keras 2 and nightly: the choices"),
+    (dict(nightly_lines="", nightly_status=3),
+     "the package index has no tf-nightly to install for this Python"),
+    (dict(KERAS_2="true", tf_keras_line=""), "the library needs Keras 2, and no "
+     "tf-keras-nightly is built yet for tf-nightly==2.23.0.dev20261026"),
 ])
 def test_a_nightly_that_cannot_be_installed_says_so_in_the_summary_and_runs_no_tests(
         tmp_path, given, said):
@@ -307,6 +311,14 @@ def test_a_nightly_that_cannot_be_installed_says_so_in_the_summary_and_runs_no_t
     assert not any(c[:1] == ["-c"] for c in calls)
     tests = step("test", running="eval")
     assert tests["if"] == "${{ steps.install.outputs.installed == 'true' }}"
+
+
+@pytest.mark.subprocess
+def test_a_fault_of_the_nightly_helper_fails_the_step_rather_than_skipping_the_tests(tmp_path):
+    _, temp, done = install("nightly", tmp_path, nightly_lines="", nightly_status=1)
+    assert done.returncode == 1
+    assert (temp / "output").read_text(encoding="utf-8") == ""
+    assert (temp / "summary").read_text(encoding="utf-8") == ""
 
 
 @pytest.mark.subprocess
@@ -410,7 +422,11 @@ def test_both_reports_are_uploaded_per_version_even_after_pytest_failed():
     reports = step("test", running="eval")["env"]["REPORTS"]
     assert upload["with"]["path"].splitlines() == [
         f"{reports}/junit-tf${{{{ matrix.tensorflow }}}}.xml",
-        f"{reports}/report-tf${{{{ matrix.tensorflow }}}}.json"]
+        f"{reports}/report-tf${{{{ matrix.tensorflow }}}}.json",
+        # and, where a nightly could not be installed, why (the install step writes it there)
+        f"{reports}/skipped-tf${{{{ matrix.tensorflow }}}}.txt"]
+    assert "harness-check-reports/skipped-tf$TENSORFLOW.txt" in step("test",
+                                                                      running="pip install")["run"]
 
 
 # --- the merge job --------------------------------------------------------------------------------
@@ -427,19 +443,23 @@ def test_the_merge_waits_for_every_version_and_runs_unless_the_run_was_cancelled
     assert step("test", running="eval")["env"]["REPORTS"] == download["with"]["path"]
 
 
-def merge_step(tmp_path: Path, *reports: dict):
+def merge_step(tmp_path: Path, *reports: dict, skipped: dict = {}):  # noqa: B006 - read only
     script = step("merge", running="harness merge")
     folder, matrix, summary = tmp_path / "reports", tmp_path / "matrix", tmp_path / "summary.md"
     folder.mkdir()
     for report in reports:
         version = report["environment"]["tensorflow"]
         (folder / f"report-tf{version}.json").write_text(json.dumps(report), encoding="utf-8")
+    for version, why in skipped.items():
+        (folder / f"skipped-tf{version}.txt").write_text(why + "\n", encoding="utf-8")
     (folder / "junit-tf2.21.0.xml").write_text("<testsuites/>", encoding="utf-8")
     summary.write_text("", encoding="utf-8")
+    (tmp_path / "output").write_text("", encoding="utf-8")
     path = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
     python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     done = bash(script["run"], tmp_path, REPORTS=str(folder), MATRIX=str(matrix),
                 GITHUB_STEP_SUMMARY=str(summary), TEST_COMMAND="python -m pytest tests",
+                GITHUB_OUTPUT=str(tmp_path / "output"),
                 PATH=path, PYTHONPATH=python_path)
     return done, matrix, summary.read_text(encoding="utf-8")
 
@@ -472,6 +492,27 @@ def test_the_merge_writes_the_page_and_puts_its_markdown_in_the_job_summary(tmp_
     written = step("merge", running="harness merge")["env"]["MATRIX"]
     assert upload["with"]["path"].splitlines() == [
         f"{written}/matrix.md", f"{written}/matrix.html", f"{written}/matrix.json"]
+
+
+@pytest.mark.subprocess
+def test_a_nightly_that_was_not_installed_is_said_in_the_merge_and_alone_fails_nothing(tmp_path):
+    why = "the library needs Keras 2, and no tf-keras-nightly is built yet for tf-nightly==X"
+    done, matrix, summary = merge_step(tmp_path, report("2.21.0", "pass"),
+                                       skipped={"nightly": why})
+    assert done.returncode == 0, done.stderr
+    assert f"- TensorFlow nightly not installed: {why}; its tests did not run.\n" in summary
+    assert (matrix / "matrix.md").is_file()
+    assert (tmp_path / "output").read_text(encoding="utf-8") == "merged=true\n"
+    # Only the nightly asked for, and not installed: said, a warning, no page to upload.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    done, matrix, summary = merge_step(alone, skipped={"nightly": why})
+    assert done.returncode == 0, done.stderr
+    assert "its tests did not run" in summary and "No TensorFlow version left" not in summary
+    assert "::warning title=harness check::no TensorFlow version was installed" in done.stdout
+    assert (alone / "output").read_text(encoding="utf-8") == ""
+    upload = step("merge", using="actions/upload-artifact")
+    assert upload["if"] == "${{ steps.merge.outputs.merged == 'true' }}"
 
 
 @pytest.mark.subprocess

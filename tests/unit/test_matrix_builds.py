@@ -217,3 +217,11 @@ def test_the_newest_nightly_comes_with_its_keras_and_on_asking_its_tf_keras():
     assert nightly.newest(index, "3.11.7", tf_keras=False)[0] == found[:2]
     with pytest.raises(nightly.IndexReadError, match="has no tf-nightly for Python 3.11.7"):
         nightly.newest(_Listed(), "3.11.7", tf_keras=True)
+
+
+def test_the_script_exits_3_where_the_index_has_no_nightly_and_says_why(tmp_path, capsys):
+    (tmp_path / "tf-nightly").mkdir()
+    (tmp_path / "tf-nightly" / "index.html").write_text("<html><body></body></html>\n")
+    assert nightly._main(["--tf-keras", "--index", tmp_path.as_uri()]) == nightly.NO_NIGHTLY == 3
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.startswith("nightly: ") and "has no tf-nightly" in said.err
