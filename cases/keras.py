@@ -27,7 +27,8 @@ except ImportError:
                 else None)
 
 SKIP_WITHOUT_KERAS2 = {} if tf_keras is not None else {
-    mode: "needs Keras 2: install tf-keras (pip install 'harness[keras]'); from TensorFlow 2.16 "
+    mode: "needs Keras 2: install tf-keras (pip install 'harness[keras]'; beside tf-nightly, the "
+          "tf-keras-nightly of its minor release instead); from TensorFlow 2.16 "
           "tf.keras is Keras 3, and these are tf_keras layers" for mode in KNOWN_MODES}
 Layer = tf_keras.layers.Layer if tf_keras is not None else object
 

@@ -9,7 +9,8 @@ show every one, each passing: where the forward is locally constant, as a surrog
 direction and its linearity in dy, with no reviewed file. A sign flip or a dropped dy planted in
 ste_sign fails, and so does a sign flip made after the right one was declared a surrogate.
 DoReFa's closes over a tf_keras layer (its `threading.local` among the layer's attributes): it is
-replayed with the layer made again, and judged as the others. Skipped where larq is not installed (it is no requirement of the harness); CI
+replayed with the layer made again, and judged as the others. Skipped where larq is not
+installed (it is no requirement of the harness); CI
 runs it in an environment of its own with larq 0.14.0 (.ci/libraries.txt):
   TF_USE_LEGACY_KERAS=1 python -m pytest -m slow tests/test_record_larq.py
 """

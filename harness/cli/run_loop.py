@@ -114,7 +114,8 @@ class Run:
         try:
             runner = runner_for(self.s)
             self.environment, catalogue = runner.start()
-            untested = pins.untested(self.environment.get("tensorflow", ""))
+            tensorflow = self.environment.get("tensorflow", "")
+            untested = pins.untested(tensorflow) if tensorflow not in ("", "?") else ""
             if untested:
                 say(untested)
             self.infos = {c.id: c for c in catalogue}

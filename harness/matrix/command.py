@@ -95,7 +95,8 @@ def _nightly(version: str, index: nightly.Index, python: str) -> envs.Wanted:
     """A nightly's environment: what it installs is read from the index only when it is built,
     so a cached one is reused without the index."""
     def requirements() -> list[str]:
-        """tf-nightly==VERSION and its day's keras-nightly, once the index is seen to have it."""
+        """tf-nightly==VERSION, its day's keras-nightly and its minor release's tf-keras-nightly
+        (nightly.tf_keras_for), once the index is seen to have it."""
         try:
             listed = index.versions(nightly.PACKAGE, python)
         except nightly.IndexReadError as e:

@@ -251,7 +251,8 @@ class Step:
         """Whether the verdict, an error or values changed: more than which modes apply. A case
         that begins or stops applying as a whole (skip on one side, with every mode's change one
         of coverage) is coverage where the other side is a pass or an xfail: the seven tf_keras
-        cases skip under a nightly, which has no tf-keras. Where it fails there, or anything else,
+        cases skip under a nightly for which no tf-keras-nightly is built. Where it fails
+        there, or anything else,
         it is real: a failure that appears with a case must lead the page."""
         modes_real = any(m not in self.coverage for m, _, _ in self.modes)
         if modes_real or self.verdicts[0] == self.verdicts[1]:

@@ -188,7 +188,8 @@ def markdown(matrix: Matrix) -> str:
     """What changed between releases, then a table: a row per case and point, a column per version.
 
     What changed lists first each point whose verdict or a mode's outcome changed, with those
-    steps only (`Step.real`), the one that changed latest first, then a line per mode, release and direction where a mode began or
+    steps only (`Step.real`), the one that changed latest first, then a line per mode, release
+    and direction where a mode began or
     stopped applying (`Matrix.folds`), naming the points where there are at most
     `_NAMED_IN_FOLD`. Each cell is the verdict and the modes that were not ok, by their marks
     (each mode's row's `mark` in harness.mode_names, listed above the table); a cell that differs

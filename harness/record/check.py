@@ -160,6 +160,8 @@ def _first_line(head: str, line: str, caller: str) -> str:
     """The explanation's first line with the test that made the call after it, the line cut at a
     word (and "…" said) where "HEAD LINE CALLER" would be longer than a JUnit message keeps, so
     that the caller is never what is cut."""
+    if len(head) + len(caller) > _MESSAGE_BUDGET // 2:  # a caller of a very long parametrised id
+        caller = caller[:_MESSAGE_BUDGET // 2 - len(head) - 2] + "…)"
     room = _MESSAGE_BUDGET - len(head) - len(caller)
     if len(line) > room:
         line = line[:room - 1].rsplit(" ", 1)[0] + "…"

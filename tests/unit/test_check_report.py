@@ -42,6 +42,12 @@ def test_a_long_first_line_is_cut_at_a_word_so_that_the_junit_message_keeps_who_
     assert long in str(report.longrepr)
     short = check._report(result("x=1.0", reason="short"), "rec").longrepr.reprcrash.message
     assert short == "fail: short (called by t.py::test_a)"
+    # A caller longer than the message itself (a long parametrised id) is cut too, keeping both.
+    caller = "t.py::test_a[" + "p" * 600 + "]"
+    made = result("x=1.0", reason=long, details=[f"recorded: an eager call made by {caller}"])
+    message = check._report(made, "rec").longrepr.reprcrash.message
+    assert len(message) <= 500 and message.startswith("fail: grad_fn is not linear")
+    assert message.endswith("p…)") and "(called by t.py::test_a[ppp" in message
 
 
 class _Terminal:
@@ -54,8 +60,9 @@ class _Terminal:
 
 def _summary(tf_version):
     checking = check.Checking.__new__(check.Checking)
-    vars(checking).update(file_line="harness check: no reviewed file", line="harness check: 1 point",
-                          problem="", notes=[], stale=[], changes=[], wrote=False, reviewed=None,
+    vars(checking).update(file_line="harness check: no reviewed file",
+                          line="harness check: 1 point", problem="", notes=[], stale=[],
+                          changes=[], wrote=False, reviewed=None,
                           results=[result("x=1.0")], tf_version=tf_version)
     terminal = _Terminal()
     checking.pytest_terminal_summary(terminal)

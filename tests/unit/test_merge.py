@@ -390,7 +390,8 @@ def test_an_error_that_changes_type_is_real_and_leads_the_coverage_change_beside
 
 
 def test_a_case_that_begins_to_apply_and_passes_is_a_change_of_coverage():
-    # As the tf_keras cases skip under a nightly (no tf-keras) and pass under a release: which
+    # As the tf_keras cases skip under a nightly with no tf-keras-nightly and pass under a
+    # release: which
     # cases apply changed, nothing about them.
     skipped = result("a", verdict="skip", reason="needs TensorFlow >=2.21")
     skipped["modes"] = {}

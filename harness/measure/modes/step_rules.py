@@ -34,8 +34,9 @@ WIDTH = upstream.TARGETS * upstream.PERIOD
 MIXED = "keras_mixed"
 MIXED_MODES = (MIXED, "keras3_mixed")
 
-NEEDS_KERAS = ("needs tf_keras (pip install '.[keras]' in the harness checkout): from TensorFlow "
-               "2.16 tf.keras is Keras 3, whose training loop these modes do not drive")
+NEEDS_KERAS = ("needs tf_keras (pip install '.[keras]' in the harness checkout; beside tf-nightly, "
+               "the tf-keras-nightly of its minor release instead): from TensorFlow 2.16 tf.keras "
+               "is Keras 3, whose training loop these modes do not drive")
 
 
 def why_not(mode: str, case: Case, point: Point) -> Optional[str]:
