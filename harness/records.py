@@ -19,6 +19,12 @@ __all__ = ["CaseInfo", "Output", "ErrorInfo", "Status", "ModeOutcome", "Differen
            "Verdict", "Result", "Explored", "Report"]
 
 
+# The linearity check's upstream gradient a + b w (w the weighted chain's order 1 weights), as
+# (a, b): harness.measure.upstream says why these; the modes' comparison of that chain scales its
+# tolerance by them (harness.criteria.compare).
+LINEAR = (0.5, -2.0)
+
+
 @dataclasses.dataclass(frozen=True)
 class Output:
     """One output of one order: a value, or None for an unconnected gradient."""

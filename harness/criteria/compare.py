@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from harness.records import ModeOutcome, Output, Status
+from harness.records import LINEAR, ModeOutcome, Output, Status
 from harness.criteria.tolerance import Tol, ToleranceOverride, narrow_tolerance_for, tolerance_for
 
 __all__ = ["Mismatch", "compare_outputs", "compare_outcomes", "check_gradients", "where"]
@@ -272,11 +272,37 @@ def _compare_linear(ref: ModeOutcome, got: ModeOutcome,
     names = [s.name for s in ref.sources]
     for index, (r_out, g_out) in enumerate(zip(ref.linear, got.linear)):
         at = where(1, index, names) + " with the linearity check's upstream gradient"
-        m = compare_outputs(r_out, g_out, tolerance_for(r_out.dtype, tolerance),
+        m = compare_outputs(r_out, g_out, _linear_tolerance(ref, index, r_out, tolerance),
                             ref_mode=ref.mode, mode=got.mode, at=at)
         if m:
             found.append(dataclasses.replace(m, order=1, upstream=True))
     return found
+
+
+def _linear_tolerance(ref: ModeOutcome, index: int, out: Output,
+                      tolerance: ToleranceOverride) -> Tol:
+    """The tolerance of one linearity-chain gradient across modes: what the two chains it is
+    linear in are each allowed, carried through a g(1) + b g(w). Where g(1) may differ by atol +
+    rtol |g(1)| and g(w) by atol + rtol |g(w)|, their combination may by (|a| + |b|) atol + rtol
+    (|a| |g(1)| + |b| |g(w)|): its cotangent is up to |a| + |b| max|w| in size where the plain
+    one's is 1, and rounding grows with it (keras.gradient_reversal_functional under TensorFlow
+    2.19.1: XLA and eager part by 1.1e-5 at a float32 value of 3.1e-3, past the plain atol of
+    1e-5, where both chains it is made of agree)."""
+    tol = tolerance_for(out.dtype, tolerance)
+    a, b = abs(LINEAR[0]), abs(LINEAR[1])
+    parts = []
+    for chain in (ref.orders[1] if len(ref.orders) > 1 else (),
+                  ref.upstream[0] if ref.upstream else ()):
+        value = chain[index].value if index < len(chain) else None
+        parts.append(None if value is None
+                     else np.abs(np.asarray(value, dtype=np.complex128)).astype(np.float64))
+    scale = 0.0
+    if len(parts) == 2 and all(p is not None for p in parts) \
+            and parts[0].shape == parts[1].shape:
+        finite = np.isfinite(parts[0]) & np.isfinite(parts[1])
+        if finite.any():
+            scale = float(np.max(a * parts[0][finite] + b * parts[1][finite]))
+    return Tol(rtol=tol.rtol, atol=(a + b) * tol.atol + tol.rtol * scale)
 
 
 def check_gradients(outcome: ModeOutcome) -> list[Mismatch]:

@@ -31,6 +31,8 @@ from typing import Sequence
 
 import numpy as np
 
+from harness import records
+
 __all__ = ["LINEAR", "PERIOD", "TARGETS", "seed", "table", "tables", "flat_tables", "weights",
            "describe"]
 
@@ -48,7 +50,7 @@ TARGETS = 8
 # of w at every element, so a gradient that treats dy's sign one way and not the other (passing
 # only a positive dy) fails whatever the weights. Every a + b w is a multiple of 1/4 below 5 in
 # size, exact down to bfloat16.
-LINEAR = (0.5, -2.0)
+LINEAR = records.LINEAR
 
 _MAGNITUDES = np.array([m / 8 for m in range(4, 16) if m != 8])
 _SIGNS = np.array([-1.0, 1.0])

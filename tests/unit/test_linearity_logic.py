@@ -136,3 +136,22 @@ def test_a_gradient_that_passes_dy_of_one_sign_only_fails_whatever_the_weights()
             upstream=((Output.of(np.maximum(weights, 0).astype(np.float32)),),),
             linear=(Output.of(np.maximum(A + B * weights, 0).astype(np.float32)),))
         assert linearity.check(make_case(), one_sided, True).status is OracleStatus.DIFFER
+
+
+def test_the_modes_linearity_chains_are_allowed_what_their_two_parts_are_allowed():
+    # keras.gradient_reversal_functional under TensorFlow 2.19.1, var0's element (2, 1): the plain
+    # and weighted gradients -2.979e-4 and 1.490e-3 (both chains agree across modes), the
+    # linearity chain 0.5 g(1) - 2 g(w) = -3.128e-3 in eager and -3.139e-3 in XLA: 1.1e-5 apart,
+    # past float32's atol of 1e-5, within (0.5 + 2) atol + rtol (0.5 |g(1)| + 2 |g(w)|) = 2.5e-5.
+    def mode(name, linear):
+        return ModeOutcome(
+            mode=name, status=Status.OK, sources=(Differentiated("x", "float32", ()),),
+            orders=((Output.of(np.float32(0.0)),), (Output.of(np.float32(-2.9790401e-04)),)),
+            upstream=((Output.of(np.float32(1.4895201e-03)),),),
+            linear=(Output.of(np.float32(linear)),))
+
+    eager = mode("eager", -0.0031279922)
+    assert compare_outcomes(eager, mode("xla", -0.0031391792)) == []
+    # Ten times as far apart is past it: a chain that differs still differs.
+    [found] = compare_outcomes(eager, mode("xla", -0.0031279922 - 1.12e-4))
+    assert found.upstream and "with the linearity check's upstream gradient" in found.message
