@@ -198,8 +198,12 @@ def test_without_keras_2_every_step_mode_skips_and_says_what_to_install(cases, m
         for mode in STEP_MODES:
             outcome = result.outcomes[mode]
             assert outcome.status.value == "skip"
+            # What to install, for a release and for a nightly (a release's tf-keras would bring
+            # a second TensorFlow over tf-nightly), and why tf.keras is not enough.
             assert outcome.note.startswith("needs tf_keras (pip install '.[keras]' in the harness "
-                                           "checkout)")
+                                           "checkout; beside tf-nightly, the tf-keras-nightly of "
+                                           "its minor release instead): from TensorFlow 2.16 "
+                                           "tf.keras is Keras 3")
 
 
 @pytest.fixture(scope="module")
