@@ -9,6 +9,8 @@ where the version matrix over all of them (docs/matrix.md, `python
 scripts/matrix.py --versions all`) shows a behaviour that depends on the release.
 """
 
+from harness import Expectation
+
 # The one reason behind most forward-mode deviations, shared by the themes.
 FORWARD_USES_THE_BODY = (
     "forward mode differentiates the body, not grad_fn: _eager_mode_decorator runs the body while "
@@ -49,3 +51,43 @@ KERAS3_SYMBOLIC_BUILD = (
     "Keras 3's fit first builds the model from a symbolic batch (Trainer._symbolic_build), running "
     "call in a graph without AutoGraph, even under run_eagerly=True"
 )
+
+# The contexts (harness.mode_names.CONTEXTS) whose order 1 is a jacobian's rows contracted with
+# ones, as the plain gradient's upstream gradient is: each row's upstream gradient is one-hot, so
+# a grad_fn that is not linear in dy gives another sum there.
+JACOBIANS = ["jacobian_eager", "jacobian_function", "jacobian_loop_eager", "jacobian_loop_function",
+             "batch_jacobian_eager", "batch_jacobian_function", "batch_jacobian_loop_eager",
+             "batch_jacobian_loop_function"]
+# batch_jacobian differentiates batched inputs only: a case with variables has the other four.
+JACOBIANS_OF_VARIABLES = JACOBIANS[:4]
+# The jacobians without pfor, which loop over the rows.
+LOOP_JACOBIANS = ["jacobian_loop_eager", "jacobian_loop_function", "batch_jacobian_loop_eager",
+                  "batch_jacobian_loop_function"]
+# Why those raise where an output's dtype is not its input's (measured on 2.21.0).
+LOOP_JACOBIAN_DTYPE = (
+    "without pfor GradientTape.jacobian and batch_jacobian collect the rows with for_loop, whose "
+    "output dtypes they give as the target's (tensorflow/python/eager/backprop.py: "
+    "[target.dtype] * len(flat_sources), and target.dtype), so a row of another dtype, the "
+    "gradient of an input whose dtype is not the output's, cannot be written: 'TensorArray dtype "
+    "is float32 but Op is trying to write dtype ...'"
+)
+
+# tensorflow#50170 where a grad_fn reads a variable (measured on 2.21.0: inside tf.cond and a loop
+# under tf.function only; eager, a v1 graph, the jacobians, vectorized_map and recompute_grad
+# compute).
+VARIABLE_IN_CONTROL_FLOW = [
+    Expectation(
+        modes=["cond_function"], outcome="AttributeError",
+        reason="tensorflow#50170: grad_fn reads a tf.Variable, and inside a tf.cond branch "
+               "under tf.function the gradient raises 'Tensor.graph is undefined when eager "
+               "execution is enabled', where the plain call under tf.function computes it",
+    ),
+    Expectation(
+        modes=["while_loop_function", "map_fn_function"], outcome="ValueError",
+        reason="tensorflow#50170 in a loop body: grad_fn reads a tf.Variable, and inside a "
+               "tf.while_loop (tf.map_fn's too) under tf.function the gradient raises "
+               "ValueError: the variable's handle 'is in list of internal_captures but not in "
+               "internal_capture_to_output', where the plain call under tf.function computes "
+               "it",
+    ),
+]

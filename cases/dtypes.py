@@ -11,7 +11,12 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
-from harness.cases import FORWARD_USES_THE_BODY, SAVED_MODEL_DROPS_INNER
+from harness.cases import (
+    FORWARD_USES_THE_BODY,
+    LOOP_JACOBIANS,
+    LOOP_JACOBIAN_DTYPE,
+    SAVED_MODEL_DROPS_INNER,
+)
 from harness.cases.patterns import fused_tanh, safe_norm, softplus
 
 _DOCS = "https://www.tensorflow.org/api_docs/python/tf/custom_gradient"
@@ -184,6 +189,14 @@ CASES = [
         # TensorFlow's gradient of a holomorphic f with upstream ones is conj(f'(z)) (its
         # complex-numbers docs); real directions cannot check it, the closed form can.
         analytic=lambda z: {0: z ** 2, 1: np.conj(2 * z)},
+        expectations=[
+            Expectation(
+                modes=["recompute_grad_function"], outcome="TypeError",
+                reason="tf.recompute_grad under tf.function refuses the complex64 input: 'Value "
+                       "passed to parameter 'input' has DataType complex64 not in list of allowed "
+                       "values' (measured on 2.21.0; recompute_grad in eager computes)",
+            ),
+        ],
     ),
     Case(
         id="dtypes.complex64_abs2",
@@ -196,5 +209,11 @@ CASES = [
         # can: TensorFlow's gradient of a real f(z) is 2 df/d(conj z), here 2z (its complex-numbers
         # docs).
         analytic=lambda z: {0: np.abs(z) ** 2, 1: 2 * z},
+        expectations=[
+            Expectation(
+                modes=LOOP_JACOBIANS, outcome="InvalidArgumentError",
+                reason=LOOP_JACOBIAN_DTYPE + " (here a float32 output of a complex64 input)",
+            ),
+        ],
     ),
 ]

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import SURROGATE, VALUES_DIFFER, Case, Expectation, Tol
-from harness.cases import FORWARD_USES_THE_BODY, RACING_STEPS, UPDATE_RACE
+from harness.cases import FORWARD_USES_THE_BODY, RACING_STEPS, UPDATE_RACE, VARIABLE_IN_CONTROL_FLOW
 from harness.measure.modes import KNOWN_MODES
 
 try:
@@ -212,6 +212,7 @@ CASES = [
             "and bias gradients, then Dense: orders 1 and 2 w.r.t. inputs and weights"
         ),
         expectations=[
+            *VARIABLE_IN_CONTROL_FLOW,
             Expectation(
                 modes=RACING_STEPS,
                 outcome="UpdateRace",

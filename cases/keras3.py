@@ -18,7 +18,12 @@ import numpy as np
 import tensorflow as tf
 
 from harness import SURROGATE, VALUES_DIFFER, Case, Expectation, Tol
-from harness.cases import FORWARD_USES_THE_BODY, KERAS3_STEPS, KERAS3_SYMBOLIC_BUILD
+from harness.cases import (
+    FORWARD_USES_THE_BODY,
+    KERAS3_STEPS,
+    KERAS3_SYMBOLIC_BUILD,
+    VARIABLE_IN_CONTROL_FLOW,
+)
 from harness.measure.modes import KNOWN_MODES, STEP_MODES
 from harness.measure.modes.keras3_step import NEEDS_KERAS3, keras3
 
@@ -354,6 +359,7 @@ CASES = [
                     "giving the kernel and bias gradients, then Dense: orders 1 and 2 w.r.t. "
                     "inputs and weights",
         expectations=[
+            *VARIABLE_IN_CONTROL_FLOW,
             Expectation(
                 modes=["keras3_mixed"], outcome="TypeError",
                 reason=f"grad_fn reads the kernel for the input's gradient: {_UNCAST_IN_GRAD_FN}, "
@@ -372,6 +378,7 @@ CASES = [
         description="scale * tanh(x) whose grad_fn reads the layer's float32 scale weight (a "
                     "keras.Variable) in the backward pass, where Keras 3 does not autocast it",
         expectations=[
+            *VARIABLE_IN_CONTROL_FLOW,
             Expectation(
                 modes=["keras3_mixed"], outcome="TypeError",
                 reason=f"the forward reads the scale through autocast (float16), and "

@@ -138,6 +138,12 @@ CASES = [
                     "ordinary autodiff (2(x - y)/3), the graph modes raise ValueError",
         expectations=[
             Expectation(
+                modes=["vectorized_map_eager"], outcome="ValueError",
+                reason="tf.vectorized_map traces the call into a function even in eager, and there"
+                       " the custom gradient takes keyword arguments no more than under "
+                       "tf.function",
+            ),
+            Expectation(
                 modes=["eager", "keras_eager"], outcome=GRADIENT_UNUSED,
                 reason="the issue's silent fallback: the eager decorator records the custom op "
                        "with the positional inputs only (none here), tape.h's ShouldRecord drops a "
@@ -319,6 +325,23 @@ CASES = [
         # leaves an error near 1e-2, judged against the terms' scale instead of element by element.
         tolerance={"float16": Tol(rtol=1e-2, atol=1.5e-2)},
         expectations=[
+            Expectation(
+                modes=["cond_function", "while_loop_function", "map_fn_function",
+                       "vectorized_map_eager", "vectorized_map_function", "jacobian_eager",
+                       "jacobian_loop_eager", "batch_jacobian_eager", "batch_jacobian_function",
+                       "batch_jacobian_loop_function"],
+                outcome="ValueError",
+                reason="measured on 2.21.0: where the context builds the gradient into a graph "
+                       "of its own (a branch's, a loop body's, pfor's) the () gradient of the "
+                       "(2,) beta meets the shape check tf.gradients makes in graph mode: "
+                       "'Incompatible shapes between op input and calculated input gradient'",
+            ),
+            Expectation(
+                modes=["map_fn_eager", "batch_jacobian_loop_eager"], outcome="InvalidArgumentError",
+                reason="measured on 2.21.0: eagerly, the () gradient of the (2,) beta is reshaped "
+                       "to beta's shape on the way out of the loop: 'Input to reshape is a tensor "
+                       "with 1 values, but the requested shape has 2'",
+            ),
             Expectation(
                 modes=["keras3_eager"], outcome="InvalidArgumentError",
                 reason="Keras 3's SGD applies the gradient with assign_sub, which needs the "

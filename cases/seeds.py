@@ -209,6 +209,12 @@ CASES = [
                     "cannot branch on a tensor",
         expectations=[
             Expectation(
+                modes=["vectorized_map_eager"], outcome="OperatorNotAllowedInGraphError",
+                reason="tf.vectorized_map traces the call into a function even in eager, where the"
+                       " Python if on a tensor inside the custom gradient cannot run, as under "
+                       "tf.function",
+            ),
+            Expectation(
                 modes=["no_autograph", "function", "xla", "graph", "saved_model", "keras_fit",
                        "keras_xla", "keras_mixed", "keras_mirrored"],
                 outcome="OperatorNotAllowedInGraphError",

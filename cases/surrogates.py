@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import SURROGATE, VALUES_DIFFER, Case, Expectation
+from harness.cases import JACOBIANS, LOOP_JACOBIAN_DTYPE, LOOP_JACOBIANS
 
 _LARQ = "https://docs.larq.dev/larq/api/quantizers/"
 _HUBARA = "binarised networks' clipped straight-through sign, Hubara et al. 2016, arXiv:1602.02830"
@@ -177,6 +178,12 @@ CASES = [
                     "not linear in dy",
         expectations=[
             Expectation(
+                modes=JACOBIANS, outcome=VALUES_DIFFER,
+                reason="a planted bug: grad_fn returns (|x| <= 1) whatever dy, so each of the "
+                       "jacobian's 6 rows is that whole vector and their sum is 6 times it, where "
+                       "tape.gradient gives it once",
+            ),
+            Expectation(
                 modes=["linearity"], outcome=VALUES_DIFFER,
                 reason="a planted bug: grad_fn returns (|x| <= 1) whatever dy, so with dy = 0.5 - "
                        "2w it gives 1 where a linear gradient gives 0.5 - 2w",
@@ -223,6 +230,10 @@ CASES = [
                     "too large: judged at float32's tolerance, not bfloat16's",
         expectations=[
             Expectation(
+                modes=LOOP_JACOBIANS, outcome="InvalidArgumentError",
+                reason=LOOP_JACOBIAN_DTYPE + " (here a float32 output of the bfloat16 x)",
+            ),
+            Expectation(
                 modes=["numeric", "analytic"], outcome=VALUES_DIFFER,
                 reason="a planted bug: the gradient of s is 1.05 sum(x**2), 5 % above its "
                        "derivative sum(x**2); each of s's two elements is checked on its own, at "
@@ -248,6 +259,11 @@ CASES = [
         description="2x, with the amax history's gradient its updated value [1, 3, 2, 1]: the "
                     "forward does not depend on history, so neither a derivative nor a surrogate",
         expectations=[
+            Expectation(
+                modes=JACOBIANS, outcome=VALUES_DIFFER,
+                reason="history's gradient is its new value whatever dy, so each of the jacobian's"
+                       " 2 rows (one per element of the output) holds it and their sum is twice it",
+            ),
             Expectation(
                 modes=["numeric"], outcome=VALUES_DIFFER,
                 reason="overwrite-with-gradient by design: history's gradient is its new value, "

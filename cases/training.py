@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
-from harness.cases import FORWARD_USES_THE_BODY
+from harness.cases import FORWARD_USES_THE_BODY, JACOBIANS_OF_VARIABLES, VARIABLE_IN_CONTROL_FLOW
 
 # The keras theme's Keras 2 and its skips where there is none: the same for both themes.
 from harness.cases.keras import SKIP_WITHOUT_KERAS2 as _SKIP
@@ -147,6 +147,7 @@ CASES = [
         description="scale * tanh(x) whose grad_fn reads the layer's float32 scale weight: under "
                     "mixed_float16 dy arrives in float16 and meets the uncast float32 weight",
         expectations=[
+            *VARIABLE_IN_CONTROL_FLOW,
             Expectation(
                 modes=["keras_mixed"], outcome="TypeError",
                 reason="under mixed_float16 the forward reads the scale through autocast (float16) "
@@ -183,6 +184,12 @@ CASES = [
         description="x * w with grad_fn(dy, variables) clipping the weight's gradient x * dy to "
                     "norm 1: gradients [2, -1] w.r.t. x and [1, 3] / sqrt(10) w.r.t. w",
         expectations=[
+            Expectation(
+                modes=JACOBIANS_OF_VARIABLES, outcome=VALUES_DIFFER,
+                reason="grad_fn clips the weight's gradient x * dy to norm 1, which is not linear "
+                       "in dy: a jacobian's rows clip each one-hot dy's x_i e_i on its own, so the"
+                       " rows contracted give [1, 1] where tape.gradient gives [1, 3] / sqrt(10)",
+            ),
             Expectation(
                 modes=["numeric", "upstream", "linearity"], outcome=VALUES_DIFFER,
                 reason="gradient clipping by design, non-linear in dy as clipping is",
@@ -226,6 +233,13 @@ CASES = [
                     "in a Python attribute by grad_fn: every step eagerly, once per trace in a "
                     "compiled train function",
         expectations=[
+            Expectation(
+                modes=["jacobian_loop_eager", "batch_jacobian_loop_eager"], outcome=VALUES_DIFFER,
+                reason="the factor grows by 0.25 at every pass of grad_fn's Python code: without "
+                       "pfor, an eager jacobian runs grad_fn once per row, so the second row takes"
+                       " -0.5 where tape.gradient's one pass takes -0.25 (with pfor, or under "
+                       "tf.function, grad_fn's Python runs once, when traced)",
+            ),
             Expectation(
                 modes=["numeric", "upstream"], outcome=VALUES_DIFFER,
                 reason="gradient reversal by design: a negative factor times dy through an "

@@ -11,7 +11,13 @@ import numpy as np
 import tensorflow as tf
 
 from harness import VALUES_DIFFER, Case, Expectation
-from harness.cases import FORWARD_USES_THE_BODY, KERAS3_SYMBOLIC_BUILD, RACING_STEPS, UPDATE_RACE
+from harness.cases import (
+    FORWARD_USES_THE_BODY,
+    KERAS3_SYMBOLIC_BUILD,
+    RACING_STEPS,
+    UPDATE_RACE,
+    VARIABLE_IN_CONTROL_FLOW,
+)
 
 # Under the mixed_float16 policy the case's argument arrives in float16 (an autocast Keras weight),
 # and the builder's own variables are plain tf.Variables, which no policy casts.
@@ -148,6 +154,7 @@ CASES = [
         description="x * w with grad_fn(dy, variables): gradient w = [2, -1] w.r.t. x and x = [1, "
                     "3] w.r.t. w",
         expectations=[
+            *VARIABLE_IN_CONTROL_FLOW,
             Expectation(
                 modes=RACING_STEPS, outcome="UpdateRace",
                 reason=f"grad_fn reads w for x's gradient in the backward pass: {UPDATE_RACE}",
@@ -163,6 +170,7 @@ CASES = [
         description="tanh(W^T x + b) reading two variables, gradients matched to `variables` by "
                     "identity, to order 2 w.r.t. x, W and b",
         expectations=[
+            *VARIABLE_IN_CONTROL_FLOW,
             Expectation(
                 modes=RACING_STEPS, outcome="UpdateRace",
                 reason="grad_fn reads w for x's gradient (matvec(w, dz)), which Grappler merges "
@@ -186,7 +194,8 @@ CASES = [
         source=_DOCS,
         description="a non-trainable variable read in the forward pass is not one of `variables`, "
                     "so grad_fn(dy) suffices: gradient 3 w.r.t. x",
-        expectations=[_PLAIN_VARIABLE_UNDER_MIXED, _PLAIN_VARIABLE_UNDER_KERAS3_MIXED],
+        expectations=[*VARIABLE_IN_CONTROL_FLOW, _PLAIN_VARIABLE_UNDER_MIXED,
+                      _PLAIN_VARIABLE_UNDER_KERAS3_MIXED],
     ),
     Case(
         id="variables.missing_variables_argument",
@@ -224,6 +233,17 @@ CASES = [
         description="the issue's code: a custom gradient whose grad_fn reads a variable, called in "
                     "a tf.cond branch: gradient w = 2, but tf.function raises AttributeError",
         expectations=[
+            Expectation(
+                modes=["cond_graph", "while_loop_graph", "map_fn_graph"], outcome="AssertionError",
+                reason="in a v1 graph the case's own tf.cond around the custom gradient computes, "
+                       "but inside another tf.cond, a tf.while_loop or tf.map_fn body its gradient"
+                       " asserts in cond_v2's _resolve_grad_inputs (measured on 2.21.0)",
+            ),
+            Expectation(
+                modes=["vectorized_map_eager"], outcome="AttributeError",
+                reason="tf.vectorized_map traces the call into a function even in eager, so "
+                       "tensorflow#50170 raises there as under tf.function",
+            ),
             _PLAIN_VARIABLE_UNDER_MIXED,
             _PLAIN_VARIABLE_UNDER_KERAS3_MIXED,
             Expectation(
@@ -263,6 +283,7 @@ CASES = [
         description="a variable read under tf.cond inside grad_fn itself: gradient 2 at x = 5, 0 "
                     "at x = -5",
         expectations=[
+            *VARIABLE_IN_CONTROL_FLOW,
             _PLAIN_VARIABLE_UNDER_MIXED,
             _PLAIN_VARIABLE_UNDER_KERAS3_MIXED,
             Expectation(

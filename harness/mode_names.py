@@ -17,10 +17,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-__all__ = ["BY_NAME", "BY_NAME_ONLY", "CORE", "CORE_MODES", "EXTRA", "EXTRA_MODES", "FULL_MODES",
-           "FUNCTION", "GRAPH", "KERAS", "KERAS3", "KERAS3_MODES", "KNOWN_MODES", "LADDER", "Mode",
-           "REFERENCE_MODE", "ROWS", "STEP_MODES", "TAPE", "TRAINING_STEPS", "WRITTEN_OUT",
-           "parse_modes", "reference_of"]
+__all__ = ["BY_NAME", "BY_NAME_ONLY", "CONTEXT", "CONTEXTS", "CONTEXT_MODES", "CORE", "CORE_MODES",
+           "Context", "EXTRA", "EXTRA_MODES", "FULL_MODES", "FUNCTION", "GRAPH", "KERAS", "KERAS3",
+           "KERAS3_MODES", "KNOWN_MODES", "LADDER", "Mode", "REFERENCE_MODE", "ROWS", "STEP_MODES",
+           "TAPE", "TRAINING_STEPS", "WRITTEN_OUT", "modes_of", "parse_modes", "reference_of"]
 
 # The groups a mode is in: which word of `--mode` selects it besides its own name.
 CORE = "core"  # `all` (and `full`): the three the design names
@@ -28,8 +28,12 @@ EXTRA = "extra"  # `full`
 BY_NAME = "by name"  # its name only
 KERAS = "keras"  # `keras`: one training step of a tf_keras model (harness.measure.modes.keras_step)
 KERAS3 = "keras3"  # `keras3`: the same steps of a Keras 3 model (harness.measure.modes.keras3_step)
+# `contexts`: the case's call inside a tf.cond, a loop, a map, a jacobian (CONTEXTS below), each in
+# the modes that context runs in (harness.measure.modes.contexts)
+CONTEXT = "contexts"
 # The words of `--mode` that select groups, and the groups each selects.
-_SELECTS = {"all": (CORE,), "full": (CORE, EXTRA), "keras": (KERAS,), "keras3": (KERAS3,)}
+_SELECTS = {"all": (CORE,), "full": (CORE, EXTRA), "keras": (KERAS,), "keras3": (KERAS3,),
+            "contexts": (CONTEXT,)}
 
 # How the reproduction scripts write a mode out (harness.repro.script and harness.repro.short).
 TAPE = "tape"  # the nested tapes, run as they are
@@ -59,6 +63,8 @@ class Mode:
         command instead).
       function_options: for FUNCTION, tf.function's keyword arguments as code ("jit_compile=True").
       autograph: whether it traces the case's code through AutoGraph (a fix hint reads it).
+      context: for a CONTEXT mode, the context (a key of CONTEXTS) its call is put inside.
+      base: for a CONTEXT mode, the plain mode it runs in ("eager", "function" or "graph").
     """
 
     name: str
@@ -69,14 +75,75 @@ class Mode:
     repro: str = ""
     function_options: str = ""
     autograph: bool = False
+    context: str = ""
+    base: str = ""
 
     def __post_init__(self) -> None:
-        if self.group not in (CORE, EXTRA, BY_NAME, KERAS, KERAS3):
+        if self.group not in (CORE, EXTRA, BY_NAME, KERAS, KERAS3, CONTEXT):
             raise ValueError(f"mode {self.name!r}: unknown group {self.group!r}")
         if self.repro not in ("", TAPE, FUNCTION, GRAPH):
             raise ValueError(f"mode {self.name!r}: unknown repro {self.repro!r}")
         if self.function_options and self.repro != FUNCTION:
             raise ValueError(f"mode {self.name!r}: function_options is for a FUNCTION repro")
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """Something a user puts the case's call inside, which TensorFlow differentiates by a route of
+    its own (harness.measure.modes.contexts runs each).
+
+    Attributes:
+      name: its key in CONTEXTS, and the first part of its modes' names (`cond_function`).
+      mark: the first part of its modes' marks on the version matrix page; each mode's mark adds
+        its base's.
+      words: what it is, as a sentence names it ("a tf.cond branch").
+      bases: the plain modes it runs in, each one mode `<name>_<base>`.
+      jacobian: whether its order 1 is a jacobian's rows, contracted as the plain gradient is;
+        else the tapes' (or tf.gradients') own gradient of the call inside it.
+
+    Every context computes order 1 (the outputs, the plain, weighted and linearity chains' first
+    order): the route by which TensorFlow differentiates a call inside it.
+    """
+
+    name: str
+    mark: str
+    words: str
+    bases: tuple[str, ...] = ("eager", "function")
+    jacobian: bool = False
+
+
+# Every context, in the order its modes are shown. Adding one is a row here and its wrapper or
+# jacobian in harness.measure.modes.contexts.
+CONTEXTS: dict[str, Context] = {row.name: row for row in (
+    Context("cond", "c", "a tf.cond branch", ("eager", "function", "graph")),
+    Context("while_loop", "w", "a tf.while_loop body", ("eager", "function", "graph")),
+    Context("map_fn", "m", "a tf.map_fn over a batch of one (the point)",
+            ("eager", "function", "graph")),
+    Context("vectorized_map", "v", "a tf.vectorized_map over a batch of one (the point)"),
+    Context("jacobian", "j", "GradientTape.jacobian (pfor), its rows contracted as the plain "
+            "gradient is", jacobian=True),
+    Context("jacobian_loop", "jl", "GradientTape.jacobian with experimental_use_pfor=False, its "
+            "rows contracted as the plain gradient is", jacobian=True),
+    Context("batch_jacobian", "bj", "GradientTape.batch_jacobian (pfor) over a batch of one (the "
+            "point), its rows contracted as the plain gradient is", jacobian=True),
+    Context("batch_jacobian_loop", "bl", "GradientTape.batch_jacobian with "
+            "experimental_use_pfor=False over a batch of one, its rows contracted as the plain "
+            "gradient is", jacobian=True),
+    Context("recompute_grad", "r", "tf.recompute_grad"),
+)}
+_BASE_MARKS = {"eager": "e", "function": "f", "graph": "g"}
+
+
+def modes_of(context: Context) -> tuple[Mode, ...]:
+    """The rows of `context`'s modes, one per base: what ROWS holds for it."""
+    return tuple(Mode(f"{context.name}_{base}", CONTEXT, context.mark + _BASE_MARKS[base],
+                      runner="contexts", autograph=base == "function", context=context.name,
+                      base=base)
+                 for base in context.bases)
+
+
+def _context_modes() -> tuple[Mode, ...]:
+    return tuple(mode for c in CONTEXTS.values() for mode in modes_of(c))
 
 
 # Every mode, in the order results are shown: the ladder first.
@@ -104,7 +171,7 @@ ROWS: dict[str, Mode] = {row.name: row for row in (
     Mode("keras3_xla", KERAS3, "k3x", runner="keras3_step"),
     Mode("keras3_mixed", KERAS3, "k3mp", runner="keras3_step"),
     Mode("keras3_mirrored", KERAS3, "k3ms", runner="keras3_step"),
-)}
+) + _context_modes()}
 
 # Every other mode is compared with this one when it runs; else with the first selected.
 REFERENCE_MODE = "eager"
@@ -131,6 +198,8 @@ _DERIVED: dict[str, Callable[[], tuple[str, ...]]] = {
     "BY_NAME_ONLY": lambda: _in(BY_NAME),
     "STEP_MODES": lambda: _in(KERAS),
     "KERAS3_MODES": lambda: _in(KERAS3),
+    # Every context's modes (CONTEXTS).
+    "CONTEXT_MODES": lambda: _in(CONTEXT),
     # Every training-step mode, of either Keras: order 1 only, never the yardstick beside another.
     "TRAINING_STEPS": lambda: _in(KERAS, KERAS3),
     # From plain eager execution to a v1 graph, one step at a time.
@@ -147,10 +216,12 @@ def __getattr__(name: str) -> tuple[str, ...]:
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
-    """Parses "all", "full", "keras", "keras3" or a comma list of mode names, in canonical order.
+    """Parses "all", "full", "keras", "keras3", "contexts" or a comma list of mode and context
+    names (a context's name selects its modes), in canonical order.
 
     A selection of training-step modes only gets `eager` beside them as the yardstick: a step
-    computes order 1 only, and the oracles check the yardstick's values at every order.
+    computes order 1 only, and the oracles check the yardstick's values at every order. So does a
+    selection of contexts (with steps or not): a context is compared with the plain call.
 
     Raises:
       ValueError: for an empty list or an unknown name, naming the known ones.
@@ -158,7 +229,10 @@ def parse_modes(text: str) -> tuple[str, ...]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     known = ("'all' (the three core modes), 'full' (all but saved_model_nocg and the "
              "training-step modes), 'keras' (the tf_keras training-step modes), 'keras3' (the "
-             f"Keras 3 ones) or a comma list of {', '.join(ROWS)}")
+             "Keras 3 ones), 'contexts' (the case inside each of "
+             f"{', '.join(CONTEXTS)}, in the modes each runs in) or a comma list of those, of the "
+             f"contexts and of {', '.join(m for m in ROWS if m not in _in(CONTEXT))} and the "
+             "contexts' modes (cond_function, ...)")
     if not names:
         raise ValueError(f"no mode given: use {known}")
     selected: set[str] = set()
@@ -167,9 +241,11 @@ def parse_modes(text: str) -> tuple[str, ...]:
             selected.update(_in(*_SELECTS[name]))
         elif name in ROWS:
             selected.add(name)
+        elif name in CONTEXTS:
+            selected.update(_where(lambda row, name=name: row.context == name))
         else:
             raise ValueError(f"unknown mode {name!r}: use {known}")
-    if selected <= set(_in(KERAS, KERAS3)):
+    if selected <= set(_in(KERAS, KERAS3, CONTEXT)):
         selected.add(REFERENCE_MODE)
     return tuple(m for m in ROWS if m in selected)
 

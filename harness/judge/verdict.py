@@ -19,7 +19,7 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from harness import oracle_names
+from harness import mode_names, oracle_names
 from harness.case import BAD_GRADIENT, GRADIENT_UNUSED, SURROGATE, VALUES_DIFFER, Expectation
 from harness.criteria.compare import Mismatch, check_gradients, compare_outcomes
 from harness.judge.explain import (
@@ -390,35 +390,63 @@ def _raising_alone(case: Rules, active: Mapping[str, ModeOutcome], chosen: str,
     """The modes whose one deviation is an error they raise where the yardstick `chosen` computed,
     by the error they raise: one line says a group of them, and that the yardstick computed here.
     Each mode's line: its group's for the group's first mode, "" for the others."""
-    if active[chosen].status is not Status.OK:
-        return {}
-    groups: dict[tuple[str, str, str], list[str]] = {}
+    groups: dict[tuple[str, str, str, str], list[str]] = {}
     for mode, o in active.items():
-        if mode == chosen or mode in expected or o.status is not Status.ERROR or o.error is None:
+        partner = partner_of(mode, o, active, chosen)
+        if (mode == partner or mode in expected or o.status is not Status.ERROR or o.error is None
+                or active[partner].status is not Status.OK):
             continue
-        found = compare_outcomes(active[chosen], o, tolerance=case.tolerance)
+        found = compare_outcomes(active[partner], o, tolerance=case.tolerance)
         if [m.kind for m in found] == ["status"] and not check_gradients(o):
-            groups.setdefault((o.error.type, o.error.stage, o.error.first_line), []).append(mode)
+            key = (o.error.type, o.error.stage, o.error.first_line, partner)
+            groups.setdefault(key, []).append(mode)
     lines = {}
-    for modes in groups.values():
+    for (*_, partner), modes in groups.items():
         lines.update(dict.fromkeys(modes, ""))
-        lines[modes[0]] = raised_line(modes, active[modes[0]].error, chosen)
+        lines[modes[0]] = raised_line(modes, active[modes[0]].error, partner)
     return lines
+
+
+def partner_of(mode: str, outcome: ModeOutcome, active: Mapping[str, ModeOutcome],
+               chosen: str) -> str:
+    """The mode `mode`, whose outcome is `outcome`, is compared with: a context's base mode where
+    it ran (a call inside tf.cond under tf.function is compared with the plain call under
+    tf.function, so that what the context alone changes is what it is judged by) and computed, or
+    raised as the context did; else the yardstick `chosen` (a context computing where its base
+    raised is judged by the yardstick's values)."""
+    row = mode_names.ROWS.get(mode)
+    base = row.base if row is not None else ""
+    if not base or base not in active or base == mode:
+        return chosen
+    status = active[base].status
+    if status is Status.OK or status is Status.ERROR and outcome.status is Status.ERROR:
+        return base
+    return chosen
 
 
 def _mode_seen(case: Rules, mode: str, outcome: ModeOutcome, active: Mapping[str, ModeOutcome],
                chosen: str, e: Optional[Expectation]) -> tuple[_Seen, bool]:
     """What one mode shows against the yardstick mode `chosen`, and against its expectation `e` if
     it has one; and whether its values differ from the yardstick's."""
-    disagreements = ([] if mode == chosen
-                     else compare_outcomes(active[chosen], outcome, tolerance=case.tolerance))
+    partner = partner_of(mode, outcome, active, chosen)
+    disagreements = ([] if mode == partner
+                     else compare_outcomes(active[partner], outcome, tolerance=case.tolerance))
     differ = bool(disagreements)
     malformed = check_gradients(outcome)
     no_custom = fallback(outcome, case.order)
+    if partner != chosen and mode != partner:
+        # A context whose base shows the same is judged by what the context alone changes: it
+        # raising where its base raises (its error may be another class: the route is another), or
+        # repeating its base's malformed or unused gradient, is the base's deviation (judged
+        # there), not the context's.
+        if e is None and outcome.status is active[partner].status is Status.ERROR:
+            return _Seen(), False
+        malformed = malformed if not check_gradients(active[partner]) else []
+        no_custom = no_custom if not fallback(active[partner], case.order) else None
     plain = [m for m in disagreements if not m.upstream]
     weighted = [m.message for m in disagreements if m.upstream]
     if e is None:
-        lines = deviation_lines(mode, outcome, plain, malformed, chosen, active)
+        lines = deviation_lines(mode, outcome, plain, malformed, partner, active)
         return _Seen(deviations=tuple(([no_custom] if no_custom else []) + lines),
                      weighted_only=tuple(("" if plain else mode, line) for line in weighted),
                      spelled=_spelled_mode(mode, outcome, plain, malformed, no_custom)), differ
@@ -433,7 +461,7 @@ def _mode_seen(case: Rules, mode: str, outcome: ModeOutcome, active: Mapping[str
         weighted_only = tuple((mode, line) for line in weighted) if happened is False else ()
     notes = (no_custom,) if no_custom and e.outcome != GRADIENT_UNUSED else ()
     if happened is None:
-        got = deviation_lines(mode, outcome, disagreements, malformed, chosen, active)
+        got = deviation_lines(mode, outcome, disagreements, malformed, partner, active)
         deviation = (f"{mode}: expected {e.describe()}; got instead: "
                      + " | ".join(got or [outcome.status.value]))
         return _Seen(deviations=(deviation,), weighted_only=weighted_only, notes=notes), differ

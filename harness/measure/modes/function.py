@@ -6,6 +6,8 @@ per point: inputs are passed as tensors, never as Python numbers.
 
 from __future__ import annotations
 
+from typing import Callable, Optional
+
 from harness.case import Case
 from harness.measure.modes import _reuse
 from harness.measure.modes.shared import (
@@ -67,18 +69,26 @@ def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
 
 
 def run_compiled(name: str, case: Case, options: RunOptions,
-                 **function_options) -> list[ModeOutcome]:
+                 wrap: Optional[Callable[[Subject], Subject]] = None,
+                 order: Optional[int] = None, **function_options) -> list[ModeOutcome]:
     """Runs every point of `case` through one tf.function made with `function_options`.
 
     With the upstream check on, the function computes both chains. Should it
     fail as a whole when run, the plain chain is run alone (a second function,
     made only then), so a weighted chain that cannot run never costs the
-    plain values; the failure is then the weighted chain's.
+    plain values; the failure is then the weighted chain's. `wrap` makes the subject run of the
+    case's (a context's, harness.measure.modes.contexts), computing to `order` (the case's unless
+    given).
     """
+    order = case.order if order is None else order
     key = (name, case.id, options, tuple(sorted(function_options.items())))
+
+    def subject() -> Subject:
+        built = build_subject(case)
+        return wrap(built) if wrap else built
+
     try:
-        built = _reuse.reused(key, lambda: _Built(build_subject(case), case.order, options,
-                                                  function_options))
+        built = _reuse.reused(key, lambda: _Built(subject(), order, options, function_options))
     except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
         return build_error(case, name, e, case.points)
     outcomes = [_run_point(name, built, case, point, options) for point in case.points]
@@ -117,7 +127,7 @@ def _run_point(name: str, built: _Built, case: Case, point, options: RunOptions)
             return subject.ok(name, _values(compiled(*xs)), point)
         both = compiled(tf.constant(upstream_tables(case, point, options)), *xs)
         raised = progress.upstream_errors.get(_signature(xs))
-        if raised is None and len(both["upstream"]) != case.order:
+        if raised is None and len(both["upstream"]) != built.order:
             # Traced under another signature than this call's: what stopped the chain was not kept.
             raised = (RuntimeError("the weighted chain stopped after order "
                                    f"{len(both['upstream'])} while "

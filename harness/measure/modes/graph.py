@@ -7,7 +7,7 @@ that signature.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 from harness.measure import upstream
 from harness.case import Case, Point
@@ -32,13 +32,19 @@ NAME = "graph"
 
 
 def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, progress: Steps,
-                     tables):
+                     tables, own_forwards: bool = False):
     """Builds the plain orders into progress.done and, with `tables`, the weighted chain
-    (grad_ys: the upstream weights) into progress.upstream."""
+    (grad_ys: the upstream weights) into progress.upstream.
+
+    The chains share one forward, unless `own_forwards` (a context's: tf.gradients taken a second
+    time through a tf.cond holding a custom gradient differentiates the branch's body instead, as
+    measured on TensorFlow 2.21.0, a relative of tensorflow#43631; each chain then calls the
+    function itself, as the tape modes' chains do)."""
     sources = subject.sources(xs)
     progress.stage = "forward"
     progress.done.append(flat_outputs(subject.fn(*xs)))
-    weighted = progress.done[0]
+    weighted = flat_outputs(subject.fn(*xs)) if own_forwards and tables is not None \
+        else progress.done[0]
     for k in range(1, order + 1):
         progress.stage = f"order {k}"
         progress.done.append(_gradients(progress.done[-1], sources, options))
@@ -56,7 +62,8 @@ def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, prog
     progress.stage = "order 1 with the linearity check's upstream gradient"
     try:
         lin = linear_tables(tables)
-        progress.linear = _gradients(progress.done[0], sources, options,
+        outputs = flat_outputs(subject.fn(*xs)) if own_forwards else progress.done[0]
+        progress.linear = _gradients(outputs, sources, options,
                                      lambda i, t: upstream_weights(lin, 1, i, t))
     except Exception as e:  # noqa: BLE001 - the case's grad_fn given another upstream gradient
         progress.linear_error = (e, progress.stage)
@@ -85,14 +92,14 @@ def _fetch(session, orders, feed):
     return [[None if t is None else next(values) for t in o] for o in orders]
 
 
-def _run_point(session, progress: Steps, feed, subject: Subject, point: Point,
+def _run_point(name: str, session, progress: Steps, feed, subject: Subject, point: Point,
                built_all: bool) -> ModeOutcome:
     orders, chain = progress.done, progress.upstream
     if built_all:
         linear = [progress.linear] if progress.linear else []
         try:
             values = _fetch(session, orders + chain + linear, feed)
-            return subject.ok(NAME, values[:len(orders)], point,
+            return subject.ok(name, values[:len(orders)], point,
                               values[len(orders):len(orders) + len(chain)],
                               progress.upstream_error, values[-1] if linear else (),
                               progress.linear_error)
@@ -105,9 +112,9 @@ def _run_point(session, progress: Steps, feed, subject: Subject, point: Point,
         try:
             done += _fetch(session, [order], feed)
         except Exception as e:  # noqa: BLE001
-            return subject.error(NAME, e, "forward" if k == 0 else f"order {k}", point, done)
+            return subject.error(name, e, "forward" if k == 0 else f"order {k}", point, done)
     if not built_all:
-        return subject.error(NAME, progress.error, progress.stage, point, done)
+        return subject.error(name, progress.error, progress.stage, point, done)
     # Every plain order runs on its own: the weighted chain, or the linearity chain, is what failed.
     weighted, raised = [], progress.upstream_error
     for k, order in enumerate(chain, start=1):
@@ -122,14 +129,16 @@ def _run_point(session, progress: Steps, feed, subject: Subject, point: Point,
             linear = _fetch(session, [progress.linear], feed)[0]
         except Exception as e:  # noqa: BLE001 - the linearity chain's own failure
             linear_raised = (e, "order 1 with the linearity check's upstream gradient")
-    return subject.ok(NAME, done, point, weighted, raised, linear, linear_raised)
+    return subject.ok(name, done, point, weighted, raised, linear, linear_raised)
 
 
 class _Built:
     """One case's graph for one input signature and set of options, with its open session;
     `error` is set when the builder raised (the graph holds nothing to run)."""
 
-    def __init__(self, case: Case, point: Point, options: RunOptions):
+    def __init__(self, case: Case, point: Point, options: RunOptions,
+                 wrap: Optional[Callable[[Subject], Subject]] = None,
+                 order: Optional[int] = None):
         self.graph = tf.Graph()
         self.progress = Steps()
         self.error = None
@@ -145,12 +154,14 @@ class _Built:
                     name="upstream_weights")
             try:
                 self.subject = build_subject(case)
+                self.subject = wrap(self.subject) if wrap else self.subject
             except Exception as e:  # noqa: BLE001 - the case's own code may raise anything
                 self.error = e
                 return
             try:
-                _gradient_orders(self.subject, self.placeholders, case.order, options,
-                                 self.progress, self.tables)
+                _gradient_orders(self.subject, self.placeholders,
+                                 case.order if order is None else order, options,
+                                 self.progress, self.tables, own_forwards=wrap is not None)
             except Exception as e:  # noqa: BLE001
                 self.progress.error = e
             init = tf.compat.v1.global_variables_initializer()
@@ -169,20 +180,22 @@ class _Built:
             self.session = None
 
 
-def _run_signature(case: Case, points: Sequence[Point], options: RunOptions) -> list[ModeOutcome]:
-    key = (NAME, case.id, options, points[0].signature)
-    built = _reuse.reused(key, lambda: _Built(case, points[0], options))
+def _run_signature(name: str, case: Case, points: Sequence[Point], options: RunOptions,
+                   wrap: Optional[Callable[[Subject], Subject]],
+                   order: Optional[int]) -> list[ModeOutcome]:
+    key = (name, case.id, options, points[0].signature)
+    built = _reuse.reused(key, lambda: _Built(case, points[0], options, wrap, order))
     try:
         if built.error is not None:
-            return build_error(case, NAME, built.error, points)
+            return build_error(case, name, built.error, points)
         if built.init_error is not None:
-            return [built.subject.error(NAME, built.init_error, "build", p) for p in points]
+            return [built.subject.error(name, built.init_error, "build", p) for p in points]
         outcomes = []
         for p in points:
             feed = dict(zip(built.placeholders, p.values))
             if built.tables is not None:
                 feed[built.tables] = upstream_tables(case, p, options)
-            outcomes.append(_run_point(built.session, built.progress, feed, built.subject, p,
+            outcomes.append(_run_point(name, built.session, built.progress, feed, built.subject, p,
                                        built.built_all))
         _reuse.observed(built)
         return outcomes
@@ -193,12 +206,21 @@ def _run_signature(case: Case, points: Sequence[Point], options: RunOptions) -> 
 
 def run(case: Case, options: RunOptions) -> list[ModeOutcome]:
     """Runs every point of `case`, building one graph per input signature."""
+    return run_as(NAME, case, options)
+
+
+def run_as(name: str, case: Case, options: RunOptions,
+           wrap: Optional[Callable[[Subject], Subject]] = None,
+           order: Optional[int] = None) -> list[ModeOutcome]:
+    """This mode's run, named `name`, of the subject `wrap` makes of the case's (a context's,
+    harness.measure.modes.contexts), to `order` (the case's unless given)."""
     groups: dict = {}
     for index, point in enumerate(case.points):
         groups.setdefault(point.signature, []).append(index)
     outcomes: list = [None] * len(case.points)
     for indices in groups.values():
-        results = _run_signature(case, [case.points[i] for i in indices], options)
+        results = _run_signature(name, case, [case.points[i] for i in indices], options, wrap,
+                                 order)
         for i, outcome in zip(indices, results):
             outcomes[i] = outcome
     return outcomes
