@@ -213,6 +213,14 @@ def hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutco
         hints.append("hint: grad_fn must return one gradient per input of the function, in "
                      f"order{got}; a function that uses variables returns a pair: the input "
                      "gradients, and a list with one per variable")
+    rows = [m for m in outcomes if m in mode_names.ROWS and mode_names.ROWS[m].context
+            and mode_names.CONTEXTS[mode_names.ROWS[m].context].jacobian]
+    if any(f": {m} vs " in line for line in lines for m in rows):
+        hints.append("hint: a jacobian's rows are grad_fn's answers to one-hot upstream "
+                     "gradients, one per element of the output, and they add up to "
+                     "tape.gradient's answer only where grad_fn is linear in dy: clipping, "
+                     "normalising or ignoring dy is not (nor is a grad_fn whose Python code "
+                     "changes something each time it runs, once per row)")
     upstream = oracles.get(oracle_names.UPSTREAM)
     if (upstream is not None and upstream.status is OracleStatus.DIFFER
         and any(line.startswith(MISHANDLES) for line in lines)):
