@@ -72,18 +72,27 @@ LOOP_JACOBIAN_DTYPE = (
     "is float32 but Op is trying to write dtype ...'"
 )
 
-# tensorflow#50170 where a grad_fn reads a variable (measured on 2.21.0: inside tf.cond and a loop
-# under tf.function only; eager, a v1 graph, the jacobians, vectorized_map and recompute_grad
-# compute).
+# tensorflow#50170 where a grad_fn reads a variable (measured over every release: inside tf.cond and
+# a loop under tf.function only; eager, a v1 graph, the jacobians, vectorized_map and recompute_grad
+# compute). 2.12 raises it as a TypeError of its own in all three.
 VARIABLE_IN_CONTROL_FLOW = [
     Expectation(
-        modes=["cond_function"], outcome="AttributeError",
+        modes=["cond_function", "while_loop_function", "map_fn_function"], outcome="TypeError",
+        tf_versions="<2.13",
+        reason="tensorflow#50170 as 2.12 raises it: grad_fn reads a tf.Variable, and inside a "
+               "tf.cond branch or a loop body under tf.function the gradient graph cannot "
+               "capture the variable's eager handle: '_CondGradFuncGraph._capture_helper() takes "
+               "3 positional arguments but 4 were given' (_WhileBodyGradFuncGraph's in a loop)",
+    ),
+    Expectation(
+        modes=["cond_function"], outcome="AttributeError", tf_versions=">=2.13",
         reason="tensorflow#50170: grad_fn reads a tf.Variable, and inside a tf.cond branch "
                "under tf.function the gradient raises 'Tensor.graph is undefined when eager "
                "execution is enabled', where the plain call under tf.function computes it",
     ),
     Expectation(
         modes=["while_loop_function", "map_fn_function"], outcome="ValueError",
+        tf_versions=">=2.13",
         reason="tensorflow#50170 in a loop body: grad_fn reads a tf.Variable, and inside a "
                "tf.while_loop (tf.map_fn's too) under tf.function the gradient raises "
                "ValueError: the variable's handle 'is in list of internal_captures but not in "

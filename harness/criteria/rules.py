@@ -90,11 +90,11 @@ def _yardstick(default: str, modes: Sequence[str], expected: Mapping[str, Expect
     # training step (which computes order 1 only) only when no other mode is left.
     if default in modes and default not in expected:
         return default
-    # So is a context (order 1 only) while a plain mode is left.
+    # A context (order 1 only, and judged against its base) is one only when no other is left.
     steps = mode_names.TRAINING_STEPS  # read now: the rows may have grown since import
     contexts = mode_names.CONTEXT_MODES
     ordered = ([m for m in modes if m not in steps and m not in contexts]
-               + [m for m in modes if m in contexts] + [m for m in modes if m in steps])
+               + [m for m in modes if m in steps] + [m for m in modes if m in contexts])
     return next((m for m in ordered if m not in expected),
                 default if default in modes else next(iter(ordered), default))
 
