@@ -93,7 +93,10 @@ class _Runner:
         wrap = functools.partial(_wrapped, _WRAPPERS[self.context.name], autograph)
         # The plain chain only: the weighted and linearity chains judge grad_fn's use of its
         # upstream gradient, which the plain modes already show; a context is judged by what
-        # its route changes at the plain contraction, at a third of the cost.
+        # its route changes at the plain contraction, at a third of the cost. (One gradient per
+        # forward matters for a graph's tf.cond too: tf.gradients taken a second time through a
+        # cond holding a custom gradient differentiates the branch's body instead, NaN for
+        # docs.log1pexp at x = 100 on 2.21.0, a relative of tensorflow#43631.)
         options = dataclasses.replace(options, upstream=False)
         if self.base == "eager":
             outcomes = eager.run_as(self.name, case, options, wrap, order=1)

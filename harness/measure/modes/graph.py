@@ -32,19 +32,13 @@ NAME = "graph"
 
 
 def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, progress: Steps,
-                     tables, own_forwards: bool = False):
+                     tables):
     """Builds the plain orders into progress.done and, with `tables`, the weighted chain
-    (grad_ys: the upstream weights) into progress.upstream.
-
-    The chains share one forward, unless `own_forwards` (a context's: tf.gradients taken a second
-    time through a tf.cond holding a custom gradient differentiates the branch's body instead, as
-    measured on TensorFlow 2.21.0, a relative of tensorflow#43631; each chain then calls the
-    function itself, as the tape modes' chains do)."""
+    (grad_ys: the upstream weights) into progress.upstream."""
     sources = subject.sources(xs)
     progress.stage = "forward"
     progress.done.append(flat_outputs(subject.fn(*xs)))
-    weighted = flat_outputs(subject.fn(*xs)) if own_forwards and tables is not None \
-        else progress.done[0]
+    weighted = progress.done[0]
     for k in range(1, order + 1):
         progress.stage = f"order {k}"
         progress.done.append(_gradients(progress.done[-1], sources, options))
@@ -62,8 +56,7 @@ def _gradient_orders(subject: Subject, xs, order: int, options: RunOptions, prog
     progress.stage = "order 1 with the linearity check's upstream gradient"
     try:
         lin = linear_tables(tables)
-        outputs = flat_outputs(subject.fn(*xs)) if own_forwards else progress.done[0]
-        progress.linear = _gradients(outputs, sources, options,
+        progress.linear = _gradients(progress.done[0], sources, options,
                                      lambda i, t: upstream_weights(lin, 1, i, t))
     except Exception as e:  # noqa: BLE001 - the case's grad_fn given another upstream gradient
         progress.linear_error = (e, progress.stage)
@@ -161,7 +154,7 @@ class _Built:
             try:
                 _gradient_orders(self.subject, self.placeholders,
                                  case.order if order is None else order, options,
-                                 self.progress, self.tables, own_forwards=wrap is not None)
+                                 self.progress, self.tables)
             except Exception as e:  # noqa: BLE001
                 self.progress.error = e
             init = tf.compat.v1.global_variables_initializer()
