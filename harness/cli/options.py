@@ -16,11 +16,15 @@ from harness import report as _report
 # Each help starts with one short sentence: `python -m harness --help` shows that sentence, and
 # --helpfull and COMMAND --help the whole text.
 MODE = flags.DEFINE_string(
-    "mode", "all", f"The modes to run: 'all', 'full', 'keras', 'keras3' or a comma list. With "
-    f"'all' they are {', '.join(mode_names.CORE_MODES)}; with 'full' "
-    f"{', '.join(mode_names.FULL_MODES)}; with 'keras' the tf_keras training steps "
-    f"{', '.join(mode_names.STEP_MODES)}; with 'keras3' the Keras 3 ones "
-    f"{', '.join(mode_names.KERAS3_MODES)}; the modes are {', '.join(mode_names.KNOWN_MODES)}.")
+    "mode", "all", f"The modes to run: 'all', 'full', 'keras', 'keras3', 'contexts' or a comma "
+    f"list of those, of contexts and of modes. With 'all' they are "
+    f"{', '.join(mode_names.CORE_MODES)}; with 'full' {', '.join(mode_names.FULL_MODES)}; with "
+    f"'keras' the tf_keras training steps {', '.join(mode_names.STEP_MODES)}; with 'keras3' the "
+    f"Keras 3 ones {', '.join(mode_names.KERAS3_MODES)}; with 'contexts' the call inside each of "
+    f"{', '.join(mode_names.CONTEXTS)}, a mode <context>_<base> for each base it runs in "
+    f"({', '.join(mode_names.CONTEXT_MODES)}), and a context's name selects its modes; the other "
+    f"modes are {', '.join(m for m in mode_names.KNOWN_MODES if m not in mode_names.CONTEXT_MODES)}"
+    ".")
 
 
 def split_patterns(text: str) -> list[str]:
