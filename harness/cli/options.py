@@ -16,8 +16,8 @@ from harness import report as _report
 # Each help starts with one short sentence: `python -m harness --help` shows that sentence, and
 # --helpfull and COMMAND --help the whole text.
 MODE = flags.DEFINE_string(
-    "mode", "all", f"The modes: 'all', 'full', 'keras', 'keras3', 'contexts' or a comma list. "
-    f"The list may name those, contexts and modes. With 'all' they are "
+    "mode", "all", f"The modes to run: all, full, keras, keras3, contexts or a list. "
+    f"A comma list may name those, contexts and modes. With 'all' they are "
     f"{', '.join(mode_names.CORE_MODES)}; with 'full' {', '.join(mode_names.FULL_MODES)}; with "
     f"'keras' the tf_keras training steps {', '.join(mode_names.STEP_MODES)}; with 'keras3' the "
     f"Keras 3 ones {', '.join(mode_names.KERAS3_MODES)}; with 'contexts' the call inside each of "
