@@ -6,6 +6,7 @@ The truths are closed forms: d/dx log(1 + e^x) = 1 at x = 100, where autodiff of
 
 import dataclasses
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -118,6 +119,43 @@ def test_batch_jacobian_skips_a_case_with_variables_and_says_why(cases):
     assert outcome.status.value == "skip"
     assert outcome.note == ("batch_jacobian differentiates batched inputs only, and this case "
                             "differentiates variables: jacobian covers them")
+
+
+_SCRIPT = """
+import tensorflow as tf
+
+w = tf.Variable(2.0, trainable=False)
+
+
+@tf.custom_gradient
+def multiply_by_w(x):
+    def grad_fn(dy):
+        return dy * w
+    return w * x, grad_fn
+
+
+x = tf.constant(5.0)
+with tf.GradientTape() as tape:
+    tape.watch(x)
+    y = multiply_by_w(x)
+print(tape.gradient(y, x).numpy())
+"""
+
+
+def test_a_recording_is_replayed_in_the_contexts_asked_for(tmp_path):
+    # tensorflow#50170's function, recorded from a script, then replayed inside tf.cond and map_fn.
+    (tmp_path / "train.py").write_text(_SCRIPT)
+    recorded = helpers.harness("record", "rec", "--", sys.executable, "train.py", cwd=tmp_path,
+                               timeout=600)
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    replayed = helpers.harness("replay", "rec", "--mode=eager,function,cond,map_fn", cwd=tmp_path,
+                               timeout=600)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert ("cond_function raises AttributeError at order 1, where function computed at this "
+            "point: Tensor.graph is undefined when eager execution is enabled.") in replayed.stdout
+    assert "map_fn_function raises ValueError at order 1, where function computed" in (
+        replayed.stdout)
+    assert "cond_eager:ok" in replayed.stdout and "map_fn_eager:ok" in replayed.stdout
 
 
 @pytest.mark.slow
