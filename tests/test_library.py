@@ -466,10 +466,16 @@ def test_matrix_doc_covers_every_release_and_every_point_of_the_library(cases):
 
     page = (ROOT / "docs" / "matrix.md").read_text(encoding="utf-8")
     header = next(line for line in page.splitlines() if line.startswith("| case"))
-    assert [v.strip() for v in header.strip("|").split("|")[1:]] == pins.versions(), (
+    columns = [v.strip() for v in header.strip("|").split("|")[1:]]
+    releases = pins.versions()
+    assert columns[:len(releases)] == releases, (
         "docs/matrix.md must be the run over every release of the pin table: rerun"
-        " scripts/matrix.py --versions all"
+        " scripts/matrix.py --versions all,nightly"
     )
+    # After the releases, the nightly's column only: a tf-nightly build and its commit
+    # ("2.23.0-dev20261026 (commit ef696751006)").
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+-dev\d{8}( \(commit [0-9a-f]+\))?", v)
+               for v in columns[len(releases):]), columns
     missing = [f"{c.id}[{p.label}]" for c in cases for p in c.points
                if f"{c.id}[{p.label}]" not in page]
     assert (
