@@ -162,6 +162,13 @@ def _stop_grad_shuffle(stop: bool):
     return test_func_with_stop_grad
 
 
+# Under tf.vectorized_map grad_fn is not called, for either shuffle case.
+_SHUFFLE_VECTORIZED = Expectation(
+    modes=["vectorized_map_eager", "vectorized_map_function"], outcome=GRADIENT_UNUSED,
+    reason="measured on 2.21.0: under tf.vectorized_map the forward runs and grad_fn is never "
+           "called, so the gradient is TensorFlow's own of the vectorized forward (here the "
+           "upstream gradient through a shuffle of two equal elements, which is grad_fn's too)",
+)
 # Two equal elements: any shuffle gives the same tensor, so every mode agrees.
 _SHUFFLE_POINT = {"x": np.array([0.4, 0.4], np.float32)}
 # The numeric oracle differentiates the function at shifted points, where the
@@ -350,13 +357,7 @@ CASES = [
         description="tf.stop_gradient around a tf.function with RandomShuffle (no registered "
                     "gradient) inside a custom gradient: the custom gradient [1, 1] in every mode",
         expectations=[
-            Expectation(
-                modes=["vectorized_map_eager", "vectorized_map_function"], outcome=GRADIENT_UNUSED,
-                reason="measured on 2.21.0: under tf.vectorized_map the forward runs and grad_fn "
-                       "is never called, so the gradient is TensorFlow's own of the vectorized "
-                       "forward (here the upstream gradient through a shuffle of two equal "
-                       "elements, which is grad_fn's too)",
-            ),
+            _SHUFFLE_VECTORIZED,
             Expectation(
                 modes=["xla", "keras_xla", "keras3_xla"], outcome="FailedPreconditionError",
                 reason="XLA cannot compile tf.random.shuffle of a float vector: legalize_tf.cc's "
@@ -376,13 +377,7 @@ CASES = [
         description="the same without tf.stop_gradient, which the docstring says raises "
                     "LookupError: every mode returns the custom gradient [1, 1]",
         expectations=[
-            Expectation(
-                modes=["vectorized_map_eager", "vectorized_map_function"], outcome=GRADIENT_UNUSED,
-                reason="measured on 2.21.0: under tf.vectorized_map the forward runs and grad_fn "
-                       "is never called, so the gradient is TensorFlow's own of the vectorized "
-                       "forward (here the upstream gradient through a shuffle of two equal "
-                       "elements, which is grad_fn's too)",
-            ),
+            _SHUFFLE_VECTORIZED,
             Expectation(
                 modes=["xla", "keras_xla", "keras3_xla"], outcome="FailedPreconditionError",
                 reason="as in docs.stop_gradient_shuffle: XLA's lowering of tf.random.shuffle of a "

@@ -100,6 +100,9 @@ class Context:
       bases: the plain modes it runs in, each one mode `<name>_<base>`.
       jacobian: whether its order 1 is a jacobian's rows, contracted as the plain gradient is;
         else the tapes' (or tf.gradients') own gradient of the call inside it.
+      batched: for a jacobian, GradientTape.batch_jacobian's over a batch of one (of the
+        differentiated inputs only) rather than GradientTape.jacobian's.
+      pfor: for a jacobian, with pfor (experimental_use_pfor) or with a loop over the rows.
 
     Every context computes order 1 (the outputs, the plain, weighted and linearity chains' first
     order): the route by which TensorFlow differentiates a call inside it.
@@ -110,6 +113,8 @@ class Context:
     words: str
     bases: tuple[str, ...] = ("eager", "function")
     jacobian: bool = False
+    batched: bool = False
+    pfor: bool = True
 
 
 # Every context, in the order its modes are shown. Adding one is a row here and its wrapper or
@@ -123,12 +128,12 @@ CONTEXTS: dict[str, Context] = {row.name: row for row in (
     Context("jacobian", "j", "GradientTape.jacobian (pfor), its rows contracted as the plain "
             "gradient is", jacobian=True),
     Context("jacobian_loop", "jl", "GradientTape.jacobian with experimental_use_pfor=False, its "
-            "rows contracted as the plain gradient is", jacobian=True),
+            "rows contracted as the plain gradient is", jacobian=True, pfor=False),
     Context("batch_jacobian", "bj", "GradientTape.batch_jacobian (pfor) over a batch of one (the "
-            "point), its rows contracted as the plain gradient is", jacobian=True),
+            "point), its rows contracted as the plain gradient is", jacobian=True, batched=True),
     Context("batch_jacobian_loop", "bl", "GradientTape.batch_jacobian with "
             "experimental_use_pfor=False over a batch of one, its rows contracted as the plain "
-            "gradient is", jacobian=True),
+            "gradient is", jacobian=True, batched=True, pfor=False),
     Context("recompute_grad", "r", "tf.recompute_grad"),
 )}
 _BASE_MARKS = {"eager": "e", "function": "f", "graph": "g"}

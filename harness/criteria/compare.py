@@ -79,8 +79,7 @@ def _zeros_for_none(ref: Output, got: Output, ref_mode: str, mode: str) -> bool:
     """Whether one side is None (unconnected) and the other, a context's, zeros: a tf.cond or a
     while loop (tf.map_fn's too) gives zeros for an input its body does not differentiate
     (_create_zeros_for_none_grads in tensorflow/python/ops/cond_v2.py, _zeros_like in
-    while_v2.py), and a jacobian's rows of one are contracted into zeros. Both say the gradient
-    is 0 there."""
+    while_v2.py). Both say the gradient is 0 there."""
     value, value_mode = (got, mode) if ref.value is None else (ref, ref_mode)
     row = mode_names.ROWS.get(value_mode)
     if row is None or row.group != mode_names.CONTEXT:

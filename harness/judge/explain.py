@@ -213,14 +213,9 @@ def hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutco
         hints.append("hint: grad_fn must return one gradient per input of the function, in "
                      f"order{got}; a function that uses variables returns a pair: the input "
                      "gradients, and a list with one per variable")
-    rows = [m for m in outcomes if m in mode_names.ROWS and mode_names.ROWS[m].context
-            and mode_names.CONTEXTS[mode_names.ROWS[m].context].jacobian]
-    if any(f": {m} vs " in line for line in lines for m in rows):
-        hints.append("hint: a jacobian's rows are grad_fn's answers to one-hot upstream "
-                     "gradients, one per element of the output, and they add up to "
-                     "tape.gradient's answer only where grad_fn is linear in dy: clipping, "
-                     "normalising or ignoring dy is not (nor is a grad_fn whose Python code "
-                     "changes something each time it runs, once per row)")
+    jacobian = _jacobian_hint(outcomes, oracles, lines)
+    if jacobian:
+        hints.append(jacobian)
     upstream = oracles.get(oracle_names.UPSTREAM)
     if (upstream is not None and upstream.status is OracleStatus.DIFFER
         and any(line.startswith(MISHANDLES) for line in lines)):
@@ -239,6 +234,24 @@ def hints(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutco
                      "derivative is not zero here: an op on its path has no gradient, or "
                      "tf.stop_gradient cuts it")
     return hints
+
+
+
+def _jacobian_hint(outcomes: Mapping[str, ModeOutcome], oracles: Mapping[str, OracleOutcome],
+                   lines: Sequence[str]) -> Optional[str]:
+    """Why a jacobian context can part from its base, where one does and grad_fn is not linear in
+    dy."""
+    rows = [m for m in outcomes if m in mode_names.ROWS and mode_names.ROWS[m].context
+            and mode_names.CONTEXTS[mode_names.ROWS[m].context].jacobian]
+    linearity = oracles.get(oracle_names.LINEARITY)
+    if (linearity is not None and linearity.status is OracleStatus.DIFFER
+            and any(f": {m} vs " in line for line in lines for m in rows)):
+        return ("hint: a jacobian's rows are grad_fn's answers to one-hot upstream gradients, "
+                "one per element of the output, and they add up to tape.gradient's answer only "
+                "where grad_fn is linear in dy, which the linearity check finds this one is not: "
+                "clipping, normalising or ignoring dy is not (nor is a grad_fn whose Python code "
+                "changes something each time it runs, once per row)")
+    return None
 
 
 def distinct(pairs: list[tuple[str, Expectation]]) -> list[Expectation]:

@@ -61,12 +61,12 @@ from harness.records import ModeOutcome, RunOptions, Status
 __all__ = ["runner_for", "why_not"]
 
 
-def why_not(context: str, case: Case) -> Optional[str]:
+def why_not(context: mode_names.Context, case: Case) -> Optional[str]:
     """Why `context` does not apply to `case`, or None where it does."""
-    if context.startswith("batch_jacobian") and case.wrt_variables:
+    if context.batched and case.wrt_variables:
         return ("batch_jacobian differentiates batched inputs only, and this case differentiates "
                 "variables: jacobian covers them")
-    if context.startswith("batch_jacobian") and not case.wrt:
+    if context.batched and not case.wrt:
         return "batch_jacobian differentiates batched inputs, and this case differentiates none"
     return None
 
@@ -83,12 +83,12 @@ class _Runner:
     base: str
 
     def run(self, case: Case, options: RunOptions) -> list[ModeOutcome]:
-        why = why_not(self.context.name, case)
+        why = why_not(self.context, case)
         if why is not None:
             return [ModeOutcome(mode=self.name, status=Status.SKIP, note=why)
                     for _ in case.points]
         if self.context.jacobian:
-            return _jacobian_run(self.name, self.context.name, self.base, case, options)
+            return _jacobian_run(self.name, self.context, self.base, case, options)
         autograph = mode_names.ROWS[self.name].autograph
         wrap = functools.partial(_wrapped, _WRAPPERS[self.context.name], autograph)
         # The plain chain only: the weighted and linearity chains judge grad_fn's use of its
@@ -201,7 +201,8 @@ def _added(total, part):
     return part if total is None else total + part
 
 
-def _jacobian_orders(context: str, subject: Subject, xs: Sequence, options: RunOptions,
+def _jacobian_orders(context: mode_names.Context, subject: Subject, xs: Sequence,
+                     options: RunOptions,
                      progress: Steps, autograph: bool):
     """Outputs and order 1, from each output's jacobian (or batch jacobian) with respect to the
     sources, its rows contracted with ones, as the plain gradient's upstream gradient is.
@@ -212,8 +213,7 @@ def _jacobian_orders(context: str, subject: Subject, xs: Sequence, options: RunO
     jacobian is taken more than once (several outputs, or batch_jacobian's several inputs) or
     TensorFlow asks for it, as a user's would be: a persistent tape is another route (cond_v2
     builds its branches as functions for it)."""
-    pfor = not context.endswith("_loop")
-    batched = context.startswith("batch_jacobian")
+    pfor, batched = context.pfor, context.batched
     wrt = subject.case.wrt_indices
     sources = subject.sources(xs)
     progress.stage = "forward"
@@ -236,7 +236,7 @@ def _jacobian_orders(context: str, subject: Subject, xs: Sequence, options: RunO
             tape.watch(sources)
             outputs = _outputs(subject.fn, xs, autograph)
     progress.done.append(outputs)
-    progress.stage = f"order 1 ({context})"
+    progress.stage = f"order 1 ({context.name})"
     keywords = {"unconnected_gradients": unconnected(options), "experimental_use_pfor": pfor}
     grads = [None] * len(sources)
     for i, target in enumerate(t for t in outputs if is_target(t)):
@@ -271,7 +271,7 @@ def _values(tensors) -> list:
     return [None if t is None else t.numpy() for t in tensors]
 
 
-def _jacobian_run(name: str, context: str, base: str, case: Case,
+def _jacobian_run(name: str, context: mode_names.Context, base: str, case: Case,
                   options: RunOptions) -> list[ModeOutcome]:
     try:
         subject = build_subject(case)
